@@ -1,0 +1,121 @@
+// tinytorch/autograd/engine.hpp — backward(): topological sort, reverse sweep, accumulation.
+//
+//   1. From the root's grad_fn, a depth-first search lists every node reachable along
+//      next_edges; reversed, the post-order puts every node before the nodes it feeds
+//      (a topological order of the reversed graph).
+//   2. The root gets d root / d root = `gradient` (1 for a scalar).
+//   3. In that order each node takes the sum of the gradients that reached it (grad_buffer),
+//      runs its hooks, calls apply(), and adds each result into the next node's grad_buffer.
+//      A node reached along two paths (a diamond, a reused tensor) thus sees both contributions
+//      before it runs.
+//   4. Without retain_graph each node frees its saved tensors; running it again raises.
+// Backward runs with grad mode off: gradients are plain tensors (no higher-order gradients).
+// Chapter: chapters/02-autograd.md (planned); model: karpathy/micrograd engine.py.
+#pragma once
+
+#include <algorithm>
+#include <unordered_set>
+#include <utility>
+
+#include "../ops/elementwise.hpp"
+#include "../ops/shape.hpp"
+#include "node.hpp"
+
+namespace tinytorch::autograd {
+
+inline std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_in) {
+  std::shared_ptr<TensorImpl> impl = leaf.lock();
+  if (!impl) return {};
+  Tensor g = grad_in;
+  for (auto& hook : impl->hooks) {
+    Tensor r = hook(g);
+    if (r.defined()) g = r;
+  }
+  TT_CHECK(g.sizes() == impl->shape, "backward: gradient of shape ", shape_str(g.sizes()),
+           " does not match the leaf's shape ", shape_str(impl->shape));
+  if (g.dtype() != impl->dtype) g = ops::to_dtype(g, impl->dtype);
+  if (!impl->grad) {
+    // Steal the buffer when nobody else can see it; otherwise copy, so that .grad never aliases
+    // another tensor (an in-place zero_() on one grad must not change another).
+    bool exclusive = g.impl_ptr().use_count() <= 2 && g.impl()->storage.use_count() == 1 && g.is_contiguous();
+    impl->grad = exclusive ? g.impl_ptr() : ops::clone(g).impl_ptr();
+  } else {
+    Tensor acc(impl->grad);
+    ops::binary_(acc, g, backend::cpu::AddOp{}, "AccumulateGrad");
+  }
+  Tensor self(impl);
+  for (auto& hook : impl->post_accumulate_grad_hooks) hook(self);
+  return {};
+}
+
+/// Nodes reachable from root, in the order backward must run them (root first).
+inline std::vector<Node*> topological_order(Node* root) {
+  std::vector<Node*> post;
+  std::unordered_set<Node*> seen{root};
+  std::vector<std::pair<Node*, size_t>> stack{{root, 0}};  // (node, next edge to visit)
+  while (!stack.empty()) {
+    auto& [node, i] = stack.back();
+    if (i < node->next_edges.size()) {
+      Node* child = node->next_edges[i++].fn.get();
+      if (child && seen.insert(child).second) stack.push_back({child, 0});
+    } else {
+      post.push_back(node);
+      stack.pop_back();
+    }
+  }
+  std::reverse(post.begin(), post.end());
+  return post;
+}
+
+/// Runs backward from `root` with d root / d root = `gradient` (see Tensor::backward).
+inline void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
+  TT_CHECK(root.requires_grad(), "backward: element 0 of tensors does not require grad and does not "
+           "have a grad_fn");
+  Tensor seed = gradient;
+  if (!seed.defined()) {
+    TT_CHECK(root.numel() == 1, "backward: grad can be implicitly created only for scalar outputs "
+             "(this tensor has shape ", shape_str(root.sizes()), "); pass a gradient of that shape");
+    seed = ops::make_tensor(root.sizes(), root.dtype());
+    dispatch(root.dtype(), [&](auto tag) { *seed.data_ptr<typename decltype(tag)::type>() = 1; });
+  } else {
+    TT_CHECK(seed.sizes() == root.sizes(), "backward: Mismatch in shape: grad_output[0] has a shape of ",
+             shape_str(seed.sizes()), " and output[0] has a shape of ", shape_str(root.sizes()));
+  }
+  std::shared_ptr<Node> root_node = gradient_edge(root).fn;  // grad_fn, or a leaf's AccumulateGrad
+  NoGradGuard no_grad;
+  std::vector<Node*> order = topological_order(root_node.get());
+  root_node->grad_buffer = seed;
+  try {
+    for (Node* node : order) {
+      Tensor g = std::move(node->grad_buffer);
+      node->grad_buffer = Tensor();
+      if (!g.defined()) continue;  // no path carried a gradient here
+      TT_CHECK(!(node->released && node->saves_tensors),
+               "backward: Trying to backward through the graph a second time (or directly access saved "
+               "tensors after they have already been freed). Saved intermediate values of the graph are "
+               "freed when you call .backward(). Specify retain_graph=true if you need to backward through "
+               "the graph a second time (in ", node->name(), ")");
+      for (auto& hook : node->hooks) {
+        Tensor r = hook(g);
+        if (r.defined()) g = r;
+      }
+      std::vector<Tensor> grads = node->apply(g);
+      g = Tensor();
+      if (!retain_graph) {
+        node->release_saved();
+        node->released = true;
+      }
+      for (size_t i = 0; i < grads.size() && i < node->next_edges.size(); ++i) {
+        Node* next = node->next_edges[i].fn.get();
+        if (!next || !grads[i].defined()) continue;
+        if (!next->grad_buffer.defined()) next->grad_buffer = std::move(grads[i]);
+        else next->grad_buffer = ops::binary(next->grad_buffer, grads[i], backend::cpu::AddOp{}, "backward");
+      }
+    }
+  } catch (...) {
+    for (Node* node : order) node->grad_buffer = Tensor();
+    throw;
+  }
+}
+
+}  // namespace tinytorch::autograd

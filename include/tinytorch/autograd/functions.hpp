@@ -1,0 +1,757 @@
+// tinytorch/autograd/functions.hpp — one struct per differentiable op: forward and backward side
+// by side.
+//
+// Each struct is a Node. Its static forward() computes the result with ops/ and, when an input
+// requires grad, records the node with the tensors backward needs; apply() maps
+// d loss/d output to d loss/d input_i. The derivative is written above each apply():
+//   y = a * b   =>  da = dy * b,  db = dy * a
+// Broadcast inputs receive their gradient summed back to their own shape (ops::sum_to).
+// apply() runs with grad mode off, so it may use Tensor's operators freely.
+// Node names are PyTorch's (MulBackward0, ...). Where tinytorch fuses what PyTorch records as
+// two nodes (Linear's addmm with W^T), the docstring says so.
+// Chapter: chapters/02-autograd.md (planned). Reference: PyTorch tools/autograd/derivatives.yaml.
+#pragma once
+
+#include <cmath>
+#include <limits>
+
+#include "../backend/cpu/softmax.hpp"
+#include "../ops/creation.hpp"
+#include "../ops/elementwise.hpp"
+#include "../ops/linalg.hpp"
+#include "../ops/reduce.hpp"
+#include "../ops/shape.hpp"
+#include "engine.hpp"
+#include "node.hpp"
+
+namespace tinytorch::autograd {
+
+namespace cpu = backend::cpu;
+
+/// Records `node` on `out` when any input requires grad. Returns out.
+template <class N>
+Tensor record(Tensor out, std::shared_ptr<N> node, std::initializer_list<const Tensor*> inputs) {
+  return set_history(std::move(out), std::move(node), inputs);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Binary arithmetic
+// ---------------------------------------------------------------------------------------------
+
+/// y = a + alpha * b  =>  da = dy,  db = alpha * dy   (each summed to its input's shape)
+struct Add : Node {
+  Shape a_shape, b_shape;
+  double alpha = 1;
+  std::string name() const override { return "AddBackward0"; }
+  static Tensor forward(const Tensor& a, const Tensor& b, double alpha = 1) {
+    Tensor out = alpha == 1 ? ops::binary(a, b, cpu::AddOp{}, "add")
+                            : ops::binary(a, b, [alpha](auto x, auto y) { return x + alpha * y; }, "add");
+    if (!any_requires_grad({&a, &b})) return out;
+    auto n = std::make_shared<Add>();
+    n->a_shape = a.sizes();
+    n->b_shape = b.sizes();
+    n->alpha = alpha;
+    return record(out, n, {&a, &b});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    Tensor db = ops::sum_to(dy, b_shape);
+    return {ops::sum_to(dy, a_shape), alpha == 1 ? db : db * alpha};
+  }
+};
+
+/// y = a - b  =>  da = dy,  db = -dy
+struct Sub : Node {
+  Shape a_shape, b_shape;
+  std::string name() const override { return "SubBackward0"; }
+  static Tensor forward(const Tensor& a, const Tensor& b) {
+    Tensor out = ops::binary(a, b, cpu::SubOp{}, "sub");
+    if (!any_requires_grad({&a, &b})) return out;
+    auto n = std::make_shared<Sub>();
+    n->a_shape = a.sizes();
+    n->b_shape = b.sizes();
+    return record(out, n, {&a, &b});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    return {ops::sum_to(dy, a_shape), ops::sum_to(-dy, b_shape)};
+  }
+};
+
+/// y = a * b  =>  da = dy * b,  db = dy * a
+struct Mul : Node {
+  Tensor a, b;
+  Shape sa, sb;
+  std::string name() const override { return "MulBackward0"; }
+  static Tensor forward(const Tensor& a, const Tensor& b) {
+    Tensor out = ops::binary(a, b, cpu::MulOp{}, "mul");
+    if (!any_requires_grad({&a, &b})) return out;
+    auto n = std::make_shared<Mul>();
+    n->saves_tensors = true;
+    if (b.requires_grad()) n->a = a.detach();
+    if (a.requires_grad()) n->b = b.detach();
+    n->sa = a.sizes();
+    n->sb = b.sizes();
+    return record(out, n, {&a, &b});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    Tensor da, db;
+    if (b.defined()) da = ops::sum_to(dy * b, sa);
+    if (a.defined()) db = ops::sum_to(dy * a, sb);
+    return {da, db};
+  }
+  void release_saved() override { a = b = Tensor(); }
+};
+
+/// y = a / b  =>  da = dy / b,  db = -dy * a / b^2
+struct Div : Node {
+  Tensor a, b;
+  Shape sa, sb;
+  std::string name() const override { return "DivBackward0"; }
+  static Tensor forward(const Tensor& a, const Tensor& b) {
+    const Tensor af = a.is_floating_point() || b.is_floating_point() ? a : ops::to_dtype(a, kFloat32);
+    Tensor out = ops::binary(af, b, cpu::DivOp{}, "div");
+    if (!any_requires_grad({&a, &b})) return out;
+    auto n = std::make_shared<Div>();
+    n->saves_tensors = true;
+    n->a = a.detach();
+    n->b = b.detach();
+    n->sa = a.sizes();
+    n->sb = b.sizes();
+    return record(out, n, {&a, &b});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    Tensor da = ops::sum_to(dy / b, sa);
+    Tensor db = ops::sum_to(-dy * a / (b * b), sb);
+    return {da, db};
+  }
+  void release_saved() override { a = b = Tensor(); }
+};
+
+/// y = a * s (s a number)  =>  da = dy * s
+struct MulScalar : Node {
+  double s = 1;
+  std::string name() const override { return "MulBackward1"; }
+  static Tensor forward(const Tensor& a, double s) {
+    Tensor out = ops::scalar(a, s, cpu::MulOp{}, "mul");
+    if (!any_requires_grad({&a})) return out;
+    auto n = std::make_shared<MulScalar>();
+    n->s = s;
+    return record(out, n, {&a});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override { return {dy * s}; }
+};
+
+/// y = a / s (s a number)  =>  da = dy / s
+struct DivScalar : Node {
+  double s = 1;
+  std::string name() const override { return "DivBackward1"; }
+  static Tensor forward(const Tensor& a, double s) {
+    const Tensor af = a.is_floating_point() ? a : ops::to_dtype(a, kFloat32);
+    Tensor out = ops::scalar(af, s, cpu::DivOp{}, "div");
+    if (!any_requires_grad({&a})) return out;
+    auto n = std::make_shared<DivScalar>();
+    n->s = s;
+    return record(out, n, {&a});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override { return {ops::scalar(dy, s, cpu::DivOp{}, "div")}; }
+};
+
+/// y = a + s  =>  da = dy   (AddBackward1; also a - s)
+struct AddScalar : Node {
+  const char* node_name = "AddBackward1";
+  std::string name() const override { return node_name; }
+  static Tensor forward(const Tensor& a, double s, const char* node_name = "AddBackward1") {
+    Tensor out = ops::scalar(a, s, cpu::AddOp{}, "add");
+    if (!any_requires_grad({&a})) return out;
+    auto n = std::make_shared<AddScalar>();
+    n->node_name = node_name;
+    return record(out, n, {&a});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override { return {dy}; }
+};
+
+/// y = s - a  =>  da = -dy
+struct RsubScalar : Node {
+  std::string name() const override { return "RsubBackward1"; }
+  static Tensor forward(const Tensor& a, double s) {
+    Tensor out = ops::scalar(a, s, [](auto x, auto v) { return v - x; }, "rsub");
+    if (!any_requires_grad({&a})) return out;
+    return record(out, std::make_shared<RsubScalar>(), {&a});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override { return {-dy}; }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Unary functions
+// ---------------------------------------------------------------------------------------------
+
+/// y = -x  =>  dx = -dy
+struct Neg : Node {
+  std::string name() const override { return "NegBackward0"; }
+  static Tensor forward(const Tensor& x) {
+    Tensor out = ops::unary(x, cpu::NegOp{}, "neg");
+    if (!any_requires_grad({&x})) return out;
+    return record(out, std::make_shared<Neg>(), {&x});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override { return {ops::unary(dy, cpu::NegOp{}, "neg")}; }
+};
+
+/// A unary op whose derivative needs its input x and/or output y. `Derivative` computes
+/// dx from (dy, x, y) elementwise.
+template <class Fwd, class Deriv>
+struct Pointwise : Node {
+  const char* node_name;
+  Tensor x, y;
+  Deriv deriv;
+  Pointwise(const char* n, Deriv d) : node_name(n), deriv(d) {}
+  std::string name() const override { return node_name; }
+  static Tensor forward(const Tensor& in, Fwd f, Deriv d, const char* op, const char* node_name,
+                        bool float_only) {
+    Tensor out = ops::unary(in, f, op, float_only);
+    if (!any_requires_grad({&in})) return out;
+    auto n = std::make_shared<Pointwise>(node_name, d);
+    n->saves_tensors = true;
+    n->x = ops::contiguous(in.detach());
+    out = record(out, n, {&in});
+    n->y = out.detach();
+    return out;
+  }
+  std::vector<Tensor> apply(const Tensor& dy0) override {
+    const Tensor dy = ops::contiguous(dy0);
+    Tensor dx = ops::make_tensor(dy.sizes(), dy.dtype());
+    dispatch(dy.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* g = dy.data_ptr<T>();
+      const T* xs = x.data_ptr<T>();
+      const T* ys = y.data_ptr<T>();
+      T* o = dx.data_ptr<T>();
+      const int64_t n = dy.numel();
+      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(deriv(g[i], xs[i], ys[i]));
+    });
+    return {dx};
+  }
+  void release_saved() override { x = y = Tensor(); }
+};
+
+template <class Fwd, class Deriv>
+Tensor pointwise(const Tensor& in, Fwd f, Deriv d, const char* op, const char* node_name, bool float_only) {
+  return Pointwise<Fwd, Deriv>::forward(in, f, d, op, node_name, float_only);
+}
+
+// y = e^x         =>  dx = dy * y
+inline Tensor exp(const Tensor& x) {
+  return pointwise(x, cpu::ExpOp{}, [](auto g, auto, auto y) { return g * y; }, "exp", "ExpBackward0", true);
+}
+// y = ln x        =>  dx = dy / x
+inline Tensor log(const Tensor& x) {
+  return pointwise(x, cpu::LogOp{}, [](auto g, auto x, auto) { return g / x; }, "log", "LogBackward0", true);
+}
+// y = sqrt(x)     =>  dx = dy / (2 y)
+inline Tensor sqrt(const Tensor& x) {
+  return pointwise(x, cpu::SqrtOp{}, [](auto g, auto, auto y) { return g / (2 * y); }, "sqrt",
+                   "SqrtBackward0", true);
+}
+// y = |x|         =>  dx = dy * sign(x)   (sign(0) = 0, as PyTorch)
+inline Tensor abs(const Tensor& x) {
+  return pointwise(x, cpu::AbsOp{}, [](auto g, auto x, auto) { return x > 0 ? g : (x < 0 ? -g : g * 0); },
+                   "abs", "AbsBackward0", false);
+}
+// y = max(x, 0)   =>  dx = dy * (y > 0)
+inline Tensor relu(const Tensor& x) {
+  return pointwise(x, cpu::ReluOp{}, [](auto g, auto, auto y) { return y > 0 ? g : g * 0; }, "relu",
+                   "ReluBackward0", false);
+}
+// y = 1/(1+e^-x)  =>  dx = dy * y * (1 - y)
+inline Tensor sigmoid(const Tensor& x) {
+  return pointwise(x, cpu::SigmoidOp{}, [](auto g, auto, auto y) { return g * y * (1 - y); }, "sigmoid",
+                   "SigmoidBackward0", true);
+}
+// y = tanh x      =>  dx = dy * (1 - y^2)
+inline Tensor tanh(const Tensor& x) {
+  return pointwise(x, cpu::TanhOp{}, [](auto g, auto, auto y) { return g * (1 - y * y); }, "tanh",
+                   "TanhBackward0", true);
+}
+// y = x^p         =>  dx = dy * p * x^(p-1)
+inline Tensor pow(const Tensor& x, double p) {
+  return pointwise(x, cpu::PowScalarOp{p},
+                   [p](auto g, auto x, auto) { return p == 0 ? g * 0 : g * p * std::pow(x, p - 1); }, "pow",
+                   "PowBackward0", x.dtype() == kInt64 && p < 0);
+}
+// y = clamp(x, lo, hi)  =>  dx = dy where lo <= x <= hi, else 0
+inline Tensor clamp(const Tensor& x, double lo, double hi, const char* node_name = "ClampBackward1") {
+  TT_CHECK(!(lo > hi), "clamp: min (", lo, ") must not be greater than max (", hi, ")");
+  return pointwise(x, cpu::ClampOp{lo, hi},
+                   [lo, hi](auto g, auto x, auto) { return (x >= lo && x <= hi) ? g : g * 0; }, "clamp",
+                   node_name, false);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reductions
+// ---------------------------------------------------------------------------------------------
+
+/// y = sum(x) or mean(x) over all elements or one dim  =>  dx = dy broadcast back (/ n for mean)
+struct SumMean : Node {
+  Shape in_shape;
+  int64_t dim = -1;  // -1: all elements
+  bool keepdim = false, mean = false, all = true;
+  double scale = 1;
+  std::string name() const override {
+    return std::string(mean ? "MeanBackward" : "SumBackward") + (all ? "0" : "1");
+  }
+  static Tensor forward(const Tensor& x, std::optional<int64_t> dim, bool keepdim, bool mean) {
+    Tensor out = dim ? ops::sum_dim(x, *dim, keepdim, mean) : ops::sum_all(x, mean);
+    if (!any_requires_grad({&x})) return out;
+    auto n = std::make_shared<SumMean>();
+    n->in_shape = x.sizes();
+    n->all = !dim.has_value();
+    n->dim = dim ? wrap_dim(*dim, x.dim(), "sum") : -1;
+    n->keepdim = keepdim;
+    n->mean = mean;
+    n->scale = mean ? 1.0 / static_cast<double>(dim && x.dim() > 0 ? x.sizes()[n->dim] : x.numel()) : 1.0;
+    return record(out, n, {&x});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    Tensor g = dy;
+    if (!all && !keepdim && !in_shape.empty()) g = ops::unsqueeze(g, dim);
+    Tensor dx = ops::contiguous(ops::expand(g, in_shape));
+    if (mean) dx = ops::scalar(dx, scale, cpu::MulOp{}, "mean_backward");
+    return {dx};
+  }
+};
+
+/// values, indices = max(x, dim)  =>  dx[index] = dy, 0 elsewhere.
+/// max(x) over all elements      =>  dy shared evenly among all maximal elements (as PyTorch).
+struct Max : Node {
+  Tensor indices;  // for the dim form
+  Tensor x, y;     // for the all-elements form
+  Shape in_shape;
+  int64_t dim = -1;
+  bool keepdim = false, all = false;
+  std::string name() const override { return all ? "MaxBackward1" : "MaxBackward0"; }
+  static std::tuple<Tensor, Tensor> forward_dim(const Tensor& x, int64_t dim, bool keepdim) {
+    auto [values, indices] = ops::max_dim(x, dim, keepdim);
+    if (!any_requires_grad({&x})) return {values, indices};
+    auto n = std::make_shared<Max>();
+    n->saves_tensors = true;
+    n->indices = indices;
+    n->in_shape = x.sizes();
+    n->dim = x.dim() ? wrap_dim(dim, x.dim(), "max") : 0;
+    n->keepdim = keepdim;
+    return {record(values, n, {&x}), indices};
+  }
+  static Tensor forward_all(const Tensor& x) {
+    TT_CHECK(x.numel() > 0, "max(): Expected reduction dim to be specified for input.numel() == 0. "
+             "Specify the reduction dim with the 'dim' argument.");
+    Tensor values = std::get<0>(ops::max_dim(ops::reshape(x, {x.numel()}), 0, false));
+    if (!any_requires_grad({&x})) return values;
+    auto n = std::make_shared<Max>();
+    n->saves_tensors = true;
+    n->all = true;
+    n->x = x.detach();
+    n->y = values;
+    return record(values, n, {&x});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    if (all) {
+      Tensor mask = ops::to_dtype(ops::binary(x, y, cpu::EqOp{}, "max_backward", true), dy.dtype());
+      Tensor count = ops::sum_all(mask);
+      return {mask * (dy / count)};
+    }
+    Tensor dx = zeros(in_shape, dy.dtype());
+    if (in_shape.empty()) return {dy.clone()};
+    Tensor g = keepdim ? dy : ops::unsqueeze(dy, dim);
+    Tensor idx = keepdim ? indices : ops::unsqueeze(indices, dim);
+    auto sp = ops::detail::split_dim(in_shape, dim, true);
+    const Tensor gc = ops::contiguous(g), ic = ops::contiguous(idx);
+    dispatch(dy.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T* o = dx.data_ptr<T>();
+      const T* gp = gc.data_ptr<T>();
+      const int64_t* ip = ic.data_ptr<int64_t>();
+      for (int64_t a = 0; a < sp.outer; ++a)
+        for (int64_t i = 0; i < sp.inner; ++i)
+          o[(a * sp.n + ip[a * sp.inner + i]) * sp.inner + i] = gp[a * sp.inner + i];
+    });
+    return {dx};
+  }
+  void release_saved() override { indices = x = y = Tensor(); }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Views and copies
+// ---------------------------------------------------------------------------------------------
+
+/// y = x viewed/reshaped  =>  dx = dy reshaped to x's shape
+struct Reshape : Node {
+  Shape in_shape;
+  const char* node_name = "ViewBackward0";
+  std::string name() const override { return node_name; }
+  static Tensor forward(const Tensor& x, const Shape& shape, bool must_view) {
+    Tensor out = must_view ? ops::view(x, shape) : ops::reshape(x, shape);
+    if (!any_requires_grad({&x})) return out;
+    auto n = std::make_shared<Reshape>();
+    n->in_shape = x.sizes();
+    if (!must_view && out.impl()->storage != x.impl()->storage) n->node_name = "UnsafeViewBackward0";
+    return record(out, n, {&x});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override { return {ops::reshape(dy, in_shape)}; }
+};
+
+/// y = x with dims d0, d1 swapped  =>  dx = dy with them swapped back
+struct Transpose : Node {
+  int64_t d0 = 0, d1 = 0;
+  const char* node_name = "TransposeBackward0";
+  std::string name() const override { return node_name; }
+  static Tensor forward(const Tensor& x, int64_t d0, int64_t d1, const char* node_name) {
+    Tensor out = ops::transpose(x, d0, d1);
+    if (!any_requires_grad({&x})) return out;
+    auto n = std::make_shared<Transpose>();
+    n->d0 = d0;
+    n->d1 = d1;
+    n->node_name = node_name;
+    return record(out, n, {&x});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override { return {ops::transpose(dy, d0, d1)}; }
+};
+
+/// y = x.permute(p)  =>  dx = dy.permute(p^-1)
+struct Permute : Node {
+  std::vector<int64_t> inverse;
+  std::string name() const override { return "PermuteBackward0"; }
+  static Tensor forward(const Tensor& x, const std::vector<int64_t>& dims) {
+    Tensor out = ops::permute(x, dims);
+    if (!any_requires_grad({&x})) return out;
+    auto n = std::make_shared<Permute>();
+    n->inverse.resize(dims.size());
+    for (size_t i = 0; i < dims.size(); ++i) n->inverse[wrap_dim(dims[i], x.dim(), "permute")] = i;
+    return record(out, n, {&x});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override { return {ops::permute(dy, inverse)}; }
+};
+
+/// unsqueeze / squeeze / expand: y has x's data in another shape  =>  dx = sum_to(dy, x.shape)
+struct ShapeOnly : Node {
+  Shape in_shape;
+  const char* node_name;
+  explicit ShapeOnly(const char* n) : node_name(n) {}
+  std::string name() const override { return node_name; }
+  static Tensor wrap(const Tensor& x, Tensor out, const char* node_name) {
+    if (!any_requires_grad({&x})) return out;
+    auto n = std::make_shared<ShapeOnly>(node_name);
+    n->in_shape = x.sizes();
+    return record(out, n, {&x});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    // expand: sum the broadcast dims; (un)squeeze: same numel, a reshape suffices
+    if (dy.numel() == numel_of(in_shape)) return {ops::reshape(dy, in_shape)};
+    return {ops::sum_to(dy, in_shape)};
+  }
+};
+
+/// y = x.narrow(dim, start, len) or x.select(dim, i)  =>  dx = zeros with dy written at the slice
+struct Slice : Node {
+  Shape in_shape;
+  int64_t dim = 0, start = 0, length = 0;
+  bool select = false;
+  std::string name() const override { return select ? "SelectBackward0" : "SliceBackward0"; }
+  static Tensor forward(const Tensor& x, int64_t dim, int64_t start, int64_t length, bool select) {
+    Tensor out = select ? ops::select(x, dim, start) : ops::narrow(x, dim, start, length);
+    if (!any_requires_grad({&x})) return out;
+    auto n = std::make_shared<Slice>();
+    n->in_shape = x.sizes();
+    n->dim = wrap_dim(dim, x.dim(), select ? "select" : "narrow");
+    int64_t size = x.sizes()[n->dim];
+    n->start = start < 0 ? start + size : start;
+    n->length = length;
+    n->select = select;
+    return record(out, n, {&x});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    Tensor dx = zeros(in_shape, dy.dtype());
+    Tensor part = select ? ops::select(dx, dim, start) : ops::narrow(dx, dim, start, length);
+    ops::binary_(part, dy, [](auto, auto b) { return b; }, "slice_backward");
+    return {dx};
+  }
+};
+
+/// y = copy of x (clone, contiguous, to(dtype))  =>  dx = dy (converted back to x's dtype)
+struct Copy : Node {
+  DType in_dtype = kFloat32;
+  const char* node_name = "CloneBackward0";
+  std::string name() const override { return node_name; }
+  static Tensor wrap(const Tensor& x, Tensor out, const char* node_name) {
+    if (!any_requires_grad({&x})) return out;
+    auto n = std::make_shared<Copy>();
+    n->in_dtype = x.dtype();
+    n->node_name = node_name;
+    return record(out, n, {&x});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override { return {ops::to_dtype(dy, in_dtype)}; }
+};
+
+/// y = cat(xs, dim)  =>  dx_i = dy narrowed to x_i's range along dim. stack = cat of unsqueezed.
+struct Cat : Node {
+  std::vector<int64_t> sizes;
+  int64_t dim = 0;
+  std::string name() const override { return "CatBackward0"; }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    std::vector<Tensor> out;
+    int64_t start = 0;
+    for (int64_t s : sizes) {
+      out.push_back(ops::narrow(dy, dim, start, s));
+      start += s;
+    }
+    return out;
+  }
+};
+
+inline Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
+  TT_CHECK(!xs.empty(), "cat: expected a non-empty list of Tensors");
+  const Tensor& first = xs[0];
+  dim = wrap_dim(dim, first.dim(), "cat");
+  TT_CHECK(first.dim() > 0, "cat: zero-dimensional tensor (at position 0) cannot be concatenated");
+  Shape shape = first.sizes();
+  DType dt = first.dtype();
+  shape[dim] = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    ops::check_device(xs[i], "cat");
+    TT_CHECK(xs[i].dim() == first.dim(), "cat: Tensors must have same number of dimensions: got ",
+             first.dim(), " and ", xs[i].dim(), " (tensor ", i, ")");
+    for (int64_t d = 0; d < first.dim(); ++d)
+      TT_CHECK(d == dim || xs[i].sizes()[d] == first.sizes()[d], "cat: Sizes of tensors must match except in "
+               "dimension ", dim, ". Expected size ", first.sizes()[d], " but got size ", xs[i].sizes()[d],
+               " for tensor number ", i, " in the list (shapes ", shape_str(first.sizes()), " and ",
+               shape_str(xs[i].sizes()), ")");
+    shape[dim] += xs[i].sizes()[dim];
+    dt = ops::promote_types(dt, xs[i].dtype());
+  }
+  Tensor out = ops::make_tensor(shape, dt);
+  int64_t start = 0;
+  bool grad = false;
+  for (const Tensor& x : xs) {
+    Tensor part = ops::narrow(out, dim, start, x.sizes()[dim]);
+    ops::binary_(part, x, [](auto, auto b) { return b; }, "cat");
+    start += x.sizes()[dim];
+    grad = grad || any_requires_grad({&x});
+  }
+  if (!grad) return out;
+  auto n = std::make_shared<Cat>();
+  n->dim = dim;
+  for (const Tensor& x : xs) {
+    n->sizes.push_back(x.sizes()[dim]);
+    n->next_edges.push_back(gradient_edge(x));
+  }
+  out.impl()->grad_fn = n;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Matrix products
+// ---------------------------------------------------------------------------------------------
+
+/// Y = A @ B (2-D)  =>  dA = dY @ B^T,  dB = A^T @ dY
+struct Mm : Node {
+  Tensor a, b;
+  std::string name() const override { return "MmBackward0"; }
+  static Tensor forward(const Tensor& a, const Tensor& b) {
+    Tensor out = ops::mm(a, b);
+    if (!any_requires_grad({&a, &b})) return out;
+    auto n = std::make_shared<Mm>();
+    n->saves_tensors = true;
+    if (b.requires_grad()) n->a = a.detach();
+    if (a.requires_grad()) n->b = b.detach();
+    return record(out, n, {&a, &b});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    Tensor da, db;
+    if (b.defined()) da = ops::mm(dy, ops::transpose(b, 0, 1));
+    if (a.defined()) db = ops::mm(ops::transpose(a, 0, 1), dy);
+    return {da, db};
+  }
+  void release_saved() override { a = b = Tensor(); }
+};
+
+/// Y = X @ W^T + b  (nn.Linear; X: (N, in), W: (out, in), b: (out))
+///   =>  dX = dY @ W,  dW = dY^T @ X,  db = sum over rows of dY
+/// PyTorch records addmm(b, X, W.t()) as AddmmBackward0 -> TBackward0 -> W; tinytorch fuses
+/// the transpose into this one node (same numbers, one node fewer per layer).
+struct Linear : Node {
+  Tensor x, w;
+  bool has_bias = false;
+  std::string name() const override { return "AddmmBackward0"; }
+  static Tensor forward(const Tensor& x, const Tensor& w, const Tensor& b) {
+    TT_CHECK(x.dim() == 2 && w.dim() == 2, "linear: expected input (N, in) and weight (out, in), got ",
+             shape_str(x.sizes()), " and ", shape_str(w.sizes()));
+    TT_CHECK(x.sizes()[1] == w.sizes()[1], "linear: mat1 and mat2 shapes cannot be multiplied (",
+             x.sizes()[0], "x", x.sizes()[1], " and ", w.sizes()[1], "x", w.sizes()[0],
+             "): input has ", x.sizes()[1], " features but weight expects ", w.sizes()[1]);
+    if (b.defined())
+      TT_CHECK(b.dim() == 1 && b.sizes()[0] == w.sizes()[0], "linear: bias of shape ", shape_str(b.sizes()),
+               " does not match weight of shape ", shape_str(w.sizes()));
+    Tensor wt = ops::transpose(w, 0, 1);
+    Tensor out = b.defined() ? ops::addmm(b, x, wt) : ops::mm(x, wt);
+    if (!any_requires_grad({&x, &w, &b})) return out;
+    auto n = std::make_shared<Linear>();
+    n->saves_tensors = true;
+    if (w.requires_grad()) n->x = x.detach();
+    if (x.requires_grad()) n->w = w.detach();
+    n->has_bias = b.defined();
+    return b.defined() ? record(out, n, {&x, &w, &b}) : record(out, n, {&x, &w});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    Tensor dx, dw, db;
+    if (w.defined()) dx = ops::mm(dy, w);
+    if (x.defined()) dw = ops::mm(ops::transpose(dy, 0, 1), x);
+    if (has_bias) db = ops::sum_dim(dy, 0, false);
+    return {dx, dw, db};
+  }
+  void release_saved() override { x = w = Tensor(); }
+};
+
+/// Y = A @ B batched (3-D)  =>  dA = dY @ B^T,  dB = A^T @ dY  (per batch)
+struct Bmm : Node {
+  Tensor a, b;
+  std::string name() const override { return "BmmBackward0"; }
+  static Tensor forward(const Tensor& a, const Tensor& b) {
+    Tensor out = ops::bmm(a, b);
+    if (!any_requires_grad({&a, &b})) return out;
+    auto n = std::make_shared<Bmm>();
+    n->saves_tensors = true;
+    n->a = a.detach();
+    n->b = b.detach();
+    return record(out, n, {&a, &b});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    return {ops::bmm(dy, ops::transpose(b, 1, 2)), ops::bmm(ops::transpose(a, 1, 2), dy)};
+  }
+  void release_saved() override { a = b = Tensor(); }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Softmax and losses
+// ---------------------------------------------------------------------------------------------
+
+/// y = softmax(x) or log_softmax(x) along dim (backward formulas in backend/cpu/softmax.hpp)
+struct Softmax : Node {
+  Tensor y;
+  int64_t dim = 0;
+  bool log = false;
+  std::string name() const override { return log ? "LogSoftmaxBackward0" : "SoftmaxBackward0"; }
+  static Tensor forward(const Tensor& x0, int64_t dim, bool log) {
+    const char* op = log ? "log_softmax" : "softmax";
+    ops::check_device(x0, op);
+    const Tensor x = ops::contiguous(x0.dtype() == kInt64 ? ops::to_dtype(x0, kFloat32) : x0);
+    Tensor out = ops::make_tensor(x.sizes(), x.dtype());
+    int64_t d = x.dim() ? wrap_dim(dim, x.dim(), op) : 0;
+    auto sp = ops::detail::split_dim(x.sizes(), x.dim() ? d : -1, true);
+    dispatch_floating(x.dtype(), op, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      cpu::softmax_kernel(x.data_ptr<T>(), out.data_ptr<T>(), sp.outer, sp.n, sp.inner, log);
+    });
+    if (!any_requires_grad({&x0})) return out;
+    auto n = std::make_shared<Softmax>();
+    n->saves_tensors = true;
+    n->dim = d;
+    n->log = log;
+    out = record(out, n, {&x0});
+    n->y = out.detach();
+    return out;
+  }
+  std::vector<Tensor> apply(const Tensor& dy0) override {
+    const Tensor dy = ops::contiguous(dy0);
+    Tensor dx = ops::make_tensor(dy.sizes(), dy.dtype());
+    auto sp = ops::detail::split_dim(dy.sizes(), dy.dim() ? dim : -1, true);
+    dispatch_floating(dy.dtype(), "softmax_backward", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      cpu::softmax_backward_kernel(dy.data_ptr<T>(), y.data_ptr<T>(), dx.data_ptr<T>(), sp.outer, sp.n,
+                                   sp.inner, log);
+    });
+    return {dx};
+  }
+  void release_saved() override { y = Tensor(); }
+};
+
+enum class Reduction { None, Mean, Sum };
+
+/// loss = reduce((x - t)^2)  =>  dx = 2 (x - t) * dloss (/ N for mean),  dt = -dx
+struct MseLoss : Node {
+  Tensor diff;
+  Reduction reduction = Reduction::Mean;
+  std::string name() const override { return "MseLossBackward0"; }
+  static Tensor forward(const Tensor& x, const Tensor& t, Reduction reduction) {
+    TT_CHECK(x.sizes() == t.sizes(), "mse_loss: input shape ", shape_str(x.sizes()),
+             " does not match target shape ", shape_str(t.sizes()),
+             ". PyTorch only warns here and broadcasts (e.g. (N, 1) against (N) becomes (N, N)), which "
+             "silently trains on the wrong loss; tinytorch raises. Reshape one of them (e.g. target.view({-1, 1})).");
+    TT_CHECK(x.is_floating_point() && t.is_floating_point(), "mse_loss: expected floating point input and "
+             "target, got ", dtype_name(x.dtype()), " and ", dtype_name(t.dtype()));
+    Tensor diff = ops::binary(x, t, cpu::SubOp{}, "mse_loss");
+    Tensor sq = ops::binary(diff, diff, cpu::MulOp{}, "mse_loss");
+    Tensor out = reduction == Reduction::None ? sq : ops::sum_all(sq, reduction == Reduction::Mean);
+    if (!any_requires_grad({&x, &t})) return out;
+    auto n = std::make_shared<MseLoss>();
+    n->saves_tensors = true;
+    n->diff = diff;
+    n->reduction = reduction;
+    return record(out, n, {&x, &t});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    double scale = reduction == Reduction::Mean ? 2.0 / static_cast<double>(diff.numel()) : 2.0;
+    Tensor dx = reduction == Reduction::None ? diff * dy * 2.0 : diff * (dy * scale);
+    return {dx, -dx};
+  }
+  void release_saved() override { diff = Tensor(); }
+};
+
+/// loss_i = -x[i, t_i] (x holds log-probabilities: (N, C); t: (N) int64)
+///   =>  dx[i, t_i] = -dloss_i (/ N for mean), 0 elsewhere.   (nn.NLLLoss)
+struct NllLoss : Node {
+  Tensor target;
+  Shape in_shape;
+  Reduction reduction = Reduction::Mean;
+  std::string name() const override { return "NllLossBackward0"; }
+  static Tensor forward(const Tensor& x, const Tensor& t, Reduction reduction) {
+    ops::check_device(x, "nll_loss");
+    TT_CHECK(x.dim() == 2, "nll_loss: expected input of shape (N, C), got ", shape_str(x.sizes()));
+    TT_CHECK(t.dtype() == kInt64, "nll_loss: expected target of dtype torch.int64 (class indices), got ",
+             dtype_name(t.dtype()));
+    TT_CHECK(t.dim() == 1 && t.sizes()[0] == x.sizes()[0], "nll_loss: expected target of shape (",
+             x.sizes()[0], "), got ", shape_str(t.sizes()), " for input of shape ", shape_str(x.sizes()));
+    const Tensor xc = ops::contiguous(x), tc = ops::contiguous(t);
+    const int64_t N = x.sizes()[0], C = x.sizes()[1];
+    const int64_t* tp = tc.data_ptr<int64_t>();
+    for (int64_t i = 0; i < N; ++i)
+      TT_CHECK(tp[i] >= 0 && tp[i] < C, "nll_loss: Target ", tp[i], " is out of bounds (", C,
+               " classes; sample ", i, ")");
+    Tensor per = ops::make_tensor({N}, x.dtype());
+    dispatch_floating(x.dtype(), "nll_loss", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      for (int64_t i = 0; i < N; ++i) per.data_ptr<T>()[i] = -xc.data_ptr<T>()[i * C + tp[i]];
+    });
+    Tensor out = reduction == Reduction::None ? per : ops::sum_all(per, reduction == Reduction::Mean);
+    if (!any_requires_grad({&x})) return out;
+    auto n = std::make_shared<NllLoss>();
+    n->saves_tensors = true;
+    n->target = tc;
+    n->in_shape = x.sizes();
+    n->reduction = reduction;
+    return record(out, n, {&x});
+  }
+  std::vector<Tensor> apply(const Tensor& dy0) override {
+    const int64_t N = in_shape[0], C = in_shape[1];
+    Tensor dx = zeros(in_shape, dy0.dtype());
+    const Tensor dy = ops::contiguous(dy0);
+    dispatch_floating(dy.dtype(), "nll_loss_backward", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* g = dy.data_ptr<T>();
+      T* o = dx.data_ptr<T>();
+      const int64_t* tp = target.data_ptr<int64_t>();
+      T scale = reduction == Reduction::Mean ? T(1) / static_cast<T>(N) : T(1);
+      for (int64_t i = 0; i < N; ++i)
+        o[i * C + tp[i]] = reduction == Reduction::None ? -g[i] : -g[0] * scale;
+    });
+    return {dx};
+  }
+  void release_saved() override { target = Tensor(); }
+};
+
+}  // namespace tinytorch::autograd

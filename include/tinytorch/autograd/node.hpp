@@ -1,0 +1,92 @@
+// tinytorch/autograd/node.hpp — the autograd graph: Node (grad_fn), Edge, AccumulateGrad.
+//
+// Every differentiable op that sees an input requiring grad records a Node for its output:
+//   out.grad_fn = node;  node->next_edges[i] = edge to input i's own grad_fn (or, for a leaf,
+//   to that leaf's AccumulateGrad node; an empty edge when input i needs no gradient).
+// Backward walks the graph from the loss: node->apply(d loss/d out) returns d loss/d input_i for
+// each input, which flows along next_edges[i]. AccumulateGrad adds what reaches a leaf into
+// leaf.grad, then fires the leaf's post-accumulate-grad hooks.
+// Each node has exactly one output (multi-output ops such as chunk are built from one-output
+// views), which keeps the engine a short read.
+// Names print as PyTorch's: MulBackward0, AddmmBackward0, AccumulateGrad.
+// Chapter: chapters/02-autograd.md (planned); model: karpathy/micrograd engine.py.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../tensor.hpp"
+#include "grad_mode.hpp"
+
+namespace tinytorch::autograd {
+
+struct Node;
+
+/// Where a gradient goes next: into `fn` (nullptr: nowhere, the input needs no gradient).
+struct Edge {
+  std::shared_ptr<Node> fn;
+};
+
+struct Node {
+  virtual ~Node() = default;
+  /// grad_output: d loss / d (this node's output). Returns d loss / d input_i, one per next_edge
+  /// (an undefined Tensor where no gradient is needed).
+  virtual std::vector<Tensor> apply(const Tensor& grad_output) = 0;
+  /// PyTorch's class name for this node, e.g. "MulBackward0".
+  virtual std::string name() const = 0;
+  /// Frees saved tensors after a backward without retain_graph.
+  virtual void release_saved() {}
+
+  std::vector<Edge> next_edges;
+  std::vector<TensorHook> hooks;  ///< register_hook on the tensor this node produced
+  bool saves_tensors = false;     ///< set by nodes that keep inputs for backward
+  bool released = false;          ///< saved tensors were freed by an earlier backward
+
+  // Engine scratch space, valid during one backward pass.
+  Tensor grad_buffer;
+  int dependencies = 0;
+};
+
+/// The sink for a leaf: accumulates into leaf.grad (a leaf used twice gets one AccumulateGrad,
+/// so the engine sums both contributions before they land).
+struct AccumulateGrad : Node {
+  std::weak_ptr<TensorImpl> leaf;
+  std::string name() const override { return "torch::autograd::AccumulateGrad"; }
+  std::vector<Tensor> apply(const Tensor& grad) override;  // defined in engine.hpp
+};
+
+/// True when grad mode is on and any input requires grad: the op must record a node.
+inline bool any_requires_grad(std::initializer_list<const Tensor*> inputs) {
+  if (!GradMode::is_enabled()) return false;
+  for (const Tensor* t : inputs)
+    if (t->defined() && t->requires_grad()) return true;
+  return false;
+}
+
+/// The AccumulateGrad node of a leaf that requires grad (created once, then cached weakly).
+inline std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
+  TensorImpl* impl = leaf.impl();
+  if (auto existing = impl->grad_accumulator.lock()) return existing;
+  auto acc = std::make_shared<AccumulateGrad>();
+  acc->leaf = leaf.impl_ptr();
+  impl->grad_accumulator = acc;
+  return acc;
+}
+
+/// The edge a gradient for `t` should follow.
+inline Edge gradient_edge(const Tensor& t) {
+  if (!t.defined() || !t.requires_grad()) return {nullptr};
+  if (t.grad_fn()) return {t.grad_fn()};
+  return {grad_accumulator(t)};
+}
+
+/// Connects `node` to `inputs` and makes it `out`'s grad_fn. Returns out.
+inline Tensor set_history(Tensor out, std::shared_ptr<Node> node, std::initializer_list<const Tensor*> inputs) {
+  node->next_edges.reserve(inputs.size());
+  for (const Tensor* t : inputs) node->next_edges.push_back(gradient_edge(*t));
+  out.impl()->grad_fn = std::move(node);
+  return out;
+}
+
+}  // namespace tinytorch::autograd

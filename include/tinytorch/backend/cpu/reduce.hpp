@@ -1,0 +1,58 @@
+// tinytorch/backend/cpu/reduce.hpp — reductions along one dim of a contiguous buffer.
+//
+// A contiguous tensor reduced over dim d is viewed as (outer, n, inner) with
+//   outer = prod(shape[:d]), n = shape[d], inner = prod(shape[d+1:]);
+//   out[o, i] = reduce_{k < n} x[o, k, i]          out: (outer, inner)
+// Sums accumulate in double for float32 (and in the type itself otherwise), so a long sum of
+// float32 stays close to PyTorch's pairwise-summed result. max/argmax take the first index on
+// ties and propagate NaN, as PyTorch does.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+namespace tinytorch::backend::cpu {
+
+template <class T> using acc_t = std::conditional_t<std::is_same_v<T, float>, double, T>;
+
+/// out[o, i] = sum_k x[o, k, i] (scale multiplies the result: 1 for sum, 1/n for mean).
+template <class T>
+void sum_dim_kernel(const T* x, T* out, int64_t outer, int64_t n, int64_t inner, double scale) {
+  for (int64_t o = 0; o < outer; ++o) {
+    const T* xo = x + o * n * inner;
+    T* yo = out + o * inner;
+    if (inner == 1) {
+      acc_t<T> acc = 0;
+      for (int64_t k = 0; k < n; ++k) acc += xo[k];
+      yo[0] = static_cast<T>(scale == 1.0 ? acc : acc * scale);
+      continue;
+    }
+    for (int64_t i = 0; i < inner; ++i) yo[i] = 0;
+    for (int64_t k = 0; k < n; ++k)
+      for (int64_t i = 0; i < inner; ++i) yo[i] += xo[k * inner + i];
+    if (scale != 1.0)
+      for (int64_t i = 0; i < inner; ++i) yo[i] = static_cast<T>(yo[i] * scale);
+  }
+}
+
+/// values[o, i] = max_k x[o, k, i], indices[o, i] = first argmax (NaN wins, as in PyTorch).
+template <class T>
+void max_dim_kernel(const T* x, T* values, int64_t* indices, int64_t outer, int64_t n,
+                    int64_t inner) {
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      const T* p = x + o * n * inner + i;
+      T best = p[0];
+      int64_t arg = 0;
+      for (int64_t k = 1; k < n; ++k) {
+        T v = p[k * inner];
+        bool best_nan = best != best;
+        if (!best_nan && (v > best || v != v)) { best = v; arg = k; }
+      }
+      if (values) values[o * inner + i] = best;
+      if (indices) indices[o * inner + i] = arg;
+    }
+}
+
+}  // namespace tinytorch::backend::cpu

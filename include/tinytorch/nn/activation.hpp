@@ -1,0 +1,65 @@
+// tinytorch/nn/activation.hpp — ReLU, Sigmoid, Tanh, Flatten, Dropout as modules.
+//
+//   ReLU(x) = max(x, 0)   Sigmoid(x) = 1 / (1 + e^-x)   Tanh(x) = tanh x      (any shape)
+//   Flatten(start_dim=1, end_dim=-1): (N, C, H, W) -> (N, C*H*W)
+//   Dropout(p): in training, zeroes each element with probability p and scales the rest by
+//               1/(1-p) (inverted dropout); identity in eval mode.
+// Reference: torch.nn.ReLU / Sigmoid / Tanh / Flatten / Dropout.
+#pragma once
+
+#include "module.hpp"
+
+namespace tinytorch::nn {
+
+class ReLU : public Module {
+ public:
+  Tensor forward(const Tensor& x) override { return relu(x); }
+  std::string name() const override { return "ReLU"; }
+};
+
+class Sigmoid : public Module {
+ public:
+  Tensor forward(const Tensor& x) override { return sigmoid(x); }
+  std::string name() const override { return "Sigmoid"; }
+};
+
+class Tanh : public Module {
+ public:
+  Tensor forward(const Tensor& x) override { return tanh(x); }
+  std::string name() const override { return "Tanh"; }
+};
+
+class Flatten : public Module {
+ public:
+  int64_t start_dim, end_dim;
+  explicit Flatten(int64_t start_dim = 1, int64_t end_dim = -1) : start_dim(start_dim), end_dim(end_dim) {}
+  Tensor forward(const Tensor& x) override { return x.flatten(start_dim, end_dim); }
+  std::string name() const override { return "Flatten"; }
+  std::string extra_repr() const override { return detail::str_cat("start_dim=", start_dim, ", end_dim=", end_dim); }
+};
+
+class Dropout : public Module {
+ public:
+  double p;
+  Generator* gen;
+  /// Throws tinytorch::Error unless 0 <= p <= 1.
+  explicit Dropout(double p = 0.5, Generator* gen = nullptr) : p(p), gen(gen) {
+    TT_CHECK(p >= 0 && p <= 1, "Dropout: dropout probability has to be between 0 and 1, but got ", p);
+  }
+  Tensor forward(const Tensor& x) override {
+    if (!is_training() || p == 0) return x;
+    if (p == 1) return x * 0.0;
+    Tensor mask = rand(x.sizes(), x.dtype(), gen);
+    {
+      NoGradGuard ng;
+      const double keep_scale = 1.0 / (1.0 - p);
+      const double drop = p;
+      ops::unary_(mask, [=](auto u) { return u < drop ? 0.0 : keep_scale; }, "dropout");
+    }
+    return x * mask;
+  }
+  std::string name() const override { return "Dropout"; }
+  std::string extra_repr() const override { return detail::str_cat("p=", p, ", inplace=False"); }
+};
+
+}  // namespace tinytorch::nn

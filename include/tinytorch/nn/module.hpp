@@ -1,0 +1,163 @@
+// tinytorch/nn/module.hpp — nn::Module: parameters, buffers, submodules, train/eval, zero_grad.
+//
+// A Module owns named Tensors (parameters: trained; buffers: state such as running stats) and
+// named child modules. Names are dotted paths, as PyTorch prints them:
+//   Sequential{ "0": Linear{ weight, bias }, ... }  ->  "0.weight", "0.bias", ...
+// Registration order is kept: parameters() lists them in that order (DDP's buckets depend on it).
+// Subclasses implement forward(x); calling the module, model(x), calls forward.
+// Reference: torch.nn.Module (PyTorch 2.x: zero_grad() sets gradients to None by default).
+// Chapter: chapters/01-training-loop.md.
+#pragma once
+
+#include <memory>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../functional.hpp"
+
+namespace tinytorch::nn {
+
+class Module : public std::enable_shared_from_this<Module> {
+ public:
+  virtual ~Module() = default;
+
+  /// The computation. x: the input batch; shapes are documented by each module.
+  virtual Tensor forward(const Tensor& x) = 0;
+  Tensor operator()(const Tensor& x) { return forward(x); }
+
+  /// PyTorch's class name, e.g. "Linear"; used by repr().
+  virtual std::string name() const { return "Module"; }
+  /// The text inside the parentheses of repr(), e.g. "in_features=2, out_features=1, bias=True".
+  virtual std::string extra_repr() const { return ""; }
+
+  /// Adds a parameter (a leaf that requires grad unless told otherwise). Throws on a duplicate
+  /// or dotted name. Returns the stored handle.
+  Tensor& register_parameter(const std::string& name, Tensor t, bool requires_grad = true) {
+    check_name(name, "register_parameter");
+    if (t.defined() && t.requires_grad() != requires_grad) t.requires_grad_(requires_grad);
+    params_.emplace_back(name, std::move(t));
+    return params_.back().second;
+  }
+  /// Adds a buffer (state that is saved and broadcast by DDP, but not trained).
+  Tensor& register_buffer(const std::string& name, Tensor t) {
+    check_name(name, "register_buffer");
+    buffers_.emplace_back(name, std::move(t));
+    return buffers_.back().second;
+  }
+  /// Adds a child module; its parameters appear as "name.<param>". Returns the module.
+  template <class M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
+    check_name(name, "register_module");
+    TT_CHECK(m != nullptr, "register_module: module '", name, "' is null");
+    children_.emplace_back(name, m);
+    return m;
+  }
+
+  std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const {
+    std::vector<std::pair<std::string, Tensor>> out;
+    collect(out, "", recurse, true);
+    return out;
+  }
+  std::vector<Tensor> parameters(bool recurse = true) const { return values(named_parameters(recurse)); }
+  std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const {
+    std::vector<std::pair<std::string, Tensor>> out;
+    collect(out, "", recurse, false);
+    return out;
+  }
+  std::vector<Tensor> buffers(bool recurse = true) const { return values(named_buffers(recurse)); }
+  const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& named_children() const { return children_; }
+
+  /// Parameters then buffers, by dotted name (the tensors themselves, not copies).
+  std::vector<std::pair<std::string, Tensor>> state_dict() const {
+    auto out = named_parameters();
+    auto b = named_buffers();
+    out.insert(out.end(), b.begin(), b.end());
+    return out;
+  }
+  /// Copies values into this module's tensors by name. Throws naming the first missing,
+  /// unexpected or mis-shaped entry (strict, as PyTorch's default).
+  void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& sd) {
+    auto mine = state_dict();
+    TT_CHECK(mine.size() == sd.size(), "load_state_dict: expected ", mine.size(), " entries, got ", sd.size());
+    NoGradGuard ng;
+    for (auto& [name, t] : mine) {
+      const Tensor* src = nullptr;
+      for (auto& e : sd)
+        if (e.first == name) src = &e.second;
+      TT_CHECK(src != nullptr, "load_state_dict: Missing key(s) in state_dict: \"", name, "\"");
+      TT_CHECK(src->sizes() == t.sizes(), "load_state_dict: size mismatch for ", name, ": copying a param with shape ",
+               shape_str(src->sizes()), ", the shape in current model is ", shape_str(t.sizes()));
+      Tensor dst = t;
+      dst.copy_(*src);
+    }
+  }
+
+  /// Training mode (the default) or evaluation mode, for this module and all children.
+  virtual void train(bool on = true) {
+    training_ = on;
+    for (auto& c : children_) c.second->train(on);
+  }
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+
+  /// Resets gradients of all parameters: to undefined (set_to_none=true, PyTorch 2.x default)
+  /// or to zeros.
+  void zero_grad(bool set_to_none = true) {
+    for (Tensor& p : parameters()) {
+      if (set_to_none || !p.grad().defined()) {
+        p.set_grad(Tensor());
+      } else {
+        NoGradGuard ng;
+        p.grad().zero_();
+      }
+    }
+  }
+
+  /// PyTorch's repr, e.g. "Sequential(\n  (0): Linear(in_features=784, ...)\n  (1): ReLU()\n)".
+  std::string repr() const {
+    std::string s = name() + "(" + extra_repr();
+    if (!children_.empty()) {
+      s += "\n";
+      for (auto& [n, c] : children_) {
+        std::string child = c->repr();
+        std::string indented;
+        for (char ch : child) {
+          indented += ch;
+          if (ch == '\n') indented += "  ";
+        }
+        s += "  (" + n + "): " + indented + "\n";
+      }
+    }
+    return s + ")";
+  }
+
+ private:
+  static void check_name(const std::string& name, const char* op) {
+    TT_CHECK(!name.empty() && name.find('.') == std::string::npos, op, ": name '", name,
+             "' must be non-empty and contain no '.'");
+  }
+  static std::vector<Tensor> values(const std::vector<std::pair<std::string, Tensor>>& v) {
+    std::vector<Tensor> out;
+    out.reserve(v.size());
+    for (auto& e : v) out.push_back(e.second);
+    return out;
+  }
+  void collect(std::vector<std::pair<std::string, Tensor>>& out, const std::string& prefix, bool recurse,
+               bool params) const {
+    for (auto& [n, t] : params ? params_ : buffers_)
+      if (t.defined()) out.emplace_back(prefix + n, t);
+    if (recurse)
+      for (auto& [n, c] : children_) c->collect(out, prefix + n + ".", true, params);
+  }
+
+  std::vector<std::pair<std::string, Tensor>> params_;
+  std::vector<std::pair<std::string, Tensor>> buffers_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  bool training_ = true;
+};
+
+inline std::ostream& operator<<(std::ostream& os, const Module& m) { return os << m.repr(); }
+
+}  // namespace tinytorch::nn

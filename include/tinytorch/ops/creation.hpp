@@ -1,0 +1,100 @@
+// tinytorch/ops/creation.hpp — making tensors: empty, zeros, ones, full, tensor, arange, rand,
+// randn, randint, randperm, *_like.
+//
+// Defaults follow PyTorch: float32 unless a dtype is given (arange and randint default to int64,
+// as torch.arange(5) and torch.randint do). Random tensors draw from a Generator (core/random.hpp)
+// in row-major order: reproducible for a seed, not bit-equal to PyTorch's streams.
+// A tensor created with TensorOptions().requires_grad(true) is a leaf that requires grad.
+#pragma once
+
+#include <cmath>
+#include <vector>
+
+#include "dispatch.hpp"
+
+namespace tinytorch {
+
+namespace detail {
+inline Tensor finish(Tensor t, const TensorOptions& o, const char* op) {
+  if (o.requires_grad_) {
+    TT_CHECK(is_floating_point(o.dtype_), op, ": only floating point tensors can require gradients (got ",
+             dtype_name(o.dtype_), ")");
+    t.impl()->requires_grad = true;
+  }
+  return t;
+}
+template <class F>
+Tensor fill_with(const Shape& shape, const TensorOptions& o, const char* op, F f) {
+  Tensor t = ops::make_tensor(shape, o.dtype_, o.device_);
+  dispatch(o.dtype_, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = t.data_ptr<T>();
+    const int64_t n = t.numel();
+    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(f(i));
+  });
+  return finish(t, o, op);
+}
+}  // namespace detail
+
+inline Tensor empty(const Shape& shape, TensorOptions o) {
+  return detail::finish(ops::make_tensor(shape, o.dtype_, o.device_), o, "empty");
+}
+inline Tensor full(const Shape& shape, double value, TensorOptions o) {
+  return detail::fill_with(shape, o, "full", [&](int64_t) { return value; });
+}
+inline Tensor zeros(const Shape& shape, TensorOptions o) { return full(shape, 0.0, o); }
+inline Tensor ones(const Shape& shape, TensorOptions o) { return full(shape, 1.0, o); }
+
+inline Tensor tensor(const std::vector<double>& values, const Shape& shape, TensorOptions o) {
+  TT_CHECK(numel_of(shape) == static_cast<int64_t>(values.size()), "tensor: ", values.size(),
+           " values do not fill shape ", shape_str(shape), " (", numel_of(shape), " elements)");
+  return detail::fill_with(shape, o, "tensor", [&](int64_t i) { return values[i]; });
+}
+inline Tensor tensor(const std::vector<double>& values, TensorOptions o) {
+  return tensor(values, Shape{static_cast<int64_t>(values.size())}, o);
+}
+inline Tensor scalar_tensor(double value, TensorOptions o) { return full({}, value, o); }
+
+inline Tensor arange(double start, double end, double step, std::optional<DType> dtype) {
+  TT_CHECK(step != 0, "arange: step must be nonzero");
+  TT_CHECK((step > 0 && end >= start) || (step < 0 && end <= start), "arange: upper bound and larger bound "
+           "inconsistent with step sign (start=", start, ", end=", end, ", step=", step, ")");
+  auto integral = [](double v) { return v == std::floor(v); };
+  DType dt = dtype ? *dtype : (integral(start) && integral(end) && integral(step) ? kInt64 : kFloat32);
+  int64_t n = static_cast<int64_t>(std::ceil((end - start) / step));
+  return detail::fill_with({n}, dt, "arange", [&](int64_t i) { return start + step * static_cast<double>(i); });
+}
+inline Tensor arange(int64_t end, std::optional<DType> dtype) {
+  return arange(0.0, static_cast<double>(end), 1.0, dtype);
+}
+inline Tensor rand(const Shape& shape, TensorOptions o, Generator* gen) {
+  Generator& g = gen ? *gen : default_generator();
+  TT_CHECK(is_floating_point(o.dtype_), "rand: expected a floating point dtype, got ", dtype_name(o.dtype_));
+  return detail::fill_with(shape, o, "rand", [&](int64_t) { return g.uniform(); });
+}
+inline Tensor randn(const Shape& shape, TensorOptions o, Generator* gen) {
+  Generator& g = gen ? *gen : default_generator();
+  TT_CHECK(is_floating_point(o.dtype_), "randn: expected a floating point dtype, got ", dtype_name(o.dtype_));
+  return detail::fill_with(shape, o, "randn", [&](int64_t) { return g.normal(); });
+}
+inline Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions o, Generator* gen) {
+  Generator& g = gen ? *gen : default_generator();
+  TT_CHECK(low < high, "randint: expected low < high, got low=", low, ", high=", high);
+  return detail::fill_with(shape, o, "randint", [&](int64_t) { return static_cast<double>(g.randint(low, high)); });
+}
+inline Tensor randperm(int64_t n, Generator* gen) {
+  TT_CHECK(n >= 0, "randperm: n must be non-negative, got ", n);
+  Generator& g = gen ? *gen : default_generator();
+  Tensor t = ops::make_tensor({n}, kInt64);
+  int64_t* p = t.data_ptr<int64_t>();
+  for (int64_t i = 0; i < n; ++i) p[i] = i;
+  for (int64_t i = n - 1; i > 0; --i) std::swap(p[i], p[g.randint(0, i + 1)]);  // Fisher-Yates
+  return t;
+}
+
+inline Tensor empty_like(const Tensor& t) { return empty(t.sizes(), t.dtype()); }
+inline Tensor zeros_like(const Tensor& t) { return zeros(t.sizes(), t.dtype()); }
+inline Tensor ones_like(const Tensor& t) { return ones(t.sizes(), t.dtype()); }
+inline Tensor full_like(const Tensor& t, double value) { return full(t.sizes(), value, t.dtype()); }
+
+}  // namespace tinytorch

@@ -1,0 +1,54 @@
+// tinytorch/ops/dispatch.hpp — the single CPU/CUDA fork, and the helpers every op uses.
+//
+// Every op in ops/ calls check_device() before touching data: CPU tensors go to backend/cpu/;
+// CUDA tensors go to backend/cuda/ in a translation unit compiled by nvcc, and raise a clear
+// tinytorch::Error otherwise. (The CUDA backend arrives in a later issue; until then a CUDA
+// tensor raises here in every build.)
+// Type promotion follows PyTorch for the three dtypes:
+//   same dtype -> that dtype; int64 with float -> the float; float32 with float64 -> float64.
+#pragma once
+
+#include <memory>
+
+#include "../core/check.hpp"
+#include "../core/config.hpp"
+#include "../tensor.hpp"
+
+namespace tinytorch::ops {
+
+/// Throws unless `t` can be computed on here (defined, on the CPU in this build).
+inline void check_device(const Tensor& t, const char* op) {
+  TT_CHECK(t.defined(), op, ": got an undefined tensor");
+  TT_CHECK(t.device().is_cpu(), op, ": tensor on ", t.device().str(),
+           " needs the CUDA backend, which this build does not have (compile with nvcc)");
+}
+
+/// A new contiguous tensor (uninitialised data).
+inline Tensor make_tensor(const Shape& shape, DType dtype, Device device = Device::cpu()) {
+  for (int64_t d : shape) TT_CHECK(d >= 0, "empty: negative dimension in shape ", shape_str(shape));
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(numel_of(shape) * element_size(dtype), device);
+  impl->shape = shape;
+  impl->strides = contiguous_strides(shape);
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
+/// A tensor sharing `t`'s storage with another shape/strides/offset (a view).
+inline Tensor make_view(const Tensor& t, Shape shape, Strides strides, int64_t offset) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = t.impl()->storage;
+  impl->shape = std::move(shape);
+  impl->strides = std::move(strides);
+  impl->offset = offset;
+  impl->dtype = t.dtype();
+  return Tensor(std::move(impl));
+}
+
+inline DType promote_types(DType a, DType b) {
+  if (a == b) return a;
+  if (a == kFloat64 || b == kFloat64) return kFloat64;
+  return kFloat32;
+}
+
+}  // namespace tinytorch::ops

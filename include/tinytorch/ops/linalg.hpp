@@ -1,0 +1,93 @@
+// tinytorch/ops/linalg.hpp — matrix products through backend/cpu/gemm.hpp, no autograd.
+//
+//   mm(a, b):           (M, K) @ (K, N) -> (M, N)
+//   addmm(c, a, b):     c + a @ b, c broadcast to (M, N) (nn.Linear: x @ W^T + b)
+//   bmm(a, b):          (B, M, K) @ (B, K, N) -> (B, M, N)
+// Operands are read in place when one of their two strides is 1 (a row-major matrix or a
+// transposed view of one); anything else is made contiguous first.
+// Reference: torch.mm / torch.addmm / torch.bmm.
+#pragma once
+
+#include "../backend/cpu/gemm.hpp"
+#include "dispatch.hpp"
+#include "shape.hpp"
+
+namespace tinytorch::ops {
+
+namespace detail {
+/// How gemm should read a 2-D tensor: pointer, leading dimension, transposed or not.
+struct GemmOperand {
+  Tensor keep;  // holds a contiguous copy alive when one was needed
+  int64_t ld = 0;
+  bool trans = false;
+};
+inline GemmOperand gemm_operand(const Tensor& t) {
+  const int64_t r = t.sizes()[0], c = t.sizes()[1];
+  const int64_t s0 = t.strides()[0], s1 = t.strides()[1];
+  if ((s1 == 1 || c == 1) && (s0 >= c || r == 1)) return {t, r == 1 ? c : s0, false};
+  if ((s0 == 1 || r == 1) && (s1 >= r || c == 1)) return {t, c == 1 ? r : s1, true};
+  Tensor cont = contiguous(t);
+  return {cont, c, false};
+}
+}  // namespace detail
+
+/// out = beta * out + alpha * a @ b for 2-D a (M, K), b (K, N) and a dense out (M, N).
+inline void gemm_into(const Tensor& a, const Tensor& b, Tensor& out, double alpha = 1.0, double beta = 0.0) {
+  auto A = detail::gemm_operand(a), B = detail::gemm_operand(b);
+  const int64_t M = a.sizes()[0], K = a.sizes()[1], N = b.sizes()[1];
+  dispatch(out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    backend::cpu::gemm<T>(M, N, K, static_cast<T>(alpha), A.keep.template data_ptr<T>(), A.ld, A.trans,
+                          B.keep.template data_ptr<T>(), B.ld, B.trans, static_cast<T>(beta),
+                          out.data_ptr<T>(), N);
+  });
+}
+
+inline void check_mm(const Tensor& a, const Tensor& b, const char* op) {
+  check_device(a, op);
+  check_device(b, op);
+  TT_CHECK(a.dim() == 2 && b.dim() == 2, op, ": expected 2-D tensors, got shapes ", shape_str(a.sizes()),
+           " and ", shape_str(b.sizes()));
+  TT_CHECK(a.sizes()[1] == b.sizes()[0], op, ": mat1 and mat2 shapes cannot be multiplied (",
+           a.sizes()[0], "x", a.sizes()[1], " and ", b.sizes()[0], "x", b.sizes()[1], ")");
+  TT_CHECK(a.dtype() == b.dtype(), op, ": expected both operands to have the same dtype, but got ",
+           dtype_name(a.dtype()), " and ", dtype_name(b.dtype()));
+}
+
+inline Tensor mm(const Tensor& a, const Tensor& b) {
+  check_mm(a, b, "mm");
+  Tensor out = make_tensor({a.sizes()[0], b.sizes()[1]}, a.dtype());
+  gemm_into(a, b, out);
+  return out;
+}
+
+/// c + a @ b with c broadcastable to (M, N).
+inline Tensor addmm(const Tensor& c, const Tensor& a, const Tensor& b) {
+  check_mm(a, b, "addmm");
+  Shape shape{a.sizes()[0], b.sizes()[1]};
+  Tensor out = make_tensor(shape, a.dtype());
+  Tensor cb = expand(c, shape);  // checks broadcastability
+  copy_into_dense(cb, out);
+  gemm_into(a, b, out, 1.0, 1.0);
+  return out;
+}
+
+inline Tensor bmm(const Tensor& a, const Tensor& b) {
+  check_device(a, "bmm");
+  check_device(b, "bmm");
+  TT_CHECK(a.dim() == 3 && b.dim() == 3, "bmm: expected 3-D tensors, got shapes ", shape_str(a.sizes()),
+           " and ", shape_str(b.sizes()));
+  TT_CHECK(a.sizes()[0] == b.sizes()[0] && a.sizes()[2] == b.sizes()[1], "bmm: shapes ",
+           shape_str(a.sizes()), " and ", shape_str(b.sizes()), " cannot be multiplied");
+  TT_CHECK(a.dtype() == b.dtype(), "bmm: expected both operands to have the same dtype, but got ",
+           dtype_name(a.dtype()), " and ", dtype_name(b.dtype()));
+  const int64_t B = a.sizes()[0];
+  Tensor out = make_tensor({B, a.sizes()[1], b.sizes()[2]}, a.dtype());
+  for (int64_t i = 0; i < B; ++i) {
+    Tensor oi = select(out, 0, i);
+    gemm_into(select(a, 0, i), select(b, 0, i), oi);
+  }
+  return out;
+}
+
+}  // namespace tinytorch::ops

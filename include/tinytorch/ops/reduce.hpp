@@ -1,0 +1,89 @@
+// tinytorch/ops/reduce.hpp — sum, mean, max, argmax over all elements or one dim; sum_to.
+//
+// Over one dim d with keepdim=false the dim is removed: (A, B, C).sum(1) -> (A, C); with
+// keepdim=true it stays as size 1: (A, 1, C). Over all elements the result is 0-d.
+// sum_to(g, shape) sums a broadcast gradient back to the shape of the input it came from:
+// leading extra dims are summed away, dims that were 1 are summed with keepdim.
+// Reference: torch.sum / torch.mean / torch.max / torch.argmax documentation.
+#pragma once
+
+#include "../backend/cpu/reduce.hpp"
+#include "dispatch.hpp"
+#include "shape.hpp"
+
+namespace tinytorch::ops {
+
+namespace detail {
+struct DimSplit {
+  int64_t outer = 1, n = 1, inner = 1;
+  Shape out_shape;
+};
+inline DimSplit split_dim(const Shape& s, int64_t dim, bool keepdim) {
+  DimSplit r;
+  for (int64_t i = 0; i < static_cast<int64_t>(s.size()); ++i) {
+    if (i < dim) r.outer *= s[i];
+    else if (i == dim) r.n = s[i];
+    else r.inner *= s[i];
+    if (i != dim || keepdim) r.out_shape.push_back(i == dim ? 1 : s[i]);
+  }
+  return r;
+}
+}  // namespace detail
+
+/// Sum (scale=1) or mean (scale=1/n) along dim.
+inline Tensor sum_dim(const Tensor& x0, int64_t dim, bool keepdim, bool mean = false) {
+  const char* op = mean ? "mean" : "sum";
+  check_device(x0, op);
+  TT_CHECK(!mean || x0.is_floating_point(), "mean(): could not infer output dtype. Input dtype must be "
+           "either a floating point or complex dtype. Got: ", dtype_name(x0.dtype()));
+  const Tensor x = contiguous(x0);
+  if (x.dim() == 0) return clone(x);
+  dim = wrap_dim(dim, x.dim(), op);
+  auto sp = detail::split_dim(x.sizes(), dim, keepdim);
+  Tensor out = make_tensor(sp.out_shape, x.dtype());
+  dispatch(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    double scale = mean ? 1.0 / static_cast<double>(sp.n) : 1.0;
+    backend::cpu::sum_dim_kernel(x.data_ptr<T>(), out.data_ptr<T>(), sp.outer, sp.n, sp.inner, scale);
+  });
+  return out;
+}
+
+/// Sum (or mean) of all elements: a 0-d tensor.
+inline Tensor sum_all(const Tensor& x, bool mean = false) {
+  Tensor flat = reshape(x, {x.numel()});
+  Tensor r = sum_dim(flat, 0, false, mean);
+  return r;
+}
+
+/// (values, indices) of the max along dim; indices int64, first index on ties.
+inline std::tuple<Tensor, Tensor> max_dim(const Tensor& x0, int64_t dim, bool keepdim, const char* op = "max") {
+  check_device(x0, op);
+  const Tensor x = contiguous(x0);
+  if (x.dim() == 0) return {clone(x), zeros({}, kInt64)};
+  dim = wrap_dim(dim, x.dim(), op);
+  TT_CHECK(x.sizes()[dim] > 0, op, "(): Expected reduction dim ", dim,
+           " to have non-zero size (input shape ", shape_str(x.sizes()), ")");
+  auto sp = detail::split_dim(x.sizes(), dim, keepdim);
+  Tensor values = make_tensor(sp.out_shape, x.dtype());
+  Tensor indices = make_tensor(sp.out_shape, kInt64);
+  dispatch(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    backend::cpu::max_dim_kernel(x.data_ptr<T>(), values.data_ptr<T>(), indices.data_ptr<int64_t>(),
+                                 sp.outer, sp.n, sp.inner);
+  });
+  return {values, indices};
+}
+
+/// Sums g down to `shape` (the inverse of broadcasting `shape` to g's shape).
+inline Tensor sum_to(const Tensor& g, const Shape& shape) {
+  if (g.sizes() == shape) return g;
+  Tensor r = g;
+  const int64_t lead = r.dim() - static_cast<int64_t>(shape.size());
+  for (int64_t i = 0; i < lead; ++i) r = sum_dim(r, 0, false);
+  for (int64_t i = 0; i < static_cast<int64_t>(shape.size()); ++i)
+    if (shape[i] == 1 && r.sizes()[i] != 1) r = sum_dim(r, i, true);
+  return r;
+}
+
+}  // namespace tinytorch::ops

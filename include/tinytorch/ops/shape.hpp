@@ -1,0 +1,227 @@
+// tinytorch/ops/shape.hpp — views (no copy) and copies that change layout.
+//
+// A view keeps the storage and changes (shape, strides, offset):
+//   transpose(d0, d1): swap shape[d0]<->shape[d1] and strides[d0]<->strides[d1]
+//   narrow(d, s, l):   offset += s*stride[d], shape[d] = l
+//   select(d, i):      offset += i*stride[d], drop dim d
+//   expand(shape):     size-1 dims get stride 0
+//   view(shape):       new strides computed by compute_view_strides (PyTorch's computeStride);
+//                      impossible when a merged group of dims is not contiguous -> error.
+// contiguous()/clone()/to() copy into a fresh row-major buffer.
+// No autograd here: functional.hpp wraps these with their backward.
+// Reference: ATen's TensorShape.cpp and computeStride in TensorUtils.cpp.
+#pragma once
+
+#include <algorithm>
+#include <optional>
+
+#include "../backend/cpu/elementwise.hpp"
+#include "dispatch.hpp"
+
+namespace tinytorch::ops {
+
+/// Replaces a single -1 in `shape` so the product equals numel; checks the product.
+inline Shape infer_size(const Shape& shape, int64_t numel, const char* op) {
+  Shape out = shape;
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      TT_CHECK(infer < 0, op, ": only one dimension can be inferred in shape ", shape_str(shape));
+      infer = static_cast<int64_t>(i);
+    } else {
+      TT_CHECK(shape[i] >= 0, op, ": invalid shape dimension ", shape[i], " in ", shape_str(shape));
+      known *= shape[i];
+    }
+  }
+  if (infer >= 0) {
+    TT_CHECK(known != 0 && numel % known == 0, op, ": shape '", shape_str(shape),
+             "' is invalid for input of size ", numel);
+    out[infer] = numel / known;
+  }
+  TT_CHECK(numel_of(out) == numel, op, ": shape '", shape_str(shape), "' is invalid for input of size ",
+           numel);
+  return out;
+}
+
+/// Strides that let (oldshape, oldstride) be read as newshape without copying, or nullopt.
+/// A port of ATen's computeStride: dims are grouped into contiguous "chunks"; each chunk must map
+/// onto whole groups of the new dims.
+inline std::optional<Strides> compute_view_strides(const Shape& oldshape, const Strides& oldstride,
+                                                   const Shape& newshape) {
+  if (oldshape.empty()) return Strides(newshape.size(), 1);
+  int64_t numel = numel_of(oldshape);
+  if (numel == 0) return oldshape == newshape ? oldstride : contiguous_strides(newshape);
+  Strides newstride(newshape.size());
+  int64_t view_d = static_cast<int64_t>(newshape.size()) - 1;
+  int64_t chunk_base_stride = oldstride.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t tensor_d = static_cast<int64_t>(oldshape.size()) - 1; tensor_d >= 0; --tensor_d) {
+    tensor_numel *= oldshape[tensor_d];
+    if (tensor_d == 0 || (oldshape[tensor_d - 1] != 1 &&
+                          oldstride[tensor_d - 1] != tensor_numel * chunk_base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || newshape[view_d] == 1)) {
+        newstride[view_d] = view_numel * chunk_base_stride;
+        view_numel *= newshape[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return std::nullopt;
+      if (tensor_d > 0) {
+        chunk_base_stride = oldstride[tensor_d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return newstride;
+}
+
+inline Tensor view(const Tensor& t, const Shape& shape) {
+  Shape s = infer_size(shape, t.numel(), "view");
+  auto st = compute_view_strides(t.sizes(), t.strides(), s);
+  TT_CHECK(st.has_value(), "view: size ", shape_str(shape), " is not compatible with input tensor's size ",
+           shape_str(t.sizes()), " and stride ", shape_str(t.strides()),
+           " (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.");
+  return make_view(t, s, *st, t.storage_offset());
+}
+
+/// Copies `src` (any strides, any dtype) into the dense tensor `dst` of the same shape.
+inline void copy_into_dense(const Tensor& src, Tensor& dst) {
+  dispatch(src.dtype(), [&](auto s) {
+    using S = typename decltype(s)::type;
+    dispatch(dst.dtype(), [&](auto d) {
+      using D = typename decltype(d)::type;
+      backend::cpu::copy_kernel(src.data_ptr<S>(), src.strides(), dst.data_ptr<D>(), src.sizes());
+    });
+  });
+}
+
+inline Tensor contiguous(const Tensor& t) {
+  check_device(t, "contiguous");
+  if (t.is_contiguous()) return t;
+  Tensor out = make_tensor(t.sizes(), t.dtype());
+  copy_into_dense(t, out);
+  return out;
+}
+
+inline Tensor clone(const Tensor& t) {
+  check_device(t, "clone");
+  Tensor out = make_tensor(t.sizes(), t.dtype());
+  copy_into_dense(t, out);
+  return out;
+}
+
+inline Tensor to_dtype(const Tensor& t, DType dtype) {
+  check_device(t, "to");
+  if (t.dtype() == dtype) return t;
+  Tensor out = make_tensor(t.sizes(), dtype);
+  copy_into_dense(t, out);
+  return out;
+}
+
+inline Tensor reshape(const Tensor& t, const Shape& shape) {
+  Shape s = infer_size(shape, t.numel(), "reshape");
+  if (auto st = compute_view_strides(t.sizes(), t.strides(), s))
+    return make_view(t, s, *st, t.storage_offset());
+  return view(contiguous(t), s);
+}
+
+inline Tensor transpose(const Tensor& t, int64_t d0, int64_t d1) {
+  d0 = wrap_dim(d0, t.dim(), "transpose");
+  d1 = wrap_dim(d1, t.dim(), "transpose");
+  Shape s = t.sizes();
+  Strides st = t.strides();
+  if (t.dim() == 0) return make_view(t, s, st, t.storage_offset());
+  std::swap(s[d0], s[d1]);
+  std::swap(st[d0], st[d1]);
+  return make_view(t, s, st, t.storage_offset());
+}
+
+inline Tensor permute(const Tensor& t, const std::vector<int64_t>& dims) {
+  TT_CHECK(static_cast<int64_t>(dims.size()) == t.dim(), "permute: number of dims ", dims.size(),
+           " does not match the tensor's ", t.dim(), " dims (shape ", shape_str(t.sizes()), ")");
+  Shape s(dims.size());
+  Strides st(dims.size());
+  std::vector<bool> seen(dims.size(), false);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t d = wrap_dim(dims[i], t.dim(), "permute");
+    TT_CHECK(!seen[d], "permute: repeated dim ", dims[i], " in ", shape_str(dims));
+    seen[d] = true;
+    s[i] = t.sizes()[d];
+    st[i] = t.strides()[d];
+  }
+  return make_view(t, s, st, t.storage_offset());
+}
+
+inline Tensor unsqueeze(const Tensor& t, int64_t dim) {
+  dim = wrap_dim(dim, t.dim() + 1, "unsqueeze");
+  Shape s = t.sizes();
+  Strides st = t.strides();
+  int64_t new_stride = dim < t.dim() ? s[dim] * st[dim] : 1;
+  s.insert(s.begin() + dim, 1);
+  st.insert(st.begin() + dim, new_stride);
+  return make_view(t, s, st, t.storage_offset());
+}
+
+inline Tensor squeeze(const Tensor& t, std::optional<int64_t> dim) {
+  Shape s;
+  Strides st;
+  int64_t only = dim ? wrap_dim(*dim, t.dim(), "squeeze") : -1;
+  for (int64_t i = 0; i < t.dim(); ++i) {
+    bool drop = t.sizes()[i] == 1 && (!dim || i == only);
+    if (!drop) {
+      s.push_back(t.sizes()[i]);
+      st.push_back(t.strides()[i]);
+    }
+  }
+  return make_view(t, s, st, t.storage_offset());
+}
+
+inline Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
+  TT_CHECK(t.dim() > 0, "narrow: cannot be applied to a 0-dim tensor");
+  dim = wrap_dim(dim, t.dim(), "narrow");
+  int64_t size = t.sizes()[dim];
+  if (start < 0) start += size;
+  TT_CHECK(start >= 0 && start <= size && length >= 0 && start + length <= size, "narrow: start (",
+           start, ") + length (", length, ") exceeds dimension size (", size, ") of dim ", dim,
+           " in shape ", shape_str(t.sizes()));
+  Shape s = t.sizes();
+  s[dim] = length;
+  return make_view(t, s, t.strides(), t.storage_offset() + start * t.strides()[dim]);
+}
+
+inline Tensor select(const Tensor& t, int64_t dim, int64_t index) {
+  TT_CHECK(t.dim() > 0, "select: cannot be applied to a 0-dim tensor");
+  dim = wrap_dim(dim, t.dim(), "select");
+  int64_t size = t.sizes()[dim];
+  TT_CHECK(index >= -size && index < size, "select: index ", index,
+           " out of range for tensor of size ", shape_str(t.sizes()), " at dimension ", dim);
+  if (index < 0) index += size;
+  Shape s = t.sizes();
+  Strides st = t.strides();
+  int64_t off = t.storage_offset() + index * st[dim];
+  s.erase(s.begin() + dim);
+  st.erase(st.begin() + dim);
+  return make_view(t, s, st, off);
+}
+
+inline Tensor expand(const Tensor& t, const Shape& shape) {
+  TT_CHECK(shape.size() >= t.sizes().size(), "expand: the number of sizes provided (", shape.size(),
+           ") must be greater or equal to the number of dimensions in the tensor (", t.dim(), ")");
+  Shape out = shape;
+  size_t lead = shape.size() - t.sizes().size();
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i < lead) {
+      TT_CHECK(shape[i] >= 0, "expand: -1 not allowed for a new leading dim in ", shape_str(shape));
+      continue;
+    }
+    int64_t have = t.sizes()[i - lead];
+    if (shape[i] == -1) out[i] = have;
+    TT_CHECK(have == out[i] || have == 1, "expand: the expanded size of the tensor (", out[i],
+             ") must match the existing size (", have, ") at non-singleton dimension ", i,
+             ".  Target sizes: ", shape_str(shape), ".  Tensor sizes: ", shape_str(t.sizes()));
+  }
+  return make_view(t, out, broadcast_strides(t.sizes(), t.strides(), out), t.storage_offset());
+}
+
+}  // namespace tinytorch::ops

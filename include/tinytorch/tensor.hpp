@@ -1,0 +1,291 @@
+// tinytorch/tensor.hpp — Tensor: a shared handle to TensorImpl.
+//
+// A Tensor is a view on a Storage:
+//   TensorImpl { storage, shape, strides, offset, dtype, requires_grad, grad, grad_fn }
+// element (i0, ..., ik) lives at storage[offset + sum_j i_j * strides[j]]. Copying a Tensor copies
+// the handle (like PyTorch: `b = a` shares data); `clone()` copies the data.
+//
+// This header *declares* Tensor's methods and operators. They are *defined*, with their autograd,
+// in the layers above (ops/, autograd/, functional.hpp); the umbrella <tinytorch/tinytorch.hpp>
+// includes them all, so a user never sees a Tensor without its differentiable methods.
+// Chapter: chapters/01-training-loop.md ("What a tensor is"), chapters/02-autograd.md (planned).
+// Reference: PyTorch's torch.Tensor and c10::TensorImpl.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/check.hpp"
+#include "core/config.hpp"
+#include "core/device.hpp"
+#include "core/dtype.hpp"
+#include "core/random.hpp"
+#include "core/shape.hpp"
+#include "core/storage.hpp"
+
+namespace tinytorch {
+
+class Tensor;
+namespace autograd {
+struct Node;
+}
+
+/// A hook on a tensor's gradient (register_hook): sees the gradient flowing into the tensor and
+/// may return a replacement (return an undefined Tensor() to keep it).
+using TensorHook = std::function<Tensor(const Tensor&)>;
+/// Runs after a leaf's .grad has been updated (register_post_accumulate_grad_hook); receives the
+/// leaf itself. DDP uses it as its "this gradient is ready" signal.
+using PostAccumulateGradHook = std::function<void(Tensor&)>;
+
+/// The data behind a Tensor handle. Users go through Tensor; library code may read the fields.
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  Shape shape;
+  Strides strides;
+  int64_t offset = 0;  ///< in elements
+  DType dtype = kFloat32;
+  bool requires_grad = false;  ///< set on leaves by the user; non-leaves require grad via grad_fn
+  std::shared_ptr<TensorImpl> grad;
+  std::shared_ptr<autograd::Node> grad_fn;      ///< the node that made this tensor (non-leaves)
+  std::weak_ptr<autograd::Node> grad_accumulator;  ///< leaves: the AccumulateGrad node, cached
+  std::vector<TensorHook> hooks;  ///< leaves' register_hook (non-leaves keep theirs on grad_fn)
+  std::vector<PostAccumulateGradHook> post_accumulate_grad_hooks;
+};
+
+/// Options for the creation functions, as torch::TensorOptions:
+///   zeros({2, 3}, kFloat64);  ones({2}, TensorOptions().requires_grad(true));
+struct TensorOptions {
+  DType dtype_ = kFloat32;
+  Device device_ = Device::cpu();
+  bool requires_grad_ = false;
+
+  TensorOptions() = default;
+  TensorOptions(DType d) : dtype_(d) {}  // NOLINT: implicit on purpose, as in PyTorch
+  TensorOptions(Device d) : device_(d) {}  // NOLINT
+  TensorOptions dtype(DType d) const { auto o = *this; o.dtype_ = d; return o; }
+  TensorOptions device(Device d) const { auto o = *this; o.device_ = d; return o; }
+  TensorOptions requires_grad(bool r = true) const { auto o = *this; o.requires_grad_ = r; return o; }
+};
+
+class Tensor {
+ public:
+  Tensor() = default;  ///< an undefined tensor (no data); defined() is false
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // ---- metadata (tensor.hpp) -------------------------------------------------------------
+  bool defined() const { return impl_ != nullptr; }
+  TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  const Shape& sizes() const { return checked()->shape; }
+  const Shape& shape() const { return checked()->shape; }
+  const Strides& strides() const { return checked()->strides; }
+  int64_t size(int64_t dim) const;
+  int64_t stride(int64_t dim) const;
+  int64_t dim() const { return static_cast<int64_t>(checked()->shape.size()); }
+  int64_t numel() const { return numel_of(checked()->shape); }
+  int64_t storage_offset() const { return checked()->offset; }
+  DType dtype() const { return checked()->dtype; }
+  Device device() const { return checked()->storage->device(); }
+  bool is_floating_point() const { return tinytorch::is_floating_point(dtype()); }
+  bool is_contiguous() const;
+  /// True when both handles point at the same TensorImpl (PyTorch's `a is b`).
+  bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
+
+  /// Pointer to the first element (offset applied). Throws if T does not match dtype().
+  template <typename T> T* data_ptr() const {
+    TT_CHECK(dtype_of<T>() == dtype(), "data_ptr: tensor has dtype ", dtype_name(dtype()),
+             " but ", dtype_name(dtype_of<T>()), " was requested");
+    return static_cast<T*>(checked()->storage->data()) + impl_->offset;
+  }
+  void* raw_data() const {
+    return static_cast<char*>(checked()->storage->data()) + impl_->offset * element_size(dtype());
+  }
+  /// The value of a one-element tensor, converted to T (PyTorch's .item()).
+  template <typename T = double> T item() const;
+  /// Element at a multi-index, converted to T (for tests and printing; slow).
+  template <typename T = double> T at(const std::vector<int64_t>& index) const;
+  /// All elements in row-major order, converted to T.
+  template <typename T = double> std::vector<T> tolist() const;
+
+  // ---- autograd (autograd/) ---------------------------------------------------------------
+  bool requires_grad() const { return checked()->requires_grad || impl_->grad_fn != nullptr; }
+  /// Marks a leaf as requiring grad (in place, returns *this). Throws on a non-leaf (as PyTorch).
+  Tensor& requires_grad_(bool requires_grad = true);
+  /// The accumulated gradient (undefined until a backward reaches this leaf).
+  Tensor grad() const;
+  void set_grad(const Tensor& g);
+  const std::shared_ptr<autograd::Node>& grad_fn() const { return checked()->grad_fn; }
+  /// Leaves are tensors the user created (no grad_fn). Gradients accumulate in leaves' .grad.
+  bool is_leaf() const { return checked()->grad_fn == nullptr; }
+  /// Computes gradients of this tensor w.r.t. the graph leaves. A scalar may omit `gradient`;
+  /// otherwise it is the gradient of some outer loss w.r.t. this tensor (same shape).
+  /// Throws if this tensor does not require grad, if a non-scalar has no gradient, or when the
+  /// graph was freed by an earlier backward without retain_graph.
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  Tensor detach() const;  ///< same data, cut from the graph
+  Tensor& detach_();
+  /// Hook on the gradient flowing into this tensor (leaf or not). See TensorHook.
+  void register_hook(TensorHook hook) const;
+  /// Leaf-only hook run after .grad was updated (PyTorch 2.1+). See PostAccumulateGradHook.
+  void register_post_accumulate_grad_hook(PostAccumulateGradHook hook) const;
+
+  // ---- views: share storage (ops/shape.hpp, differentiable in functional.hpp) -------------
+  /// Same data, new shape; one dim may be -1. Throws when the strides do not allow a view
+  /// (then use reshape, which copies), as PyTorch does.
+  Tensor view(const Shape& shape) const;
+  Tensor reshape(const Shape& shape) const;  ///< a view when possible, else a copy
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  Tensor t() const;  ///< transpose of a <= 2-D tensor
+  Tensor permute(const std::vector<int64_t>& dims) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor squeeze() const;              ///< removes every size-1 dim
+  Tensor squeeze(int64_t dim) const;   ///< removes `dim` if it has size 1, else returns a view
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor operator[](int64_t index) const { return select(0, index); }
+  Tensor expand(const Shape& shape) const;
+  /// Splits into `chunks` pieces of ceil(size/chunks) along dim; may return fewer (torch.chunk).
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  /// Splits into pieces of `split_size` along dim, the last one smaller (torch.split).
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
+  Tensor contiguous() const;
+  Tensor clone() const;
+  Tensor to(DType dtype) const;
+
+  // ---- elementwise, with broadcasting (functional.hpp) ------------------------------------
+  Tensor operator-() const;
+  Tensor neg() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor pow(double exponent) const;
+  Tensor sqrt() const;
+  Tensor abs() const;
+  Tensor relu() const;
+  Tensor sigmoid() const;
+  Tensor tanh() const;
+  Tensor clamp(double min, double max) const;
+  Tensor clamp_min(double min) const;
+  Tensor clamp_max(double max) const;
+  /// Comparisons return int64 0/1 tensors (tinytorch has no bool dtype; .sum() then counts,
+  /// giving the same int64 result as PyTorch's bool.sum()). Not differentiable.
+  Tensor eq(const Tensor& o) const;
+  Tensor ne(const Tensor& o) const;
+  Tensor lt(const Tensor& o) const;
+  Tensor le(const Tensor& o) const;
+  Tensor gt(const Tensor& o) const;
+  Tensor ge(const Tensor& o) const;
+
+  // ---- reductions (functional.hpp) --------------------------------------------------------
+  Tensor sum() const;
+  Tensor sum(int64_t dim, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(int64_t dim, bool keepdim = false) const;
+  Tensor max() const;
+  /// (values, indices) along dim; indices are int64, first index on ties.
+  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
+  Tensor argmax() const;  ///< index into the flattened tensor
+  Tensor argmax(int64_t dim, bool keepdim = false) const;
+
+  // ---- linear algebra and softmax (functional.hpp) ----------------------------------------
+  Tensor matmul(const Tensor& other) const;
+  Tensor mm(const Tensor& other) const;
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
+
+  // ---- in place, not differentiable (ops/) ------------------------------------------------
+  // They throw on a tensor that requires grad while grad mode is on (tinytorch's autograd does
+  // not track in-place changes; PyTorch does for non-leaves). Use them under NoGradGuard.
+  Tensor& add_(const Tensor& other, double alpha = 1.0);
+  Tensor& add_(double value);
+  Tensor& sub_(const Tensor& other, double alpha = 1.0);
+  Tensor& mul_(const Tensor& other);
+  Tensor& mul_(double value);
+  Tensor& div_(const Tensor& other);
+  Tensor& div_(double value);
+  Tensor& addcmul_(const Tensor& t1, const Tensor& t2, double value = 1.0);
+  Tensor& addcdiv_(const Tensor& t1, const Tensor& t2, double value = 1.0);
+  Tensor& zero_();
+  Tensor& fill_(double value);
+  Tensor& copy_(const Tensor& src);  ///< src broadcast to this shape, converted to this dtype
+  Tensor& uniform_(double from = 0.0, double to = 1.0, Generator* gen = nullptr);
+  Tensor& normal_(double mean = 0.0, double std = 1.0, Generator* gen = nullptr);
+
+  /// PyTorch's repr, e.g. "tensor([[1., 2.]], requires_grad=True)".
+  std::string str() const;
+  /// True when shapes match and |a-b| <= atol + rtol*|b| elementwise (torch.allclose).
+  bool allclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8) const;
+  /// True when shapes and every value are equal (torch.equal).
+  bool equal(const Tensor& other) const;
+
+ private:
+  TensorImpl* checked() const {
+    TT_CHECK(impl_ != nullptr, "Tensor: operation on an undefined tensor");
+    return impl_.get();
+  }
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+// ---- operators (functional.hpp) -------------------------------------------------------------
+inline Tensor operator+(const Tensor& a, const Tensor& b);
+inline Tensor operator-(const Tensor& a, const Tensor& b);
+inline Tensor operator*(const Tensor& a, const Tensor& b);
+inline Tensor operator/(const Tensor& a, const Tensor& b);
+inline Tensor operator+(const Tensor& a, double b);
+inline Tensor operator-(const Tensor& a, double b);
+inline Tensor operator*(const Tensor& a, double b);
+inline Tensor operator/(const Tensor& a, double b);
+inline Tensor operator+(double a, const Tensor& b);
+inline Tensor operator-(double a, const Tensor& b);
+inline Tensor operator*(double a, const Tensor& b);
+inline Tensor operator/(double a, const Tensor& b);
+inline Tensor& operator+=(Tensor& a, const Tensor& b);
+inline Tensor& operator-=(Tensor& a, const Tensor& b);
+inline Tensor& operator*=(Tensor& a, const Tensor& b);
+inline Tensor& operator/=(Tensor& a, const Tensor& b);
+inline Tensor& operator+=(Tensor& a, double b);
+inline Tensor& operator*=(Tensor& a, double b);
+inline std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// ---- creation (ops/creation.hpp) ------------------------------------------------------------
+inline Tensor empty(const Shape& shape, TensorOptions options = {});
+inline Tensor zeros(const Shape& shape, TensorOptions options = {});
+inline Tensor ones(const Shape& shape, TensorOptions options = {});
+inline Tensor full(const Shape& shape, double value, TensorOptions options = {});
+/// 1-D tensor from values; e.g. tensor({1, 2, 3}). Default dtype float32.
+inline Tensor tensor(const std::vector<double>& values, TensorOptions options = {});
+/// Tensor of `shape` from row-major values; throws when their count is not numel(shape).
+inline Tensor tensor(const std::vector<double>& values, const Shape& shape, TensorOptions options = {});
+/// 0-d tensor (torch.tensor(3.5)).
+inline Tensor scalar_tensor(double value, TensorOptions options = {});
+/// [0, end) / [start, end) with step, as torch.arange. Without a dtype the result is int64 when
+/// start, end and step are all integral values and float32 otherwise (PyTorch decides from the
+/// Python argument types; arange(0.0, 5.0) is float32 there but int64 here: pass kFloat32).
+inline Tensor arange(int64_t end, std::optional<DType> dtype = std::nullopt);
+inline Tensor arange(double start, double end, double step = 1.0, std::optional<DType> dtype = std::nullopt);
+/// Uniform [0, 1) / standard normal / integers in [low, high), drawn from `gen` or the default
+/// generator (see core/random.hpp; streams are reproducible but not PyTorch's).
+inline Tensor rand(const Shape& shape, TensorOptions options = {}, Generator* gen = nullptr);
+inline Tensor randn(const Shape& shape, TensorOptions options = {}, Generator* gen = nullptr);
+inline Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions options = kInt64,
+               Generator* gen = nullptr);
+/// A random permutation of 0..n-1 (int64), Fisher-Yates with `gen`.
+inline Tensor randperm(int64_t n, Generator* gen = nullptr);
+inline Tensor empty_like(const Tensor& t);
+inline Tensor zeros_like(const Tensor& t);
+inline Tensor ones_like(const Tensor& t);
+inline Tensor full_like(const Tensor& t, double value);
+
+// ---- functions over several tensors (functional.hpp) ----------------------------------------
+inline Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+inline Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
+inline Tensor matmul(const Tensor& a, const Tensor& b);
+
+}  // namespace tinytorch
