@@ -1,0 +1,220 @@
+// tinytorch/optim/adam.hpp — Adam and AdamW: adaptive moment estimation, with L2 (Adam) or
+// decoupled (AdamW) weight decay, and the AMSGrad variant.
+//
+// The update of one parameter p with gradient g at step t = 1, 2, ..., as PyTorch's
+// _single_tensor_adam (AdamW = the same with decoupled_weight_decay):
+//   Adam:  g = g + weight_decay * p                     (if weight_decay != 0: an L2 penalty)
+//   AdamW: p = p * (1 - lr * weight_decay)              (decay applied to p, not through g)
+//   m = lerp(m, g, 1 - beta1)  = beta1 * m + (1 - beta1) * g      first moment
+//   v = beta2 * v + (1 - beta2) * g * g                            second moment
+//   v_max = max(v_max, v), and v_max replaces v below  (amsgrad only)
+//   bias_correction1 = 1 - beta1^t,  bias_correction2 = 1 - beta2^t
+//   p = p - (lr / bias_correction1) * m / (sqrt(v) / sqrt(bias_correction2) + eps)
+// i.e. p -= lr * m_hat / (sqrt(v_hat) + eps) with m_hat = m / bc1, v_hat = v / bc2: the bias
+// corrections undo the zero initialisation of m and v, which would make the first steps tiny.
+// Shapes: m, v, v_max have p's shape and dtype; t is counted per parameter (state.step).
+// Two implementations, as for SGD: adam_kernel (raw loops, dense CPU float/double) and
+// adam_naive (tensor ops, PyTorch's Python line by line), tested against each other.
+// (PyTorch 1.13 updated m with mul_ + add_; 2.x uses lerp_ as here: the same up to rounding.)
+// Chapter: chapters/03-optimizers.md (planned).
+// Reference: torch.optim.Adam / torch.optim.AdamW (PyTorch 2.x torch/optim/adam.py, adamw.py);
+// Kingma & Ba, "Adam: A Method for Stochastic Optimization" (ICLR 2015); Loshchilov & Hutter,
+// "Decoupled Weight Decay Regularization" (ICLR 2019); Reddi et al., "On the Convergence of Adam
+// and Beyond" (ICLR 2018, AMSGrad).
+#pragma once
+
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "optimizer.hpp"
+
+namespace tinytorch::optim {
+
+/// Adam's hyper-parameters (defaults as torch.optim.Adam).
+struct AdamOptions {
+  double lr = 1e-3;
+  std::pair<double, double> betas{0.9, 0.999};
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+  bool amsgrad = false;
+};
+
+/// AdamW's hyper-parameters: as Adam's, but weight_decay defaults to 1e-2 (torch.optim.AdamW).
+struct AdamWOptions {
+  double lr = 1e-3;
+  std::pair<double, double> betas{0.9, 0.999};
+  double eps = 1e-8;
+  double weight_decay = 1e-2;
+  bool amsgrad = false;
+};
+
+namespace detail {
+/// torch.lerp(a, b, w) as PyTorch's CPU kernel computes it (accurate at both ends of w).
+template <typename T> inline T lerp(T a, T b, T w) {
+  return std::abs(w) < T(0.5) ? a + w * (b - a) : b - (b - a) * (T(1) - w);
+}
+/// torch.maximum: the larger value, NaN if either is NaN.
+template <typename T> inline T maximum(T a, T b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) ? a : b;
+  return a > b ? a : b;
+}
+}  // namespace detail
+
+/// The Adam/AdamW update on raw pointers (n elements each), for step number `step` (>= 1, already
+/// incremented). max_exp_avg_sq may be null unless amsgrad.
+template <typename T>
+inline void adam_kernel(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, T* max_exp_avg_sq, int64_t n,
+                        int64_t step, double lr, double beta1, double beta2, double eps, double weight_decay,
+                        bool amsgrad, bool decoupled_weight_decay) {
+  const double bias_correction1 = 1 - std::pow(beta1, static_cast<double>(step));
+  const double bias_correction2 = 1 - std::pow(beta2, static_cast<double>(step));
+  const T neg_step_size = static_cast<T>(-(lr / bias_correction1));
+  const T bias_correction2_sqrt = static_cast<T>(std::sqrt(bias_correction2));
+  const T one_minus_beta1 = static_cast<T>(1 - beta1);
+  const T b2 = static_cast<T>(beta2), one_minus_beta2 = static_cast<T>(1 - beta2);
+  const T eps_t = static_cast<T>(eps), wd = static_cast<T>(weight_decay);
+  const T decay = static_cast<T>(1 - lr * weight_decay);
+  const bool l2 = weight_decay != 0 && !decoupled_weight_decay;
+  const bool decoupled = weight_decay != 0 && decoupled_weight_decay;
+  for (int64_t i = 0; i < n; ++i) {
+    T p = param[i];
+    T g = grad[i];
+    if (decoupled) p = p * decay;
+    if (l2) g = g + wd * p;
+    const T m = detail::lerp(exp_avg[i], g, one_minus_beta1);
+    const T v = exp_avg_sq[i] * b2 + one_minus_beta2 * g * g;
+    exp_avg[i] = m;
+    exp_avg_sq[i] = v;
+    T v_used = v;
+    if (amsgrad) v_used = max_exp_avg_sq[i] = detail::maximum(max_exp_avg_sq[i], v);
+    const T denom = std::sqrt(v_used) / bias_correction2_sqrt + eps_t;
+    param[i] = p + neg_step_size * m / denom;
+  }
+}
+
+/// The Adam/AdamW update in tensor ops, as PyTorch's _single_tensor_adam. Creates the state
+/// tensors on the first call and increments state.step.
+inline void adam_naive(Tensor& param, const Tensor& grad_in, ParamState& state, double lr, double beta1,
+                       double beta2, double eps, double weight_decay, bool amsgrad, bool decoupled_weight_decay) {
+  NoGradGuard no_grad;
+  const TensorOptions like = TensorOptions(param.dtype()).device(param.device());
+  if (!state.exp_avg.defined()) state.exp_avg = zeros(param.sizes(), like);
+  if (!state.exp_avg_sq.defined()) state.exp_avg_sq = zeros(param.sizes(), like);
+  if (amsgrad && !state.max_exp_avg_sq.defined()) state.max_exp_avg_sq = zeros(param.sizes(), like);
+  state.step += 1;
+  Tensor grad = grad_in;
+  if (weight_decay != 0) {
+    if (decoupled_weight_decay) param.mul_(1 - lr * weight_decay);
+    else grad = add(grad, param, weight_decay);
+  }
+  state.exp_avg.add_(sub(grad, state.exp_avg), 1 - beta1);  // exp_avg.lerp_(grad, 1 - beta1)
+  state.exp_avg_sq.mul_(beta2).addcmul_(grad, grad, 1 - beta2);
+  const double bias_correction1 = 1 - std::pow(beta1, static_cast<double>(state.step));
+  const double bias_correction2 = 1 - std::pow(beta2, static_cast<double>(state.step));
+  const double step_size = lr / bias_correction1;
+  const double bias_correction2_sqrt = std::sqrt(bias_correction2);
+  Tensor v = state.exp_avg_sq;
+  if (amsgrad) {
+    ops::binary_(state.max_exp_avg_sq, state.exp_avg_sq, [](auto a, auto b) { return detail::maximum(a, b); },
+                 "maximum");
+    v = state.max_exp_avg_sq;
+  }
+  Tensor denom = (v.sqrt() / bias_correction2_sqrt).add_(eps);
+  param.addcdiv_(state.exp_avg, denom, -step_size);
+}
+
+/// Adam (torch.optim.Adam): weight_decay is an L2 penalty added to the gradient.
+///   Adam opt(model.parameters(), 1e-3);   or   Adam opt(params, AdamOptions{1e-3, {0.9, 0.98}});
+/// Errors (tinytorch::Error, PyTorch's ValueError messages):
+///   "Invalid learning rate: -0.001"  "Invalid epsilon value: -1e-08"
+///   "Invalid beta parameter at index 0: 1.0"  "Invalid beta parameter at index 1: -0.5"  (need 0 <= beta < 1)
+///   "Invalid weight_decay value: -0.1"  "optimizer got an empty parameter list"
+///   and add_param_group's checks (non-leaf, duplicate parameters).
+class Adam : public Optimizer {
+ public:
+  Adam(std::vector<Tensor> params, AdamOptions options) : Adam(std::move(params), options, false) {}
+  explicit Adam(std::vector<Tensor> params, double lr = 1e-3, std::pair<double, double> betas = {0.9, 0.999},
+                double eps = 1e-8, double weight_decay = 0.0, bool amsgrad = false)
+      : Adam(std::move(params), AdamOptions{lr, betas, eps, weight_decay, amsgrad}, false) {}
+
+  /// Adds a group that uses the constructor's options.
+  void add_param_group(std::vector<Tensor> params) { add_param_group(std::move(params), defaults_); }
+  /// Adds a group with its own options.
+  void add_param_group(std::vector<Tensor> params, const AdamOptions& options) {
+    validate(options);
+    add_group(make_group(std::move(params), options));
+  }
+  const AdamOptions& defaults() const { return defaults_; }
+
+ protected:
+  Adam(std::vector<Tensor> params, AdamOptions options, bool decoupled_weight_decay)
+      : defaults_(options), decoupled_weight_decay_(decoupled_weight_decay) {
+    validate(options);
+    check_not_empty(params);
+    add_group(make_group(std::move(params), options));
+  }
+
+  void update(Tensor& param, const Tensor& grad, ParamState& state, const ParamGroup& group) override {
+    const double beta1 = group.betas.first, beta2 = group.betas.second;
+    if (!fast_path_ok(param, grad)) {
+      adam_naive(param, grad, state, group.lr, beta1, beta2, group.eps, group.weight_decay, group.amsgrad,
+                 decoupled_weight_decay_);
+      return;
+    }
+    if (!state.exp_avg.defined()) state.exp_avg = zeros(param.sizes(), param.dtype());
+    if (!state.exp_avg_sq.defined()) state.exp_avg_sq = zeros(param.sizes(), param.dtype());
+    if (group.amsgrad && !state.max_exp_avg_sq.defined()) state.max_exp_avg_sq = zeros(param.sizes(), param.dtype());
+    state.step += 1;
+    dispatch_floating(param.dtype(), decoupled_weight_decay_ ? "AdamW" : "Adam", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      adam_kernel<T>(param.data_ptr<T>(), grad.data_ptr<T>(), state.exp_avg.data_ptr<T>(),
+                     state.exp_avg_sq.data_ptr<T>(), group.amsgrad ? state.max_exp_avg_sq.data_ptr<T>() : nullptr,
+                     param.numel(), state.step, group.lr, beta1, beta2, group.eps, group.weight_decay,
+                     group.amsgrad, decoupled_weight_decay_);
+    });
+  }
+
+  static void validate(const AdamOptions& o) {
+    TT_CHECK(0.0 <= o.lr, "Invalid learning rate: ", detail::py_float(o.lr));
+    TT_CHECK(0.0 <= o.eps, "Invalid epsilon value: ", detail::py_float(o.eps));
+    TT_CHECK(0.0 <= o.betas.first && o.betas.first < 1.0, "Invalid beta parameter at index 0: ",
+             detail::py_float(o.betas.first));
+    TT_CHECK(0.0 <= o.betas.second && o.betas.second < 1.0, "Invalid beta parameter at index 1: ",
+             detail::py_float(o.betas.second));
+    TT_CHECK(0.0 <= o.weight_decay, "Invalid weight_decay value: ", detail::py_float(o.weight_decay));
+  }
+  static ParamGroup make_group(std::vector<Tensor> params, const AdamOptions& o) {
+    ParamGroup g;
+    g.params = std::move(params);
+    g.lr = o.lr;
+    g.betas = o.betas;
+    g.eps = o.eps;
+    g.weight_decay = o.weight_decay;
+    g.amsgrad = o.amsgrad;
+    return g;
+  }
+  static AdamOptions to_adam(const AdamWOptions& o) { return {o.lr, o.betas, o.eps, o.weight_decay, o.amsgrad}; }
+
+  AdamOptions defaults_;
+  bool decoupled_weight_decay_;
+};
+
+/// AdamW (torch.optim.AdamW): Adam with decoupled weight decay, p *= 1 - lr * weight_decay before
+/// the Adam step, so the decay is not rescaled by the adaptive denominator. weight_decay
+/// defaults to 1e-2. Same errors as Adam.
+class AdamW : public Adam {
+ public:
+  AdamW(std::vector<Tensor> params, AdamWOptions options) : Adam(std::move(params), to_adam(options), true) {}
+  explicit AdamW(std::vector<Tensor> params, double lr = 1e-3, std::pair<double, double> betas = {0.9, 0.999},
+                 double eps = 1e-8, double weight_decay = 1e-2, bool amsgrad = false)
+      : AdamW(std::move(params), AdamWOptions{lr, betas, eps, weight_decay, amsgrad}) {}
+
+  using Adam::add_param_group;
+  /// Adds a group with its own options (weight_decay defaults to 1e-2 here too).
+  void add_param_group(std::vector<Tensor> params, const AdamWOptions& options) {
+    Adam::add_param_group(std::move(params), to_adam(options));
+  }
+};
+
+}  // namespace tinytorch::optim

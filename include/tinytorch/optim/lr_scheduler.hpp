@@ -1,0 +1,327 @@
+// tinytorch/optim/lr_scheduler.hpp — learning-rate schedules: LRScheduler, LinearLR (warmup),
+// CosineAnnealingLR, StepLR, SequentialLR (warmup then decay).
+//
+// A scheduler rewrites optimizer.param_groups()[i].lr each time its step() is called; how often
+// that is (every iteration or every epoch) is the caller's choice, the schedule counts calls:
+//   for (...) { opt.zero_grad(); loss.backward(); opt.step(); sched.step(); }
+// The value in effect for the k-th optimizer step (k = 0, 1, ...) is the one set by the k-th
+// scheduler call, the constructor counting as call 0 (last_epoch = 0).
+// Each schedule, with base_lr = the group's lr when the first scheduler was made (initial_lr):
+//   LinearLR:          lr_k = base_lr * (s + (e - s) * min(k, T) / T)        s, e = start/end factor
+//   CosineAnnealingLR: lr_k = eta_min + (base_lr - eta_min) * (1 + cos(pi * k / T_max)) / 2
+//                      (and on past T_max: up again to base_lr at 2 T_max, down at 3 T_max, ...)
+//   StepLR:            lr_k = base_lr * gamma^floor(k / step_size)
+//   SequentialLR:      scheduler i runs between milestones[i-1] and milestones[i], restarted at
+//                      its epoch 0 there: LinearLR warmup to base_lr, then CosineAnnealingLR.
+// Which form is computed: PyTorch's step() uses each scheduler's *chainable* (recursive) get_lr,
+// e.g. for the cosine
+//   lr_k = eta_min + (lr_{k-1} - eta_min) * (1 + cos(pi k / T_max)) / (1 + cos(pi (k-1) / T_max))
+// which equals the closed form above (to ~1e-16) while nothing else touches lr, but scales from
+// the *current* lr when the user (or another scheduler) changed it. tinytorch ports get_lr
+// exactly, so it produces PyTorch's numbers in both cases; the closed forms are used where
+// PyTorch uses them (SequentialLR restarting a scheduler at a milestone, resuming, see below).
+// These are the PyTorch 2.x versions (`_is_initial`, `_update_lr`); for the cases tested they
+// give the same numbers as 1.13.
+// Chapter: chapters/03-optimizers.md (planned): warmup and the linear scaling rule.
+// Reference: torch.optim.lr_scheduler (PyTorch 2.x torch/optim/lr_scheduler.py); Loshchilov &
+// Hutter, "SGDR" (ICLR 2017); Goyal et al., "Accurate, Large Minibatch SGD" (2017, warmup).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "optimizer.hpp"
+
+namespace tinytorch::optim::lr_scheduler {
+
+class SequentialLR;
+
+/// math.pi (the same double as M_PI, which standard C++17 does not define).
+constexpr double kPi = 3.141592653589793;
+
+/// Base class: keeps last_epoch and base_lrs, writes the lrs that get_lr() computes.
+/// A subclass implements get_lr() (and closed_form_lr() when it has one) and calls
+/// initial_step() at the end of its constructor (C++ cannot call the subclass's get_lr from the
+/// base constructor, where PyTorch's __init__ does it).
+class LRScheduler {
+ public:
+  virtual ~LRScheduler() = default;
+  LRScheduler(const LRScheduler&) = delete;
+  LRScheduler& operator=(const LRScheduler&) = delete;
+
+  /// Advances the schedule by one (last_epoch += 1) and writes the new lr into every param group.
+  virtual void step() {
+    ++step_count_;
+    update_lr(std::nullopt);
+  }
+  /// The lr of each param group as of the last step() (or construction).
+  const std::vector<double>& get_last_lr() const { return last_lr_; }
+  Optimizer& optimizer() const { return *optimizer_; }
+  /// PyTorch's class name ("CosineAnnealingLR"), for messages.
+  virtual std::string name() const = 0;
+
+  int64_t last_epoch;          ///< number of step() calls since construction (0 after the constructor)
+  std::vector<double> base_lrs;  ///< each group's initial_lr
+
+ protected:
+  /// With last_epoch == -1 (a fresh schedule) records each group's lr as its initial_lr unless a
+  /// scheduler already did; otherwise (resuming) every group must have initial_lr. Throws
+  /// "param 'initial_lr' is not specified in param_groups[i] when resuming an optimizer".
+  explicit LRScheduler(Optimizer& optimizer, int64_t last_epoch = -1)
+      : last_epoch(last_epoch), optimizer_(&optimizer) {
+    auto& groups = optimizer.param_groups();
+    for (size_t i = 0; i < groups.size(); ++i) {
+      if (last_epoch == -1) {
+        if (!groups[i].initial_lr) groups[i].initial_lr = groups[i].lr;
+      } else {
+        TT_CHECK(groups[i].initial_lr.has_value(), "param 'initial_lr' is not specified in param_groups[", i,
+                 "] when resuming an optimizer");
+      }
+      base_lrs.push_back(*groups[i].initial_lr);
+    }
+  }
+
+  /// The chainable form: each group's next lr, usually from its current lr. Called with
+  /// last_epoch already advanced.
+  virtual std::vector<double> get_lr() = 0;
+  /// The closed form lr(last_epoch) from base_lrs, if the schedule has one.
+  virtual std::optional<std::vector<double>> closed_form_lr() const { return std::nullopt; }
+
+  /// The constructor's first step (PyTorch's _initial_step): last_epoch -1 -> 0.
+  void initial_step() {
+    step_count_ = 0;
+    is_initial_ = true;
+    step();
+    is_initial_ = false;
+  }
+  /// Without epoch: last_epoch += 1 and the chainable form. With epoch: last_epoch = epoch and
+  /// the closed form (PyTorch's _update_lr). Writes the lrs and records them in get_last_lr().
+  void update_lr(std::optional<int64_t> epoch) {
+    std::vector<double> values;
+    if (!epoch) {
+      ++last_epoch;
+      values = get_lr();
+    } else {
+      last_epoch = *epoch;
+      auto closed = closed_form_lr();
+      values = closed ? *closed : get_lr();
+    }
+    auto& groups = optimizer_->param_groups();
+    for (size_t i = 0; i < groups.size() && i < values.size(); ++i) groups[i].lr = values[i];
+    last_lr_.clear();
+    for (const ParamGroup& g : groups) last_lr_.push_back(g.lr);
+  }
+  /// Each group's current lr.
+  std::vector<double> group_lrs() const {
+    std::vector<double> out;
+    for (const ParamGroup& g : optimizer_->param_groups()) out.push_back(g.lr);
+    return out;
+  }
+
+  Optimizer* optimizer_;
+  int64_t step_count_ = 0;  ///< step() calls, the constructor's included
+  bool is_initial_ = false;  ///< true during the constructor's step
+  std::vector<double> last_lr_;
+
+  friend class SequentialLR;
+};
+
+/// Multiplies the lr by a factor going linearly from start_factor (at epoch 0) to end_factor (at
+/// epoch total_iters and after): the usual warmup (torch.optim.lr_scheduler.LinearLR).
+///   lr_k = base_lr * (start_factor + (end_factor - start_factor) * min(k, total_iters) / total_iters)
+/// Throws "Starting multiplicative factor expected to be greater than 0 and less or equal to 1."
+/// unless 0 < start_factor <= 1, "Ending multiplicative factor expected to be between 0 and 1."
+/// unless 0 <= end_factor <= 1.
+class LinearLR : public LRScheduler {
+ public:
+  explicit LinearLR(Optimizer& optimizer, double start_factor = 1.0 / 3, double end_factor = 1.0,
+                    int64_t total_iters = 5, int64_t last_epoch = -1)
+      : LRScheduler(optimizer, last_epoch), start_factor(start_factor), end_factor(end_factor),
+        total_iters(total_iters) {
+    TT_CHECK(!(start_factor > 1.0 || start_factor <= 0),
+             "Starting multiplicative factor expected to be greater than 0 and less or equal to 1.");
+    TT_CHECK(!(end_factor > 1.0 || end_factor < 0), "Ending multiplicative factor expected to be between 0 and 1.");
+    initial_step();
+  }
+  std::string name() const override { return "LinearLR"; }
+
+  double start_factor, end_factor;
+  int64_t total_iters;
+
+ protected:
+  std::vector<double> get_lr() override {
+    std::vector<double> lrs = group_lrs();
+    if (last_epoch == 0) {
+      for (double& lr : lrs) lr *= start_factor;
+      return lrs;
+    }
+    if (is_initial_ || last_epoch > total_iters) return lrs;
+    // lr_k / lr_{k-1} = factor(k) / factor(k-1)
+    const double ratio = 1.0 + (end_factor - start_factor) /
+                                   (total_iters * start_factor + (last_epoch - 1) * (end_factor - start_factor));
+    for (double& lr : lrs) lr *= ratio;
+    return lrs;
+  }
+  std::optional<std::vector<double>> closed_form_lr() const override {
+    std::vector<double> lrs;
+    for (double base_lr : base_lrs)
+      lrs.push_back(base_lr * (start_factor + (end_factor - start_factor) *
+                                                  static_cast<double>(std::min(total_iters, last_epoch)) /
+                                                  static_cast<double>(total_iters)));
+    return lrs;
+  }
+};
+
+/// Cosine annealing from base_lr down to eta_min over T_max steps, then back up over the next
+/// T_max, and so on (torch.optim.lr_scheduler.CosineAnnealingLR: SGDR's curve without restarts).
+///   lr_k = eta_min + (base_lr - eta_min) * (1 + cos(pi * k / T_max)) / 2
+/// Computed with PyTorch's recursive form (see the top of this file). Throws
+/// "CosineAnnealingLR: T_max must be positive, got 0" (PyTorch fails later, dividing by zero).
+class CosineAnnealingLR : public LRScheduler {
+ public:
+  CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min = 0.0, int64_t last_epoch = -1)
+      : LRScheduler(optimizer, last_epoch), T_max(T_max), eta_min(eta_min) {
+    TT_CHECK(T_max > 0, "CosineAnnealingLR: T_max must be positive, got ", T_max);
+    initial_step();
+  }
+  std::string name() const override { return "CosineAnnealingLR"; }
+
+  int64_t T_max;
+  double eta_min;
+
+ protected:
+  std::vector<double> get_lr() override {
+    std::vector<double> lrs = group_lrs();
+    const double pi = kPi, e = static_cast<double>(last_epoch), T = static_cast<double>(T_max);
+    if (is_initial_) return lrs;
+    if (step_count_ == 1 && last_epoch > 0) {  // resumed at a later epoch: the closed form
+      for (size_t i = 0; i < lrs.size(); ++i)
+        lrs[i] = eta_min + (base_lrs[i] - eta_min) * (1 + std::cos(e * pi / T)) / 2;
+    } else if ((last_epoch - 1 - T_max) % (2 * T_max) == 0) {
+      // One step past a minimum (k = T_max + 1, 3 T_max + 1, ...): the ratio below would divide
+      // by 1 + cos(pi) = 0, so add the increment of the closed form instead.
+      for (size_t i = 0; i < lrs.size(); ++i) lrs[i] += (base_lrs[i] - eta_min) * (1 - std::cos(pi / T)) / 2;
+    } else {
+      for (double& lr : lrs)
+        lr = (1 + std::cos(pi * e / T)) / (1 + std::cos(pi * (e - 1) / T)) * (lr - eta_min) + eta_min;
+    }
+    return lrs;
+  }
+  std::optional<std::vector<double>> closed_form_lr() const override {
+    std::vector<double> lrs;
+    const double e = static_cast<double>(last_epoch), T = static_cast<double>(T_max);
+    for (double base_lr : base_lrs) lrs.push_back(eta_min + (base_lr - eta_min) * (1 + std::cos(kPi * e / T)) / 2);
+    return lrs;
+  }
+};
+
+/// Multiplies the lr by gamma every step_size steps (torch.optim.lr_scheduler.StepLR).
+///   lr_k = base_lr * gamma^floor(k / step_size)
+/// Throws "StepLR: step_size must be positive, got 0" (PyTorch fails later, dividing by zero).
+class StepLR : public LRScheduler {
+ public:
+  StepLR(Optimizer& optimizer, int64_t step_size, double gamma = 0.1, int64_t last_epoch = -1)
+      : LRScheduler(optimizer, last_epoch), step_size(step_size), gamma(gamma) {
+    TT_CHECK(step_size > 0, "StepLR: step_size must be positive, got ", step_size);
+    initial_step();
+  }
+  std::string name() const override { return "StepLR"; }
+
+  int64_t step_size;
+  double gamma;
+
+ protected:
+  std::vector<double> get_lr() override {
+    std::vector<double> lrs = group_lrs();
+    if (last_epoch == 0 || last_epoch % step_size != 0) return lrs;
+    for (double& lr : lrs) lr *= gamma;
+    return lrs;
+  }
+  std::optional<std::vector<double>> closed_form_lr() const override {
+    // Python's floor division (last_epoch // step_size), also for a negative last_epoch.
+    int64_t q = last_epoch / step_size;
+    if ((last_epoch % step_size != 0) && (last_epoch < 0)) --q;
+    std::vector<double> lrs;
+    for (double base_lr : base_lrs) lrs.push_back(base_lr * std::pow(gamma, static_cast<double>(q)));
+    return lrs;
+  }
+};
+
+/// Runs schedulers one after another (torch.optim.lr_scheduler.SequentialLR): schedulers[i] is in
+/// charge from milestones[i-1] (inclusive) to milestones[i]. At a milestone the next scheduler
+/// restarts at its epoch 0 with its closed form (for CosineAnnealingLR: base_lr), then steps
+/// normally. Construction resets every group's lr to initial_lr, undoes the constructor step of
+/// every scheduler and redoes only the first one's.
+///   auto warmup = std::make_shared<LinearLR>(opt, 0.1, 1.0, 5);
+///   auto cosine = std::make_shared<CosineAnnealingLR>(opt, 95);
+///   SequentialLR sched(opt, {warmup, cosine}, {5});
+/// Errors (tinytorch::Error):
+///   "SequentialLR expects at least one scheduler, but got no scheduler."
+///   "SequentialLR expects all schedulers to belong to the same optimizer, but got scheduler
+///    CosineAnnealingLR at index 1 that belongs to a different optimizer." (PyTorch prints the
+///    optimizer's repr instead)
+///   "Sequential Schedulers expects number of schedulers provided to be one more than the number
+///    of milestone points, but got number of schedulers 2 and the number of milestones to be equal to 0"
+///   "SequentialLR: scheduler at index 0 is null"
+class SequentialLR : public LRScheduler {
+ public:
+  SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,
+               std::vector<int64_t> milestones, int64_t last_epoch = -1)
+      : LRScheduler(optimizer, -1), schedulers_(std::move(schedulers)), milestones_(std::move(milestones)) {
+    TT_CHECK(!schedulers_.empty(), "SequentialLR expects at least one scheduler, but got no scheduler.");
+    for (size_t i = 0; i < schedulers_.size(); ++i) {
+      TT_CHECK(schedulers_[i] != nullptr, "SequentialLR: scheduler at index ", i, " is null");
+      TT_CHECK(&schedulers_[i]->optimizer() == &optimizer, "SequentialLR expects all schedulers to belong to the "
+               "same optimizer, but got scheduler ", schedulers_[i]->name(), " at index ", i,
+               " that belongs to a different optimizer.");
+    }
+    TT_CHECK(milestones_.size() + 1 == schedulers_.size(),
+             "Sequential Schedulers expects number of schedulers provided to be one more than the number of "
+             "milestone points, but got number of schedulers ", schedulers_.size(),
+             " and the number of milestones to be equal to ", milestones_.size());
+    this->last_epoch = last_epoch + 1;
+    // Reset learning rates back to initial values.
+    for (ParamGroup& g : optimizer.param_groups()) g.lr = *g.initial_lr;
+    // "Undo" the step performed by the other schedulers' constructors ...
+    for (auto& s : schedulers_) recursive_undo(*s);
+    // ... and perform the initial step for only the first scheduler.
+    schedulers_[0]->initial_step();
+    last_lr_ = schedulers_[0]->get_last_lr();
+  }
+  std::string name() const override { return "SequentialLR"; }
+
+  /// Steps the scheduler in charge of the new epoch; at a milestone, restarts it at epoch 0.
+  void step() override {
+    ++last_epoch;
+    const size_t idx = static_cast<size_t>(
+        std::upper_bound(milestones_.begin(), milestones_.end(), last_epoch) - milestones_.begin());
+    LRScheduler& scheduler = *schedulers_[idx];
+    if (idx > 0 && milestones_[idx - 1] == last_epoch) scheduler.update_lr(0);
+    else scheduler.step();
+    last_lr_ = scheduler.get_last_lr();
+  }
+  const std::vector<std::shared_ptr<LRScheduler>>& schedulers() const { return schedulers_; }
+  const std::vector<int64_t>& milestones() const { return milestones_; }
+
+ protected:
+  /// Never called: step() is overridden. Returns the current lrs.
+  std::vector<double> get_lr() override { return group_lrs(); }
+
+ private:
+  static void recursive_undo(LRScheduler& s) {
+    if (auto* seq = dynamic_cast<SequentialLR*>(&s)) {
+      for (auto& inner : seq->schedulers_) recursive_undo(*inner);
+    } else {
+      --s.last_epoch;
+    }
+  }
+
+  std::vector<std::shared_ptr<LRScheduler>> schedulers_;
+  std::vector<int64_t> milestones_;
+};
+
+}  // namespace tinytorch::optim::lr_scheduler

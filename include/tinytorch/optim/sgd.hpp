@@ -1,0 +1,154 @@
+// tinytorch/optim/sgd.hpp — SGD: stochastic gradient descent, with momentum, dampening,
+// Nesterov momentum and weight decay.
+//
+// The update of one parameter p with gradient g, exactly as PyTorch's _single_tensor_sgd:
+//   d_p = g + weight_decay * p                          (if weight_decay != 0)
+//   if momentum != 0:
+//     b = clone(d_p)                                    (first step)
+//     b = momentum * b + (1 - dampening) * d_p          (later steps)
+//     d_p = d_p + momentum * b   if nesterov   else   d_p = b
+//   p = p - lr * d_p
+// Note the velocity b is not scaled by lr (unlike Sutskever et al.), so changing lr mid-training
+// rescales the whole step at once.
+// Shapes: p, g and the momentum buffer b all have p's shape. Arithmetic is in p's dtype with the
+// hyper-parameters rounded to it, as PyTorch's kernels do.
+// Two implementations: sgd_kernel (raw loops over float/double pointers, what step() uses for
+// dense CPU parameters: no temporaries) and sgd_naive (the same rule in tensor ops, line by line
+// as PyTorch's Python; used for anything else, and tested against sgd_kernel).
+// Chapter: chapters/01-training-loop.md, chapters/03-optimizers.md (planned).
+// Reference: torch.optim.SGD (PyTorch 2.x torch/optim/sgd.py); Sutskever et al., "On the
+// importance of initialization and momentum in deep learning" (ICML 2013).
+#pragma once
+
+#include <utility>
+#include <vector>
+
+#include "optimizer.hpp"
+
+namespace tinytorch::optim {
+
+/// SGD's hyper-parameters (defaults as torch.optim.SGD in PyTorch 2.x; lr was required in 1.x).
+///   SGD opt(model.parameters(), SGDOptions{0.1, 0.9});   // lr 0.1, momentum 0.9
+struct SGDOptions {
+  double lr = 1e-3;
+  double momentum = 0.0;
+  double dampening = 0.0;
+  double weight_decay = 0.0;
+  bool nesterov = false;
+};
+
+/// The SGD update on raw pointers (n elements each). `momentum_buffer` may be null when
+/// momentum == 0; with first_step it is written (b = d_p), not read.
+template <typename T>
+inline void sgd_kernel(T* param, const T* grad, T* momentum_buffer, int64_t n, double lr, double momentum,
+                       double dampening, double weight_decay, bool nesterov, bool first_step) {
+  const T neg_lr = static_cast<T>(-lr);
+  const T wd = static_cast<T>(weight_decay);
+  const bool decay = weight_decay != 0;
+  if (momentum == 0) {
+    if (!decay) {
+      for (int64_t i = 0; i < n; ++i) param[i] = param[i] + neg_lr * grad[i];
+    } else {
+      for (int64_t i = 0; i < n; ++i) param[i] = param[i] + neg_lr * (grad[i] + wd * param[i]);
+    }
+    return;
+  }
+  const T mom = static_cast<T>(momentum);
+  const T one_minus_dampening = static_cast<T>(1 - dampening);
+  T* buf = momentum_buffer;
+  for (int64_t i = 0; i < n; ++i) {
+    const T d_p = decay ? grad[i] + wd * param[i] : grad[i];
+    const T b = first_step ? d_p : buf[i] * mom + one_minus_dampening * d_p;
+    buf[i] = b;
+    param[i] = param[i] + neg_lr * (nesterov ? d_p + mom * b : b);
+  }
+}
+
+/// The SGD update in tensor ops, line by line as PyTorch's _single_tensor_sgd. Creates
+/// momentum_buffer on the first call when momentum != 0. Any dtype/device/strides the ops accept.
+inline void sgd_naive(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, double lr, double momentum,
+                      double dampening, double weight_decay, bool nesterov) {
+  NoGradGuard no_grad;
+  Tensor d_p = grad;
+  if (weight_decay != 0) d_p = add(d_p, param, weight_decay);
+  if (momentum != 0) {
+    if (!momentum_buffer.defined()) {
+      momentum_buffer = d_p.clone().detach();
+    } else {
+      momentum_buffer.mul_(momentum).add_(d_p, 1 - dampening);
+    }
+    if (nesterov) d_p = add(d_p, momentum_buffer, momentum);
+    else d_p = momentum_buffer;
+  }
+  param.add_(d_p, -lr);
+}
+
+/// Stochastic gradient descent (torch.optim.SGD).
+///   SGD opt(model.parameters(), 0.1, /*momentum=*/0.9);
+///   for (...) { opt.zero_grad(); loss = ...; loss.backward(); opt.step(); }
+/// Errors (tinytorch::Error, PyTorch's ValueError messages):
+///   "Invalid learning rate: -0.1"  (lr < 0)       "Invalid momentum value: -1.0"  (momentum < 0)
+///   "Invalid weight_decay value: -0.01"           "optimizer got an empty parameter list"
+///   "Nesterov momentum requires a momentum and zero dampening"
+///   and add_param_group's checks (non-leaf, duplicate parameters). PyTorch checks only the
+///   constructor's defaults; tinytorch checks every group's options.
+class SGD : public Optimizer {
+ public:
+  SGD(std::vector<Tensor> params, SGDOptions options) : defaults_(options) {
+    validate(options);
+    check_not_empty(params);
+    add_group(make_group(std::move(params), options));
+  }
+  explicit SGD(std::vector<Tensor> params, double lr = 1e-3, double momentum = 0.0, double dampening = 0.0,
+               double weight_decay = 0.0, bool nesterov = false)
+      : SGD(std::move(params), SGDOptions{lr, momentum, dampening, weight_decay, nesterov}) {}
+
+  /// Adds a group that uses the constructor's options (PyTorch: add_param_group({'params': ...})).
+  void add_param_group(std::vector<Tensor> params) { add_param_group(std::move(params), defaults_); }
+  /// Adds a group with its own options, e.g. a smaller lr for a pretrained backbone.
+  void add_param_group(std::vector<Tensor> params, const SGDOptions& options) {
+    validate(options);
+    add_group(make_group(std::move(params), options));
+  }
+  const SGDOptions& defaults() const { return defaults_; }
+
+ protected:
+  void update(Tensor& param, const Tensor& grad, ParamState& state, const ParamGroup& group) override {
+    if (!fast_path_ok(param, grad)) {
+      sgd_naive(param, grad, state.momentum_buffer, group.lr, group.momentum, group.dampening,
+                group.weight_decay, group.nesterov);
+      return;
+    }
+    const bool first_step = group.momentum != 0 && !state.momentum_buffer.defined();
+    if (first_step) state.momentum_buffer = empty(param.sizes(), param.dtype());
+    dispatch_floating(param.dtype(), "SGD", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T* buf = group.momentum != 0 ? state.momentum_buffer.data_ptr<T>() : nullptr;
+      sgd_kernel<T>(param.data_ptr<T>(), grad.data_ptr<T>(), buf, param.numel(), group.lr, group.momentum,
+                    group.dampening, group.weight_decay, group.nesterov, first_step);
+    });
+  }
+
+ private:
+  static void validate(const SGDOptions& o) {
+    TT_CHECK(!(o.lr < 0.0), "Invalid learning rate: ", detail::py_float(o.lr));
+    TT_CHECK(!(o.momentum < 0.0), "Invalid momentum value: ", detail::py_float(o.momentum));
+    TT_CHECK(!(o.weight_decay < 0.0), "Invalid weight_decay value: ", detail::py_float(o.weight_decay));
+    TT_CHECK(!(o.nesterov && (o.momentum <= 0 || o.dampening != 0)),
+             "Nesterov momentum requires a momentum and zero dampening");
+  }
+  static ParamGroup make_group(std::vector<Tensor> params, const SGDOptions& o) {
+    ParamGroup g;
+    g.params = std::move(params);
+    g.lr = o.lr;
+    g.momentum = o.momentum;
+    g.dampening = o.dampening;
+    g.weight_decay = o.weight_decay;
+    g.nesterov = o.nesterov;
+    return g;
+  }
+
+  SGDOptions defaults_;
+};
+
+}  // namespace tinytorch::optim

@@ -1,0 +1,26 @@
+// tinytorch/tinytorch.hpp — the umbrella: everything a single-process program needs.
+//
+//   #include <tinytorch/tinytorch.hpp>
+//   g++ -std=c++17 -O2 -I include -I /usr/include/eigen3 prog.cpp -lz
+// It never includes <mpi.h> or <nccl.h>; distributed programs add <tinytorch/distributed.hpp>
+// and build with mpicxx (or the CMake target tinytorch::mpi).
+// Chapter: chapters/01-training-loop.md.
+#pragma once
+
+#include "tensor.hpp"
+#include "functional.hpp"
+#include "autograd/gradcheck.hpp"
+#include "nn/module.hpp"
+#include "nn/linear.hpp"
+#include "nn/activation.hpp"
+#include "nn/container.hpp"
+#include "nn/loss.hpp"
+#include "nn/init.hpp"
+#include "optim/optimizer.hpp"
+#include "optim/sgd.hpp"
+#include "optim/adam.hpp"
+#include "optim/lr_scheduler.hpp"
+#include "data/dataset.hpp"
+#include "data/sampler.hpp"
+#include "data/dataloader.hpp"
+#include "data/mnist.hpp"
