@@ -158,6 +158,7 @@ inline int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim(d, di
 inline bool Tensor::is_contiguous() const {
   const Shape& s = sizes();
   const Strides& st = strides();
+  if (numel() == 0) return true;  // as PyTorch: an empty tensor is contiguous whatever its strides
   int64_t expected = 1;
   for (size_t i = s.size(); i-- > 0;) {
     if (s[i] != 1 && st[i] != expected) return false;
@@ -301,7 +302,12 @@ inline std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t d) const {
   TT_CHECK(chunks > 0, "chunk: number of chunks must be greater than 0, got ", chunks);
   TT_CHECK(dim() > 0, "chunk: expected at least a 1-dimensional tensor");
   const int64_t n = sizes()[wrap_dim(d, dim(), "chunk")];
-  return split(std::max<int64_t>((n + chunks - 1) / chunks, n == 0 ? 0 : 1), d);
+  if (n == 0) {  // torch.chunk: `chunks` empty pieces
+    std::vector<Tensor> out;
+    for (int64_t i = 0; i < chunks; ++i) out.push_back(narrow(d, 0, 0));
+    return out;
+  }
+  return split((n + chunks - 1) / chunks, d);
 }
 inline Tensor Tensor::contiguous() const {
   if (is_contiguous()) return *this;

@@ -14,7 +14,8 @@
 #pragma once
 
 #include <algorithm>
-#include <unordered_set>
+#include <atomic>
+#include <cstdint>
 #include <utility>
 
 #include "../ops/elementwise.hpp"
@@ -49,15 +50,21 @@ inline std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_in) {
 }
 
 /// Nodes reachable from root, in the order backward must run them (root first).
+/// Each pass stamps the nodes it visits with a fresh number instead of keeping a hash set.
 inline std::vector<Node*> topological_order(Node* root) {
+  static std::atomic<uint64_t> passes{0};
+  const uint64_t mark = ++passes;
   std::vector<Node*> post;
-  std::unordered_set<Node*> seen{root};
+  root->visit_mark = mark;
   std::vector<std::pair<Node*, size_t>> stack{{root, 0}};  // (node, next edge to visit)
   while (!stack.empty()) {
     auto& [node, i] = stack.back();
     if (i < node->next_edges.size()) {
       Node* child = node->next_edges[i++].fn.get();
-      if (child && seen.insert(child).second) stack.push_back({child, 0});
+      if (child && child->visit_mark != mark) {
+        child->visit_mark = mark;
+        stack.push_back({child, 0});
+      }
     } else {
       post.push_back(node);
       stack.pop_back();
@@ -80,6 +87,7 @@ inline void run_backward(const Tensor& root, const Tensor& gradient, bool retain
   } else {
     TT_CHECK(seed.sizes() == root.sizes(), "backward: Mismatch in shape: grad_output[0] has a shape of ",
              shape_str(seed.sizes()), " and output[0] has a shape of ", shape_str(root.sizes()));
+    if (seed.dtype() != root.dtype()) seed = ops::to_dtype(seed, root.dtype());
   }
   std::shared_ptr<Node> root_node = gradient_edge(root).fn;  // grad_fn, or a leaf's AccumulateGrad
   NoGradGuard no_grad;
@@ -108,6 +116,8 @@ inline void run_backward(const Tensor& root, const Tensor& gradient, bool retain
       for (size_t i = 0; i < grads.size() && i < node->next_edges.size(); ++i) {
         Node* next = node->next_edges[i].fn.get();
         if (!next || !grads[i].defined()) continue;
+        if (grads[i].dtype() != node->next_edges[i].dtype)  // e.g. float64 grad for a float32 input
+          grads[i] = ops::to_dtype(grads[i], node->next_edges[i].dtype);
         if (!next->grad_buffer.defined()) next->grad_buffer = std::move(grads[i]);
         else next->grad_buffer = ops::binary(next->grad_buffer, grads[i], backend::cpu::AddOp{}, "backward");
       }

@@ -271,10 +271,11 @@ inline Tensor tanh(const Tensor& x) {
                    "TanhBackward0", true);
 }
 // y = x^p         =>  dx = dy * p * x^(p-1)
+// An int64 x with a fractional or negative p computes in float32 (as a scalar op: int64 * 2.5).
 inline Tensor pow(const Tensor& x, double p) {
   return pointwise(x, cpu::PowScalarOp{p},
                    [p](auto g, auto x, auto) { return p == 0 ? g * 0 : g * p * std::pow(x, p - 1); }, "pow",
-                   "PowBackward0", x.dtype() == kInt64 && p < 0);
+                   "PowBackward0", x.dtype() == kInt64 && (p < 0 || p != std::floor(p)));
 }
 // y = clamp(x, lo, hi)  =>  dx = dy where lo <= x <= hi, else 0
 inline Tensor clamp(const Tensor& x, double lo, double hi, const char* node_name = "ClampBackward1") {
@@ -347,7 +348,7 @@ struct Max : Node {
     n->saves_tensors = true;
     n->all = true;
     n->x = x.detach();
-    n->y = values;
+    n->y = values.detach();  // not `values` itself: that would be a cycle values -> node -> values
     return record(values, n, {&x});
   }
   std::vector<Tensor> apply(const Tensor& dy) override {

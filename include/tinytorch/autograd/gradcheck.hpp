@@ -26,13 +26,23 @@ struct GradcheckOptions {
 
 /// True when the analytical gradients of `f` at `inputs` match finite differences. Throws
 /// tinytorch::Error (when raise_exception) naming the input, the element and both values; also
-/// throws if an input is not a float64 tensor requiring grad.
+/// throws if an input is not a float64 tensor requiring grad. The inputs' .grad are left as they were.
 inline bool gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f, std::vector<Tensor> inputs,
                       GradcheckOptions opt = {}) {
   for (size_t k = 0; k < inputs.size(); ++k)
     TT_CHECK(inputs[k].dtype() == kFloat64 && inputs[k].requires_grad() && inputs[k].is_leaf(),
              "gradcheck: input ", k, " must be a float64 leaf with requires_grad=true (got ",
              dtype_name(inputs[k].dtype()), ", requires_grad=", inputs[k].requires_grad(), ")");
+  // The inputs' .grad is used as scratch space; put the caller's values back on every exit,
+  // including a mismatch (torch.autograd.gradcheck leaves .grad alone too).
+  struct RestoreGrads {
+    std::vector<Tensor>& in;
+    std::vector<Tensor> saved;
+    ~RestoreGrads() {
+      for (size_t k = 0; k < in.size(); ++k) in[k].set_grad(saved[k]);
+    }
+  } restore{inputs, {}};
+  for (Tensor& in : inputs) restore.saved.push_back(in.grad());
   Tensor y0;
   {
     NoGradGuard g;
@@ -87,7 +97,6 @@ inline bool gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f
       }
     }
   }
-  for (Tensor& in : inputs) in.set_grad(Tensor());
   return true;
 }
 

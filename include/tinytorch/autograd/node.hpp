@@ -24,8 +24,11 @@ namespace tinytorch::autograd {
 struct Node;
 
 /// Where a gradient goes next: into `fn` (nullptr: nowhere, the input needs no gradient).
+/// `dtype` is the input's dtype: the engine casts the gradient to it (as PyTorch's
+/// validate_outputs), so float32 * float64 hands the float32 side a float32 gradient.
 struct Edge {
   std::shared_ptr<Node> fn;
+  DType dtype = kFloat32;
 };
 
 struct Node {
@@ -45,7 +48,7 @@ struct Node {
 
   // Engine scratch space, valid during one backward pass.
   Tensor grad_buffer;
-  int dependencies = 0;
+  uint64_t visit_mark = 0;  ///< the number of the last backward pass that reached this node
 };
 
 /// The sink for a leaf: accumulates into leaf.grad (a leaf used twice gets one AccumulateGrad,
@@ -77,8 +80,8 @@ inline std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
 /// The edge a gradient for `t` should follow.
 inline Edge gradient_edge(const Tensor& t) {
   if (!t.defined() || !t.requires_grad()) return {nullptr};
-  if (t.grad_fn()) return {t.grad_fn()};
-  return {grad_accumulator(t)};
+  if (t.grad_fn()) return {t.grad_fn(), t.dtype()};
+  return {grad_accumulator(t), t.dtype()};
 }
 
 /// Connects `node` to `inputs` and makes it `out`'s grad_fn. Returns out.

@@ -36,6 +36,7 @@ class Module : public std::enable_shared_from_this<Module> {
   /// or dotted name. Returns the stored handle.
   Tensor& register_parameter(const std::string& name, Tensor t, bool requires_grad = true) {
     check_name(name, "register_parameter");
+    check_unique(name, "register_parameter");
     if (t.defined() && t.requires_grad() != requires_grad) t.requires_grad_(requires_grad);
     params_.emplace_back(name, std::move(t));
     return params_.back().second;
@@ -43,6 +44,7 @@ class Module : public std::enable_shared_from_this<Module> {
   /// Adds a buffer (state that is saved and broadcast by DDP, but not trained).
   Tensor& register_buffer(const std::string& name, Tensor t) {
     check_name(name, "register_buffer");
+    check_unique(name, "register_buffer");
     buffers_.emplace_back(name, std::move(t));
     return buffers_.back().second;
   }
@@ -50,6 +52,7 @@ class Module : public std::enable_shared_from_this<Module> {
   template <class M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
     check_name(name, "register_module");
+    check_unique(name, "register_module");
     TT_CHECK(m != nullptr, "register_module: module '", name, "' is null");
     children_.emplace_back(name, m);
     return m;
@@ -137,6 +140,16 @@ class Module : public std::enable_shared_from_this<Module> {
   static void check_name(const std::string& name, const char* op) {
     TT_CHECK(!name.empty() && name.find('.') == std::string::npos, op, ": name '", name,
              "' must be non-empty and contain no '.'");
+  }
+  /// Parameters, buffers and children share one namespace (as attributes do in PyTorch).
+  void check_unique(const std::string& name, const char* op) const {
+    auto taken = [&](const auto& entries) {
+      for (const auto& e : entries)
+        if (e.first == name) return true;
+      return false;
+    };
+    TT_CHECK(!taken(params_) && !taken(buffers_) && !taken(children_), op, ": attribute '", name,
+             "' already exists");
   }
   static std::vector<Tensor> values(const std::vector<std::pair<std::string, Tensor>>& v) {
     std::vector<Tensor> out;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "../backend/cpu/reduce.hpp"
+#include "creation.hpp"  // zeros() for max over a 0-d tensor
 #include "dispatch.hpp"
 #include "shape.hpp"
 
@@ -37,8 +38,8 @@ inline Tensor sum_dim(const Tensor& x0, int64_t dim, bool keepdim, bool mean = f
   TT_CHECK(!mean || x0.is_floating_point(), "mean(): could not infer output dtype. Input dtype must be "
            "either a floating point or complex dtype. Got: ", dtype_name(x0.dtype()));
   const Tensor x = contiguous(x0);
+  dim = wrap_dim(dim, x.dim(), op);  // a 0-d tensor accepts dim 0 and -1 only
   if (x.dim() == 0) return clone(x);
-  dim = wrap_dim(dim, x.dim(), op);
   auto sp = detail::split_dim(x.sizes(), dim, keepdim);
   Tensor out = make_tensor(sp.out_shape, x.dtype());
   dispatch(x.dtype(), [&](auto tag) {
@@ -60,8 +61,8 @@ inline Tensor sum_all(const Tensor& x, bool mean = false) {
 inline std::tuple<Tensor, Tensor> max_dim(const Tensor& x0, int64_t dim, bool keepdim, const char* op = "max") {
   check_device(x0, op);
   const Tensor x = contiguous(x0);
+  dim = wrap_dim(dim, x.dim(), op);  // a 0-d tensor accepts dim 0 and -1 only
   if (x.dim() == 0) return {clone(x), zeros({}, kInt64)};
-  dim = wrap_dim(dim, x.dim(), op);
   TT_CHECK(x.sizes()[dim] > 0, op, "(): Expected reduction dim ", dim,
            " to have non-zero size (input shape ", shape_str(x.sizes()), ")");
   auto sp = detail::split_dim(x.sizes(), dim, keepdim);

@@ -34,7 +34,9 @@ struct NegOp { template <class T> TT_HOST_DEVICE T operator()(T x) const { retur
 struct ExpOp { template <class T> TT_HOST_DEVICE T operator()(T x) const { return std::exp(x); } };
 struct LogOp { template <class T> TT_HOST_DEVICE T operator()(T x) const { return std::log(x); } };
 struct SqrtOp { template <class T> TT_HOST_DEVICE T operator()(T x) const { return std::sqrt(x); } };
-struct AbsOp { template <class T> TT_HOST_DEVICE T operator()(T x) const { return x < 0 ? -x : x; } };
+struct AbsOp {  // |-0.0| = +0.0 as torch.abs (the sign bit is cleared); NaN stays NaN
+  template <class T> TT_HOST_DEVICE T operator()(T x) const { return x < T(0) ? -x : (x == T(0) ? T(0) : x); }
+};
 struct ReluOp { template <class T> TT_HOST_DEVICE T operator()(T x) const { return x > 0 ? x : T(0); } };
 struct TanhOp { template <class T> TT_HOST_DEVICE T operator()(T x) const { return std::tanh(x); } };
 struct SigmoidOp {
@@ -47,9 +49,11 @@ struct SigmoidOp {
 };
 struct ClampOp {
   double lo, hi;  // use -inf / +inf for a one-sided clamp
+  // Compared in double: T(lo) for an infinite lo would be undefined for integer T. NaN passes.
   template <class T> TT_HOST_DEVICE T operator()(T x) const {
-    T y = x < T(lo) ? T(lo) : x;
-    return y > T(hi) ? T(hi) : y;
+    if (static_cast<double>(x) < lo) return static_cast<T>(lo);
+    if (static_cast<double>(x) > hi) return static_cast<T>(hi);
+    return x;
   }
 };
 struct PowScalarOp {

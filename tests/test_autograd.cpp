@@ -1,0 +1,608 @@
+// tests/test_autograd.cpp — the autograd: gradients of every op against PyTorch
+// (tests/reference/ops_ref.hpp), gradcheck in float64 for every differentiable op, grad_fn names,
+// and the engine's behaviour: non-scalar backward, accumulation, diamonds and reused leaves,
+// broadcast gradients, detach, NoGradGuard, hooks, post-accumulate-grad hooks, retain_graph,
+// in-place checks, requires_grad_ and is_leaf.
+// Headers under test: autograd/{node,engine,functions,grad_mode,gradcheck}.hpp, functional.hpp.
+// Chapter: chapters/02-autograd.md. Tags: [ch02][autograd].
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <map>
+#include <memory>
+
+#include <tinytorch/autograd/gradcheck.hpp>
+#include <tinytorch/functional.hpp>
+
+#include "ops_cases.hpp"
+
+using namespace tinytorch;
+using Catch::Contains;
+
+namespace {
+std::vector<double> vals(const Tensor& t) { return t.tolist<double>(); }
+TensorOptions rg(DType d = kFloat32) { return TensorOptions(d).requires_grad(true); }
+}  // namespace
+
+// ---- gradients of every op against PyTorch -----------------------------------------------------
+
+TEST_CASE("gradients of every op match PyTorch for a fixed upstream gradient", "[ch02][autograd]") {
+  int checked = 0;
+  for (const auto& c : ops_reference::kCases) {
+    const auto* op = ops_test::find_case(c.name);
+    REQUIRE(op != nullptr);
+    const std::string name = c.name;
+    if (!ops_test::find_array(name + ".gout")) continue;  // not differentiable (argmax)
+    INFO("case " << name);
+    auto in = ops_test::load_inputs(c, true);
+    Tensor out = op->fn(in);
+    REQUIRE(out.requires_grad());
+    out.backward(ops_test::load(name + ".gout"));
+    for (int i = 0; i < c.n_inputs; ++i) {
+      const std::string gname = name + ".grad" + std::to_string(i);
+      if (!ops_test::find_array(gname)) {
+        CHECK_FALSE(in[i].grad().defined());  // int64 targets get no gradient
+        continue;
+      }
+      INFO("input " << i);
+      REQUIRE(in[i].grad().defined());
+      CHECK(in[i].grad().dtype() == in[i].dtype());
+      std::string err = ops_test::compare(in[i].grad(), gname);
+      INFO(err);
+      CHECK(err.empty());
+      ++checked;
+    }
+  }
+  CHECK(checked >= 150);
+}
+
+TEST_CASE("gradients match PyTorch when the leaves are non-contiguous", "[ch02][autograd]") {
+  for (const auto& c : ops_reference::kCases) {
+    const std::string name = c.name;
+    if (!ops_test::find_array(name + ".gout") || name.rfind("view", 0) == 0) continue;  // view() needs a viewable layout
+    INFO("case " << name);
+    std::vector<Tensor> in;
+    for (auto& t : ops_test::load_inputs(c, false)) {
+      Tensor s = ops_test::strided_copy(t);
+      if (s.is_floating_point()) s.requires_grad_();
+      in.push_back(s);
+    }
+    Tensor out = ops_test::find_case(c.name)->fn(in);
+    out.backward(ops_test::strided_copy(ops_test::load(name + ".gout")));
+    for (int i = 0; i < c.n_inputs; ++i) {
+      const std::string gname = name + ".grad" + std::to_string(i);
+      if (!ops_test::find_array(gname)) continue;
+      INFO("input " << i);
+      std::string err = ops_test::compare(in[i].grad(), gname);
+      INFO(err);
+      CHECK(err.empty());
+    }
+  }
+}
+
+TEST_CASE("derivatives at kinks follow PyTorch's conventions", "[ch02][autograd]") {
+  Tensor x = tensor({0.0, -1.0, 1.0}, rg());
+  x.abs().sum().backward();
+  CHECK(vals(x.grad()) == std::vector<double>{0, -1, 1});  // sign(0) = 0
+  x.set_grad(Tensor());
+  x.relu().sum().backward();
+  CHECK(vals(x.grad()) == std::vector<double>{0, 0, 1});
+  x.set_grad(Tensor());
+  x.clamp(-1, 1).sum().backward();
+  CHECK(vals(x.grad()) == std::vector<double>{1, 1, 1});  // the bounds pass the gradient
+  x.set_grad(Tensor());
+  x.clamp_min(0).sum().backward();
+  CHECK(vals(x.grad()) == std::vector<double>{1, 0, 1});
+  x.set_grad(Tensor());
+  x.sqrt().sum().backward();
+  auto g = vals(x.grad());
+  CHECK(std::isinf(g[0]));
+  CHECK(std::isnan(g[1]));
+  CHECK(g[2] == 0.5);
+  Tensor y = tensor({2, 2, 1}, rg());
+  std::get<0>(y.max(0)).backward();
+  CHECK(vals(y.grad()) == std::vector<double>{1, 0, 0});  // first index on ties
+}
+
+TEST_CASE("gradcheck passes in float64 for every differentiable op", "[ch02][autograd]") {
+  int checked = 0;
+  for (const auto& c : ops_reference::kCases) {
+    if (!c.gradcheck) continue;
+    const auto* op = ops_test::find_case(c.name);
+    REQUIRE(op != nullptr);
+    INFO("case " << c.name);
+    std::vector<Tensor> all = ops_test::load_inputs(c, true, true);
+    std::vector<Tensor> diff;
+    std::vector<size_t> where;
+    for (size_t i = 0; i < all.size(); ++i)
+      if (all[i].is_floating_point()) {
+        diff.push_back(all[i]);
+        where.push_back(i);
+      }
+    auto f = [&](const std::vector<Tensor>& xs) {
+      std::vector<Tensor> args = all;
+      for (size_t k = 0; k < xs.size(); ++k) args[where[k]] = xs[k];
+      return op->fn(args);
+    };
+    bool ok = false;
+    try {
+      ok = gradcheck(f, diff);
+    } catch (const Error& e) {
+      FAIL_CHECK(e.what());
+    }
+    CHECK(ok);
+    ++checked;
+  }
+  CHECK(checked >= 95);
+}
+
+TEST_CASE("gradcheck passes for compositions: broadcasting, views of reused leaves, losses", "[ch02][autograd]") {
+  Generator g(3);
+  auto r = [&](Shape s) { return rand(s, rg(kFloat64), &g) - 0.5; };
+  auto leaf = [&](Shape s) { return r(s).detach().requires_grad_(); };
+  using Vs = std::vector<Tensor>;
+  // (B, M, K) @ (K) with a broadcast bias, softmax over the last dim, through a transpose
+  CHECK(gradcheck([](const Vs& x) { return (matmul(x[0], x[1]).unsqueeze(-1) + x[2]).transpose(0, 1).softmax(-1); },
+                  {leaf({2, 3, 4}), leaf({4}), leaf({1, 5})}));
+  // a leaf used through two views of itself
+  CHECK(gradcheck([](const Vs& x) { return x[0].t().matmul(x[0]) + x[0].narrow(0, 1, 3).sum(0); },
+                  {leaf({4, 3})}));
+  // cat of slices of one leaf, then max over a dim and log_softmax
+  CHECK(gradcheck([](const Vs& x) {
+                    auto p = x[0].split(2, 1);
+                    return std::get<0>(cat({p[1], p[0] * 2.0}, 0).max(1, true)).log_softmax(0);
+                  },
+                  {leaf({3, 4})}));
+  // expand of a 0-d tensor, division by a broadcast denominator, mean over a dim
+  CHECK(gradcheck([](const Vs& x) { return (x[0].expand({2, 3}) / (x[1].exp() + 1.0)).mean(1); },
+                  {leaf({}), leaf({3})}));
+  // a two-layer MLP with cross entropy
+  Tensor target = tensor({2, 0, 1, 2}, kInt64);
+  CHECK(gradcheck([&](const Vs& x) { return cross_entropy(linear(linear(x[0], x[1], x[2]).tanh(), x[3]), target); },
+                  {leaf({4, 5}), leaf({6, 5}), leaf({6}), leaf({3, 6})}));
+  // mse with a target that also requires grad, squeezed and permuted
+  CHECK(gradcheck([](const Vs& x) { return mse_loss(x[0].permute({1, 0, 2}).squeeze(2), x[1], Reduction::Sum); },
+                  {leaf({2, 3, 1}), leaf({3, 2})}));
+  // sigmoid, clamp_min, sqrt, log chained
+  CHECK(gradcheck([](const Vs& x) { return (x[0].sigmoid().clamp_min(0.3) + 1.0).sqrt().log() * x[0].abs(); },
+                  {leaf({5})}));
+}
+
+TEST_CASE("gradcheck detects a wrong gradient and rejects bad inputs", "[ch02][autograd]") {
+  Tensor x = tensor({0.5, 1.5, -2.0}, rg(kFloat64));
+  auto wrong = [](const std::vector<Tensor>& v) { return v[0] * v[0].detach(); };  // d/dx is 2x, backward says x
+  REQUIRE_THROWS_WITH(gradcheck(wrong, {x}), Contains("gradcheck: Jacobian mismatch for output 0 with respect to input 0"));
+  GradcheckOptions quiet;
+  quiet.raise_exception = false;
+  CHECK_FALSE(gradcheck(wrong, {x}, quiet));
+  Tensor f32 = tensor({1.0}, rg());
+  REQUIRE_THROWS_WITH(gradcheck([](const std::vector<Tensor>& v) { return v[0] * 2.0; }, {f32}),
+                      Contains("gradcheck: input 0 must be a float64 leaf with requires_grad=true"));
+  Tensor no_grad = tensor({1.0}, kFloat64);
+  REQUIRE_THROWS_WITH(gradcheck([](const std::vector<Tensor>& v) { return v[0] * 2.0; }, {no_grad}),
+                      Contains("must be a float64 leaf"));
+  REQUIRE_THROWS_WITH(gradcheck([](const std::vector<Tensor>& v) { return v[0].detach() * 2.0; }, {x}),
+                      Contains("gradcheck: output does not require grad but the numerical gradient of input 0 is nonzero"));
+  Tensor strided = tensor({1, 2, 3, 4}, {2, 2}, kFloat64).t().requires_grad_();
+  REQUIRE_THROWS_WITH(gradcheck([](const std::vector<Tensor>& v) { return v[0] * 2.0; }, {strided}),
+                      Contains("gradcheck: inputs must be contiguous"));
+  CHECK_FALSE(x.grad().defined());  // gradcheck leaves no gradient behind, even on a mismatch
+  x.set_grad(tensor({7, 8, 9}, kFloat64));
+  CHECK(gradcheck([](const std::vector<Tensor>& v) { return v[0].exp(); }, {x}));
+  CHECK(vals(x.grad()) == std::vector<double>{7, 8, 9});  // an existing .grad survives
+}
+
+// ---- grad_fn names ----------------------------------------------------------------------------
+
+TEST_CASE("grad_fn names match PyTorch's, except where tinytorch records a different graph", "[ch02][autograd]") {
+  // case -> {our out.grad_fn, our next node along input 0}, where PyTorch 1.13 records other nodes:
+  //  matmul: PyTorch picks dot/mv/bmm+views; tinytorch builds it from mm/bmm and (un)squeeze/expand.
+  //  stack:  StackBackward0 there; cat of unsqueezed inputs here.
+  //  chunk/split: one SplitBackward0 there; one SliceBackward0 per piece here (one-output nodes).
+  //  reshape/flatten of a contiguous tensor: 1.13's ReshapeAliasBackward0 is ViewBackward0 in 2.x.
+  //  linear without bias: PyTorch uses mm; tinytorch's Linear node is always AddmmBackward0.
+  //  2.0 / x: PyTorch reciprocal() * 2 (MulBackward0, Python scalar); here pow(x, -1) * 2.0.
+  const std::map<std::string, std::pair<std::string, std::string>> ours = {
+      {"matmul_1d_1d", {"SumBackward0", "MulBackward0"}},
+      {"matmul_2d_1d", {"SqueezeBackward1", "MmBackward0"}},
+      {"matmul_1d_2d", {"SqueezeBackward1", "MmBackward0"}},
+      {"matmul_3d_3d", {"BmmBackward0", "ExpandBackward0"}},
+      {"matmul_3d_2d", {"ViewBackward0", "MmBackward0"}},
+      {"matmul_2d_3d", {"BmmBackward0", "ExpandBackward0"}},
+      {"matmul_3d_1d", {"SqueezeBackward1", "ViewBackward0"}},
+      {"matmul_1d_3d", {"SqueezeBackward1", "BmmBackward0"}},
+      {"matmul_bcast_batch", {"BmmBackward0", "ExpandBackward0"}},
+      {"stack_dim0", {"CatBackward0", "UnsqueezeBackward0"}},
+      {"stack_dim1", {"CatBackward0", "UnsqueezeBackward0"}},
+      {"stack_neg", {"CatBackward0", "UnsqueezeBackward0"}},
+      {"chunk", {"CatBackward0", "SliceBackward0"}},
+      {"chunk_fewer", {"CatBackward0", "SliceBackward0"}},
+      {"split", {"CatBackward0", "SliceBackward0"}},
+      {"reshape", {"MulBackward0", "ViewBackward0"}},
+      {"flatten", {"MulBackward0", "ViewBackward0"}},
+      {"linear_nobias", {"AddmmBackward0", "torch::autograd::AccumulateGrad"}},
+      {"rdiv_scalar", {"MulBackward1", "PowBackward0"}},
+  };
+  for (const auto& c : ops_reference::kCases) {
+    if (std::string(c.grad_fn).empty()) continue;
+    INFO("case " << c.name);
+    auto in = ops_test::load_inputs(c, true);
+    Tensor out = ops_test::find_case(c.name)->fn(in);
+    REQUIRE(out.grad_fn() != nullptr);
+    std::string got = out.grad_fn()->name();
+    auto& edges = out.grad_fn()->next_edges;
+    std::string inner = !edges.empty() && edges[0].fn ? edges[0].fn->name() : "";
+    auto it = ours.find(c.name);
+    if (it == ours.end()) {
+      CHECK(got == c.grad_fn);
+      CHECK(inner == c.inner);
+    } else {
+      CHECK(got == it->second.first);
+      CHECK(inner == it->second.second);
+    }
+  }
+  // views and copies not covered above
+  Tensor x = ones({2, 3}, rg());
+  CHECK(x.view({6}).grad_fn()->name() == "ViewBackward0");
+  CHECK(x.t().reshape({6}).grad_fn()->name() == "UnsafeViewBackward0");
+  CHECK(x.flatten().grad_fn()->name() == "ViewBackward0");
+  CHECK(x.narrow(1, 0, 2).grad_fn()->name() == "SliceBackward0");
+  CHECK(x[0].grad_fn()->name() == "SelectBackward0");
+  CHECK(x.clone().grad_fn()->name() == "CloneBackward0");
+  CHECK(x.to(kFloat64).grad_fn()->name() == "ToCopyBackward0");
+  CHECK(x.t().contiguous().grad_fn()->name() == "CloneBackward0");
+  CHECK(x.squeeze().grad_fn()->name() == "SqueezeBackward0");
+  CHECK(x.unsqueeze(0).squeeze(0).grad_fn()->name() == "SqueezeBackward1");
+  CHECK(bmm(x.unsqueeze(0), x.t().unsqueeze(0)).grad_fn()->name() == "BmmBackward0");
+  CHECK(x.contiguous().is_same(x));  // no node for a no-op
+  CHECK(x.grad_fn() == nullptr);
+}
+
+// ---- engine behaviour ---------------------------------------------------------------------------
+
+TEST_CASE("backward on a non-scalar needs a gradient of the output's shape", "[ch02][autograd]") {
+  Tensor x = tensor({1, 2, 3}, rg());
+  Tensor y = x * 2.0;
+  REQUIRE_THROWS_WITH(y.backward(), Contains("grad can be implicitly created only for scalar outputs") &&
+                                        Contains("[3]"));
+  REQUIRE_THROWS_WITH(y.backward(ones({2, 3})),
+                      Contains("Mismatch in shape: grad_output[0] has a shape of [2, 3] and output[0] has a shape of [3]"));
+  y.backward(tensor({1, 10, 100}));
+  CHECK(vals(x.grad()) == std::vector<double>{2, 20, 200});
+  Tensor s = (x * 3.0).sum().unsqueeze(0);  // one element, 1-D: implicit gradient allowed
+  x.set_grad(Tensor());
+  s.backward();
+  CHECK(vals(x.grad()) == std::vector<double>{3, 3, 3});
+  Tensor c = tensor({1, 2});
+  REQUIRE_THROWS_WITH(c.sum().backward(), Contains("element 0 of tensors does not require grad and does not have a grad_fn"));
+}
+
+TEST_CASE("gradients accumulate over two backward calls", "[ch02][autograd]") {
+  Tensor x = tensor({1, 2, 3}, rg());
+  (x * x).sum().backward();
+  CHECK(vals(x.grad()) == std::vector<double>{2, 4, 6});
+  (x * 10.0).sum().backward();
+  CHECK(vals(x.grad()) == std::vector<double>{12, 14, 16});
+  x.set_grad(Tensor());
+  x.sum().backward();
+  CHECK(vals(x.grad()) == std::vector<double>{1, 1, 1});
+  REQUIRE_THROWS_WITH(x.set_grad(ones({2})), Contains("assigned grad has data of a different size ([2] vs [3])"));
+}
+
+TEST_CASE("diamonds and reused leaves get every contribution", "[ch02][autograd]") {
+  Tensor x = tensor({0.5, -1.0}, rg(kFloat64));
+  Tensor a = x * 2.0;                      // shared intermediate
+  Tensor y = (a.exp() + a * 3.0).sum();    // two paths from a
+  y.backward();
+  for (int i = 0; i < 2; ++i) {
+    double xv = x.at({i});
+    CHECK(x.grad().at({i}) == Approx(2 * (std::exp(2 * xv) + 3)));
+  }
+  Tensor z = tensor({3.0}, rg());
+  (z * z + z).sum().backward();  // 2z + 1
+  CHECK(z.grad().item() == 7);
+  Tensor w = tensor({2.0}, rg());
+  (w * w * w).backward(tensor({1.0}));  // 3 w^2
+  CHECK(w.grad().item() == 12);
+  // a diamond whose branches meet in matmul
+  Tensor m = tensor({1, 2, 3, 4}, {2, 2}, rg());
+  matmul(m, m).sum().backward();  // d sum(M M) = 1 M^T + M^T 1
+  CHECK(vals(m.grad()) == std::vector<double>{7, 11, 9, 13});
+}
+
+TEST_CASE("a broadcast input gets its gradient summed back to its own shape", "[ch02][autograd]") {
+  Tensor a = tensor({1, 2, 3, 4, 5, 6}, {2, 3}, rg());
+  Tensor b = tensor({10, 20, 30}, rg());
+  Tensor c = tensor({2}, {1, 1}, rg());
+  Tensor s = scalar_tensor(3, rg());
+  Tensor gout = tensor({1, 2, 3, 4, 5, 6}, {2, 3});
+  ((a + b) * c - s).backward(gout);
+  CHECK(b.grad().sizes() == Shape{3});
+  CHECK(vals(b.grad()) == std::vector<double>{10, 14, 18});  // 2 * column sums of gout
+  CHECK(c.grad().sizes() == Shape{1, 1});
+  CHECK(c.grad().item() == Approx(1 * 11 + 2 * 22 + 3 * 33 + 4 * 14 + 5 * 25 + 6 * 36));
+  CHECK(s.grad().dim() == 0);
+  CHECK(s.grad().item() == -21);
+  CHECK(vals(a.grad()) == std::vector<double>{2, 4, 6, 8, 10, 12});
+  Tensor col = tensor({1, 2}, {2, 1}, rg());
+  (col * ones({3, 2, 4})).sum().backward();
+  CHECK(col.grad().sizes() == Shape{2, 1});
+  CHECK(vals(col.grad()) == std::vector<double>{12, 12});
+}
+
+TEST_CASE("only inputs that require grad get a gradient; .grad of a non-leaf stays undefined", "[ch02][autograd]") {
+  Tensor a = tensor({1, 2}, rg());
+  Tensor b = tensor({3, 4});
+  Tensor h = a * b;
+  CHECK(h.requires_grad());
+  CHECK_FALSE(h.is_leaf());
+  h.sum().backward();
+  CHECK(vals(a.grad()) == std::vector<double>{3, 4});
+  CHECK_FALSE(b.grad().defined());
+  CHECK_FALSE(h.grad().defined());
+  CHECK_FALSE((b * 2.0).requires_grad());
+}
+
+TEST_CASE("gradients flow across dtypes and arrive in each leaf's own dtype", "[ch02][autograd]") {
+  Tensor x = tensor({0.5, 1.0}, rg());                 // float32
+  Tensor y = tensor({2.0, 3.0}, rg(kFloat64));         // float64
+  Tensor out = (x.exp() * y + x.sigmoid().to(kFloat64)).sum();
+  CHECK(out.dtype() == kFloat64);
+  out.backward();
+  REQUIRE(x.grad().defined());
+  CHECK(x.grad().dtype() == kFloat32);
+  CHECK(y.grad().dtype() == kFloat64);
+  for (int i = 0; i < 2; ++i) {
+    double xv = x.at({i}), sg = 1 / (1 + std::exp(-xv));
+    CHECK(x.grad().at({i}) == Approx(std::exp(xv) * y.at({i}) + sg * (1 - sg)).epsilon(1e-6));
+    CHECK(y.grad().at({i}) == Approx(std::exp(xv)).epsilon(1e-6));
+  }
+  // cat of a float32 and a float64 leaf, log_softmax and linear downstream
+  Tensor p = tensor({1, 2}, {1, 2}, rg()), q = tensor({3, 4}, {1, 2}, rg(kFloat64));
+  cat({p, q}, 0).log_softmax(1).sum().backward();
+  CHECK(p.grad().dtype() == kFloat32);
+  // d/dp sum(log_softmax(row)) = 1 - 2 softmax(row): row (1, 2) gives (1 - 2 s1, 1 - 2 s2)
+  CHECK(p.grad().at({0, 0}) == Approx(1 - 2 / (1 + std::exp(1.0))));
+  CHECK(p.grad().at({0, 1}) == Approx(1 - 2 / (1 + std::exp(-1.0))));
+  CHECK(q.grad().dtype() == kFloat64);
+  // an explicit float64 gradient for a float32 output
+  Tensor z = tensor({1, 2}, rg());
+  z.exp().backward(tensor({1, 1}, kFloat64));
+  CHECK(z.grad().dtype() == kFloat32);
+  CHECK(z.grad().at({1}) == Approx(std::exp(2.0)));
+}
+
+TEST_CASE("detach and detach_ cut the graph but share the data", "[ch02][autograd]") {
+  Tensor x = tensor({1, 2}, rg());
+  Tensor y = x * 2.0;
+  Tensor d = y.detach();
+  CHECK_FALSE(d.requires_grad());
+  CHECK(d.is_leaf());
+  CHECK(d.impl()->storage == y.impl()->storage);
+  (d * 3.0 + y).sum().backward();  // only the y path reaches x
+  CHECK(vals(x.grad()) == std::vector<double>{2, 2});
+  Tensor xd = x.detach();
+  {
+    NoGradGuard ng;
+    xd.mul_(10.0);  // visible in x
+  }
+  CHECK(vals(x) == std::vector<double>{10, 20});
+  Tensor z = x * 2.0;
+  z.detach_();
+  CHECK(z.is_leaf());
+  CHECK_FALSE(z.requires_grad());
+  CHECK(z.grad_fn() == nullptr);
+}
+
+TEST_CASE("NoGradGuard records no graph and restores the previous mode", "[ch02][autograd]") {
+  Tensor x = tensor({1, 2}, rg());
+  CHECK(GradMode::is_enabled());
+  Tensor y;
+  {
+    NoGradGuard ng;
+    CHECK_FALSE(GradMode::is_enabled());
+    y = (x * 2.0).exp().sum(0);
+    CHECK(y.grad_fn() == nullptr);
+    CHECK_FALSE(y.requires_grad());
+    CHECK(y.is_leaf());
+    {
+      NoGradGuard inner;
+      CHECK_FALSE(GradMode::is_enabled());
+    }
+    CHECK_FALSE(GradMode::is_enabled());
+    x.add_(1.0);  // in-place on a leaf is allowed here (as optimizers do)
+  }
+  CHECK(GradMode::is_enabled());
+  CHECK(vals(x) == std::vector<double>{2, 3});
+  CHECK((x * 2.0).grad_fn() != nullptr);
+  REQUIRE_THROWS_WITH(y.backward(), Contains("does not require grad"));
+}
+
+TEST_CASE("register_hook sees and can replace the gradient, on leaves and non-leaves", "[ch02][autograd]") {
+  Tensor x = tensor({1, 2, 3}, rg());
+  std::vector<double> seen_leaf, seen_mid;
+  x.register_hook([&](const Tensor& g) {
+    seen_leaf = vals(g);
+    return Tensor();  // keep
+  });
+  Tensor y = x * 2.0;
+  y.register_hook([&](const Tensor& g) {
+    seen_mid = vals(g);
+    return g * 10.0;  // replace: x sees 10x
+  });
+  (y * y).sum().backward();
+  CHECK(seen_mid == std::vector<double>{4, 8, 12});          // d/dy y^2 = 2y
+  CHECK(seen_leaf == std::vector<double>{80, 160, 240});     // replaced, times dy/dx = 2
+  CHECK(vals(x.grad()) == std::vector<double>{80, 160, 240});
+  CHECK_FALSE(y.grad().defined());
+
+  Tensor w = tensor({1.0, 1.0}, rg());
+  w.register_hook([](const Tensor& g) { return g * 0.5; });
+  w.register_hook([](const Tensor& g) { return g + 1.0; });  // hooks chain in registration order
+  (w * 4.0).sum().backward();
+  CHECK(vals(w.grad()) == std::vector<double>{3, 3});
+
+  Tensor m = tensor({1.0}, rg());
+  Tensor shared = m * 3.0;
+  int calls = 0;
+  shared.register_hook([&](const Tensor& g) {
+    ++calls;
+    CHECK(g.item() == 5);  // both uses summed before the hook runs
+    return Tensor();
+  });
+  (shared * 2.0 + shared * 3.0).sum().backward();
+  CHECK(calls == 1);
+  REQUIRE_THROWS_WITH(tensor({1}).register_hook([](const Tensor&) { return Tensor(); }),
+                      Contains("cannot register a hook on a tensor that doesn't require gradient"));
+  Tensor v = tensor({1, 2}, rg());
+  v.register_hook([](const Tensor& g) { return g.sum(); });  // wrong shape for the leaf
+  REQUIRE_THROWS_WITH((v * 2.0).sum().backward(), Contains("backward: gradient of shape [] does not match the leaf's shape [2]"));
+}
+
+TEST_CASE("a leaf's hook that keeps the gradient does not make .grad alias it", "[ch02][autograd]") {
+  Tensor a = tensor({1, 2}, rg()), b = tensor({3, 4}, rg());
+  Tensor kept;
+  a.register_hook([&](const Tensor& g) {
+    kept = g;
+    return Tensor();
+  });
+  (a + b).sum().backward();  // Add hands the same gradient tensor to both leaves
+  {
+    NoGradGuard ng;
+    a.grad().zero_();
+  }
+  CHECK(vals(b.grad()) == std::vector<double>{1, 1});
+  CHECK(vals(kept) == std::vector<double>{1, 1});
+  Tensor seed = tensor({5, 6});
+  Tensor leaf = tensor({0, 0}, rg());
+  leaf.backward(seed);
+  {
+    NoGradGuard ng;
+    seed.fill_(0);
+  }
+  CHECK(vals(leaf.grad()) == std::vector<double>{5, 6});
+}
+
+TEST_CASE("post-accumulate-grad hooks fire after .grad is updated, once per backward", "[ch02][autograd]") {
+  Tensor p = tensor({1, 2}, rg());
+  int calls = 0;
+  std::vector<double> grad_in_hook;
+  p.register_post_accumulate_grad_hook([&](Tensor& leaf) {
+    ++calls;
+    CHECK(leaf.is_same(p));
+    grad_in_hook = vals(leaf.grad());
+  });
+  (p * p + p * 3.0).sum().backward();  // p used twice: one accumulation
+  CHECK(calls == 1);
+  CHECK(grad_in_hook == std::vector<double>{5, 7});
+  (p * 2.0).sum().backward();
+  CHECK(calls == 2);
+  CHECK(grad_in_hook == std::vector<double>{7, 9});  // sees the accumulated value
+  Tensor unused = tensor({1}, rg());
+  int unused_calls = 0;
+  unused.register_post_accumulate_grad_hook([&](Tensor&) { ++unused_calls; });
+  (p * 2.0).sum().backward();
+  CHECK(unused_calls == 0);
+  REQUIRE_THROWS_WITH((p * 2.0).register_post_accumulate_grad_hook([](Tensor&) {}),
+                      Contains("post accumulate grad hooks cannot be registered on non-leaf tensors"));
+  REQUIRE_THROWS_WITH(tensor({1}).register_post_accumulate_grad_hook([](Tensor&) {}),
+                      Contains("doesn't require gradient"));
+}
+
+TEST_CASE("a second backward through a freed graph raises unless retain_graph", "[ch02][autograd]") {
+  Tensor x = tensor({1, 2}, rg());
+  Tensor y = (x * x).sum();
+  y.backward(Tensor(), true);
+  y.backward(Tensor(), true);
+  CHECK(vals(x.grad()) == std::vector<double>{4, 8});
+  y.backward();  // frees
+  CHECK(vals(x.grad()) == std::vector<double>{6, 12});
+  REQUIRE_THROWS_WITH(y.backward(), Contains("Trying to backward through the graph a second time") &&
+                                        Contains("retain_graph=true") && Contains("MulBackward0"));
+  CHECK(vals(x.grad()) == std::vector<double>{6, 12});  // unchanged by the failed call
+  // a graph whose nodes save nothing can run again, as in PyTorch
+  Tensor z = (x + 1.0).sum();
+  z.backward();
+  z.backward();
+  CHECK(vals(x.grad()) == std::vector<double>{8, 14});
+}
+
+TEST_CASE("in-place ops on tensors that require grad raise; requires_grad_ rules", "[ch02][autograd]") {
+  Tensor x = tensor({1, 2}, rg());
+  REQUIRE_THROWS_WITH(x.add_(1.0), Contains("a leaf Variable that requires grad is being used in an in-place operation"));
+  REQUIRE_THROWS_WITH(x.mul_(tensor({2, 2})), Contains("mul_: a leaf Variable that requires grad"));
+  REQUIRE_THROWS_WITH(x.zero_(), Contains("fill_: a leaf Variable"));
+  REQUIRE_THROWS_WITH(x.copy_(ones({2})), Contains("copy_: a leaf Variable"));
+  Tensor y = x * 2.0;
+  REQUIRE_THROWS_WITH(y.add_(1.0), Contains("in-place operation on a tensor that requires grad (made by MulBackward1)"));
+  REQUIRE_THROWS_WITH(y.requires_grad_(false), Contains("you can only change requires_grad flags of leaf variables"));
+  CHECK_NOTHROW(y.requires_grad_(true));  // as PyTorch: asking a non-leaf for grad is a no-op
+  REQUIRE_THROWS_WITH(tensor({1}, kInt64).requires_grad_(),
+                      Contains("only Tensors of floating point dtype can require gradients (got torch.int64)"));
+  REQUIRE_THROWS_WITH((x * 1.0).to(kInt64), Contains("cannot convert a tensor that requires grad to int64"));
+  Tensor l = tensor({1.0});
+  CHECK_FALSE(l.requires_grad());
+  CHECK(&l.requires_grad_() == &l);
+  CHECK(l.requires_grad());
+  CHECK(l.is_leaf());
+  l.requires_grad_(false);
+  CHECK_FALSE(l.requires_grad());
+  l.add_(1.0);  // fine once it no longer requires grad
+  CHECK(l.item() == 2);
+}
+
+TEST_CASE("is_leaf: user tensors and no-grad results are leaves, op results are not", "[ch02][autograd]") {
+  Tensor a = ones({2});
+  Tensor b = ones({2}, rg());
+  CHECK(a.is_leaf());
+  CHECK(b.is_leaf());
+  CHECK((a * 2.0).is_leaf());  // no input requires grad: no node
+  CHECK_FALSE((b * 2.0).is_leaf());
+  CHECK_FALSE(b.view({2, 1}).is_leaf());
+  CHECK(b.detach().is_leaf());
+  Tensor g;
+  {
+    NoGradGuard ng;
+    g = b.exp();
+  }
+  CHECK(g.is_leaf());
+  (b * 3.0).sum().backward();
+  CHECK(b.grad().is_leaf());
+  CHECK_FALSE(b.grad().requires_grad());
+}
+
+TEST_CASE("a graph is freed when its output is dropped (no reference cycles)", "[ch02][autograd]") {
+  for (const auto& c : ops_reference::kCases) {
+    if (std::string(c.grad_fn).empty()) continue;
+    INFO("case " << c.name);
+    auto in = ops_test::load_inputs(c, true);
+    std::weak_ptr<autograd::Node> node;
+    {
+      Tensor out = ops_test::find_case(c.name)->fn(in);
+      node = out.grad_fn();
+      REQUIRE_FALSE(node.expired());
+    }
+    CHECK(node.expired());
+  }
+}
+
+TEST_CASE("backward runs through a long chain without recursion", "[ch02][autograd]") {
+  Tensor x = tensor({1.0}, rg(kFloat64));
+  Tensor y = x;
+  for (int i = 0; i < 3000; ++i) y = y * 1.001;
+  y.backward();
+  CHECK(x.grad().item() == Approx(std::pow(1.001, 3000)));
+}
+
+TEST_CASE("gradients of views write into the right places of the base's gradient", "[ch02][autograd]") {
+  Tensor x = zeros({3, 4}, rg());
+  Tensor parts = x.narrow(1, 1, 2).t().select(0, 1) * tensor({1, 2, 3});  // column 2, scaled
+  Tensor e = x.unsqueeze(0).expand({2, 3, 4}).sum();                     // 2 everywhere
+  (parts.sum() + e).backward();
+  CHECK(vals(x.grad()) == std::vector<double>{2, 2, 3, 2, 2, 2, 4, 2, 2, 2, 5, 2});
+  Tensor m = tensor({1, 2, 3, 4}, {2, 2}, rg());
+  auto [v, i] = m.max(1);
+  (v * tensor({10, 100})).sum().backward();
+  CHECK(vals(m.grad()) == std::vector<double>{0, 10, 0, 100});
+  CHECK_FALSE(i.requires_grad());
+}
