@@ -1,4 +1,5 @@
-// examples/train_mnist.cpp — the main job: an MLP on Fashion-MNIST.
+// examples/train_mnist.cpp — the main job: an MLP on Fashion-MNIST, in one process or with
+// DistributedDataParallel over N processes.
 //
 // Model: 784 -> 256 -> 128 -> 10 (ReLU between; --hidden changes the middle), CrossEntropyLoss.
 // Data: Fashion-MNIST IDX files (Debian's dataset-fashion-mnist), images scaled to [0, 1] and
@@ -10,18 +11,42 @@
 //       summary line per epoch, and last `test_accuracy=0.xxxx`.
 //   build/bin/train_mnist                         # the full run (about a minute per epoch or less)
 //   build/bin/train_mnist --epochs 1 --limit 6000 # a quick look
-// Chapter: chapters/01-training-loop.md.
+//
+// Under mpirun (scripts/mpirun.sh -np N build/bin/train_mnist) the same binary trains with
+// DistributedDataParallel on N ranks:
+//   * data: DistributedSampler(60000, N, rank, shuffle, seed) gives each rank ceil(60000/N)
+//     indices per epoch (set_epoch reshuffles), so an iteration sees a global batch of
+//     N x --batch-size samples and an epoch has N times fewer iterations;
+//   * linear scaling rule (Goyal et al. 2017): with N times the batch, N times the lr:
+//     lr = --lr x N unless --no-scale-lr (printed);
+//   * --warmup-epochs K: LinearLR from lr x F (F = --warmup-start-factor, default 1/N when the lr
+//     was scaled, i.e. from the single-process lr, else 0.1) up to lr over K epochs, chained with
+//     the cosine over the remaining epochs by SequentialLR; stepped every iteration;
+//   * evaluation: rank r scores its contiguous slice of the 10000 test images (no padding, so no
+//     image twice) and the correct/total counts are all-reduced;
+//   * rank 0 alone prints: the epoch lines, with the training loss/accuracy summed over all ranks,
+//     samples/s of the whole job and per rank, world_size=N; the same test_accuracy= last line.
+// Without mpirun (world size 1) it is the single-process run: same loader, same numbers.
+// --trace PREFIX: every rank writes PREFIX.rank{r}.json, a Chrome trace (chrome://tracing,
+//   ui.perfetto.dev) of forward, backward, optimizer step, evaluation on the main thread and
+//   each bucket's all-reduce on DDP's communication thread, written atomically (tmp + rename).
+// Chapters: chapters/01-training-loop.md, 06-distributed-data-parallel.md, 08-large-batch.md.
+// Reference: PyTorch's DDP tutorial (DistributedSampler + DDP); Goyal et al., "Accurate, Large
+// Minibatch SGD: Training ImageNet in 1 Hour" (2017): linear scaling rule, gradual warmup.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <sstream>
 #include <string>
+#include <tinytorch/distributed.hpp>
 #include <tinytorch/tinytorch.hpp>
 #include <vector>
 
 namespace tt = tinytorch;
+namespace dist = tinytorch::distributed;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -36,6 +61,10 @@ struct Config {
   uint64_t seed = 0;
   int threads = 1;
   int64_t limit = 0;  // 0: all training images
+  bool no_scale_lr = false;
+  int warmup_epochs = 0;
+  double warmup_start_factor = 0;  // 0: the default described above
+  std::string trace;
 };
 
 constexpr double kMean = 0.2860, kStd = 0.3530;  // Fashion-MNIST training-set pixel statistics
@@ -66,6 +95,9 @@ int64_t count_correct(tt::nn::Module& model, const tt::Tensor& x, const tt::Tens
 }
 
 int run(const Config& cfg) {
+  const int rank = dist::get_rank(), world = dist::get_world_size();
+  const bool distributed = world > 1;
+  const bool is_main = rank == 0;
   tt::manual_seed(cfg.seed);
   Eigen::setNbThreads(cfg.threads);
   const std::string dir = tt::data::default_data_dir(cfg.data_dir.empty() ? std::nullopt
@@ -80,37 +112,105 @@ int run(const Config& cfg) {
   train_x = (train_x - kMean) / kStd;  // (N, 784)
   test_x = (test_x - kMean) / kStd;
 
+  // Data: one process shuffles everything; N ranks each take a DistributedSampler shard.
+  auto train_data = std::make_shared<tt::data::TensorDataset>(train_x, train_y);
   tt::data::DataLoaderOptions opts;
   opts.batch_size = cfg.batch_size;
-  opts.shuffle = true;
-  opts.seed = cfg.seed;
-  tt::data::DataLoader loader(tt::data::TensorDataset(train_x, train_y), opts);
+  std::shared_ptr<tt::data::DistributedSampler> sampler;
+  if (distributed) {
+    sampler = std::make_shared<tt::data::DistributedSampler>(*train_data, world, rank, /*shuffle=*/true, cfg.seed);
+    opts.sampler = sampler;
+  } else {
+    opts.shuffle = true;
+    opts.seed = cfg.seed;
+  }
+  tt::data::DataLoader loader(train_data, opts);
 
+  // This rank's slice of the test set, without padding: [rank * T / N, (rank + 1) * T / N).
+  const int64_t T = test_x.size(0);
+  const int64_t t_lo = T * rank / world, t_hi = T * (rank + 1) / world;
+  tt::Tensor my_test_x = test_x.narrow(0, t_lo, t_hi - t_lo), my_test_y = test_y.narrow(0, t_lo, t_hi - t_lo);
+
+  // Model: same initial weights on every rank anyway (same seed); DDP broadcasts rank 0's.
+  std::shared_ptr<dist::Trace> trace;
+  if (!cfg.trace.empty()) trace = std::make_shared<dist::Trace>(rank, dist::common_origin_us());
   auto model = make_mlp(cfg.hidden);
-  tt::optim::SGD optimizer(model->parameters(), cfg.lr, cfg.momentum);
+  dist::DDPOptions ddp_options;
+  ddp_options.trace = trace;
+  auto ddp = std::make_shared<dist::DistributedDataParallel>(model, ddp_options);
+
+  // Linear scaling rule: N times the batch, N times the lr.
+  const double scale = (distributed && !cfg.no_scale_lr) ? static_cast<double>(world) : 1.0;
+  const double lr = cfg.lr * scale;
+  tt::optim::SGD optimizer(ddp->parameters(), lr, cfg.momentum);
   const int64_t iters_per_epoch = static_cast<int64_t>(loader.size());
-  tt::optim::lr_scheduler::CosineAnnealingLR scheduler(optimizer, cfg.epochs * iters_per_epoch);
+  const int64_t total_iters = cfg.epochs * iters_per_epoch;
+  std::unique_ptr<tt::optim::lr_scheduler::LRScheduler> scheduler;
+  std::string schedule_text;
+  if (cfg.warmup_epochs > 0) {
+    const int64_t warm = std::min<int64_t>(cfg.warmup_epochs, cfg.epochs) * iters_per_epoch;
+    const double f = cfg.warmup_start_factor > 0 ? cfg.warmup_start_factor : (scale > 1 ? 1.0 / scale : 0.1);
+    auto warmup = std::make_shared<tt::optim::lr_scheduler::LinearLR>(optimizer, f, 1.0, warm);
+    auto cosine = std::make_shared<tt::optim::lr_scheduler::CosineAnnealingLR>(
+        optimizer, std::max<int64_t>(1, total_iters - warm));
+    scheduler = std::make_unique<tt::optim::lr_scheduler::SequentialLR>(
+        optimizer, std::vector<std::shared_ptr<tt::optim::lr_scheduler::LRScheduler>>{warmup, cosine},
+        std::vector<int64_t>{warm});
+    std::ostringstream os;
+    os << "schedule: LinearLR warmup " << lr * f << " -> " << lr << " over " << warm << " iterations ("
+       << cfg.warmup_epochs << " epoch" << (cfg.warmup_epochs > 1 ? "s" : "") << "), then CosineAnnealingLR over "
+       << total_iters - warm << " (SequentialLR, stepped every iteration)";
+    schedule_text = os.str();
+  } else {
+    scheduler = std::make_unique<tt::optim::lr_scheduler::CosineAnnealingLR>(optimizer, total_iters);
+  }
   tt::nn::CrossEntropyLoss loss_fn;
 
-  const bool tty = isatty(fileno(stdout));
-  std::printf("train_mnist: %lld training / %lld test images from %s, batch %lld, lr %g, momentum %g, %d epochs\n",
-              (long long)train_x.size(0), (long long)test_x.size(0), dir.c_str(), (long long)cfg.batch_size,
-              cfg.lr, cfg.momentum, cfg.epochs);
-  std::fflush(stdout);
+  const bool tty = is_main && isatty(fileno(stdout));
+  if (is_main) {
+    std::printf("train_mnist: %lld training / %lld test images from %s, batch %lld, lr %g, momentum %g, %d epochs\n",
+                (long long)train_x.size(0), (long long)test_x.size(0), dir.c_str(), (long long)cfg.batch_size,
+                lr, cfg.momentum, cfg.epochs);
+    if (distributed) {
+      std::printf("world_size=%d: DistributedDataParallel, %zu samples per rank per epoch, global batch %d x %lld = %lld, "
+                  "%lld iterations per epoch\n",
+                  world, sampler->size(), world, (long long)cfg.batch_size, (long long)(world * cfg.batch_size),
+                  (long long)iters_per_epoch);
+      if (cfg.no_scale_lr)
+        std::printf("lr %g (--no-scale-lr: the linear scaling rule would use %g x %d = %g)\n", cfg.lr, cfg.lr, world,
+                    cfg.lr * world);
+      else
+        std::printf("lr %g x %d ranks = %g (linear scaling rule; --no-scale-lr to keep %g)\n", cfg.lr, world, lr,
+                    cfg.lr);
+    }
+    if (!schedule_text.empty()) std::printf("%s\n", schedule_text.c_str());
+    std::fflush(stdout);
+  }
 
   double test_acc = 0;
   for (int epoch = 1; epoch <= cfg.epochs; ++epoch) {
-    model->train();
+    if (sampler) sampler->set_epoch(epoch - 1);  // a new shard order every epoch, same on every rank
+    ddp->train();
     auto t0 = Clock::now();
     double loss_sum = 0;
     int64_t seen = 0, correct = 0, it = 0;
     for (auto& batch : loader) {
       optimizer.zero_grad();
-      tt::Tensor logits = model->forward(batch.data);     // (B, 10)
-      tt::Tensor loss = loss_fn(logits, batch.target);    // scalar
-      loss.backward();
-      optimizer.step();
-      scheduler.step();
+      tt::Tensor logits, loss;
+      {
+        dist::Trace::Scope s(trace.get(), "forward");
+        logits = ddp->forward(batch.data);      // (B, 10)
+        loss = loss_fn(logits, batch.target);   // scalar
+      }
+      {
+        dist::Trace::Scope s(trace.get(), "backward");
+        loss.backward();  // with N > 1: returns with gradients averaged over the ranks
+      }
+      {
+        dist::Trace::Scope s(trace.get(), "optimizer step");
+        optimizer.step();
+        scheduler->step();
+      }
 
       const int64_t b = batch.data.size(0);
       loss_sum += loss.item<double>() * static_cast<double>(b);
@@ -118,22 +218,53 @@ int run(const Config& cfg) {
       seen += b;
       ++it;
       const bool report = tty ? (it % 20 == 0) : (it % std::max<int64_t>(1, iters_per_epoch / 4) == 0);
-      if (report && it < iters_per_epoch) {
+      if (is_main && report && it < iters_per_epoch) {
         double secs = std::chrono::duration<double>(Clock::now() - t0).count();
         std::printf("%sepoch %d/%d [%lld/%lld] loss=%.4f samples/s=%.0f%s", tty ? "\r" : "", epoch, cfg.epochs,
-                    (long long)it, (long long)iters_per_epoch, loss_sum / seen, seen / secs, tty ? "" : "\n");
+                    (long long)it, (long long)iters_per_epoch, loss_sum / seen, seen * world / secs,
+                    tty ? "" : "\n");
         std::fflush(stdout);
       }
     }
     const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-    model->eval();
-    test_acc = static_cast<double>(count_correct(*model, test_x, test_y)) / static_cast<double>(test_x.size(0));
-    std::printf("%sepoch %d/%d loss=%.4f train_acc=%.4f test_acc=%.4f samples/s=%.0f time=%.1fs\n",
-                tty ? "\r\033[K" : "", epoch, cfg.epochs, loss_sum / seen, static_cast<double>(correct) / seen,
-                test_acc, seen / secs, secs);
-    std::fflush(stdout);
+    // The training statistics of all ranks, and the slowest rank's time.
+    double sums[2] = {loss_sum, secs};
+    int64_t counts[2] = {correct, seen};
+    if (distributed) {
+      dist::all_reduce(&sums[0], 1, dist::ReduceOp::SUM);
+      dist::all_reduce(&sums[1], 1, dist::ReduceOp::MAX);
+      dist::all_reduce(counts, 2, dist::ReduceOp::SUM);
+    }
+    int64_t eval[2];
+    {
+      dist::Trace::Scope s(trace.get(), "evaluate");
+      ddp->eval();
+      eval[0] = count_correct(*model, my_test_x, my_test_y);  // the wrapped model: no collective
+      eval[1] = my_test_x.size(0);
+      if (distributed) dist::all_reduce(eval, 2, dist::ReduceOp::SUM);
+    }
+    test_acc = static_cast<double>(eval[0]) / static_cast<double>(eval[1]);
+    if (is_main) {
+      const double all_seen = static_cast<double>(counts[1]);
+      if (distributed)
+        std::printf("%sepoch %d/%d loss=%.4f train_acc=%.4f test_acc=%.4f samples/s=%.0f per_rank_samples/s=%.0f "
+                    "world_size=%d time=%.1fs\n",
+                    tty ? "\r\033[K" : "", epoch, cfg.epochs, sums[0] / all_seen, counts[0] / all_seen, test_acc,
+                    all_seen / sums[1], all_seen / world / sums[1], world, sums[1]);
+      else
+        std::printf("%sepoch %d/%d loss=%.4f train_acc=%.4f test_acc=%.4f samples/s=%.0f time=%.1fs\n",
+                    tty ? "\r\033[K" : "", epoch, cfg.epochs, loss_sum / seen, static_cast<double>(correct) / seen,
+                    test_acc, seen / secs, secs);
+      std::fflush(stdout);
+    }
   }
-  std::printf("test_accuracy=%.4f\n", test_acc);
+  if (trace) {
+    const std::string path = cfg.trace + ".rank" + std::to_string(rank) + ".json";
+    trace->write(path);
+    if (is_main)
+      std::printf("trace: %s.rank{0..%d}.json (%zu events on rank 0)\n", cfg.trace.c_str(), world - 1, trace->size());
+  }
+  if (is_main) std::printf("test_accuracy=%.4f\n", test_acc);
   return 0;
 }
 
@@ -141,21 +272,30 @@ int run(const Config& cfg) {
 
 int main(int argc, char** argv) {
   Config cfg;
-  CLI::App app{"tinytorch train_mnist: an MLP on Fashion-MNIST"};
+  CLI::App app{"tinytorch train_mnist: an MLP on Fashion-MNIST (one process, or DDP under mpirun)"};
   app.add_option("--data-dir", cfg.data_dir,
                  "directory with the IDX files (default: $TINYTORCH_DATA, else /usr/share/datasets/fashion-mnist)");
   app.add_option("--epochs", cfg.epochs, "training epochs")->check(CLI::PositiveNumber);
-  app.add_option("--batch-size", cfg.batch_size, "samples per batch")->check(CLI::PositiveNumber);
-  app.add_option("--lr", cfg.lr, "peak learning rate (cosine-annealed to 0)")->check(CLI::PositiveNumber);
+  app.add_option("--batch-size", cfg.batch_size, "samples per batch (per rank under mpirun)")->check(CLI::PositiveNumber);
+  app.add_option("--lr", cfg.lr, "peak learning rate of one process (cosine-annealed to 0)")->check(CLI::PositiveNumber);
   app.add_option("--momentum", cfg.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0));
   app.add_option("--hidden", cfg.hidden, "hidden layer sizes, e.g. 256,128")->delimiter(',')->check(CLI::PositiveNumber);
   app.add_option("--seed", cfg.seed, "seed for initial weights and shuffling");
   app.add_option("--threads", cfg.threads, "Eigen threads for the matrix products (needs OpenMP)")->check(CLI::PositiveNumber);
   app.add_option("--limit", cfg.limit, "train on the first N training images only")->check(CLI::PositiveNumber);
+  app.add_flag("--no-scale-lr", cfg.no_scale_lr, "under mpirun -np N: keep --lr instead of N x --lr");
+  app.add_option("--warmup-epochs", cfg.warmup_epochs, "LinearLR warmup over the first K epochs, then cosine")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--warmup-start-factor", cfg.warmup_start_factor,
+                 "warmup starts at lr x F (default: 1/N when the lr was scaled by N, else 0.1)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--trace", cfg.trace, "write a Chrome trace per rank to PREFIX.rank{r}.json");
   CLI11_PARSE(app, argc, argv);
+  dist::ProcessGroupGuard pg(dist::Backend::MPI);  // world size 1 without mpirun
   try {
     return run(cfg);
   } catch (const std::exception& e) {
+    if (dist::get_world_size() > 1) pg.abort(e);  // "rank r: ...", then MPI_Abort: nobody hangs
     std::fprintf(stderr, "train_mnist: %s\n", e.what());
     return 1;
   }

@@ -4,4 +4,8 @@
 namespace examples_reference {
 // examples/example_single: losses of epochs 0..4 (PyTorch 1.13.0a0)
 inline const std::vector<double> example_single_losses = {3.380312442779541, 3.0993971824645996, 2.841850519180298, 2.6057288646698, 2.389249324798584};
+// examples/example_ddp --no-shuffle: rank 0's last-batch loss of epochs 0..4 (DDP simulated in one
+// process: per-rank batches, gradients averaged over the ranks) for world sizes 1 and 2
+inline const std::vector<double> example_ddp_losses_w1 = {2.4337639808654785, 2.1206138134002686, 1.8495728969573975, 1.6149373054504395, 1.411778450012207};
+inline const std::vector<double> example_ddp_losses_w2 = {2.586249828338623, 2.3926897048950195, 2.2132768630981445, 2.0469954013824463, 1.8929007053375244};
 }  // namespace examples_reference

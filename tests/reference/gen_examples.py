@@ -31,6 +31,45 @@ def example_single(epochs=5):
     return losses
 
 
+def example_ddp(world_size, epochs=5):
+    """examples/example_ddp with shuffle=False, DDP simulated in one process.
+
+    Rank r's DistributedSampler indices are range(4)[r::world_size] (4 samples, no padding for
+    world sizes 1, 2, 4); each rank's DataLoader makes batches of 2. One step: every rank computes
+    the gradient of its own batch's mean loss on the same weights; the gradients are averaged
+    (DDP's all-reduce / world_size); one SGD step. Returns rank 0's last-batch loss per epoch.
+    """
+    X = torch.tensor([[1.0, 0.5], [0.5, 1.0], [0.2, 0.8], [0.9, 0.1]])
+    y = torch.tensor([[2.0], [1.5], [1.0], [2.2]])
+    model = torch.nn.Linear(2, 1)
+    with torch.no_grad():
+        model.weight.copy_(torch.tensor([[0.25, -0.5]]))
+        model.bias.copy_(torch.tensor([0.1]))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loss_fn = torch.nn.MSELoss()
+    shards = [list(range(4))[r::world_size] for r in range(world_size)]
+    batches = [[s[i:i + 2] for i in range(0, len(s), 2)] for s in shards]
+    losses = []
+    for _ in range(epochs):
+        for step in range(len(batches[0])):
+            opt.zero_grad(set_to_none=True)
+            grads = [torch.zeros_like(p) for p in model.parameters()]
+            for r in range(world_size):
+                idx = batches[r][step]
+                model.zero_grad(set_to_none=True)
+                loss = loss_fn(model(X[idx]), y[idx])
+                loss.backward()
+                for g, p in zip(grads, model.parameters()):
+                    g += p.grad
+                if r == 0:
+                    rank0_loss = loss.item()
+            for g, p in zip(grads, model.parameters()):
+                p.grad = g / world_size
+            opt.step()
+        losses.append(rank0_loss)
+    return losses
+
+
 def cpp_list(values):
     return "{" + ", ".join(repr(float(v)) for v in values) + "}"
 
@@ -43,6 +82,10 @@ def main():
         "namespace examples_reference {",
         "// examples/example_single: losses of epochs 0..4 (PyTorch " + torch.__version__ + ")",
         "inline const std::vector<double> example_single_losses = " + cpp_list(example_single()) + ";",
+        "// examples/example_ddp --no-shuffle: rank 0's last-batch loss of epochs 0..4 (DDP simulated in one",
+        "// process: per-rank batches, gradients averaged over the ranks) for world sizes 1 and 2",
+        "inline const std::vector<double> example_ddp_losses_w1 = " + cpp_list(example_ddp(1)) + ";",
+        "inline const std::vector<double> example_ddp_losses_w2 = " + cpp_list(example_ddp(2)) + ";",
         "}  // namespace examples_reference",
         "",
     ]

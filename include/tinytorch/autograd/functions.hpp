@@ -28,6 +28,15 @@ namespace tinytorch::autograd {
 
 namespace cpu = backend::cpu;
 
+// Arithmetic for backward formulas, without autograd. (Tensor's operators are defined in
+// functional.hpp, a layer above; using ops/ directly keeps this header self-contained.)
+namespace grad_math {
+inline Tensor mul(const Tensor& a, const Tensor& b) { return ops::binary(a, b, cpu::MulOp{}, "backward"); }
+inline Tensor div(const Tensor& a, const Tensor& b) { return ops::binary(a, b, cpu::DivOp{}, "backward"); }
+inline Tensor neg(const Tensor& a) { return ops::unary(a, cpu::NegOp{}, "backward"); }
+inline Tensor scale(const Tensor& a, double s) { return ops::scalar(a, s, cpu::MulOp{}, "backward"); }
+}  // namespace grad_math
+
 /// Records `node` on `out` when any input requires grad. Returns out.
 template <class N>
 Tensor record(Tensor out, std::shared_ptr<N> node, std::initializer_list<const Tensor*> inputs) {
@@ -55,7 +64,7 @@ struct Add : Node {
   }
   std::vector<Tensor> apply(const Tensor& dy) override {
     Tensor db = ops::sum_to(dy, b_shape);
-    return {ops::sum_to(dy, a_shape), alpha == 1 ? db : db * alpha};
+    return {ops::sum_to(dy, a_shape), alpha == 1 ? db : grad_math::scale(db, alpha)};
   }
 };
 
@@ -72,7 +81,7 @@ struct Sub : Node {
     return record(out, n, {&a, &b});
   }
   std::vector<Tensor> apply(const Tensor& dy) override {
-    return {ops::sum_to(dy, a_shape), ops::sum_to(-dy, b_shape)};
+    return {ops::sum_to(dy, a_shape), ops::sum_to(grad_math::neg(dy), b_shape)};
   }
 };
 
@@ -94,8 +103,8 @@ struct Mul : Node {
   }
   std::vector<Tensor> apply(const Tensor& dy) override {
     Tensor da, db;
-    if (b.defined()) da = ops::sum_to(dy * b, sa);
-    if (a.defined()) db = ops::sum_to(dy * a, sb);
+    if (b.defined()) da = ops::sum_to(grad_math::mul(dy, b), sa);
+    if (a.defined()) db = ops::sum_to(grad_math::mul(dy, a), sb);
     return {da, db};
   }
   void release_saved() override { a = b = Tensor(); }
@@ -119,8 +128,8 @@ struct Div : Node {
     return record(out, n, {&a, &b});
   }
   std::vector<Tensor> apply(const Tensor& dy) override {
-    Tensor da = ops::sum_to(dy / b, sa);
-    Tensor db = ops::sum_to(-dy * a / (b * b), sb);
+    Tensor da = ops::sum_to(grad_math::div(dy, b), sa);
+    Tensor db = ops::sum_to(grad_math::div(grad_math::mul(grad_math::neg(dy), a), grad_math::mul(b, b)), sb);
     return {da, db};
   }
   void release_saved() override { a = b = Tensor(); }
@@ -137,7 +146,7 @@ struct MulScalar : Node {
     n->s = s;
     return record(out, n, {&a});
   }
-  std::vector<Tensor> apply(const Tensor& dy) override { return {dy * s}; }
+  std::vector<Tensor> apply(const Tensor& dy) override { return {grad_math::scale(dy, s)}; }
 };
 
 /// y = a / s (s a number)  =>  da = dy / s
@@ -177,7 +186,7 @@ struct RsubScalar : Node {
     if (!any_requires_grad({&a})) return out;
     return record(out, std::make_shared<RsubScalar>(), {&a});
   }
-  std::vector<Tensor> apply(const Tensor& dy) override { return {-dy}; }
+  std::vector<Tensor> apply(const Tensor& dy) override { return {grad_math::neg(dy)}; }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -355,10 +364,10 @@ struct Max : Node {
     if (all) {
       Tensor mask = ops::to_dtype(ops::binary(x, y, cpu::EqOp{}, "max_backward", true), dy.dtype());
       Tensor count = ops::sum_all(mask);
-      return {mask * (dy / count)};
+      return {grad_math::mul(mask, grad_math::div(dy, count))};
     }
     Tensor dx = zeros(in_shape, dy.dtype());
-    if (in_shape.empty()) return {dy.clone()};
+    if (in_shape.empty()) return {ops::clone(dy)};
     Tensor g = keepdim ? dy : ops::unsqueeze(dy, dim);
     Tensor idx = keepdim ? indices : ops::unsqueeze(indices, dim);
     auto sp = ops::detail::split_dim(in_shape, dim, true);
@@ -697,8 +706,9 @@ struct MseLoss : Node {
   }
   std::vector<Tensor> apply(const Tensor& dy) override {
     double scale = reduction == Reduction::Mean ? 2.0 / static_cast<double>(diff.numel()) : 2.0;
-    Tensor dx = reduction == Reduction::None ? diff * dy * 2.0 : diff * (dy * scale);
-    return {dx, -dx};
+    Tensor dx = reduction == Reduction::None ? grad_math::scale(grad_math::mul(diff, dy), 2.0)
+                                              : grad_math::mul(diff, grad_math::scale(dy, scale));
+    return {dx, grad_math::neg(dx)};
   }
   void release_saved() override { diff = Tensor(); }
 };

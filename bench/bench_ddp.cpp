@@ -1,0 +1,307 @@
+// bench/bench_ddp.cpp — DistributedDataParallel: scaling efficiency and overlap.
+//
+//   scripts/mpirun.sh -np 2 build/bin/bench_ddp [--reps 7] [--iters 50] [--trace /tmp/ddp_overlap]
+//   build/bin/bench_ddp                 # world size 1: the throughput part only
+//
+// Part 1, scaling (784-256-128-10 MLP, ReLU, cross-entropy, SGD(momentum 0.9), batch 256 per
+// rank, 1 Eigen thread per rank, synthetic data). One training step = zero_grad, forward, loss,
+// backward (with DDP: + gradient all-reduce), step. Each repetition runs, in turn:
+//   1 rank   rank 0 trains a plain (unwrapped) model alone; the other ranks wait without using
+//            a core (MPI_Ibarrier + MPI_Test + 1 ms sleeps; a plain barrier would spin)
+//   N ranks  every rank trains its DDP replica on its own batch of 256
+// each = barrier; t0; `iters` steps; t1, time = max over ranks of (t1 - t0) (the step is done when
+// the slowest rank is), after `warmup` untimed steps. Throughput = samples of all ranks / time;
+// the table shows medians over repetitions, interleaved so that a slow phase of a shared machine
+// hits both alike.
+//   scaling efficiency = N-rank throughput / (N x 1-rank throughput)       (target >= 0.85, N=2)
+// and, from DDP's timeline, the all-reduce time and the time from the last gradient to the
+// averaged .grad (all-reduce + copy-out + waiting for the slowest rank) per step.
+// Part 2, overlap (N > 1; 784-1024-1024-1024-10, batch 64 per rank, bucket_cap_mb 1, first
+// bucket 1 MiB: one bucket per 4 MiB weight): from DDP's per-iteration timeline
+// (DDPIterationStats), all-reduce time on the comm thread, the part of it that ran before the
+// last gradient was ready (hidden behind backward), and the exposed wait after it; and the step
+// time beside the same model with one bucket reduced after backward (bucket_cap_mb =
+// first_bucket_mb = 100: nothing to overlap). With --trace PREFIX each rank writes the overlap
+// iterations (forward, backward, step; each bucket's all-reduce) as Chrome-trace JSON
+// PREFIX.rank{r}.json.
+// Every rank runs the same fixed number of steps and collectives. Rank 0 prints.
+// Chapter: chapters/06-distributed-data-parallel.md ("How fast", "Overlap").
+// Reference: PyTorch DDP paper (Li et al., VLDB 2020) section 5 (scaling, bucket size).
+#include <tinytorch/distributed.hpp>
+#include <tinytorch/tinytorch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace tt = tinytorch;
+namespace dist = tinytorch::distributed;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Options {
+  int reps = 7;
+  int iters = 50;
+  int warmup = 3;
+  int overlap_iters = 15;
+  std::string trace;
+};
+
+std::shared_ptr<tt::nn::Sequential> make_mlp(const std::vector<int64_t>& sizes) {
+  auto m = std::make_shared<tt::nn::Sequential>();
+  for (size_t i = 0; i + 1 < sizes.size(); ++i) {
+    m->push_back(std::make_shared<tt::nn::Linear>(sizes[i], sizes[i + 1]));
+    if (i + 2 < sizes.size()) m->push_back(std::make_shared<tt::nn::ReLU>());
+  }
+  return m;
+}
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+/// max over ranks
+double max_over_ranks(double x) {
+  dist::all_reduce(&x, 1, dist::ReduceOp::MAX);
+  return x;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/// Waits for all ranks without occupying a core (an MPI_Barrier spins in Open MPI).
+void sleepy_barrier() {
+  tt::distributed::Work w = dist::barrier_async();
+  while (!w.is_completed()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+struct Trainer {
+  std::shared_ptr<tt::nn::Module> model;  // what forward is called on (a DDP wrapper or the MLP)
+  std::unique_ptr<tt::optim::SGD> opt;
+  tt::Tensor x, y;
+  tt::nn::CrossEntropyLoss loss_fn;
+
+  Trainer(std::shared_ptr<tt::nn::Module> m, int64_t batch, int64_t in, uint64_t seed) : model(std::move(m)) {
+    opt = std::make_unique<tt::optim::SGD>(model->parameters(), 0.01, 0.9);
+    tt::Generator g(seed);
+    x = tt::randn({batch, in}, {}, &g);                  // (B, in)
+    y = tt::randint(0, 10, {batch}, tt::kInt64, &g);     // (B)
+  }
+  void step() {
+    opt->zero_grad();
+    loss_fn(model->forward(x), y).backward();
+    opt->step();
+  }
+};
+
+/// Seconds for `iters` steps after `warmup`, max over the ranks that train; every rank calls it.
+double time_steps(Trainer* t, int warmup, int iters, bool this_rank_trains) {
+  if (this_rank_trains) {
+    for (int i = 0; i < warmup; ++i) t->step();
+  }
+  dist::barrier();
+  double secs = 0;
+  if (this_rank_trains) {
+    auto t0 = Clock::now();
+    for (int i = 0; i < iters; ++i) t->step();
+    secs = seconds_since(t0);
+  }
+  return max_over_ranks(secs);
+}
+
+int run(const Options& o) {
+  const int N = dist::get_world_size(), r = dist::get_rank();
+  Eigen::setNbThreads(1);
+  const int64_t B = 256;
+  const std::vector<int64_t> mlp{784, 256, 128, 10};
+
+  // ---- part 1: scaling ----------------------------------------------------------------------
+  tt::manual_seed(0);
+  Trainer alone(make_mlp(mlp), B, 784, 100);  // used by rank 0 only
+  tt::manual_seed(0);
+  auto ddp = std::make_shared<dist::DistributedDataParallel>(make_mlp(mlp));
+  Trainer together(ddp, B, 784, 200 + static_cast<uint64_t>(r));
+  if (r == 0) {
+    std::printf("bench_ddp: world_size=%d, MLP 784-256-128-10, batch %lld per rank, 1 thread per rank, "
+                "%d reps x %d steps (+%d warm-up)\n",
+                N, (long long)B, o.reps, o.iters, o.warmup);
+    std::printf("DDP buckets: %zu (%.2f MiB of gradients)\n", ddp->bucket_indices().size(),
+                static_cast<double>(ddp->bucket_bytes()[0]) / (1 << 20));
+  }
+  std::vector<double> one_rank, n_ranks, step_ms, allreduce_ms, exposed_ms;
+  for (int rep = 0; rep < o.reps; ++rep) {
+    // 1 rank: rank 0 alone, the others sleep.
+    double secs;
+    if (r == 0) {
+      for (int i = 0; i < o.warmup; ++i) alone.step();
+      auto t0 = Clock::now();
+      for (int i = 0; i < o.iters; ++i) alone.step();
+      secs = seconds_since(t0);
+    } else {
+      secs = 0;
+    }
+    sleepy_barrier();
+    secs = max_over_ranks(secs);
+    one_rank.push_back(static_cast<double>(B) * o.iters / secs);
+    // N ranks with DDP; also DDP's own time per step from its timeline.
+    for (int i = 0; i < o.warmup; ++i) together.step();
+    dist::barrier();
+    double ar = 0, exposed = 0;
+    auto t0 = Clock::now();
+    for (int i = 0; i < o.iters; ++i) {
+      together.step();
+      const auto& st = ddp->last_iteration_stats();
+      ar += st.allreduce_us();
+      exposed += st.exposed_us();
+    }
+    secs = max_over_ranks(seconds_since(t0));
+    n_ranks.push_back(static_cast<double>(N * B) * o.iters / secs);
+    step_ms.push_back(1e3 * secs / o.iters);
+    allreduce_ms.push_back(max_over_ranks(ar / o.iters / 1e3));
+    exposed_ms.push_back(max_over_ranks(exposed / o.iters / 1e3));
+  }
+  const double t1 = median(one_rank), tn = median(n_ranks);
+  if (r == 0) {
+    std::printf("%-28s %12s %14s\n", "", "samples/s", "per rank");
+    std::printf("%-28s %12.0f %14.0f\n", "1 rank (no DDP)", t1, t1);
+    std::printf("%-28s %12.0f %14.0f\n", (std::to_string(N) + " ranks (DDP)").c_str(), tn, tn / N);
+    std::printf("scaling efficiency = %.0f / (%d x %.0f) = %.3f   (target >= 0.85 at 2 ranks)\n", tn, N, t1,
+                tn / (N * t1));
+    if (N > 1)
+      std::printf("DDP step %.3f ms (max over ranks): all-reduce %.3f ms, last gradient -> averaged .grad %.3f ms "
+                  "(all-reduce + copy-out + waiting for the slowest rank)\n",
+                  median(step_ms), median(allreduce_ms), median(exposed_ms));
+    std::printf("repetitions: 1 rank");
+    for (double v : one_rank) std::printf(" %.0f", v);
+    std::printf(" | %d ranks", N);
+    for (double v : n_ranks) std::printf(" %.0f", v);
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  if (N == 1) return 0;
+
+  // ---- part 2: overlap ----------------------------------------------------------------------
+  const std::vector<int64_t> deep{784, 1024, 1024, 1024, 10};
+  const int64_t Bo = 64;
+  auto trace = o.trace.empty() ? nullptr : std::make_shared<dist::Trace>(r, dist::common_origin_us());
+  dist::DDPOptions small;
+  small.bucket_cap_mb = 1;
+  small.first_bucket_mb = 1;
+  small.trace = trace;  // the comm thread's bucket events
+  dist::DDPOptions big;
+  big.bucket_cap_mb = big.first_bucket_mb = 100;
+  tt::manual_seed(1);
+  auto ddp_small = std::make_shared<dist::DistributedDataParallel>(make_mlp(deep), small);
+  tt::manual_seed(1);
+  auto ddp_big = std::make_shared<dist::DistributedDataParallel>(make_mlp(deep), big);
+  Trainer ts(ddp_small, Bo, 784, 300 + static_cast<uint64_t>(r));
+  Trainer tb(ddp_big, Bo, 784, 300 + static_cast<uint64_t>(r));
+  if (r == 0) {
+    std::printf("\noverlap: MLP 784-1024-1024-1024-10, batch %lld per rank, %d steps per measurement\n",
+                (long long)Bo, o.overlap_iters);
+    std::printf("  bucket_cap_mb=1:   %zu buckets at construction (MiB:", ddp_small->bucket_indices().size());
+    for (int64_t b : ddp_small->bucket_bytes()) std::printf(" %.2f", static_cast<double>(b) / (1 << 20));
+    std::printf(")\n  bucket_cap_mb=100: %zu bucket  (MiB: %.2f)\n", ddp_big->bucket_indices().size(),
+                static_cast<double>(ddp_big->bucket_bytes()[0]) / (1 << 20));
+  }
+  std::vector<double> step_small, step_big, backward_ms, ov_allreduce_ms, hidden_ms, ov_exposed_ms;
+  for (int rep = 0; rep < o.reps; ++rep) {
+    const double sb = time_steps(&tb, 2, o.overlap_iters, true);
+    step_big.push_back(1e3 * sb / o.overlap_iters);
+    for (int i = 0; i < 2; ++i) ts.step();
+    dist::barrier();
+    double ar = 0, hid = 0, exp = 0, bw = 0;
+    auto t0 = Clock::now();
+    for (int i = 0; i < o.overlap_iters; ++i) {
+      ts.opt->zero_grad();
+      tt::Tensor loss;
+      {
+        tt::distributed::Trace::Scope s(trace.get(),
+                                        "forward");
+        loss = ts.loss_fn(ts.model->forward(ts.x), ts.y);
+      }
+      const double b0 = dist::Trace::steady_us();
+      {
+        tt::distributed::Trace::Scope s(trace.get(),
+                                        "backward");
+        loss.backward();
+      }
+      {
+        tt::distributed::Trace::Scope s(trace.get(),
+                                        "optimizer step");
+        ts.opt->step();
+      }
+      const auto& st = ddp_small->last_iteration_stats();
+      ar += st.allreduce_us();
+      hid += st.hidden_us();
+      exp += st.exposed_us();
+      bw += st.last_grad_us - b0;
+    }
+    const double secs = max_over_ranks(seconds_since(t0));
+    step_small.push_back(1e3 * secs / o.overlap_iters);
+    backward_ms.push_back(max_over_ranks(bw / o.overlap_iters / 1e3));
+    ov_allreduce_ms.push_back(max_over_ranks(ar / o.overlap_iters / 1e3));
+    hidden_ms.push_back(-max_over_ranks(-hid / o.overlap_iters / 1e3));  // min over ranks
+    ov_exposed_ms.push_back(max_over_ranks(exp / o.overlap_iters / 1e3));
+  }
+  if (r == 0) {
+    std::printf("  bucket_cap_mb=1:   %zu buckets after the rebuild in gradient-arrival order (MiB:",
+                ddp_small->bucket_indices().size());
+    for (int64_t b : ddp_small->bucket_bytes()) std::printf(" %.2f", static_cast<double>(b) / (1 << 20));
+    std::printf(")\n");
+    const double ar = median(ov_allreduce_ms), hid = median(hidden_ms);
+    std::printf("  per step (medians over %d reps; max over ranks, hidden: min over ranks):\n", o.reps);
+    std::printf("    backward compute (to the last gradient)  %8.2f ms\n", median(backward_ms));
+    std::printf("    all-reduce time (all buckets)            %8.2f ms\n", ar);
+    std::printf("    ... of which before backward finished    %8.2f ms  -> hidden share %.0f%%\n", hid,
+                100.0 * hid / ar);
+    std::printf("    exposed (last gradient -> .grad written) %8.2f ms\n", median(ov_exposed_ms));
+    std::printf("    step time, bucket_cap_mb=1 (overlap)     %8.2f ms\n", median(step_small));
+    std::printf("    step time, one bucket after backward     %8.2f ms\n", median(step_big));
+    std::fflush(stdout);
+  }
+  if (trace) {
+    const std::string path = o.trace + ".rank" + std::to_string(r) + ".json";
+    trace->write(path);
+    if (r == 0) std::printf("trace: %s.rank{0..%d}.json (Chrome trace; chrome://tracing or ui.perfetto.dev)\n",
+                            o.trace.c_str(), N - 1);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](const char* name) -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "bench_ddp: %s needs a value\n", name);
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--reps") o.reps = std::max(1, std::atoi(value("--reps").c_str()));
+    else if (a == "--iters") o.iters = std::max(1, std::atoi(value("--iters").c_str()));
+    else if (a == "--overlap-iters") o.overlap_iters = std::max(1, std::atoi(value("--overlap-iters").c_str()));
+    else if (a == "--trace") o.trace = value("--trace");
+    else {
+      std::printf("bench_ddp [--reps R] [--iters I] [--overlap-iters I] [--trace PREFIX]   (under scripts/mpirun.sh -np N)\n");
+      return a == "--help" || a == "-h" ? 0 : 2;
+    }
+  }
+  dist::ProcessGroupGuard pg(dist::Backend::MPI);
+  try {
+    return run(o);
+  } catch (const std::exception& e) {
+    pg.abort(e);
+  }
+}

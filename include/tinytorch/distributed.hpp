@@ -1,0 +1,45 @@
+// tinytorch/distributed.hpp — everything for training on several processes (and GPUs).
+//
+//   #include <tinytorch/distributed.hpp>
+//   namespace dist = tinytorch::distributed;
+//   int main() {
+//     dist::ProcessGroupGuard pg(dist::Backend::MPI);   // MPI_Init_thread ... MPI_Finalize
+//     tinytorch::Tensor g = tinytorch::ones({4});
+//     dist::all_reduce(g, dist::ReduceOp::SUM);          // every rank now holds world_size
+//   }
+//
+// Build with mpicxx (or the CMake target tinytorch::mpi); run with `mpirun -np N prog`
+// (scripts/mpirun.sh adds the flags a container or laptop needs). Without mpirun the same binary
+// runs as a world of size 1. A build without MPI (plain g++) still compiles this header: world
+// size 1, and init_process_group throws if the program was launched as one of several ranks.
+//
+// This header includes <mpi.h> (when TINYTORCH_WITH_MPI) and, under nvcc with NCCL, <nccl.h>; the
+// umbrella <tinytorch/tinytorch.hpp> never does, so single-process programs need neither.
+//
+//   distributed/process_group.hpp       Backend, ReduceOp, init/destroy_process_group, get_rank, ...
+//   distributed/guard.hpp               ProcessGroupGuard, abort_job (a failing rank ends the job)
+//   distributed/work.hpp                Work (async handle: wait, is_completed)
+//   distributed/buffer_collectives.hpp  all_reduce/broadcast/all_gather/reduce_scatter/barrier on raw buffers
+//   distributed/algorithms.hpp          ring / parameter_server / tree all-reduce, CommStats
+//   distributed/collectives.hpp         the same collectives on Tensors
+//   distributed/ddp.hpp                 DistributedDataParallel (buckets, hooks, overlap, no_sync),
+//                                       Trace (Chrome-trace JSON), tinytorch::save / load
+//   distributed/nccl.hpp                nccl_all_reduce on raw device buffers (nvcc + NCCL only)
+//
+// Chapter: chapters/07-all-reduce.md, chapters/06-distributed-data-parallel.md.
+// Reference: torch.distributed; karpathy/llm.c (MPI -> NCCL bootstrap); nccl-tests (busbw).
+#pragma once
+
+#include "core/config.hpp"
+
+#include "distributed/mpi_include.hpp"
+
+#include "distributed/algorithms.hpp"
+#include "distributed/buffer_collectives.hpp"
+#include "distributed/collectives.hpp"
+#include "distributed/ddp.hpp"
+#include "distributed/errors.hpp"
+#include "distributed/guard.hpp"
+#include "distributed/nccl.hpp"
+#include "distributed/process_group.hpp"
+#include "distributed/work.hpp"

@@ -1,0 +1,445 @@
+// tinytorch/distributed/algorithms.hpp — three all-reduce algorithms written out over MPI
+// point-to-point messages, to read, to count and to time against MPI_Allreduce.
+//
+// Every rank r holds a buffer x_r of M bytes (count elements); afterwards every rank holds
+// x = x_0 + x_1 + ... + x_{N-1} (or the max, or the average). Costs in the alpha-beta model
+// (alpha = latency per message, beta = bandwidth of one link, per direction):
+//
+//   parameter_server  every worker sends x_r to rank 0, which adds them up and sends the result
+//                     back to every worker.
+//                       rank 0 sends (N-1)*M bytes, each worker M.
+//                       T = 2(N-1)*alpha + 2(N-1)*M/beta            (rank 0's link is the bottleneck)
+//
+//   tree              binomial tree: in round k, ranks with bit k set send their partial sum to
+//                     rank - 2^k; after ceil(log2 N) rounds rank 0 has the total, which travels
+//                     back down the same tree.
+//                       each rank sends M per tree edge it owns: at most (1 + log2 N)*M.
+//                       T = 2*ceil(log2 N)*(alpha + M/beta)         (few steps, whole M each step)
+//
+//   ring              ranks form a ring r -> r+1; x is cut into N chunks.
+//                     reduce-scatter: N-1 steps; in step s rank r sends chunk (r-s) mod N to its
+//                       right neighbour and adds chunk (r-s-1) mod N received from its left one.
+//                       Afterwards rank r owns the complete sum of chunk (r+1) mod N.
+//                     all-gather: N-1 more steps pass the finished chunks around the ring.
+//                       each rank sends 2(N-1)/N * M bytes (exactly: see ring_bytes_sent).
+//                       T = 2(N-1)*alpha + 2(N-1)/N * M/beta        (bandwidth-optimal)
+//
+// Pipelining: a message of a chunk is cut into segments (AlgorithmOptions::segment_bytes).
+// Receives go into small scratch slots and are reduced as soon as each segment arrives, while
+// the next segments are already in flight — the data being added is still in cache, and sending
+// overlaps adding.
+//
+// Each algorithm returns CommStats: what *this rank* sent and received. A lab can check
+// stats.bytes_sent == 2(N-1)/N * M for the ring, or (N-1)*M on rank 0 of the parameter server.
+// Uneven sizes are handled: chunk c of the ring has count/N or count/N + 1 elements (the first
+// count % N chunks get the extra one), so count < N (empty chunks) and count = 0 work.
+// AVG = SUM, then "/ N" (the ring divides only its own chunk, before the all-gather); int64 AVG
+// throws. Messages use tag kAlgorithmTag on the group's communicator; do not run two of these
+// at once on one group from two threads.
+//
+// Chapter: chapters/07-all-reduce.md. References: Patarasuk & Yuan, "Bandwidth optimal all-reduce
+// algorithms for clusters of workstations" (2009); Thakur, Rabenseifner & Gropp, "Optimization of
+// collective communication operations in MPICH" (2005); Gibiansky, "Bringing HPC techniques to
+// deep learning" (Baidu, 2017); nccl-tests doc/PERFORMANCE.md (busbw).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../core/dtype.hpp"
+#include "buffer_collectives.hpp"
+#include "errors.hpp"
+#include "process_group.hpp"
+
+namespace tinytorch::distributed {
+
+/// Which all-reduce implementation to run. MPI = the library's MPI_Allreduce (the baseline).
+enum class Algorithm { MPI, Ring, ParameterServer, Tree };
+
+/// "mpi", "ring", "parameter_server", "tree".
+inline const char* algorithm_name(Algorithm a) {
+  switch (a) {
+    case Algorithm::MPI: return "mpi";
+    case Algorithm::Ring: return "ring";
+    case Algorithm::ParameterServer: return "parameter_server";
+    case Algorithm::Tree: return "tree";
+  }
+  return "?";
+}
+
+/// Parses "mpi", "ring", "parameter_server" (or "ps"), "tree". Throws tinytorch::Error listing the
+/// valid names otherwise.
+inline Algorithm algorithm_from_name(const std::string& name) {
+  if (name == "mpi") return Algorithm::MPI;
+  if (name == "ring") return Algorithm::Ring;
+  if (name == "parameter_server" || name == "ps") return Algorithm::ParameterServer;
+  if (name == "tree") return Algorithm::Tree;
+  detail::throw_error("all_reduce: unknown algorithm \"" + name +
+                      "\"; expected one of: mpi, ring, parameter_server, tree");
+}
+
+/// What one rank did during one all-reduce. Bytes are payload bytes (element_size * elements).
+struct CommStats {
+  int64_t bytes_sent = 0;      ///< bytes this rank sent (-1: unknown, for Algorithm::MPI)
+  int64_t bytes_received = 0;  ///< bytes this rank received (-1: unknown)
+  int64_t messages_sent = 0;   ///< point-to-point sends (each pipeline segment counts)
+  int64_t steps = 0;           ///< communication rounds this rank took part in
+
+  CommStats& operator+=(const CommStats& o) {
+    bytes_sent += o.bytes_sent;
+    bytes_received += o.bytes_received;
+    messages_sent += o.messages_sent;
+    steps += o.steps;
+    return *this;
+  }
+};
+
+/// Tuning knobs of the teaching algorithms.
+struct AlgorithmOptions {
+  /// Pipeline segment in bytes: every message is cut into pieces of at most this size.
+  /// Small enough that a received segment is still in L1/L2 cache when it is added, large
+  /// enough that the per-message cost (alpha, a few microseconds) stays small.
+  int64_t segment_bytes = 128 * 1024;
+  /// How many segment receives are posted ahead (scratch slots of segment_bytes each).
+  int recv_depth = 2;
+};
+
+/// MPI tag of the algorithms' point-to-point messages.
+constexpr int kAlgorithmTag = 0x7474;
+
+namespace detail {
+
+/// Chunk boundaries for cutting `count` elements into `parts` nearly equal pieces:
+/// piece c is [offsets[c], offsets[c+1]); the first count % parts pieces have one element more.
+inline std::vector<int64_t> chunk_offsets(int64_t count, int parts) {
+  std::vector<int64_t> off(static_cast<size_t>(parts) + 1, 0);
+  const int64_t base = count / parts, extra = count % parts;
+  for (int c = 0; c < parts; ++c) off[c + 1] = off[c] + base + (c < extra ? 1 : 0);
+  return off;
+}
+
+inline int mod(int a, int n) { return ((a % n) + n) % n; }
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// dst[i] = dst[i] (op) src[i]. Written in blocks of 16 with a fixed-length inner loop so that
+/// the compiler vectorises it even at -O2; SUM and AVG add (AVG divides at the end).
+template <typename T>
+inline void reduce_into(T* __restrict dst, const T* __restrict src, int64_t n, ReduceOp op) {
+  int64_t i = 0;
+  if (op == ReduceOp::MAX) {
+    for (; i + 16 <= n; i += 16)
+      for (int j = 0; j < 16; ++j) dst[i + j] = dst[i + j] < src[i + j] ? src[i + j] : dst[i + j];
+    for (; i < n; ++i) dst[i] = dst[i] < src[i] ? src[i] : dst[i];
+  } else {
+    for (; i + 16 <= n; i += 16)
+      for (int j = 0; j < 16; ++j) dst[i + j] += src[i + j];
+    for (; i < n; ++i) dst[i] += src[i];
+  }
+}
+
+template <typename T>
+inline void divide_all(T* x, int64_t n, int world) {
+  const T d = static_cast<T>(world);
+  for (int64_t i = 0; i < n; ++i) x[i] /= d;
+}
+
+/// Scratch memory for received segments: one 64-byte aligned block per thread, grown on demand
+/// and kept (so a benchmark loop does not allocate).
+inline void* scratch(size_t bytes) {
+  struct Block {
+    void* p = nullptr;
+    size_t size = 0;
+    ~Block() { std::free(p); }
+  };
+  thread_local Block b;
+  if (b.size < bytes) {
+    std::free(b.p);
+    b.size = ((bytes + 63) / 64) * 64;
+    b.p = std::aligned_alloc(64, b.size);
+    if (b.p == nullptr) throw std::bad_alloc();
+  }
+  return b.p;
+}
+
+/// What the algorithms need to talk: communicator, my rank, world size, segment size.
+struct Channel {
+  const char* op;  ///< "ring_all_reduce", ... for error messages
+  int rank;
+  int world;
+  int64_t seg;     ///< segment length in elements
+  int depth;       ///< receives posted ahead
+#if TINYTORCH_WITH_MPI
+  MPI_Comm comm;
+  MPI_Datatype type;
+#endif
+};
+
+enum class OnReceive { Copy, Reduce };
+
+/// The one communication primitive of this file: at the same time,
+///   send  `send_n` elements from `send` to rank `to`, and
+///   receive `recv_n` elements from rank `from` into `recv`, either copying them in place
+///   (OnReceive::Copy) or adding them into `recv` (OnReceive::Reduce, through scratch slots).
+/// Both sides cut messages into segments of ch.seg elements, so a sender's k-th message is the
+/// receiver's k-th receive. Either side may be empty (count 0). Counts go into `st`.
+template <typename T>
+void exchange(const Channel& ch, const T* send, int64_t send_n, int to, T* recv, int64_t recv_n, int from,
+              OnReceive how, ReduceOp rop, CommStats& st) {
+#if TINYTORCH_WITH_MPI
+  const int64_t S = ch.seg;
+  const int64_t nsend = ceil_div(send_n, S), nrecv = ceil_div(recv_n, S);
+  auto seg_len = [S](int64_t total, int64_t k) { return std::min(S, total - k * S); };
+
+  // 1. Every segment of the outgoing message is ready: post all sends at once.
+  thread_local std::vector<MPI_Request> sends;
+  sends.assign(static_cast<size_t>(nsend), MPI_REQUEST_NULL);
+  for (int64_t k = 0; k < nsend; ++k) {
+    const int64_t n = seg_len(send_n, k);
+    mpi_check(MPI_Isend(send + k * S, static_cast<int>(n), ch.type, to, kAlgorithmTag, ch.comm, &sends[k]),
+              "MPI_Isend", ch.op);
+    st.bytes_sent += n * static_cast<int64_t>(sizeof(T));
+    st.messages_sent += 1;
+  }
+
+  // 2. Receive.
+  if (how == OnReceive::Copy) {
+    // Straight into place: no scratch, no extra copy.
+    thread_local std::vector<MPI_Request> recvs;
+    recvs.assign(static_cast<size_t>(nrecv), MPI_REQUEST_NULL);
+    for (int64_t k = 0; k < nrecv; ++k)
+      mpi_check(MPI_Irecv(recv + k * S, static_cast<int>(seg_len(recv_n, k)), ch.type, from, kAlgorithmTag,
+                          ch.comm, &recvs[k]),
+                "MPI_Irecv", ch.op);
+    if (nrecv > 0)
+      mpi_check(MPI_Waitall(static_cast<int>(nrecv), recvs.data(), MPI_STATUSES_IGNORE), "MPI_Waitall", ch.op);
+  } else {
+    // Through `depth` scratch slots: segment k lands in slot k % depth; as soon as it is there
+    // it is added into recv, and the slot is reused for segment k + depth.
+    const int D = ch.depth;
+    T* slots = static_cast<T*>(scratch(static_cast<size_t>(D) * S * sizeof(T)));
+    MPI_Request window[16];
+    auto post = [&](int64_t k) {
+      mpi_check(MPI_Irecv(slots + (k % D) * S, static_cast<int>(seg_len(recv_n, k)), ch.type, from,
+                          kAlgorithmTag, ch.comm, &window[k % D]),
+                "MPI_Irecv", ch.op);
+    };
+    for (int64_t k = 0; k < std::min<int64_t>(D, nrecv); ++k) post(k);
+    for (int64_t k = 0; k < nrecv; ++k) {
+      mpi_check(MPI_Wait(&window[k % D], MPI_STATUS_IGNORE), "MPI_Wait", ch.op);
+      reduce_into(recv + k * S, slots + (k % D) * S, seg_len(recv_n, k), rop);
+      if (k + D < nrecv) post(k + D);
+    }
+  }
+  st.bytes_received += recv_n * static_cast<int64_t>(sizeof(T));
+
+  // 3. The sends must be complete before `send` may change.
+  if (nsend > 0)
+    mpi_check(MPI_Waitall(static_cast<int>(nsend), sends.data(), MPI_STATUSES_IGNORE), "MPI_Waitall", ch.op);
+#else
+  (void)ch, (void)send, (void)send_n, (void)to, (void)recv, (void)recv_n, (void)from, (void)how, (void)rop,
+      (void)st;
+#endif
+}
+
+/// Common argument checks; returns the channel for the default group.
+template <typename T>
+Channel open_channel(const char* op, const T* x, int64_t count, ReduceOp rop, const AlgorithmOptions& opt) {
+  check_buffer_args(op, x, count);
+  check_reduce_op(op, rop, dtype_of<T>());
+  check(opt.segment_bytes >= static_cast<int64_t>(sizeof(T)) && opt.segment_bytes <= (int64_t{1} << 30),
+        rank_prefix(), op, ": segment_bytes must be in [", sizeof(T), ", 2^30], got ", opt.segment_bytes);
+  check(opt.recv_depth >= 1 && opt.recv_depth <= 16, rank_prefix(), op, ": recv_depth must be in [1, 16], got ",
+        opt.recv_depth);
+  const auto& g = group();
+  Channel ch{op, g.rank, g.world_size, opt.segment_bytes / static_cast<int64_t>(sizeof(T)), opt.recv_depth
+#if TINYTORCH_WITH_MPI
+             ,
+             g.comm, mpi_datatype(dtype_of<T>())
+#endif
+  };
+  return ch;
+}
+
+}  // namespace detail
+
+// ---- ring -------------------------------------------------------------------------------------
+
+/// Ring all-reduce of x (count elements, in place): reduce-scatter then all-gather over N chunks,
+/// each message pipelined in segments. Returns this rank's CommStats. Throws tinytorch::Error for
+/// bad arguments (before any message) or MPI failures.
+template <typename T>
+CommStats ring_all_reduce(T* x, int64_t count, ReduceOp op = ReduceOp::SUM, const AlgorithmOptions& opt = {}) {
+  const detail::Channel ch = detail::open_channel("ring_all_reduce", x, count, op, opt);
+  CommStats st;
+  const int N = ch.world, r = ch.rank;
+  if (N == 1 || count == 0) return st;
+
+  const std::vector<int64_t> off = detail::chunk_offsets(count, N);  // chunk c: [off[c], off[c+1])
+  auto len = [&](int c) { return off[c + 1] - off[c]; };
+  const int right = (r + 1) % N, left = (r - 1 + N) % N;
+
+  // Phase 1, reduce-scatter: after step s, the chunk received in that step holds the sum of
+  // s + 2 ranks' values; after N-1 steps chunk (r+1) mod N holds all N.
+  for (int s = 0; s < N - 1; ++s) {
+    const int send_c = detail::mod(r - s, N), recv_c = detail::mod(r - s - 1, N);
+    detail::exchange(ch, x + off[send_c], len(send_c), right, x + off[recv_c], len(recv_c), left,
+                     detail::OnReceive::Reduce, op, st);
+    st.steps += 1;
+  }
+  const int mine = (r + 1) % N;  // the chunk this rank has completed
+  if (op == ReduceOp::AVG) detail::divide_all(x + off[mine], len(mine), N);
+
+  // Phase 2, all-gather: pass the completed chunks around; each step overwrites one chunk.
+  for (int s = 0; s < N - 1; ++s) {
+    const int send_c = detail::mod(r + 1 - s, N), recv_c = detail::mod(r - s, N);
+    detail::exchange(ch, x + off[send_c], len(send_c), right, x + off[recv_c], len(recv_c), left,
+                     detail::OnReceive::Copy, op, st);
+    st.steps += 1;
+  }
+  return st;
+}
+
+// ---- parameter server ---------------------------------------------------------------------------
+
+/// Parameter-server all-reduce: every worker sends its whole buffer to rank 0 (the "server"),
+/// which adds them one after another, then sends the result back to each worker in turn.
+/// Returns this rank's CommStats (rank 0: (N-1)*M sent). Throws like ring_all_reduce.
+template <typename T>
+CommStats parameter_server_all_reduce(T* x, int64_t count, ReduceOp op = ReduceOp::SUM,
+                                      const AlgorithmOptions& opt = {}) {
+  const detail::Channel ch = detail::open_channel("parameter_server_all_reduce", x, count, op, opt);
+  CommStats st;
+  const int N = ch.world;
+  if (N == 1 || count == 0) return st;
+  constexpr int server = 0;
+
+  if (ch.rank == server) {
+    for (int w = 1; w < N; ++w) {  // gather + reduce, one worker at a time
+      detail::exchange<T>(ch, nullptr, 0, w, x, count, w, detail::OnReceive::Reduce, op, st);
+      st.steps += 1;
+    }
+    if (op == ReduceOp::AVG) detail::divide_all(x, count, N);
+    for (int w = 1; w < N; ++w) {  // broadcast, point-to-point
+      detail::exchange<T>(ch, x, count, w, nullptr, 0, w, detail::OnReceive::Copy, op, st);
+      st.steps += 1;
+    }
+  } else {
+    detail::exchange<T>(ch, x, count, server, nullptr, 0, server, detail::OnReceive::Copy, op, st);
+    detail::exchange<T>(ch, nullptr, 0, server, x, count, server, detail::OnReceive::Copy, op, st);
+    st.steps += 2;
+  }
+  return st;
+}
+
+// ---- tree ---------------------------------------------------------------------------------------
+
+/// Binomial-tree all-reduce: reduce up the tree to rank 0 in ceil(log2 N) rounds, then broadcast
+/// down the same tree. Works for any N (not only powers of two). Returns this rank's CommStats.
+/// Throws like ring_all_reduce.
+template <typename T>
+CommStats tree_all_reduce(T* x, int64_t count, ReduceOp op = ReduceOp::SUM, const AlgorithmOptions& opt = {}) {
+  const detail::Channel ch = detail::open_channel("tree_all_reduce", x, count, op, opt);
+  CommStats st;
+  const int N = ch.world, r = ch.rank;
+  if (N == 1 || count == 0) return st;
+
+  // Reduce. Round k (mask = 2^k): a rank whose bit k is set sends its partial sum to its parent
+  // r - mask and is done; a rank whose bit k is clear adds in the partial sum of child r + mask.
+  //   N = 6:  round 0: 1->0, 3->2, 5->4    round 1: 2->0    round 2: 4->0
+  for (int mask = 1; mask < N; mask <<= 1) {
+    if (r & mask) {
+      detail::exchange<T>(ch, x, count, r - mask, nullptr, 0, r - mask, detail::OnReceive::Copy, op, st);
+      st.steps += 1;
+      break;
+    }
+    if (r + mask < N) {
+      detail::exchange<T>(ch, nullptr, 0, r + mask, x, count, r + mask, detail::OnReceive::Reduce, op, st);
+      st.steps += 1;
+    }
+  }
+  if (r == 0 && op == ReduceOp::AVG) detail::divide_all(x, count, N);
+
+  // Broadcast back down the same edges: receive from the parent r - lowbit(r), then send to the
+  // children r + mask for every power of two mask below lowbit(r), the farthest first.
+  int top = 1;
+  while (top < N) top <<= 1;  // rank 0 is the parent of every r + mask < N
+  const int lowbit = r == 0 ? top : (r & -r);
+  if (r != 0) {
+    detail::exchange<T>(ch, nullptr, 0, r - lowbit, x, count, r - lowbit, detail::OnReceive::Copy, op, st);
+    st.steps += 1;
+  }
+  for (int mask = lowbit >> 1; mask >= 1; mask >>= 1) {
+    if (r + mask < N) {
+      detail::exchange<T>(ch, x, count, r + mask, nullptr, 0, r + mask, detail::OnReceive::Copy, op, st);
+      st.steps += 1;
+    }
+  }
+  return st;
+}
+
+// ---- by name ------------------------------------------------------------------------------------
+
+/// all_reduce of a raw buffer with the chosen algorithm; Algorithm::MPI calls MPI_Allreduce and
+/// reports bytes as -1 (MPI does not tell). Returns this rank's CommStats.
+inline CommStats all_reduce(void* buf, int64_t count, DType dtype, ReduceOp op, Algorithm algo,
+                            const AlgorithmOptions& opt = {}) {
+  if (algo == Algorithm::MPI) {
+    all_reduce(buf, count, dtype, op);
+    CommStats st;
+    st.bytes_sent = st.bytes_received = -1;
+    st.messages_sent = st.steps = -1;
+    return st;
+  }
+  return dispatch(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* x = static_cast<T*>(buf);
+    switch (algo) {
+      case Algorithm::Ring: return ring_all_reduce(x, count, op, opt);
+      case Algorithm::ParameterServer: return parameter_server_all_reduce(x, count, op, opt);
+      case Algorithm::Tree: return tree_all_reduce(x, count, op, opt);
+      case Algorithm::MPI: break;
+    }
+    return CommStats{};
+  });
+}
+
+/// Same, algorithm by name: "mpi", "ring", "parameter_server", "tree".
+inline CommStats all_reduce(void* buf, int64_t count, DType dtype, ReduceOp op, const std::string& algo,
+                            const AlgorithmOptions& opt = {}) {
+  return all_reduce(buf, count, dtype, op, algorithm_from_name(algo), opt);
+}
+
+// ---- the cost model, for labs and tests ------------------------------------------------------------
+
+/// Bytes rank `rank` sends in ring_all_reduce of `count` elements of `elem_size` bytes:
+/// every chunk but one in each phase, i.e. (M - |chunk r+1|) + (M - |chunk r+2|) in elements.
+/// Equals 2(N-1)/N * M exactly when N divides count.
+inline int64_t ring_bytes_sent(int64_t count, int64_t elem_size, int world, int rank) {
+  if (world <= 1 || count == 0) return 0;
+  const auto off = detail::chunk_offsets(count, world);
+  auto len = [&](int c) { return off[c + 1] - off[c]; };
+  return elem_size * ((count - len((rank + 1) % world)) + (count - len((rank + 2) % world)));
+}
+
+/// Bytes `rank` sends in parameter_server_all_reduce: (N-1)*M on rank 0, M on the others.
+inline int64_t parameter_server_bytes_sent(int64_t count, int64_t elem_size, int world, int rank) {
+  if (world <= 1) return 0;
+  return count * elem_size * (rank == 0 ? world - 1 : 1);
+}
+
+/// Bytes `rank` sends in tree_all_reduce: M to its parent (not rank 0) plus M per child.
+inline int64_t tree_bytes_sent(int64_t count, int64_t elem_size, int world, int rank) {
+  if (world <= 1) return 0;
+  int top = 1;
+  while (top < world) top <<= 1;
+  const int lowbit = rank == 0 ? top : (rank & -rank);
+  int64_t edges = rank == 0 ? 0 : 1;
+  for (int mask = lowbit >> 1; mask >= 1; mask >>= 1) edges += (rank + mask < world) ? 1 : 0;
+  return edges * count * elem_size;
+}
+
+}  // namespace tinytorch::distributed

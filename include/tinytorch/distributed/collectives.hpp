@@ -1,0 +1,248 @@
+// tinytorch/distributed/collectives.hpp — the collectives on Tensors (torch.distributed's API).
+//
+// N ranks, t_r = rank r's tensor:
+//   all_reduce(t, op)                 t_r <- op(t_0, ..., t_{N-1})     in place, every rank
+//   all_reduce(t, op, "ring")         the same with a teaching algorithm (algorithms.hpp);
+//                                     returns this rank's CommStats
+//   broadcast(t, src)                 t_r <- t_src
+//   all_gather(list, t)               list[i] <- t_i              list: N tensors shaped like t
+//   all_gather(out, t)                out = cat(t_0, ..., t_{N-1})      out.numel() == N * t.numel()
+//                                     (PyTorch: all_gather_into_tensor)
+//   reduce_scatter(out, in, op)       out_r <- op over ranks of in.flatten()[r*n : (r+1)*n],
+//                                     n = out.numel(), in.numel() == N * n
+//                                     (PyTorch: reduce_scatter_tensor)
+//   barrier()                         (buffer_collectives.hpp)
+//   *_async(...) -> Work              start now, Work::wait() later; the Work keeps the tensors
+//                                     alive until it completes
+//
+// Tensors are handles (copying one shares the data), so the collectives take `const Tensor&`
+// and write into the data in place, as PyTorch's C++ API does.
+//
+// Checked on each rank before any message is sent, with a tinytorch::Error naming the collective
+// and the values: tensor defined; on the CPU (the MPI backend moves host memory; NCCL on CUDA
+// tensors comes with the CUDA backend); contiguous; dtypes agree; sizes agree (list length N,
+// numel ratios); src in range; no int64 AVG. What cannot be checked locally is that *other*
+// ranks passed the same sizes — a mismatch there is undefined behaviour in MPI (usually an
+// MPI_ERR_TRUNCATE error or a hang). DDP verifies its model across ranks for that reason.
+//
+// Chapter: chapters/07-all-reduce.md, 06-distributed-data-parallel.md.
+// Reference: torch.distributed (all_reduce, broadcast, all_gather, all_gather_into_tensor,
+// reduce_scatter_tensor, barrier; async_op=True returns a Work).
+#pragma once
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../tensor.hpp"
+#include "algorithms.hpp"
+#include "buffer_collectives.hpp"
+#include "errors.hpp"
+#include "process_group.hpp"
+#include "work.hpp"
+
+namespace tinytorch::distributed {
+
+namespace detail {
+
+/// Row-major contiguity from sizes and strides (dims of size 1 may have any stride), written
+/// here so that this header needs only tensor.hpp.
+inline bool dense_contiguous(const Tensor& t) {
+  const Shape& s = t.sizes();
+  const Strides& st = t.strides();
+  int64_t expected = 1;
+  for (size_t i = s.size(); i-- > 0;) {
+    if (s[i] == 0) return true;
+    if (s[i] == 1) continue;
+    if (st[i] != expected) return false;
+    expected *= s[i];
+  }
+  return true;
+}
+
+/// The local checks every tensor collective makes. `what` names the argument ("tensor",
+/// "output", "output_list[1]").
+inline void check_tensor(const char* op, const Tensor& t, const char* what = "tensor") {
+  require_initialized(op);
+  check(t.defined(), rank_prefix(), op, ": ", what, " is an undefined Tensor");
+  check(t.device().is_cpu(), rank_prefix(), op, ": ", what, " is on ", t.device().str(),
+        "; the MPI backend moves CPU tensors only (NCCL collectives on CUDA tensors come with the "
+        "CUDA backend; use nccl_all_reduce on raw device buffers meanwhile)");
+  check(dense_contiguous(t), rank_prefix(), op, ": ", what, " must be contiguous (sizes ",
+        shape_str(t.sizes()), ", strides ", shape_str(t.strides()), "); call .contiguous() first");
+}
+
+inline void check_same_dtype(const char* op, const Tensor& a, const char* a_name, const Tensor& b,
+                             const char* b_name) {
+  check(a.dtype() == b.dtype(), rank_prefix(), op, ": ", a_name, " has dtype ", dtype_name(a.dtype()), " but ",
+        b_name, " has dtype ", dtype_name(b.dtype()));
+}
+
+inline void check_output_list(const char* op, const std::vector<Tensor>& list, const Tensor& in) {
+  const int n = group().world_size;
+  check(static_cast<int>(list.size()) == n, rank_prefix(), op, ": output list has ", list.size(),
+        " tensors but world_size is ", n);
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string name = "output_list[" + std::to_string(i) + "]";
+    check_tensor(op, list[i], name.c_str());
+    check_same_dtype(op, list[i], name.c_str(), in, "input");
+    check(list[i].numel() == in.numel(), rank_prefix(), op, ": ", name, " has ", list[i].numel(),
+          " elements (sizes ", shape_str(list[i].sizes()), ") but input has ", in.numel(), " (sizes ",
+          shape_str(in.sizes()), ")");
+  }
+}
+
+/// Copies a gathered contiguous buffer (N blocks of `bytes`) into the output tensors.
+inline void scatter_to_list(const std::vector<Tensor>& list, const char* gathered, size_t bytes) {
+  for (size_t i = 0; i < list.size(); ++i)
+    if (bytes > 0) std::memcpy(list[i].raw_data(), gathered + i * bytes, bytes);
+}
+
+}  // namespace detail
+
+// ---- all_reduce ---------------------------------------------------------------------------------
+
+/// In place: t <- op over all ranks (MPI_Allreduce). t: any shape, contiguous CPU tensor.
+/// Throws tinytorch::Error on a bad argument (before any message) or an MPI failure.
+inline void all_reduce(const Tensor& t, ReduceOp op = ReduceOp::SUM) {
+  detail::check_tensor("all_reduce", t);
+  all_reduce(t.raw_data(), t.numel(), t.dtype(), op);
+}
+
+/// In place with a teaching algorithm (Algorithm::Ring, ParameterServer, Tree, or MPI).
+/// Returns this rank's CommStats (bytes sent/received, messages, steps).
+inline CommStats all_reduce(const Tensor& t, ReduceOp op, Algorithm algo, const AlgorithmOptions& opt = {}) {
+  detail::check_tensor("all_reduce", t);
+  return all_reduce(t.raw_data(), t.numel(), t.dtype(), op, algo, opt);
+}
+
+/// Same, algorithm by name: "mpi", "ring", "parameter_server", "tree".
+inline CommStats all_reduce(const Tensor& t, ReduceOp op, const std::string& algo,
+                            const AlgorithmOptions& opt = {}) {
+  return all_reduce(t, op, algorithm_from_name(algo), opt);
+}
+
+inline CommStats all_reduce(const Tensor& t, ReduceOp op, const char* algo, const AlgorithmOptions& opt = {}) {
+  return all_reduce(t, op, algorithm_from_name(algo), opt);
+}
+
+/// Starts an in-place all_reduce (MPI_Iallreduce). Do not touch t until Work::wait().
+inline Work all_reduce_async(const Tensor& t, ReduceOp op = ReduceOp::SUM) {
+  detail::check_tensor("all_reduce_async", t);
+  Work w = all_reduce_async(t.raw_data(), t.numel(), t.dtype(), op);
+  w.attach(std::make_shared<Tensor>(t));  // t's memory stays alive until the Work completes
+  return w;
+}
+
+// ---- broadcast ----------------------------------------------------------------------------------
+
+/// t <- rank src's t, on every rank (MPI_Bcast). Throws for src outside [0, world_size).
+inline void broadcast(const Tensor& t, int src) {
+  detail::check_tensor("broadcast", t);
+  broadcast(t.raw_data(), t.numel(), t.dtype(), src);
+}
+
+/// Starts a broadcast (MPI_Ibcast).
+inline Work broadcast_async(const Tensor& t, int src) {
+  detail::check_tensor("broadcast_async", t);
+  Work w = broadcast_async(t.raw_data(), t.numel(), t.dtype(), src);
+  w.attach(std::make_shared<Tensor>(t));
+  return w;
+}
+
+// ---- all_gather ---------------------------------------------------------------------------------
+
+/// out (N * t.numel() elements, any shape) <- [t of rank 0 | t of rank 1 | ...]
+/// (PyTorch's all_gather_into_tensor). Throws on dtype or size mismatch.
+inline void all_gather(const Tensor& out, const Tensor& t) {
+  const char* op = "all_gather";
+  detail::check_tensor(op, t, "input");
+  detail::check_tensor(op, out, "output");
+  detail::check_same_dtype(op, out, "output", t, "input");
+  const int n = detail::group().world_size;
+  detail::check(out.numel() == n * t.numel(), detail::rank_prefix(), op, ": output has ", out.numel(),
+                " elements (sizes ", shape_str(out.sizes()), ") but world_size * input.numel() = ", n, " * ",
+                t.numel(), " = ", n * t.numel());
+  all_gather(out.raw_data(), t.raw_data(), t.numel(), t.dtype());
+}
+
+/// PyTorch's name for the single-output-tensor form.
+inline void all_gather_into_tensor(const Tensor& out, const Tensor& t) { all_gather(out, t); }
+
+/// list[i] <- rank i's t; list must hold world_size tensors with t's dtype and numel.
+inline void all_gather(const std::vector<Tensor>& out_list, const Tensor& t) {
+  const char* op = "all_gather";
+  detail::check_tensor(op, t, "input");
+  detail::check_output_list(op, out_list, t);
+  const size_t bytes = static_cast<size_t>(t.numel()) * element_size(t.dtype());
+  std::vector<char> gathered(bytes * out_list.size());
+  all_gather(gathered.data(), t.raw_data(), t.numel(), t.dtype());
+  detail::scatter_to_list(out_list, gathered.data(), bytes);
+}
+
+/// Starts all_gather into one tensor (MPI_Iallgather).
+inline Work all_gather_async(const Tensor& out, const Tensor& t) {
+  const char* op = "all_gather_async";
+  detail::check_tensor(op, t, "input");
+  detail::check_tensor(op, out, "output");
+  detail::check_same_dtype(op, out, "output", t, "input");
+  const int n = detail::group().world_size;
+  detail::check(out.numel() == n * t.numel(), detail::rank_prefix(), op, ": output has ", out.numel(),
+                " elements but world_size * input.numel() = ", n * t.numel());
+  Work w = all_gather_async(out.raw_data(), t.raw_data(), t.numel(), t.dtype());
+  w.attach(std::make_shared<std::vector<Tensor>>(std::vector<Tensor>{out, t}));
+  return w;
+}
+
+/// Starts all_gather into a list; the copies into the list happen in Work::wait().
+inline Work all_gather_async(const std::vector<Tensor>& out_list, const Tensor& t) {
+  const char* op = "all_gather_async";
+  detail::check_tensor(op, t, "input");
+  detail::check_output_list(op, out_list, t);
+  const size_t bytes = static_cast<size_t>(t.numel()) * element_size(t.dtype());
+  auto gathered = std::make_shared<std::vector<char>>(bytes * out_list.size());
+  Work w = all_gather_async(gathered->data(), t.raw_data(), t.numel(), t.dtype());
+  // After completion: copy the gathered blocks into the list (which the lambda keeps alive).
+  std::vector<Tensor> outs = out_list;
+  w.attach(std::make_shared<Tensor>(t),
+           [outs, gathered, bytes] { detail::scatter_to_list(outs, gathered->data(), bytes); });
+  return w;
+}
+
+// ---- reduce_scatter -----------------------------------------------------------------------------
+
+/// out_r <- op over ranks of the r-th block of `in` (in.numel() == world_size * out.numel();
+/// PyTorch's reduce_scatter_tensor). out and in must not share memory.
+inline void reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op = ReduceOp::SUM) {
+  const char* name = "reduce_scatter";
+  detail::check_tensor(name, in, "input");
+  detail::check_tensor(name, out, "output");
+  detail::check_same_dtype(name, out, "output", in, "input");
+  const int n = detail::group().world_size;
+  detail::check(in.numel() == n * out.numel(), detail::rank_prefix(), name, ": input has ", in.numel(),
+                " elements (sizes ", shape_str(in.sizes()), ") but world_size * output.numel() = ", n, " * ",
+                out.numel(), " = ", n * out.numel());
+  reduce_scatter(out.raw_data(), in.raw_data(), out.numel(), out.dtype(), op);
+}
+
+/// PyTorch's name for the same operation.
+inline void reduce_scatter_tensor(const Tensor& out, const Tensor& in, ReduceOp op = ReduceOp::SUM) {
+  reduce_scatter(out, in, op);
+}
+
+/// Starts reduce_scatter (MPI_Ireduce_scatter_block).
+inline Work reduce_scatter_async(const Tensor& out, const Tensor& in, ReduceOp op = ReduceOp::SUM) {
+  const char* name = "reduce_scatter_async";
+  detail::check_tensor(name, in, "input");
+  detail::check_tensor(name, out, "output");
+  detail::check_same_dtype(name, out, "output", in, "input");
+  const int n = detail::group().world_size;
+  detail::check(in.numel() == n * out.numel(), detail::rank_prefix(), name, ": input has ", in.numel(),
+                " elements but world_size * output.numel() = ", n * out.numel());
+  Work w = reduce_scatter_async(out.raw_data(), in.raw_data(), out.numel(), out.dtype(), op);
+  w.attach(std::make_shared<std::vector<Tensor>>(std::vector<Tensor>{out, in}));
+  return w;
+}
+
+}  // namespace tinytorch::distributed

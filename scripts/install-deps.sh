@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# scripts/install-deps.sh — install the Debian packages tinytorch builds and tests with.
+#
+#   scripts/install-deps.sh          # called by scripts/test.sh and scripts/quickstart.sh
+#
+# Does nothing when every package is already installed (checked with dpkg). Otherwise installs
+# the missing ones with apt-get (through sudo when not root), running `apt-get update` only if
+# the package lists are empty or the first install attempt fails. Never installs libtorch or
+# OpenBLAS: tinytorch does not need them (benches use libtorch only if it happens to be there).
+# Packages:
+#   g++ cmake make            compiler and build (CMake >= 3.24)
+#   libeigen3-dev zlib1g-dev  the two required dependencies (CPU GEMM, gzip'd MNIST files)
+#   catch2                    unit tests (Catch2 v2, <catch2/catch.hpp>)
+#   libbenchmark-dev          bench/ (Google Benchmark)
+#   libcli11-dev              examples' command-line options
+#   openmpi-bin libopenmpi-dev  distributed training, tests/mpi
+#   dataset-fashion-mnist     /usr/share/datasets/fashion-mnist, used by train_mnist
+set -euo pipefail
+
+TT_DEBIAN_PACKAGES=(
+  g++ cmake make
+  libeigen3-dev zlib1g-dev
+  catch2 libbenchmark-dev libcli11-dev
+  openmpi-bin libopenmpi-dev
+  dataset-fashion-mnist
+)
+
+missing=()
+for pkg in "${TT_DEBIAN_PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#TT_DEBIAN_PACKAGES[@]} Debian packages are installed"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "install-deps: apt-get not found; please install: ${missing[*]}" >&2
+  exit 1
+fi
+SUDO=()
+if [[ "$(id -u)" != "0" ]]; then
+  if command -v sudo >/dev/null 2>&1; then
+    SUDO=(sudo)
+  else
+    echo "install-deps: not root and no sudo; please install: ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+apt_install() {
+  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y --no-install-recommends "${missing[@]}"
+}
+if ! compgen -G '/var/lib/apt/lists/*_Packages*' >/dev/null; then  # never updated (fresh image)
+  "${SUDO[@]}" apt-get update
+  apt_install
+elif ! apt_install; then
+  echo "install-deps: install failed; refreshing package lists and retrying" >&2
+  "${SUDO[@]}" apt-get update
+  apt_install
+fi

@@ -1,0 +1,71 @@
+// tests/mpi/ddp_failing_rank.cpp — DDP jobs in which one rank goes wrong; run by
+// tests/mpi/ddp_failure_test.sh, which asserts that the whole job ends within seconds with the
+// failing rank's message instead of hanging.
+//
+//   scripts/mpirun.sh -np 2 build/bin/ddp_failing_rank <mode>
+//
+// Modes (main() is pattern A of include/tinytorch/distributed/guard.hpp: a guard, no try/catch,
+// so an exception reaches std::terminate, whose handler prints "rank r: <what()>" and calls
+// MPI_Abort):
+//   mismatch  the last rank builds a different model: every rank throws the same
+//             "DDP expects same model across all ranks" from the DDP constructor.
+//   unused    rank 1 skips layer fc_b in forward (the other ranks use it). Rank 0's single bucket
+//             completes, so its backward waits for an all-reduce that rank 1 never starts;
+//             rank 1's next forward throws "Expected to have finished reduction ... fc_b.weight,
+//             fc_b.bias" and its MPI_Abort ends rank 0's wait.
+//   throw     rank 1 throws in the middle of its second iteration (between forward and
+//             backward), while rank 0's communication thread waits in the bucket all-reduce.
+//   ok        nobody fails: three iterations, exit 0, rank 0 prints "ddp ok: N ranks".
+// Chapter: chapters/06-distributed-data-parallel.md ("When a rank goes wrong").
+#include <tinytorch/distributed.hpp>
+#include <tinytorch/tinytorch.hpp>
+
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace dist = tinytorch::distributed;
+namespace nn = tinytorch::nn;
+using tinytorch::Tensor;
+
+namespace {
+
+class TwoLayers : public nn::Module {
+ public:
+  explicit TwoLayers(int64_t out) {
+    fc_a = register_module("fc_a", std::make_shared<nn::Linear>(4, out));
+    fc_b = register_module("fc_b", std::make_shared<nn::Linear>(4, out));
+  }
+  Tensor forward(const Tensor& x) override { return use_b ? fc_a->forward(x) + fc_b->forward(x) : fc_a->forward(x); }
+  std::shared_ptr<nn::Linear> fc_a, fc_b;
+  bool use_b = true;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "ok";
+  if (mode != "ok" && mode != "mismatch" && mode != "unused" && mode != "throw") {
+    std::fprintf(stderr, "ddp_failing_rank: unknown mode '%s' (ok, mismatch, unused, throw)\n", mode.c_str());
+    return 2;
+  }
+  dist::ProcessGroupGuard pg(dist::Backend::MPI);
+  const int r = dist::get_rank(), n = dist::get_world_size();
+  auto model = std::make_shared<TwoLayers>(mode == "mismatch" && r == n - 1 ? 3 : 2);
+  model->use_b = !(mode == "unused" && r == 1);
+  dist::DistributedDataParallel ddp(model);
+  tinytorch::optim::SGD opt(ddp.parameters(), 0.1);
+  nn::MSELoss loss_fn;
+  Tensor x = tinytorch::ones({3, 4}), y = tinytorch::zeros({3, 2});
+  for (int it = 0; it < 3; ++it) {
+    opt.zero_grad();
+    Tensor loss = loss_fn(ddp.forward(x), y);
+    if (mode == "throw" && r == 1 && it == 1)
+      throw std::runtime_error("rank-local failure between forward and backward (e.g. a NaN check)");
+    loss.backward();
+    opt.step();
+  }
+  if (r == 0) std::printf("ddp ok: %d ranks\n", n);
+  return 0;
+}
