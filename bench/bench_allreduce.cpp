@@ -59,7 +59,7 @@ struct Variant {
   dist::AlgorithmOptions opt;
 };
 
-/// Parses "name[:segment_bytes[:depth]]"; throws tinytorch::Error on a bad name or number.
+/// Parses "name[:segment_bytes[:depth[:copy_segment_bytes]]]"; throws tinytorch::Error on a bad name or number.
 Variant parse_variant(const std::string& spec, const dist::AlgorithmOptions& defaults) {
   Variant v{spec, dist::Algorithm::MPI, defaults};
   const size_t c1 = spec.find(':');
@@ -67,7 +67,11 @@ Variant parse_variant(const std::string& spec, const dist::AlgorithmOptions& def
   if (c1 != std::string::npos) {
     const size_t c2 = spec.find(':', c1 + 1);
     v.opt.segment_bytes = std::stoll(spec.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1));
-    if (c2 != std::string::npos) v.opt.recv_depth = std::stoi(spec.substr(c2 + 1));
+    if (c2 != std::string::npos) {
+      const size_t c3 = spec.find(':', c2 + 1);
+      v.opt.recv_depth = std::stoi(spec.substr(c2 + 1, c3 == std::string::npos ? std::string::npos : c3 - c2 - 1));
+      if (c3 != std::string::npos) v.opt.copy_segment_bytes = std::stoll(spec.substr(c3 + 1));
+    }
   }
   return v;
 }
@@ -79,8 +83,8 @@ void usage() {
                "  --factor F           size step (default 4)\n"
                "  --reps R             repetitions per size and algorithm; the median is shown (default 7)\n"
                "  --algos a,b,...      from mpi,ring,parameter_server,tree (default: all four); an algorithm\n"
-               "                       may carry its own options as name:segment_bytes[:depth], e.g.\n"
-               "                       --algos mpi,ring:65536:2,ring:262144:4 compares segment sizes\n"
+               "                       may carry its own options as name:segment_bytes[:depth[:copy_segment]],\n"
+               "                       e.g. --algos mpi,ring:65536:2,ring:262144:4 compares segment sizes\n"
                "  --segment-bytes S    pipeline segment of the teaching algorithms (default 131072)\n"
                "  --depth D            receives posted ahead (default 2)\n"
                "  --csv FILE           also write one row per (size, algorithm) to FILE (rank 0)\n"

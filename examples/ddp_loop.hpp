@@ -52,8 +52,8 @@ struct DdpExampleOptions {
 
 struct DdpExampleResult {
   std::vector<double> losses;  ///< this rank's last-batch loss of each epoch
-  std::vector<double> weight;  ///< final fc.weight (2 values) and fc.bias (1 value), this rank
-  double bias = 0;
+  std::vector<double> weight;  ///< final fc.weight (2 values), this rank
+  double bias = 0;             ///< final fc.bias, this rank
 };
 
 /// Runs the loop on this rank of the default process group (which must be initialised; world

@@ -38,6 +38,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -166,7 +167,9 @@ int run(const Config& cfg) {
   }
   tt::nn::CrossEntropyLoss loss_fn;
 
-  const bool tty = is_main && isatty(fileno(stdout));
+  // Live progress only on a real terminal: Open MPI hands each rank a pseudo-terminal even when
+  // mpirun's own output goes to a pipe or a file, so ranks launched by mpirun print plain lines.
+  const bool tty = is_main && isatty(fileno(stdout)) && std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr;
   if (is_main) {
     std::printf("train_mnist: %lld training / %lld test images from %s, batch %lld, lr %g, momentum %g, %d epochs\n",
                 (long long)train_x.size(0), (long long)test_x.size(0), dir.c_str(), (long long)cfg.batch_size,

@@ -11,6 +11,9 @@
 #   --allow-run-as-root   only when running as root (containers, CI)
 #   OMPI_MCA_btl_vader_single_copy_mechanism=none   unless already set: shared-memory transfers
 #                         without CMA/ptrace, which containers usually forbid
+#   OMPI_MCA_mpi_yield_when_idle=1  unless already set: a rank waiting in MPI yields its core
+#                         instead of spinning. With DDP's communication thread, 2 ranks on 2 cores
+#                         run 4 threads; spinning waits made train_mnist 5x slower here.
 #   OMPI_MCA_btl=^openib  unless OMPI_MCA_btl is set: no InfiniBand "openib" warnings on
 #                         machines without it
 # ctest runs every tests/mpi/test_* through this script with -np 2, 3 and 4; scripts/quickstart.sh
@@ -58,6 +61,7 @@ fi
 
 export OMPI_MCA_btl_vader_single_copy_mechanism="${OMPI_MCA_btl_vader_single_copy_mechanism:-none}"
 export OMPI_MCA_btl="${OMPI_MCA_btl:-^openib}"
+export OMPI_MCA_mpi_yield_when_idle="${OMPI_MCA_mpi_yield_when_idle:-1}"
 
 if [[ "${TT_MPIRUN_VERBOSE:-0}" != "0" ]]; then
   echo "+ $MPIRUN ${extra[*]} $*" >&2

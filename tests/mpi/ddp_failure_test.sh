@@ -7,10 +7,8 @@
 # Runs tests/mpi/ddp_failing_rank.cpp under scripts/mpirun.sh in each mode and asserts that
 # mpirun exits non-zero (mode ok: zero), not because our timeout killed it, within
 # TT_FAILURE_SECONDS (default 20) seconds, and that the output holds the expected text.
-# Build by hand (or register in tests/CMakeLists.txt next to failure_test.sh):
-#   mpicxx -std=c++17 -O2 -Iinclude -I/usr/include/eigen3 tests/mpi/ddp_failing_rank.cpp \
-#          -o build/bin/ddp_failing_rank -lz
-# Exit 0 when every check passes, 1 otherwise.
+# ctest runs it as mpi_ddp_failure (tests/CMakeLists.txt pairs every tests/mpi/<p>failure_test.sh
+# with tests/mpi/<p>failing_rank.cpp). Exit 0 when every check passes, 1 otherwise.
 set -uo pipefail
 
 bin="${1:?usage: ddp_failure_test.sh <ddp_failing_rank binary> [np]}"

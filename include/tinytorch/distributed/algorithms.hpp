@@ -24,10 +24,12 @@
 //                       each rank sends 2(N-1)/N * M bytes (exactly: see ring_bytes_sent).
 //                       T = 2(N-1)*alpha + 2(N-1)/N * M/beta        (bandwidth-optimal)
 //
-// Pipelining: a message of a chunk is cut into segments (AlgorithmOptions::segment_bytes).
-// Receives go into small scratch slots and are reduced as soon as each segment arrives, while
-// the next segments are already in flight — the data being added is still in cache, and sending
-// overlaps adding.
+// Pipelining: a message the receiver must add in is cut into segments
+// (AlgorithmOptions::segment_bytes). The sender posts all of them at once; the receiver lands
+// them in a few small scratch slots and adds each one as soon as it has arrived, while the next
+// ones are already on their way — the data being added is still in cache, and sending overlaps
+// adding. A message the receiver only stores (the ring's all-gather, the broadcasts) goes whole
+// and straight into place: there is nothing to overlap, and one message costs one handshake.
 //
 // Each algorithm returns CommStats: what *this rank* sent and received. A lab can check
 // stats.bytes_sent == 2(N-1)/N * M for the ring, or (N-1)*M on rank 0 of the parameter server.
@@ -106,6 +108,10 @@ struct AlgorithmOptions {
   int64_t segment_bytes = 128 * 1024;
   /// How many segment receives are posted ahead (scratch slots of segment_bytes each).
   int recv_depth = 2;
+  /// Segment size of messages the receiver only stores (the ring's all-gather, the broadcasts):
+  /// 0 = whole messages — nothing is computed on them, so there is nothing to overlap, and one
+  /// large message costs MPI a single handshake.
+  int64_t copy_segment_bytes = 0;
 };
 
 /// MPI tag of the algorithms' point-to-point messages.
@@ -165,85 +171,101 @@ inline void* scratch(size_t bytes) {
   return b.p;
 }
 
-/// What the algorithms need to talk: communicator, my rank, world size, segment size.
+/// What the algorithms need to talk: communicator, my rank, world size, message sizes.
 struct Channel {
-  const char* op;  ///< "ring_all_reduce", ... for error messages
+  const char* op;     ///< "ring_all_reduce", ... for error messages
   int rank;
   int world;
-  int64_t seg;     ///< segment length in elements
-  int depth;       ///< receives posted ahead
+  int64_t seg;        ///< segment length (elements) of a message the receiver adds in
+  int64_t copy_seg;   ///< segment length (elements) of a message the receiver just stores
+  int depth;          ///< reduce-receives posted ahead
 #if TINYTORCH_WITH_MPI
   MPI_Comm comm;
   MPI_Datatype type;
 #endif
 };
 
-enum class OnReceive { Copy, Reduce };
+// The four communication primitives of this file. A message of n elements travels as
+// ceil(n / seg) MPI messages of at most `seg` elements; sender and receiver use the same `seg`
+// (ch.seg when the receiver adds the data in, ch.copy_seg when it only stores it), so the k-th
+// send matches the k-th receive (MPI keeps the order of messages between two ranks).
 
-/// The one communication primitive of this file: at the same time,
-///   send  `send_n` elements from `send` to rank `to`, and
-///   receive `recv_n` elements from rank `from` into `recv`, either copying them in place
-///   (OnReceive::Copy) or adding them into `recv` (OnReceive::Reduce, through scratch slots).
-/// Both sides cut messages into segments of ch.seg elements, so a sender's k-th message is the
-/// receiver's k-th receive. Either side may be empty (count 0). Counts go into `st`.
-template <typename T>
-void exchange(const Channel& ch, const T* send, int64_t send_n, int to, T* recv, int64_t recv_n, int from,
-              OnReceive how, ReduceOp rop, CommStats& st) {
 #if TINYTORCH_WITH_MPI
-  const int64_t S = ch.seg;
-  const int64_t nsend = ceil_div(send_n, S), nrecv = ceil_div(recv_n, S);
-  auto seg_len = [S](int64_t total, int64_t k) { return std::min(S, total - k * S); };
+using Requests = std::vector<MPI_Request>;
 
-  // 1. Every segment of the outgoing message is ready: post all sends at once.
-  thread_local std::vector<MPI_Request> sends;
-  sends.assign(static_cast<size_t>(nsend), MPI_REQUEST_NULL);
-  for (int64_t k = 0; k < nsend; ++k) {
-    const int64_t n = seg_len(send_n, k);
-    mpi_check(MPI_Isend(send + k * S, static_cast<int>(n), ch.type, to, kAlgorithmTag, ch.comm, &sends[k]),
+/// Starts sending data[0, n) to rank `to`, cut into pieces of `seg` elements; returns at once.
+/// The caller must wait_all(requests) before changing `data`.
+template <typename T>
+void post_sends(const Channel& ch, const T* data, int64_t n, int to, int64_t seg, Requests& requests,
+                CommStats& st) {
+  for (int64_t k = 0; k * seg < n; ++k) {
+    const int64_t len = std::min(seg, n - k * seg);
+    requests.push_back(MPI_REQUEST_NULL);
+    mpi_check(MPI_Isend(data + k * seg, static_cast<int>(len), ch.type, to, kAlgorithmTag, ch.comm,
+                        &requests.back()),
               "MPI_Isend", ch.op);
-    st.bytes_sent += n * static_cast<int64_t>(sizeof(T));
+    st.bytes_sent += len * static_cast<int64_t>(sizeof(T));
     st.messages_sent += 1;
   }
-
-  // 2. Receive.
-  if (how == OnReceive::Copy) {
-    // Straight into place: no scratch, no extra copy.
-    thread_local std::vector<MPI_Request> recvs;
-    recvs.assign(static_cast<size_t>(nrecv), MPI_REQUEST_NULL);
-    for (int64_t k = 0; k < nrecv; ++k)
-      mpi_check(MPI_Irecv(recv + k * S, static_cast<int>(seg_len(recv_n, k)), ch.type, from, kAlgorithmTag,
-                          ch.comm, &recvs[k]),
-                "MPI_Irecv", ch.op);
-    if (nrecv > 0)
-      mpi_check(MPI_Waitall(static_cast<int>(nrecv), recvs.data(), MPI_STATUSES_IGNORE), "MPI_Waitall", ch.op);
-  } else {
-    // Through `depth` scratch slots: segment k lands in slot k % depth; as soon as it is there
-    // it is added into recv, and the slot is reused for segment k + depth.
-    const int D = ch.depth;
-    T* slots = static_cast<T*>(scratch(static_cast<size_t>(D) * S * sizeof(T)));
-    MPI_Request window[16];
-    auto post = [&](int64_t k) {
-      mpi_check(MPI_Irecv(slots + (k % D) * S, static_cast<int>(seg_len(recv_n, k)), ch.type, from,
-                          kAlgorithmTag, ch.comm, &window[k % D]),
-                "MPI_Irecv", ch.op);
-    };
-    for (int64_t k = 0; k < std::min<int64_t>(D, nrecv); ++k) post(k);
-    for (int64_t k = 0; k < nrecv; ++k) {
-      mpi_check(MPI_Wait(&window[k % D], MPI_STATUS_IGNORE), "MPI_Wait", ch.op);
-      reduce_into(recv + k * S, slots + (k % D) * S, seg_len(recv_n, k), rop);
-      if (k + D < nrecv) post(k + D);
-    }
-  }
-  st.bytes_received += recv_n * static_cast<int64_t>(sizeof(T));
-
-  // 3. The sends must be complete before `send` may change.
-  if (nsend > 0)
-    mpi_check(MPI_Waitall(static_cast<int>(nsend), sends.data(), MPI_STATUSES_IGNORE), "MPI_Waitall", ch.op);
-#else
-  (void)ch, (void)send, (void)send_n, (void)to, (void)recv, (void)recv_n, (void)from, (void)how, (void)rop,
-      (void)st;
-#endif
 }
+
+/// Blocks until every request has completed; empties the list.
+inline void wait_all(const Channel& ch, Requests& requests) {
+  if (!requests.empty())
+    mpi_check(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE),
+              "MPI_Waitall", ch.op);
+  requests.clear();
+}
+
+/// Receives n elements from rank `from` straight into dst[0, n) (pieces of ch.copy_seg).
+template <typename T>
+void recv_copy(const Channel& ch, T* dst, int64_t n, int from, CommStats& st) {
+  Requests requests;
+  for (int64_t k = 0; k * ch.copy_seg < n; ++k) {
+    const int64_t len = std::min(ch.copy_seg, n - k * ch.copy_seg);
+    requests.push_back(MPI_REQUEST_NULL);
+    mpi_check(MPI_Irecv(dst + k * ch.copy_seg, static_cast<int>(len), ch.type, from, kAlgorithmTag, ch.comm,
+                        &requests.back()),
+              "MPI_Irecv", ch.op);
+  }
+  wait_all(ch, requests);
+  st.bytes_received += n * static_cast<int64_t>(sizeof(T));
+}
+
+/// Receives n elements from rank `from` in pieces of ch.seg and adds each piece into dst as soon
+/// as it has arrived: dst[i] = dst[i] (op) received[i]. Pieces land in ch.depth scratch slots
+/// (piece k in slot k % depth), so while one piece is being added the next ones are already on
+/// their way, and the piece being added is still in cache.
+template <typename T>
+void recv_reduce(const Channel& ch, T* dst, int64_t n, int from, ReduceOp op, CommStats& st) {
+  const int64_t S = ch.seg;
+  const int D = ch.depth;
+  const int64_t pieces = ceil_div(n, S);
+  T* slots = static_cast<T*>(scratch(static_cast<size_t>(D) * S * sizeof(T)));
+  MPI_Request window[16];
+  auto len = [&](int64_t k) { return std::min(S, n - k * S); };
+  auto post = [&](int64_t k) {
+    mpi_check(MPI_Irecv(slots + (k % D) * S, static_cast<int>(len(k)), ch.type, from, kAlgorithmTag, ch.comm,
+                        &window[k % D]),
+              "MPI_Irecv", ch.op);
+  };
+  for (int64_t k = 0; k < std::min<int64_t>(D, pieces); ++k) post(k);
+  for (int64_t k = 0; k < pieces; ++k) {
+    mpi_check(MPI_Wait(&window[k % D], MPI_STATUS_IGNORE), "MPI_Wait", ch.op);
+    reduce_into(dst + k * S, slots + (k % D) * S, len(k), op);
+    if (k + D < pieces) post(k + D);
+  }
+  st.bytes_received += n * static_cast<int64_t>(sizeof(T));
+}
+
+/// post_sends + wait_all: sends data[0, n) to `to` and returns when it is out.
+template <typename T>
+void send_all(const Channel& ch, const T* data, int64_t n, int to, int64_t seg, CommStats& st) {
+  Requests requests;
+  post_sends(ch, data, n, to, seg, requests, st);
+  wait_all(ch, requests);
+}
+#endif
 
 /// Common argument checks; returns the channel for the default group.
 template <typename T>
@@ -252,13 +274,23 @@ Channel open_channel(const char* op, const T* x, int64_t count, ReduceOp rop, co
   check_reduce_op(op, rop, dtype_of<T>());
   check(opt.segment_bytes >= static_cast<int64_t>(sizeof(T)) && opt.segment_bytes <= (int64_t{1} << 30),
         rank_prefix(), op, ": segment_bytes must be in [", sizeof(T), ", 2^30], got ", opt.segment_bytes);
+  check(opt.copy_segment_bytes >= 0 && opt.copy_segment_bytes <= (int64_t{1} << 30), rank_prefix(), op,
+        ": copy_segment_bytes must be in [0, 2^30] (0: whole messages), got ", opt.copy_segment_bytes);
   check(opt.recv_depth >= 1 && opt.recv_depth <= 16, rank_prefix(), op, ": recv_depth must be in [1, 16], got ",
         opt.recv_depth);
   const auto& g = group();
-  Channel ch{op, g.rank, g.world_size, opt.segment_bytes / static_cast<int64_t>(sizeof(T)), opt.recv_depth
+  const int64_t es = static_cast<int64_t>(sizeof(T));
+  const int64_t whole = (int64_t{1} << 30) / es;  // "whole message": at most 1 GiB per MPI call
+  Channel ch{op,
+             g.rank,
+             g.world_size,
+             std::max<int64_t>(1, opt.segment_bytes / es),
+             opt.copy_segment_bytes == 0 ? whole : std::max<int64_t>(1, opt.copy_segment_bytes / es),
+             opt.recv_depth
 #if TINYTORCH_WITH_MPI
              ,
-             g.comm, mpi_datatype(dtype_of<T>())
+             g.comm,
+             mpi_datatype(dtype_of<T>())
 #endif
   };
   return ch;
@@ -284,10 +316,13 @@ CommStats ring_all_reduce(T* x, int64_t count, ReduceOp op = ReduceOp::SUM, cons
 
   // Phase 1, reduce-scatter: after step s, the chunk received in that step holds the sum of
   // s + 2 ranks' values; after N-1 steps chunk (r+1) mod N holds all N.
+#if TINYTORCH_WITH_MPI
+  detail::Requests sends;
   for (int s = 0; s < N - 1; ++s) {
     const int send_c = detail::mod(r - s, N), recv_c = detail::mod(r - s - 1, N);
-    detail::exchange(ch, x + off[send_c], len(send_c), right, x + off[recv_c], len(recv_c), left,
-                     detail::OnReceive::Reduce, op, st);
+    detail::post_sends(ch, x + off[send_c], len(send_c), right, ch.seg, sends, st);   // all pieces at once
+    detail::recv_reduce(ch, x + off[recv_c], len(recv_c), left, op, st);              // add as they come
+    detail::wait_all(ch, sends);
     st.steps += 1;
   }
   const int mine = (r + 1) % N;  // the chunk this rank has completed
@@ -296,10 +331,14 @@ CommStats ring_all_reduce(T* x, int64_t count, ReduceOp op = ReduceOp::SUM, cons
   // Phase 2, all-gather: pass the completed chunks around; each step overwrites one chunk.
   for (int s = 0; s < N - 1; ++s) {
     const int send_c = detail::mod(r + 1 - s, N), recv_c = detail::mod(r - s, N);
-    detail::exchange(ch, x + off[send_c], len(send_c), right, x + off[recv_c], len(recv_c), left,
-                     detail::OnReceive::Copy, op, st);
+    detail::post_sends(ch, x + off[send_c], len(send_c), right, ch.copy_seg, sends, st);
+    detail::recv_copy(ch, x + off[recv_c], len(recv_c), left, st);                   // straight into place
+    detail::wait_all(ch, sends);
     st.steps += 1;
   }
+#else
+  (void)len, (void)right, (void)left;
+#endif
   return st;
 }
 
@@ -315,23 +354,25 @@ CommStats parameter_server_all_reduce(T* x, int64_t count, ReduceOp op = ReduceO
   CommStats st;
   const int N = ch.world;
   if (N == 1 || count == 0) return st;
-  constexpr int server = 0;
 
+#if TINYTORCH_WITH_MPI
+  constexpr int server = 0;
   if (ch.rank == server) {
     for (int w = 1; w < N; ++w) {  // gather + reduce, one worker at a time
-      detail::exchange<T>(ch, nullptr, 0, w, x, count, w, detail::OnReceive::Reduce, op, st);
+      detail::recv_reduce(ch, x, count, w, op, st);
       st.steps += 1;
     }
     if (op == ReduceOp::AVG) detail::divide_all(x, count, N);
     for (int w = 1; w < N; ++w) {  // broadcast, point-to-point
-      detail::exchange<T>(ch, x, count, w, nullptr, 0, w, detail::OnReceive::Copy, op, st);
+      detail::send_all(ch, x, count, w, ch.copy_seg, st);
       st.steps += 1;
     }
   } else {
-    detail::exchange<T>(ch, x, count, server, nullptr, 0, server, detail::OnReceive::Copy, op, st);
-    detail::exchange<T>(ch, nullptr, 0, server, x, count, server, detail::OnReceive::Copy, op, st);
+    detail::send_all(ch, x, count, server, ch.seg, st);  // the server adds it in: pieces of ch.seg
+    detail::recv_copy(ch, x, count, server, st);
     st.steps += 2;
   }
+#endif
   return st;
 }
 
@@ -350,14 +391,15 @@ CommStats tree_all_reduce(T* x, int64_t count, ReduceOp op = ReduceOp::SUM, cons
   // Reduce. Round k (mask = 2^k): a rank whose bit k is set sends its partial sum to its parent
   // r - mask and is done; a rank whose bit k is clear adds in the partial sum of child r + mask.
   //   N = 6:  round 0: 1->0, 3->2, 5->4    round 1: 2->0    round 2: 4->0
+#if TINYTORCH_WITH_MPI
   for (int mask = 1; mask < N; mask <<= 1) {
     if (r & mask) {
-      detail::exchange<T>(ch, x, count, r - mask, nullptr, 0, r - mask, detail::OnReceive::Copy, op, st);
+      detail::send_all(ch, x, count, r - mask, ch.seg, st);  // the parent adds it in
       st.steps += 1;
       break;
     }
     if (r + mask < N) {
-      detail::exchange<T>(ch, nullptr, 0, r + mask, x, count, r + mask, detail::OnReceive::Reduce, op, st);
+      detail::recv_reduce(ch, x, count, r + mask, op, st);
       st.steps += 1;
     }
   }
@@ -369,15 +411,18 @@ CommStats tree_all_reduce(T* x, int64_t count, ReduceOp op = ReduceOp::SUM, cons
   while (top < N) top <<= 1;  // rank 0 is the parent of every r + mask < N
   const int lowbit = r == 0 ? top : (r & -r);
   if (r != 0) {
-    detail::exchange<T>(ch, nullptr, 0, r - lowbit, x, count, r - lowbit, detail::OnReceive::Copy, op, st);
+    detail::recv_copy(ch, x, count, r - lowbit, st);
     st.steps += 1;
   }
   for (int mask = lowbit >> 1; mask >= 1; mask >>= 1) {
     if (r + mask < N) {
-      detail::exchange<T>(ch, x, count, r + mask, nullptr, 0, r + mask, detail::OnReceive::Copy, op, st);
+      detail::send_all(ch, x, count, r + mask, ch.copy_seg, st);
       st.steps += 1;
     }
   }
+#else
+  (void)r;
+#endif
   return st;
 }
 

@@ -13,10 +13,10 @@
 // The math. N ranks, rank r computes g_r = d L_r / d theta on its own batch of B samples, with
 // L_r the mean loss over that batch. DDP replaces every .grad by
 //     g = (g_0 + g_1 + ... + g_{N-1}) / N
-// (computed as the SUM-all-reduce of the g_r / N, as PyTorch does; for N not a power of two
-// the rounding can differ from (sum g_r) / N in the last bit), which is the gradient of the
-// mean loss over all N*B samples: one DDP step equals one
-// single-process step on the global batch N*B (tests/mpi/test_ddp.cpp checks it to 1e-5).
+// the gradient of the mean loss over all N*B samples: one DDP step equals one single-process
+// step on the global batch N*B (tests/mpi/test_ddp.cpp checks it to 1e-5). It is computed, as
+// PyTorch does, as the SUM all-reduce of the g_r / N (for N not a power of two the rounding may
+// differ from (sum g_r) / N in the last bit).
 // Because every rank starts from the same weights (broadcast at construction) and applies the
 // same averaged gradient, the replicas stay identical without ever sending weights again.
 //
@@ -45,20 +45,20 @@
 //             inside no_sync) arms the hooks for one backward (prepare_for_backward); with
 //             find_unused_parameters it also walks the autograd graph from the output.
 //   backward  the engine accumulates each parameter's gradient; our hook copies it, divided by
-//             N, into its bucket slice; when a bucket's last gradient arrives, its all-reduce (SUM) is
-//             started *at once, strictly in bucket order* (every rank must issue the same
-//             collectives in the same order), on a communication thread that calls
+//             N, into its bucket slice; when a bucket's last gradient arrives, its all-reduce
+//             (SUM) is started *at once, strictly in bucket order* (every rank must issue the
+//             same collectives in the same order), on a communication thread that calls
 //             MPI_Allreduce on a communicator of its own while backward continues on the main
 //             thread. That is the overlap.
 //   finalize  PyTorch queues a "final callback" in its autograd engine; ours has none. Instead,
 //             the hook that readies the last parameter completes the iteration: it waits for the
-//             comm thread to finish the earlier buckets, all-reduces the last bucket itself (there
-//             is nothing left to overlap it with, so a hand-off to the thread would only add a
-//             wake-up) and copies the averages into .grad. Every
-//             parameter's AccumulateGrad runs exactly once per backward, so at that moment no
-//             parameter gradient can change any more; when loss.backward() returns, every rank
-//             holds identical averaged gradients. (Nodes that run after the last parameter's
-//             AccumulateGrad, e.g. gradients w.r.t. inputs, just start a little later.)
+//             comm thread to finish the earlier buckets, all-reduces the last bucket itself
+//             (nothing is left to overlap it with, so a hand-off to the thread would only add a
+//             wake-up) and copies the averages into .grad. Every parameter's AccumulateGrad runs
+//             exactly once per backward, so at that moment no parameter gradient can change any
+//             more; when loss.backward() returns, every rank holds identical averaged gradients.
+//             (Nodes that run after the last parameter's AccumulateGrad, e.g. gradients w.r.t.
+//             inputs, just start a little later.)
 //
 // no_sync(): an RAII guard. Forwards inside it do not arm the hooks, so gradients accumulate
 //   locally in .grad; the first synced forward+backward after it all-reduces the accumulated sum
@@ -132,9 +132,10 @@ namespace tinytorch::distributed {
 /// Records complete events ("ph":"X": name, thread, start, duration) from any thread and writes
 /// them as Chrome-trace JSON (open in chrome://tracing or ui.perfetto.dev). pid = rank, tid 0 =
 /// the main thread (forward, backward, step, and DDP's finalize with the last bucket's
-/// all-reduce), tid 1 = DDP's communication thread (one event per earlier bucket). Times are microseconds of steady_clock (CLOCK_MONOTONIC, shared by all
-/// processes of one machine) minus `origin_us`, so the files of all ranks line up; pass the
-/// same origin on every rank (common_origin_us()).
+/// all-reduce), tid 1 = DDP's communication thread (one event per earlier bucket). Times are
+/// microseconds of steady_clock (CLOCK_MONOTONIC, shared by all processes of one machine) minus
+/// `origin_us`, so the files of all ranks line up; pass the same origin on every rank
+/// (common_origin_us()).
 class Trace {
  public:
   using Clock = std::chrono::steady_clock;
@@ -316,8 +317,9 @@ inline std::vector<std::vector<size_t>> compute_bucket_assignment_by_size(const 
 struct DDPOptions {
   /// Bucket size cap in MiB (PyTorch: bucket_cap_mb, default 25). Must be > 0.
   double bucket_cap_mb = 25.0;
-  /// Size limit of the first bucket formed (the first-registered parameters, reduced last), in
-  /// MiB: PyTorch's dist._DEFAULT_FIRST_BUCKET_BYTES (1 MiB), which ignores bucket_cap_mb.
+  /// Size limit of the first bucket formed, in MiB: PyTorch's dist._DEFAULT_FIRST_BUCKET_BYTES
+  /// (1 MiB), which ignores bucket_cap_mb. At construction that bucket holds the first-registered
+  /// parameters (reduced last); after the rebuild, the first gradients to arrive (reduced first).
   double first_bucket_mb = 1.0;
   /// Walk the graph after every forward and mark parameters that took no part as ready.
   bool find_unused_parameters = false;
