@@ -232,6 +232,26 @@ int main(int argc, char** argv) {
       }
       if (rank == 0) std::fflush(stdout);
     }
+    // Who sent what: one more all-reduce of the largest size per algorithm, with its CommStats
+    // gathered on rank 0 (bytes sent by each rank, in units of M).
+    {
+      const int64_t M = sizes.back(), count = M / 4;
+      if (rank == 0) std::printf("# bytes sent per rank / M at M = %lld B (ranks 0..%d):\n", static_cast<long long>(M), N - 1);
+      for (const Variant& v : variants) {
+        if (v.algo == dist::Algorithm::MPI) continue;
+        const dist::CommStats st =
+            dist::all_reduce(buf.data(), count, tinytorch::kFloat32, dist::ReduceOp::SUM, v.algo, v.opt);
+        std::vector<int64_t> sent(static_cast<size_t>(N));
+        dist::all_gather(sent.data(), &st.bytes_sent, 1);
+        if (rank != 0) continue;
+        std::printf("#   %-17s", v.label.c_str());
+        for (int64_t b : sent) std::printf(" %6.3f", static_cast<double>(b) / static_cast<double>(M));
+        std::printf("\n");
+      }
+      if (rank == 0)
+        std::printf("#   (ring: 2(N-1)/N = %.3f on every rank; parameter_server: N-1 = %d on rank 0, 1 elsewhere)\n",
+                    2.0 * (N - 1) / N, N - 1);
+    }
     if (rank == 0 && !ring_vs_mpi.empty()) {
       // The tuning target of chapters/07-all-reduce.md: ring >= 0.95x MPI from 1 MiB up.
       double worst = 1e30;

@@ -80,15 +80,20 @@ def main():
     ap.add_argument("csv", nargs="+", help="bench_allreduce --csv output(s)")
     ap.add_argument("--out", default="chapters/img/allreduce_busbw.png", help="PNG to write")
     ap.add_argument("--no-plot", action="store_true", help="only print the fitted alpha and beta")
+    ap.add_argument("--fit-max-bytes", type=float, default=float("inf"),
+                    help="fit only sizes up to this many bytes (e.g. 4194304: leave out the sizes whose "
+                         "working set no longer fits the caches)")
     args = ap.parse_args()
 
     curves = []  # (label, sizes, busbw, model_busbw)
-    print(f"{'file':<28} {'algo':<17} {'N':>2} {'alpha_us':>9} {'beta_GBs':>9} {'n*=ab':>10} {'max_err':>8}")
+    print(f"{'file':<28} {'algo':<17} {'N':>2} {'alpha_us':>9} {'beta_GBs':>9} {'n*=ab':>10} {'max_err':>8}"
+          + ("" if math.isinf(args.fit_max_bytes) else f"   (fit on sizes <= {int(args.fit_max_bytes)} B)"))
     for path in args.csv:
         for algo, (n, sizes, times, busbw) in load(path).items():
-            alpha, beta, c0, c1 = fit(algo, n, sizes, times)
+            keep = [i for i, m in enumerate(sizes) if m <= args.fit_max_bytes]
+            alpha, beta, c0, c1 = fit(algo, n, [sizes[i] for i in keep], [times[i] for i in keep])
             model_t = c0 + c1 * np.asarray(sizes)
-            err = np.max(np.abs(model_t - np.asarray(times)) / np.asarray(times))
+            err = np.max(np.abs(model_t[keep] - np.asarray(times)[keep]) / np.asarray(times)[keep])
             nstar = alpha * beta
             print(f"{os.path.basename(path):<28} {algo:<17} {n:>2} {alpha * 1e6:9.2f} {beta / 1e9:9.2f} "
                   f"{nstar / 1024:8.1f}Ki {err * 100:7.0f}%")

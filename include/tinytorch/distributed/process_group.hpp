@@ -265,7 +265,15 @@ inline void init_process_group(Backend backend = Backend::MPI) {
 
   g.backend = backend;
 #if TINYTORCH_WITH_NCCL
-  if (backend == Backend::NCCL) g.nccl.init(g.rank, g.world_size, g.local_rank, g.comm);
+  if (backend == Backend::NCCL) {
+    try {
+      g.nccl.init(g.rank, g.world_size, g.local_rank, g.comm);
+    } catch (...) {  // every rank throws together (see nccl_context.hpp); leave no communicator behind
+      MPI_Comm_free(&g.local_comm);
+      MPI_Comm_free(&g.comm);
+      throw;
+    }
+  }
 #endif
   if (g.world_size > 1) g.previous_terminate = std::set_terminate(&detail::terminate_with_mpi_abort);
   g.initialized = true;
