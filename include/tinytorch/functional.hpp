@@ -281,7 +281,6 @@ inline Tensor Tensor::flatten(int64_t start, int64_t end) const {
   return reshape(s);
 }
 inline Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
-  ops::narrow(*this, d, start, length);  // validates before recording
   return autograd::Slice::forward(*this, d, start, length, false);
 }
 inline Tensor Tensor::select(int64_t d, int64_t index) const {

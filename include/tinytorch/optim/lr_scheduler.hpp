@@ -199,8 +199,7 @@ class CosineAnnealingLR : public LRScheduler {
     const double pi = kPi, e = static_cast<double>(last_epoch), T = static_cast<double>(T_max);
     if (is_initial_) return lrs;
     if (step_count_ == 1 && last_epoch > 0) {  // resumed at a later epoch: the closed form
-      for (size_t i = 0; i < lrs.size(); ++i)
-        lrs[i] = eta_min + (base_lrs[i] - eta_min) * (1 + std::cos(e * pi / T)) / 2;
+      lrs = *closed_form_lr();
     } else if ((last_epoch - 1 - T_max) % (2 * T_max) == 0) {
       // One step past a minimum (k = T_max + 1, 3 T_max + 1, ...): the ratio below would divide
       // by 1 + cos(pi) = 0, so add the increment of the closed form instead.
