@@ -2,9 +2,9 @@
 //
 // Storage owns `nbytes` bytes on one device. Tensors hold it through a shared_ptr, so a view
 // (transpose, narrow, view, ...) shares the same Storage with a different shape/strides/offset.
-// CPU buffers of 4 KiB and more are 64-byte aligned (a cache line; what Eigen's vectorised kernels
-// like best); smaller ones come from plain malloc (16-byte aligned), which is much cheaper for the
-// many tiny tensors of a small model's step.
+// CPU memory comes from the caching allocator (core/allocator.hpp): buffers of 4 KiB and more are
+// 64-byte aligned and reused across training steps instead of returned to the system; smaller
+// ones come from plain malloc (16-byte aligned).
 // CUDA storage arrives with the CUDA backend; a CPU-only build throws if asked for it.
 #pragma once
 
@@ -14,6 +14,7 @@
 #include <memory>
 #include <new>
 
+#include "allocator.hpp"
 #include "check.hpp"
 #include "config.hpp"
 #include "device.hpp"
@@ -27,11 +28,9 @@ class Storage {
   Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
     TT_CHECK(device.is_cpu(), "Storage: device ", device.str(),
              " needs the CUDA backend; compile this program with nvcc (TINYTORCH_WITH_CUDA=0 here)");
-    if (nbytes >= 4096) data_ = std::aligned_alloc(64, ((nbytes + 63) / 64) * 64);
-    else if (nbytes > 0) data_ = std::malloc(nbytes);
-    if (nbytes && !data_) throw std::bad_alloc();
+    data_ = detail::CpuCachingAllocator::get().allocate(nbytes);
   }
-  ~Storage() { std::free(data_); }
+  ~Storage() { detail::CpuCachingAllocator::get().deallocate(data_, nbytes_); }
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 

@@ -1,0 +1,83 @@
+// tests/test_allocator.cpp — the CPU caching allocator (core/allocator.hpp): size classes,
+// reuse of freed blocks, alignment, statistics, empty_cache.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <cstdlib>
+#include <tinytorch/tinytorch.hpp>
+
+using tinytorch::detail::CpuCachingAllocator;
+
+TEST_CASE("size classes: four per power of two, under 25% waste", "[ch01][allocator]") {
+  CHECK(CpuCachingAllocator::round_size(4096) == 4096);
+  CHECK(CpuCachingAllocator::round_size(4097) == 5120);
+  CHECK(CpuCachingAllocator::round_size(6000) == 6144);
+  CHECK(CpuCachingAllocator::round_size(8192) == 8192);
+  CHECK(CpuCachingAllocator::round_size(784 * 256 * 4) == 917504);  // 0.77 MiB -> 7 x 2^17
+  for (size_t n = 4096; n < (size_t{1} << 30); n = n * 5 / 3 + 1) {
+    const size_t c = CpuCachingAllocator::round_size(n);
+    INFO("n = " << n);
+    CHECK(c >= n);
+    CHECK(static_cast<double>(c) < 1.25 * static_cast<double>(n));
+  }
+}
+
+TEST_CASE("a freed tensor's block is reused by the next tensor of its size class", "[ch01][allocator]") {
+  if (std::getenv("TINYTORCH_NO_MEMORY_CACHING")) {
+    WARN("TINYTORCH_NO_MEMORY_CACHING is set: nothing is cached");
+    return;
+  }
+  tinytorch::empty_cache();
+  const auto before = tinytorch::cpu_memory_stats();
+  const void* first = nullptr;
+  {
+    tinytorch::Tensor a = tinytorch::zeros({256, 784});
+    first = a.raw_data();
+    CHECK(reinterpret_cast<uintptr_t>(first) % 64 == 0);
+    CHECK(tinytorch::cpu_memory_stats().allocated_bytes == before.allocated_bytes + 917504);
+  }
+  const auto freed = tinytorch::cpu_memory_stats();
+  CHECK(freed.allocated_bytes == before.allocated_bytes);
+  CHECK(freed.cached_bytes == 917504);
+  tinytorch::Tensor b = tinytorch::ones({251, 784});  // 787136 bytes: the same class (786432, 917504]
+  CHECK(b.raw_data() == first);
+  CHECK(tinytorch::cpu_memory_stats().hits == freed.hits + 1);
+  CHECK(tinytorch::cpu_memory_stats().cached_bytes == 0);
+  CHECK(b.sum().item<float>() == 251.0f * 784.0f);  // a reused block is filled like a new one
+
+  // Small tensors bypass the cache (malloc), and empty_cache() returns what is cached.
+  { tinytorch::Tensor s = tinytorch::zeros({10}); }
+  CHECK(tinytorch::cpu_memory_stats().cached_bytes == 0);
+  { tinytorch::Tensor c = tinytorch::zeros({1 << 20}); }
+  CHECK(tinytorch::cpu_memory_stats().cached_bytes == (size_t{4} << 20));
+  tinytorch::empty_cache();
+  CHECK(tinytorch::cpu_memory_stats().cached_bytes == 0);
+}
+
+TEST_CASE("a training step reuses its memory: no new system allocations after the first", "[ch01][allocator]") {
+  if (std::getenv("TINYTORCH_NO_MEMORY_CACHING")) {
+    WARN("TINYTORCH_NO_MEMORY_CACHING is set: nothing is cached");
+    return;
+  }
+  namespace nn = tinytorch::nn;
+  tinytorch::manual_seed(0);
+  auto model = std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(784, 256), std::make_shared<nn::ReLU>(),
+                                                std::make_shared<nn::Linear>(256, 10));
+  tinytorch::optim::SGD opt(model->parameters(), 0.01, 0.9);
+  nn::CrossEntropyLoss loss_fn;
+  tinytorch::Tensor x = tinytorch::randn({64, 784});
+  tinytorch::Tensor y = tinytorch::zeros({64}, tinytorch::kInt64);
+  auto step = [&] {
+    opt.zero_grad();
+    loss_fn(model->forward(x), y).backward();
+    opt.step();
+  };
+  step();
+  step();  // the momentum buffers are created in the first step
+  const auto warm = tinytorch::cpu_memory_stats();
+  for (int i = 0; i < 5; ++i) step();
+  const auto after = tinytorch::cpu_memory_stats();
+  CHECK(after.misses == warm.misses);
+  CHECK(after.hits > warm.hits);
+  CHECK(after.allocated_bytes == warm.allocated_bytes);
+}
