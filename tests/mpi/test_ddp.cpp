@@ -201,6 +201,19 @@ TEST_CASE("DDP on N ranks x B samples equals one process on N*B samples", "[ch06
     CHECK(d < 1e-5);
   }
   SECTION("batch of one sample per rank") { CHECK(ddp_vs_single({}, 4, 1) < 1e-5); }
+  SECTION("every all-reduce algorithm, one bucket per parameter (the comm thread reduces five)") {
+    for (dist::Algorithm a : {dist::Algorithm::Ring, dist::Algorithm::MPI, dist::Algorithm::Tree,
+                              dist::Algorithm::ParameterServer}) {
+      INFO("algorithm " << dist::algorithm_name(a));
+      dist::DDPOptions o;
+      o.algorithm = a;
+      o.bucket_cap_mb = o.first_bucket_mb = 1e-6;
+      CHECK(ddp_vs_single(o, 6, 3) < 1e-5);
+    }
+  }
+  SECTION("the default algorithm is MPI_Allreduce, as in PyTorch's MPI process group") {
+    CHECK(dist::DDPOptions{}.algorithm == dist::Algorithm::MPI);
+  }
 }
 
 TEST_CASE("no_sync over k micro-steps equals one step on k times the data", "[ch06][distributed][ddp]") {
@@ -308,6 +321,18 @@ TEST_CASE("a model that differs across ranks fails with the same message on ever
     CHECK_THROWS_WITH(dist::DistributedDataParallel(m),
                       Catch::StartsWith("DistributedDataParallel: DDP expects same model across all ranks, but rank 0 "
                                         "has 2 parameters while rank 1 has inconsistent 1 parameters"));
+  }
+  SECTION("DDPOptions differ on the last rank") {
+    dist::DDPOptions o;
+    if (r == N - 1) o.algorithm = dist::Algorithm::Tree;
+    CHECK_THROWS_WITH(dist::DistributedDataParallel(make_mlp({3, 4, 2}), o),
+                      "DistributedDataParallel: DDPOptions must be the same on every rank, but algorithm is mpi on "
+                      "rank 0 and tree on rank " + std::to_string(N - 1) + ".");
+    dist::DDPOptions p;
+    if (r == N - 1) p.bucket_cap_mb = 1;
+    CHECK_THROWS_WITH(dist::DistributedDataParallel(make_mlp({3, 4, 2}), p),
+                      "DistributedDataParallel: DDPOptions must be the same on every rank, but bucket_cap_mb (bytes) is "
+                      "26214400 on rank 0 and 1048576 on rank " + std::to_string(N - 1) + ".");
   }
   // Nothing is left in flight: a collective afterwards lines up.
   int64_t one = 1;
@@ -491,4 +516,19 @@ TEST_CASE("checkpoint: rank 0 saves, barrier, every rank loads", "[ch06][distrib
   if (r == 0) std::remove(path.c_str());
   dist::barrier();
   CHECK_THROWS_WITH(tinytorch::load(path), Catch::Contains("cannot open"));
+}
+
+TEST_CASE("bad DDPOptions throw on every rank before any message", "[ch06][distributed][ddp]") {
+  ensure_group();
+  dist::DDPOptions o;
+  o.bucket_cap_mb = 0;
+  CHECK_THROWS_WITH(dist::DistributedDataParallel(make_mlp({3, 2}), o),
+                    "DistributedDataParallel: bucket_cap_mb and first_bucket_mb must be positive, got 0 and 1");
+  dist::DDPOptions a;
+  a.algorithm = static_cast<dist::Algorithm>(42);
+  CHECK_THROWS_WITH(dist::DistributedDataParallel(make_mlp({3, 2}), a),
+                    "DistributedDataParallel: DDPOptions::algorithm has no such value (42)");
+  int64_t one = 1;  // nothing in flight
+  dist::all_reduce(&one, 1);
+  CHECK(one == dist::get_world_size());
 }

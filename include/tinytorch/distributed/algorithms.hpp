@@ -112,6 +112,11 @@ struct AlgorithmOptions {
   /// 0 = whole messages — nothing is computed on them, so there is nothing to overlap, and one
   /// large message costs MPI a single handshake.
   int64_t copy_segment_bytes = 0;
+#if TINYTORCH_WITH_MPI
+  /// Communicator to run on (same ranks as the default group, e.g. a duplicate of it, as
+  /// DistributedDataParallel uses for its buckets); MPI_COMM_NULL = the default group's own.
+  MPI_Comm comm = MPI_COMM_NULL;
+#endif
 };
 
 /// MPI tag of the algorithms' point-to-point messages.
@@ -289,7 +294,7 @@ Channel open_channel(const char* op, const T* x, int64_t count, ReduceOp rop, co
              opt.recv_depth
 #if TINYTORCH_WITH_MPI
              ,
-             g.comm,
+             opt.comm == MPI_COMM_NULL ? g.comm : opt.comm,
              mpi_datatype(dtype_of<T>())
 #endif
   };

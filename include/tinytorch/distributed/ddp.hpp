@@ -111,6 +111,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -118,6 +119,7 @@
 #include "../autograd/grad_mode.hpp"
 #include "../autograd/node.hpp"
 #include "../nn/module.hpp"
+#include "algorithms.hpp"
 #include "buffer_collectives.hpp"
 #include "errors.hpp"
 #include "mpi_include.hpp"
@@ -325,6 +327,14 @@ struct DDPOptions {
   bool find_unused_parameters = false;
   /// Broadcast buffers from rank 0 at every forward (a collective: every rank must call forward).
   bool broadcast_buffers = true;
+  /// How each bucket is all-reduced: Algorithm::MPI (default), the library's MPI_Allreduce, as
+  /// PyTorch's MPI process group does; or one of our teaching algorithms of algorithms.hpp
+  /// (chapter 07): Ring (what NCCL and Gloo use for large buffers), Tree, ParameterServer — a
+  /// lab swaps them and watches the step time (bench_ddp --algorithm). On DDP's 0.9 MiB bucket
+  /// at 2 ranks here, ring and MPI_Allreduce take the same time (bench/bench_ddp.cpp). Every
+  /// rank must pass the same value (checked at construction). PyTorch's counterpart is a
+  /// communication hook (DistributedDataParallel.register_comm_hook).
+  Algorithm algorithm = Algorithm::MPI;
   /// If set: one event per bucket all-reduce (comm thread) and per finalize (main thread).
   std::shared_ptr<Trace> trace = nullptr;
 };
@@ -334,7 +344,7 @@ struct DDPIterationStats {
   struct Bucket {
     int64_t bytes = 0;
     double ready_us = 0;  ///< its last gradient arrived (main thread)
-    double start_us = 0;  ///< the comm thread entered MPI_Allreduce
+    double start_us = 0;  ///< its all-reduce started (comm thread, or main thread for the last)
     double end_us = 0;    ///< ... and left it
   };
   std::vector<Bucket> buckets;
@@ -410,6 +420,7 @@ struct DdpState {
   std::vector<size_t> slot_of;      ///< param -> position inside its bucket
   std::vector<Bucket> buckets;      ///< in reduction order (bucket 0 first)
   bool find_unused = false;
+  Algorithm algorithm = Algorithm::MPI;
   std::shared_ptr<Trace> trace;
   std::vector<int64_t> limits;      ///< bucket size limits in bytes: {first bucket, cap}
   bool rebuilt = false;             ///< buckets already rebuilt in gradient-arrival order
@@ -630,7 +641,14 @@ struct DdpState {
       const T* src = static_cast<const T*>(g.raw_data());
       T* out = reinterpret_cast<T*>(dst);
       const T d = static_cast<T>(w);
-      for (int64_t k = 0; k < n; ++k) out[k] = src[k] / d;
+      if (std::is_floating_point_v<T> && (w & (w - 1)) == 0) {
+        // N a power of two: 1/N is exact, so x * (1/N) is the same correctly rounded number as
+        // x / N, and a multiply is several times cheaper than a divide.
+        const T inv = T(1) / d;
+        for (int64_t k = 0; k < n; ++k) out[k] = src[k] * inv;
+      } else {
+        for (int64_t k = 0; k < n; ++k) out[k] = src[k] / d;
+      }
     });
   }
 
@@ -650,14 +668,21 @@ struct DdpState {
     }
   }
 
-  /// MPI_Allreduce(SUM) of bucket bi on DDP's communicator, timed; `tid` 1 = comm thread, 0 = main.
+  /// All-reduce (SUM) of bucket bi on DDP's communicator with the chosen algorithm, timed;
+  /// `tid` 1 = comm thread, 0 = main.
   void all_reduce_bucket(size_t bi, int tid) {
 #if TINYTORCH_WITH_MPI
     Bucket& b = buckets[bi];
     const double t0 = Trace::steady_us();
-    mpi_check(MPI_Allreduce(MPI_IN_PLACE, b.contents.raw_data(), static_cast<int>(b.numel), mpi_datatype(b.dtype),
-                            MPI_SUM, comm),
-              "MPI_Allreduce", "DistributedDataParallel (bucket " + std::to_string(bi) + ")");
+    if (algorithm == Algorithm::MPI) {
+      mpi_check(MPI_Allreduce(MPI_IN_PLACE, b.contents.raw_data(), static_cast<int>(b.numel), mpi_datatype(b.dtype),
+                              MPI_SUM, comm),
+                "MPI_Allreduce", "DistributedDataParallel (bucket " + std::to_string(bi) + ")");
+    } else {
+      AlgorithmOptions ao;
+      ao.comm = comm;
+      all_reduce(b.contents.raw_data(), b.numel, b.dtype, ReduceOp::SUM, algorithm, ao);
+    }
     const double t1 = Trace::steady_us();
     stats.buckets[bi].start_us = t0;  // from the comm thread: read by the main thread after wait_all()
     stats.buckets[bi].end_us = t1;
@@ -752,6 +777,36 @@ struct DdpState {
         "\nParameters which did not receive grad for rank ", rank, ": ", pnames));
   }
 };
+
+/// Every rank must build its buckets and reduce them the same way, or the bucket all-reduces
+/// would not match (a hang or garbage). PyTorch does not check this; we all-gather the options
+/// that shape the communication and throw the same tinytorch::Error on every rank if any
+/// differs, naming the option and both values.
+inline void verify_options_across_ranks(Algorithm algorithm, const std::vector<int64_t>& limits,
+                                        bool find_unused, bool broadcast_buffers) {
+  const auto& g = group();
+  const int world = g.world_size;
+  if (world == 1) return;
+  const char* names[] = {"algorithm", "first_bucket_mb (bytes)", "bucket_cap_mb (bytes)", "find_unused_parameters",
+                         "broadcast_buffers"};
+  const int64_t mine[] = {static_cast<int64_t>(algorithm), limits[0], limits[1], find_unused ? 1 : 0,
+                          broadcast_buffers ? 1 : 0};
+  constexpr int K = 5;
+  std::vector<int64_t> all(static_cast<size_t>(world) * K);
+  all_gather(all.data(), mine, K);
+  for (int r = 1; r < world; ++r) {
+    for (int k = 0; k < K; ++k) {
+      const int64_t a = all[static_cast<size_t>(k)], b = all[static_cast<size_t>(r) * K + k];
+      if (a == b) continue;
+      auto show = [&](int64_t v) {
+        return k == 0 ? std::string(algorithm_name(static_cast<Algorithm>(v))) : std::to_string(v);
+      };
+      throw_error(::tinytorch::detail::str_cat("DistributedDataParallel: DDPOptions must be the same on every rank, but ",
+                                               names[k], " is ", show(a), " on rank 0 and ", show(b), " on rank ", r,
+                                               "."));
+    }
+  }
+}
 
 /// Step 1 of the constructor for one kind of tensor ("parameter" or "buffer"): counts, then
 /// dtypes and shapes against rank 0's; throws the same message on every rank on a mismatch.
@@ -860,12 +915,16 @@ class DistributedDataParallel : public nn::Module {
     detail::check(options_.bucket_cap_mb > 0 && options_.first_bucket_mb > 0,
                   "DistributedDataParallel: bucket_cap_mb and first_bucket_mb must be positive, got ",
                   options_.bucket_cap_mb, " and ", options_.first_bucket_mb);
+    const int algo = static_cast<int>(options_.algorithm);
+    detail::check(algo >= static_cast<int>(Algorithm::MPI) && algo <= static_cast<int>(Algorithm::Tree),
+                  "DistributedDataParallel: DDPOptions::algorithm has no such value (", algo, ")");
     register_module("module", module_);
     const auto& g = detail::group();
     auto st = std::make_shared<detail::DdpState>();
     st->rank = g.rank;
     st->world = g.world_size;
     st->find_unused = options_.find_unused_parameters;
+    st->algorithm = options_.algorithm;
     st->trace = options_.trace;
     if (st->world > 1) require_thread_multiple("DistributedDataParallel (its communication thread)");
 
@@ -892,6 +951,8 @@ class DistributedDataParallel : public nn::Module {
     // (3) buckets, reversed; contents buffers.
     const auto mib = [](double mb) { return std::max<int64_t>(1, static_cast<int64_t>(mb * 1024.0 * 1024.0)); };
     st->limits = {mib(options_.first_bucket_mb), mib(options_.bucket_cap_mb)};
+    detail::verify_options_across_ranks(options_.algorithm, st->limits, options_.find_unused_parameters,
+                                        options_.broadcast_buffers);
     auto order = compute_bucket_assignment_by_size(st->params, st->limits);
     std::reverse(order.begin(), order.end());
     st->assign_buckets(order);
