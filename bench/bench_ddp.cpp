@@ -1,21 +1,28 @@
 // bench/bench_ddp.cpp — DistributedDataParallel: scaling efficiency and overlap.
 //
-//   scripts/mpirun.sh -np 2 build/bin/bench_ddp [--reps 7] [--iters 50] [--trace /tmp/ddp_overlap]
+//   scripts/mpirun.sh -np 2 build/bin/bench_ddp [--reps 41] [--iters 20] [--trace /tmp/ddp_overlap]
 //   build/bin/bench_ddp                 # world size 1: the throughput part only
 //
 // Part 1, scaling (784-256-128-10 MLP, ReLU, cross-entropy, SGD(momentum 0.9), batch 256 per
 // rank, 1 Eigen thread per rank, synthetic data). One training step = zero_grad, forward, loss,
 // backward (with DDP: + gradient all-reduce), step. Each repetition runs, in turn:
-//   1 rank   rank 0 trains a plain (unwrapped) model alone; the other ranks wait without using
-//            a core (MPI_Ibarrier + MPI_Test + 1 ms sleeps; a plain barrier would spin)
+//   1 rank   rank (rep mod N) trains a plain (unwrapped) model alone; the other ranks wait without
+//            using a core (MPI_Ibarrier + MPI_Test + 1 ms sleeps; a plain barrier would spin).
+//            Rotating the rank spreads the solo runs over the cores: a VM's cores need not be
+//            equally fast at a given moment (here a core's step time swings between ~2.2 and
+//            ~3.0 ms with the other tenants' load)
+//   alone    every rank trains its plain model at the same time, without any communication:
+//            the ceiling N processes reach on this machine (shared caches and memory bandwidth,
+//            the slowest core sets the pace); no communication scheme can beat it
 //   N ranks  every rank trains its DDP replica on its own batch of 256
 // each = barrier; t0; `iters` steps; t1, time = max over ranks of (t1 - t0) (the step is done when
-// the slowest rank is), after `warmup` untimed steps. Throughput = samples of all ranks / time;
-// the table shows medians over repetitions, interleaved so that a slow phase of a shared machine
-// hits both alike.
+// the slowest rank is), after `warmup` untimed steps. Throughput = samples of all ranks / time.
 //   scaling efficiency = N-rank throughput / (N x 1-rank throughput)       (target >= 0.85, N=2)
-// and, from DDP's timeline, the all-reduce time and the time from the last gradient to the
-// averaged .grad (all-reduce + copy-out + waiting for the slowest rank) per step.
+// is computed per repetition from its own three short phases (~60 ms each), so that a slow
+// spell of the shared machine hits numerator and denominator alike, and the table reports the
+// median over repetitions (and the same ratio for "alone": the ceiling); from DDP's timeline
+// also the all-reduce time and the time from the last gradient to the averaged .grad
+// (all-reduce + copy-out + waiting for the slowest rank) per step.
 // Part 2, overlap (N > 1; 784-1024-1024-1024-10, batch 64 per rank, bucket_cap_mb 1, first
 // bucket 1 MiB: one bucket per 4 MiB weight): from DDP's per-iteration timeline
 // (DDPIterationStats), all-reduce time on the comm thread, the part of it that ran before the
@@ -46,11 +53,12 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 struct Options {
-  int reps = 7;
-  int iters = 50;
+  int reps = 41;
+  int iters = 20;
   int warmup = 3;
   int overlap_iters = 15;
   std::string trace;
+  dist::Algorithm algorithm = dist::DDPOptions{}.algorithm;
 };
 
 std::shared_ptr<tt::nn::Sequential> make_mlp(const std::vector<int64_t>& sizes) {
@@ -124,9 +132,11 @@ int run(const Options& o) {
 
   // ---- part 1: scaling ----------------------------------------------------------------------
   tt::manual_seed(0);
-  Trainer alone(make_mlp(mlp), B, 784, 100);  // used by rank 0 only
+  Trainer alone(make_mlp(mlp), B, 784, 100);  // the plain model: "1 rank" (rank 0) and "alone"
   tt::manual_seed(0);
-  auto ddp = std::make_shared<dist::DistributedDataParallel>(make_mlp(mlp));
+  dist::DDPOptions opts;
+  opts.algorithm = o.algorithm;
+  auto ddp = std::make_shared<dist::DistributedDataParallel>(make_mlp(mlp), opts);
   Trainer together(ddp, B, 784, 200 + static_cast<uint64_t>(r));
   if (r == 0) {
     std::printf("bench_ddp: world_size=%d, MLP 784-256-128-10, batch %lld per rank, 1 thread per rank, "
@@ -135,11 +145,14 @@ int run(const Options& o) {
     std::printf("DDP buckets: %zu (%.2f MiB of gradients)\n", ddp->bucket_indices().size(),
                 static_cast<double>(ddp->bucket_bytes()[0]) / (1 << 20));
   }
-  std::vector<double> one_rank, n_ranks, step_ms, allreduce_ms, exposed_ms;
+  std::vector<double> one_rank, n_alone, n_ranks, eff, ceiling, step_ms, allreduce_ms, exposed_ms, wait_ms,
+      move_ms;
   for (int rep = 0; rep < o.reps; ++rep) {
-    // 1 rank: rank 0 alone, the others sleep.
+    // 1 rank: rank (rep mod N) alone, the others sleep. Rotating the rank spreads the solo runs
+    // over the cores (a VM's cores need not be equally fast at any one moment).
+    const int solo = rep % N;
     double secs;
-    if (r == 0) {
+    if (r == solo) {
       for (int i = 0; i < o.warmup; ++i) alone.step();
       auto t0 = Clock::now();
       for (int i = 0; i < o.iters; ++i) alone.step();
@@ -149,39 +162,71 @@ int run(const Options& o) {
     }
     sleepy_barrier();
     secs = max_over_ranks(secs);
-    one_rank.push_back(static_cast<double>(B) * o.iters / secs);
+    const double t1 = static_cast<double>(B) * o.iters / secs;
+    // N ranks, each training its plain model alone: no communication at all. What N processes
+    // on this machine can do at best (shared caches, memory bandwidth, a noisy neighbour).
+    secs = time_steps(&alone, o.warmup, o.iters, true);
+    const double ta = static_cast<double>(N * B) * o.iters / secs;
     // N ranks with DDP; also DDP's own time per step from its timeline.
     for (int i = 0; i < o.warmup; ++i) together.step();
     dist::barrier();
     double ar = 0, exposed = 0;
+    std::vector<double> start(static_cast<size_t>(o.iters)), end(start.size());
     auto t0 = Clock::now();
     for (int i = 0; i < o.iters; ++i) {
       together.step();
       const auto& st = ddp->last_iteration_stats();
       ar += st.allreduce_us();
       exposed += st.exposed_us();
+      if (st.valid && !st.buckets.empty()) {  // world size > 1
+        start[i] = st.buckets.back().start_us;  // the last bucket: all-reduced after backward
+        end[i] = st.buckets.back().end_us;
+      }
     }
     secs = max_over_ranks(seconds_since(t0));
-    n_ranks.push_back(static_cast<double>(N * B) * o.iters / secs);
+    // Split the last bucket's all-reduce into waiting for the last rank to arrive and moving
+    // the data after it did (one steady clock for all ranks of this machine).
+    std::vector<double> latest = start;
+    dist::all_reduce(latest.data(), o.iters, dist::ReduceOp::MAX);
+    double wait = 0, move = 0;
+    for (int i = 0; i < o.iters; ++i) {
+      wait += latest[i] - start[i];
+      move += end[i] - latest[i];
+    }
+    wait_ms.push_back(max_over_ranks(wait / o.iters / 1e3));
+    move_ms.push_back(max_over_ranks(move / o.iters / 1e3));
+    const double tn = static_cast<double>(N * B) * o.iters / secs;
+    one_rank.push_back(t1);
+    n_alone.push_back(ta);
+    n_ranks.push_back(tn);
+    eff.push_back(tn / (N * t1));
+    ceiling.push_back(ta / (N * t1));
     step_ms.push_back(1e3 * secs / o.iters);
     allreduce_ms.push_back(max_over_ranks(ar / o.iters / 1e3));
     exposed_ms.push_back(max_over_ranks(exposed / o.iters / 1e3));
   }
-  const double t1 = median(one_rank), tn = median(n_ranks);
   if (r == 0) {
-    std::printf("%-28s %12s %14s\n", "", "samples/s", "per rank");
-    std::printf("%-28s %12.0f %14.0f\n", "1 rank (no DDP)", t1, t1);
-    std::printf("%-28s %12.0f %14.0f\n", (std::to_string(N) + " ranks (DDP)").c_str(), tn, tn / N);
-    std::printf("scaling efficiency = %.0f / (%d x %.0f) = %.3f   (target >= 0.85 at 2 ranks)\n", tn, N, t1,
-                tn / (N * t1));
+    const std::string n = std::to_string(N) + " ranks";
+    std::printf("%-36s %12s %10s %11s\n", "medians over repetitions", "samples/s", "per rank", "efficiency");
+    std::printf("%-36s %12.0f %10.0f %11s\n", "1 rank (no DDP)", median(one_rank), median(one_rank), "");
+    std::printf("%-36s %12.0f %10.0f %11.3f\n", (n + ", each alone (no all-reduce)").c_str(), median(n_alone),
+                median(n_alone) / N, median(ceiling));
+    std::printf("%-36s %12.0f %10.0f %11.3f\n", (n + " (DDP)").c_str(), median(n_ranks), median(n_ranks) / N,
+                median(eff));
+    std::printf("scaling efficiency (median of the per-repetition ratios) = %.3f   (target >= 0.85 at 2 ranks; "
+                "without any communication: %.3f)\n",
+                median(eff), median(ceiling));
     if (N > 1)
-      std::printf("DDP step %.3f ms (max over ranks): all-reduce %.3f ms, last gradient -> averaged .grad %.3f ms "
-                  "(all-reduce + copy-out + waiting for the slowest rank)\n",
-                  median(step_ms), median(allreduce_ms), median(exposed_ms));
-    std::printf("repetitions: 1 rank");
-    for (double v : one_rank) std::printf(" %.0f", v);
-    std::printf(" | %d ranks", N);
-    for (double v : n_ranks) std::printf(" %.0f", v);
+      std::printf("DDP step %.3f ms (max over ranks): all-reduce (%s) %.3f ms, last gradient -> averaged .grad "
+                  "%.3f ms (all-reduce + copy-out + waiting for the slowest rank)\n",
+                  median(step_ms), dist::algorithm_name(ddp->options().algorithm), median(allreduce_ms),
+                  median(exposed_ms));
+    if (N > 1)
+      std::printf("  last bucket's all-reduce: waiting for the slowest rank to arrive %.3f ms (max over ranks), "
+                  "moving the data after it did %.3f ms\n",
+                  median(wait_ms), median(move_ms));
+    std::printf("per repetition, DDP efficiency:");
+    for (double x : eff) std::printf(" %.2f", x);
     std::printf("\n");
     std::fflush(stdout);
   }
@@ -195,8 +240,10 @@ int run(const Options& o) {
   small.bucket_cap_mb = 1;
   small.first_bucket_mb = 1;
   small.trace = trace;  // the comm thread's bucket events
+  small.algorithm = o.algorithm;
   dist::DDPOptions big;
   big.bucket_cap_mb = big.first_bucket_mb = 100;
+  big.algorithm = o.algorithm;
   tt::manual_seed(1);
   auto ddp_small = std::make_shared<dist::DistributedDataParallel>(make_mlp(deep), small);
   tt::manual_seed(1);
@@ -293,8 +340,17 @@ int main(int argc, char** argv) {
     else if (a == "--iters") o.iters = std::max(1, std::atoi(value("--iters").c_str()));
     else if (a == "--overlap-iters") o.overlap_iters = std::max(1, std::atoi(value("--overlap-iters").c_str()));
     else if (a == "--trace") o.trace = value("--trace");
+    else if (a == "--algorithm") {
+      try {
+        o.algorithm = dist::algorithm_from_name(value("--algorithm"));
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "bench_ddp: %s\n", e.what());
+        return 2;
+      }
+    }
     else {
-      std::printf("bench_ddp [--reps R] [--iters I] [--overlap-iters I] [--trace PREFIX]   (under scripts/mpirun.sh -np N)\n");
+      std::printf("bench_ddp [--reps R] [--iters I] [--overlap-iters I] [--trace PREFIX] [--algorithm ring|mpi|tree|ps]"
+                  "   (under scripts/mpirun.sh -np N)\n");
       return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
