@@ -146,7 +146,7 @@ int run(const Options& o) {
                 static_cast<double>(ddp->bucket_bytes()[0]) / (1 << 20));
   }
   std::vector<double> one_rank, n_alone, n_ranks, eff, ceiling, step_ms, allreduce_ms, exposed_ms, wait_ms,
-      move_ms;
+      move_ms, wait_min_ms;
   for (int rep = 0; rep < o.reps; ++rep) {
     // 1 rank: rank (rep mod N) alone, the others sleep. Rotating the rank spreads the solo runs
     // over the cores (a VM's cores need not be equally fast at any one moment).
@@ -194,6 +194,7 @@ int run(const Options& o) {
       move += end[i] - latest[i];
     }
     wait_ms.push_back(max_over_ranks(wait / o.iters / 1e3));
+    wait_min_ms.push_back(-max_over_ranks(-wait / o.iters / 1e3));
     move_ms.push_back(max_over_ranks(move / o.iters / 1e3));
     const double tn = static_cast<double>(N * B) * o.iters / secs;
     one_rank.push_back(t1);
@@ -222,9 +223,9 @@ int run(const Options& o) {
                   median(step_ms), dist::algorithm_name(ddp->options().algorithm), median(allreduce_ms),
                   median(exposed_ms));
     if (N > 1)
-      std::printf("  last bucket's all-reduce: waiting for the slowest rank to arrive %.3f ms (max over ranks), "
-                  "moving the data after it did %.3f ms\n",
-                  median(wait_ms), median(move_ms));
+      std::printf("  last bucket's all-reduce: waiting for the slowest rank to arrive %.3f ms (max over ranks; "
+                  "min %.3f), moving the data after it did %.3f ms\n",
+                  median(wait_ms), median(wait_min_ms), median(move_ms));
     std::printf("per repetition, DDP efficiency:");
     for (double x : eff) std::printf(" %.2f", x);
     std::printf("\n");

@@ -48,8 +48,9 @@
 //             N, into its bucket slice; when a bucket's last gradient arrives, its all-reduce
 //             (SUM) is started *at once, strictly in bucket order* (every rank must issue the
 //             same collectives in the same order), on a communication thread that calls
-//             MPI_Allreduce on a communicator of its own while backward continues on the main
-//             thread. That is the overlap.
+//             MPI_Allreduce (or DDPOptions::algorithm's ring / tree / parameter server) on a
+//             communicator of its own while backward continues on the main thread. That is
+//             the overlap.
 //   finalize  PyTorch queues a "final callback" in its autograd engine; ours has none. Instead,
 //             the hook that readies the last parameter completes the iteration: it waits for the
 //             comm thread to finish the earlier buckets, all-reduces the last bucket itself
