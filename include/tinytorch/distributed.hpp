@@ -23,7 +23,8 @@
 //   distributed/algorithms.hpp          ring / parameter_server / tree all-reduce, CommStats
 //   distributed/collectives.hpp         the same collectives on Tensors
 //   distributed/ddp.hpp                 DistributedDataParallel (buckets, hooks, overlap, no_sync),
-//                                       Trace (Chrome-trace JSON), tinytorch::save / load
+//                                       Trace (Chrome-trace JSON); includes ../serialization.hpp
+//                                       (tinytorch::save / load for checkpoints)
 //   distributed/nccl.hpp                nccl_all_reduce on raw device buffers (nvcc + NCCL only)
 //
 // Chapter: chapters/07-all-reduce.md, chapters/06-distributed-data-parallel.md.

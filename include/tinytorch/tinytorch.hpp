@@ -24,3 +24,4 @@
 #include "data/sampler.hpp"
 #include "data/dataloader.hpp"
 #include "data/mnist.hpp"
+#include "serialization.hpp"

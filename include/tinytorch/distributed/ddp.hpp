@@ -80,8 +80,8 @@
 // the main thread issues (buffer broadcasts, a loss all-reduce, barrier) on the group's own.
 //
 // Also here: Trace (Chrome-trace JSON of forward / backward / each bucket's all-reduce / step,
-// written atomically) and tinytorch::save / load for state dicts (checkpoints: rank 0 saves,
-// then barrier).
+// written atomically). Checkpoints (tinytorch::save / load; rank 0 saves, then barrier) are in
+// ../serialization.hpp, included here for DDP programs.
 //
 // Shapes: buckets are 1-D (numel,) tensors of the parameters' dtype; param i occupies
 //   contents[offset_i, offset_i + numel_i) viewed as param i's shape.
@@ -120,6 +120,7 @@
 #include "../autograd/grad_mode.hpp"
 #include "../autograd/node.hpp"
 #include "../nn/module.hpp"
+#include "../serialization.hpp"
 #include "algorithms.hpp"
 #include "buffer_collectives.hpp"
 #include "errors.hpp"
@@ -213,24 +214,10 @@ class Trace {
     return os.str();
   }
 
-  /// Writes json() to `path` atomically: first `path.tmp.<pid>`, then rename(2), so a reader
-  /// never sees half a file. Throws tinytorch::Error if the file cannot be written.
-  void write(const std::string& path) const { write_file_atomically(path, json()); }
-
-  /// Writes `data` to `path` via a temporary file and rename (atomic on POSIX file systems).
-  static void write_file_atomically(const std::string& path, const std::string& data) {
-    const std::string tmp = path + ".tmp." + std::to_string(static_cast<long>(::getpid()));
-    {
-      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-      detail::check(static_cast<bool>(f), "cannot open '", tmp, "' for writing");
-      f.write(data.data(), static_cast<std::streamsize>(data.size()));
-      f.flush();
-      detail::check(static_cast<bool>(f), "error while writing '", tmp, "'");
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-      std::remove(tmp.c_str());
-      detail::throw_error("cannot rename '" + tmp + "' to '" + path + "'");
-    }
+  /// Writes json() to `path` atomically: first `path.tmp.<pid>`, fsync, then rename(2), so a
+  /// reader never sees half a file. Throws tinytorch::Error if the file cannot be written.
+  void write(const std::string& path) const {
+    ::tinytorch::detail::write_file_atomically(path, json(), "Trace::write");
   }
 
  private:
@@ -1096,81 +1083,3 @@ class DistributedDataParallel : public nn::Module {
 };
 
 }  // namespace tinytorch::distributed
-
-// =============================================================================================
-// Checkpoints: tinytorch::save / tinytorch::load for state dicts
-// =============================================================================================
-//
-// The DDP pattern (chapters/06): every rank holds the same weights, so rank 0 alone writes and
-// the others wait at a barrier before anyone reads the file:
-//   if (dist::get_rank() == 0) tinytorch::save(ddp->module()->state_dict(), "ckpt.tt");
-//   dist::barrier();
-//   model->load_state_dict(tinytorch::load("ckpt.tt"));   // any rank, any time later
-// File format (native byte order): "TTSD" u32 version=1, u64 count, then per entry:
-//   u64 name length, name bytes, u8 dtype, u64 ndim, ndim x i64 sizes, numel * element_size bytes.
-namespace tinytorch {
-
-/// Writes a state dict to `path` atomically (a temporary file, then rename). Throws
-/// tinytorch::Error if the file cannot be written.
-inline void save(const std::vector<std::pair<std::string, Tensor>>& state_dict, const std::string& path) {
-  std::string buf = "TTSD";
-  auto put = [&buf](const void* p, size_t n) { buf.append(static_cast<const char*>(p), n); };
-  const uint32_t version = 1;
-  const uint64_t count = state_dict.size();
-  put(&version, 4);
-  put(&count, 8);
-  for (const auto& [name, t0] : state_dict) {
-    const Tensor t = t0.is_contiguous() ? t0 : t0.contiguous();
-    const uint64_t len = name.size(), ndim = static_cast<uint64_t>(t.dim());
-    const uint8_t dt = static_cast<uint8_t>(t.dtype());
-    put(&len, 8);
-    put(name.data(), name.size());
-    put(&dt, 1);
-    put(&ndim, 8);
-    for (int64_t d : t.sizes()) put(&d, 8);
-    put(t.raw_data(), static_cast<size_t>(t.numel()) * element_size(t.dtype()));
-  }
-  distributed::Trace::write_file_atomically(path, buf);
-}
-
-/// Reads a file written by save(). Throws tinytorch::Error naming the file if it cannot be
-/// read or is not a tinytorch state dict.
-inline std::vector<std::pair<std::string, Tensor>> load(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  TT_CHECK(static_cast<bool>(f), "load: cannot open '", path, "'");
-  std::string buf((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  size_t pos = 0;
-  auto get = [&](void* p, size_t n) {
-    TT_CHECK(pos + n <= buf.size(), "load: '", path, "' is truncated");
-    std::memcpy(p, buf.data() + pos, n);
-    pos += n;
-  };
-  char magic[4];
-  get(magic, 4);
-  TT_CHECK(std::memcmp(magic, "TTSD", 4) == 0, "load: '", path, "' is not a tinytorch state dict");
-  uint32_t version = 0;
-  uint64_t count = 0;
-  get(&version, 4);
-  TT_CHECK(version == 1, "load: '", path, "' has format version ", version, ", expected 1");
-  get(&count, 8);
-  std::vector<std::pair<std::string, Tensor>> out;
-  for (uint64_t e = 0; e < count; ++e) {
-    uint64_t len = 0, ndim = 0;
-    uint8_t dt = 0;
-    get(&len, 8);
-    TT_CHECK(pos + len <= buf.size(), "load: '", path, "' is truncated");
-    std::string name(buf.data() + pos, len);
-    pos += len;
-    get(&dt, 1);
-    TT_CHECK(dt <= static_cast<uint8_t>(DType::Int64), "load: '", path, "': bad dtype ", int(dt));
-    get(&ndim, 8);
-    Shape shape(ndim);
-    for (auto& d : shape) get(&d, 8);
-    Tensor t = empty(shape, TensorOptions(static_cast<DType>(dt)));
-    get(t.raw_data(), static_cast<size_t>(t.numel()) * element_size(t.dtype()));
-    out.emplace_back(std::move(name), std::move(t));
-  }
-  return out;
-}
-
-}  // namespace tinytorch

@@ -1,0 +1,173 @@
+// tests/test_serialization.cpp — tinytorch::save / tinytorch::load (serialization.hpp): round
+// trips of every dtype and shape, a model through its state dict, atomic writes, and malformed
+// files, each of which must be a tinytorch::Error naming the file.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <tinytorch/tinytorch.hpp>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using tinytorch::Tensor;
+
+namespace {
+
+/// A fresh empty directory under the system temp dir, removed at scope exit.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("tt_serialization_" + std::to_string(::getpid()));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+void write_bytes(const std::string& p, const std::string& b) {
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  f.write(b.data(), static_cast<std::streamsize>(b.size()));
+}
+
+template <typename T>
+void put(std::string& b, T v) {
+  b.append(reinterpret_cast<const char*>(&v), sizeof(T));
+}
+
+/// The header of a file with `count` entries.
+std::string header(uint64_t count, uint32_t version = 1) {
+  std::string b = "TTSD";
+  put<uint32_t>(b, version);
+  put<uint64_t>(b, count);
+  return b;
+}
+
+/// One entry's bytes up to (not including) its data.
+std::string entry_head(const std::string& name, uint8_t dtype, const std::vector<int64_t>& sizes) {
+  std::string b;
+  put<uint64_t>(b, name.size());
+  b += name;
+  put<uint8_t>(b, dtype);
+  put<uint64_t>(b, sizes.size());
+  for (int64_t d : sizes) put<int64_t>(b, d);
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("save then load returns the same names, dtypes, shapes and values", "[ch06][serialization]") {
+  TempDir dir;
+  tinytorch::Generator g(3);
+  Tensor a = tinytorch::randn({2, 3}, {}, &g);
+  Tensor b = tinytorch::full({}, 2.5, tinytorch::TensorOptions(tinytorch::kFloat64));  // 0-dim
+  Tensor c = tinytorch::arange(5, tinytorch::kInt64);
+  Tensor d = tinytorch::zeros({0, 4});
+  Tensor e = tinytorch::randn({3, 2}, {}, &g).t();  // a non-contiguous view: saved as its values
+  const std::string p = dir.file("sd.tt");
+  tinytorch::save({{"a", a}, {"b", b}, {"c", c}, {"d", d}, {"e", e}}, p);
+  const auto sd = tinytorch::load(p);
+  REQUIRE(sd.size() == 5);
+  const std::vector<Tensor> want{a, b, c, d, e};
+  for (size_t i = 0; i < sd.size(); ++i) {
+    INFO("entry " << i);
+    CHECK(sd[i].first == std::string(1, static_cast<char>('a' + i)));
+    CHECK(sd[i].second.dtype() == want[i].dtype());
+    CHECK(sd[i].second.sizes() == want[i].sizes());
+    CHECK(sd[i].second.equal(want[i]));
+  }
+  size_t files = 0;
+  for (const auto& f : fs::directory_iterator(dir.path)) {
+    CHECK(f.path().filename() == "sd.tt");  // no temporary file is left behind
+    ++files;
+  }
+  CHECK(files == 1);
+}
+
+TEST_CASE("a model survives save / load_state_dict", "[ch06][serialization]") {
+  TempDir dir;
+  namespace nn = tinytorch::nn;
+  tinytorch::manual_seed(1);
+  auto m = std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(4, 3), std::make_shared<nn::ReLU>(),
+                                            std::make_shared<nn::Linear>(3, 2));
+  tinytorch::save(m->state_dict(), dir.file("m.tt"));
+  tinytorch::manual_seed(2);
+  auto fresh = std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(4, 3), std::make_shared<nn::ReLU>(),
+                                                std::make_shared<nn::Linear>(3, 2));
+  Tensor x = tinytorch::ones({5, 4});
+  CHECK_FALSE(fresh->forward(x).equal(m->forward(x)));
+  fresh->load_state_dict(tinytorch::load(dir.file("m.tt")));
+  CHECK(fresh->forward(x).equal(m->forward(x)));
+
+  // Saving again replaces the file whole.
+  tinytorch::save({{"only", tinytorch::ones({1})}}, dir.file("m.tt"));
+  CHECK(tinytorch::load(dir.file("m.tt")).size() == 1);
+}
+
+TEST_CASE("save: unwritable paths and undefined tensors are errors", "[ch06][serialization]") {
+  TempDir dir;
+  const std::string p = dir.file("no_such_dir/x.tt");
+  CHECK_THROWS_WITH(tinytorch::save({{"a", tinytorch::ones({1})}}, p),
+                    Catch::StartsWith("save: cannot open '" + p + ".tmp.") &&
+                        Catch::EndsWith("' for writing: No such file or directory"));
+  CHECK_THROWS_WITH(tinytorch::save({{"w", Tensor()}}, dir.file("u.tt")),
+                    "save: entry 'w' is an undefined tensor");
+  CHECK_FALSE(fs::exists(dir.file("u.tt")));
+}
+
+TEST_CASE("load: every malformed file is an error naming the file", "[ch06][serialization]") {
+  TempDir dir;
+  const std::string p = dir.file("bad.tt");
+  auto load_error = [&](const std::string& bytes) -> std::string {
+    write_bytes(p, bytes);
+    try {
+      tinytorch::load(p);
+    } catch (const tinytorch::Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  const std::string q = "'" + p + "'";
+
+  CHECK_THROWS_WITH(tinytorch::load(dir.file("missing.tt")), "load: cannot open '" + dir.file("missing.tt") + "'");
+  CHECK(load_error("") == "load: " + q + " is truncated (4 more bytes expected at offset 0, file size 0)");
+  CHECK(load_error("hello world, not a checkpoint") == "load: " + q + " is not a tinytorch state dict");
+  CHECK(load_error(header(0, 2)) == "load: " + q + " has format version 2, expected 1");
+  CHECK(load_error(header(1) + "xy") == "load: " + q + " claims 1 entries, more than its 18 bytes can hold");
+  CHECK(load_error(header(uint64_t{1} << 62)) ==
+        "load: " + q + " claims 4611686018427387904 entries, more than its 16 bytes can hold");
+
+  std::string good = header(1) + entry_head("w", 0, {2});
+  put<float>(good, 1.0f);
+  put<float>(good, 2.0f);
+  write_bytes(p, good);
+  CHECK(tinytorch::load(p)[0].second.sum().item<float>() == 3.0f);
+
+  CHECK(load_error(good.substr(0, good.size() - 1)) ==
+        "load: " + q + " is truncated (entry 'w' needs 8 bytes, 7 left)");
+  CHECK(load_error(good + "!") == "load: " + q + " has 1 unexpected bytes after its last entry");
+  {
+    std::string b = header(1);
+    put<uint64_t>(b, uint64_t{1} << 40);  // a name longer than the file
+    b += std::string(16, 'x');
+    CHECK(load_error(b) == "load: " + q + " is truncated (a name of 1099511627776 bytes at offset 24)");
+  }
+  CHECK(load_error(header(1) + entry_head("w", 7, {2}) + std::string(8, '\0')) ==
+        "load: " + q + ": entry 'w' has bad dtype 7");
+  {
+    std::string b = header(1) + entry_head("w", 0, {});
+    b.resize(b.size() - 8);
+    put<uint64_t>(b, uint64_t{1} << 40);  // ndim
+    b += std::string(64, '\0');
+    CHECK(load_error(b) == "load: " + q + ": entry 'w' has bad ndim 1099511627776");
+  }
+  CHECK(load_error(header(1) + entry_head("w", 0, {-3}) + std::string(12, '\0')) ==
+        "load: " + q + ": entry 'w' has a negative size -3");
+  CHECK(load_error(header(1) + entry_head("w", 0, {int64_t{1} << 40, int64_t{1} << 40}) + std::string(64, '\0')) ==
+        "load: " + q + ": entry 'w' is larger than any file");
+  CHECK(load_error(header(1) + entry_head("w", 1, {1000})) ==
+        "load: " + q + " is truncated (entry 'w' needs 8000 bytes, 0 left)");
+}
