@@ -337,19 +337,30 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--reps") o.reps = std::max(1, std::atoi(value("--reps").c_str()));
-    else if (a == "--iters") o.iters = std::max(1, std::atoi(value("--iters").c_str()));
-    else if (a == "--overlap-iters") o.overlap_iters = std::max(1, std::atoi(value("--overlap-iters").c_str()));
+    auto positive = [&](const char* name) {
+      const std::string v = value(name);
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < 1 || n > 1000000) {
+        std::fprintf(stderr, "bench_ddp: %s must be a positive integer, got '%s'\n", name, v.c_str());
+        std::exit(2);
+      }
+      return static_cast<int>(n);
+    };
+    if (a == "--reps") o.reps = positive("--reps");
+    else if (a == "--iters") o.iters = positive("--iters");
+    else if (a == "--overlap-iters") o.overlap_iters = positive("--overlap-iters");
     else if (a == "--trace") o.trace = value("--trace");
     else if (a == "--algorithm") {
       try {
         o.algorithm = dist::algorithm_from_name(value("--algorithm"));
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "bench_ddp: %s\n", e.what());
+        std::fprintf(stderr, "bench_ddp: --algorithm: %s\n", e.what());
         return 2;
       }
     }
     else {
+      if (a != "--help" && a != "-h") std::fprintf(stderr, "bench_ddp: unknown option '%s'\n", a.c_str());
       std::printf("bench_ddp [--reps R] [--iters I] [--overlap-iters I] [--trace PREFIX] [--algorithm ring|mpi|tree|ps]"
                   "   (under scripts/mpirun.sh -np N)\n");
       return a == "--help" || a == "-h" ? 0 : 2;

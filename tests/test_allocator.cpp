@@ -81,3 +81,22 @@ TEST_CASE("a training step reuses its memory: no new system allocations after th
   CHECK(after.hits > warm.hits);
   CHECK(after.allocated_bytes == warm.allocated_bytes);
 }
+
+TEST_CASE("impossible sizes are errors, not tiny buffers", "[ch01][allocator]") {
+  // numel * element_size must fit in int64: checked before multiplying (a wrapped product would
+  // have allocated a few bytes for an enormous shape).
+  CHECK_THROWS_WITH(tinytorch::empty({int64_t{1} << 62}),
+                    "empty: shape [4611686018427387904] of torch.float32 needs more than 2^63 bytes");
+  CHECK_THROWS_WITH(tinytorch::zeros({int64_t{1} << 31, int64_t{1} << 31, 4}),
+                    Catch::StartsWith("empty: shape [2147483648, 2147483648, 4]"));
+  CHECK_THROWS_WITH(tinytorch::empty({(int64_t{1} << 61) - 2}, tinytorch::TensorOptions(tinytorch::kFloat64)),
+                    Catch::EndsWith("needs more than 2^63 bytes"));
+  CHECK(tinytorch::empty({0, int64_t{1} << 62}).numel() == 0);  // zero elements: nothing to allocate
+  // 2^62 bytes fit in int64 but in no address space: PyTorch's out-of-memory message, and the
+  // allocator's statistics are unchanged.
+  const auto before = tinytorch::cpu_memory_stats();
+  CHECK_THROWS_WITH(tinytorch::empty({int64_t{1} << 60}),
+                    "DefaultCPUAllocator: not enough memory: you tried to allocate 4611686018427387904 bytes.");
+  CHECK(tinytorch::cpu_memory_stats().allocated_bytes == before.allocated_bytes);
+  CHECK(tinytorch::cpu_memory_stats().misses == before.misses);
+}

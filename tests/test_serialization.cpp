@@ -8,7 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <tinytorch/tinytorch.hpp>
+#include <vector>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -107,12 +109,49 @@ TEST_CASE("a model survives save / load_state_dict", "[ch06][serialization]") {
   CHECK(tinytorch::load(dir.file("m.tt")).size() == 1);
 }
 
+TEST_CASE("save writes through a symbolic link, keeps permissions, and concurrent saves stay whole",
+          "[ch06][serialization]") {
+  TempDir dir;
+  const std::string target = dir.file("target.tt"), link = dir.file("link.tt");
+  tinytorch::save({{"x", tinytorch::zeros({2})}}, target);
+  fs::permissions(target, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  fs::create_symlink(target, link);
+  tinytorch::save({{"x", tinytorch::ones({3})}}, link);
+  CHECK(fs::is_symlink(link));
+  CHECK(tinytorch::load(target)[0].second.sizes() == tinytorch::Shape{3});
+  CHECK((fs::status(target).permissions() & fs::perms::all) ==
+        (fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read));
+
+  // Two threads saving to one path: every save succeeds and the file is always one of the two.
+  const std::string p = dir.file("shared.tt");
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 2; ++k)
+    threads.emplace_back([&, k] {
+      for (int i = 0; i < 50; ++i) tinytorch::save({{"w", tinytorch::full({16 + k}, k)}}, p);
+    });
+  for (auto& t : threads) t.join();
+  const auto sd = tinytorch::load(p);
+  CHECK(sd.size() == 1);
+  CHECK((sd[0].second.numel() == 16 || sd[0].second.numel() == 17));
+  size_t files = 0;
+  for (const auto& f : fs::directory_iterator(dir.path)) files += f.path().filename() == "shared.tt" ? 1 : 0;
+  CHECK(files == 1);
+  CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 3);  // no temporaries
+}
+
 TEST_CASE("save: unwritable paths and undefined tensors are errors", "[ch06][serialization]") {
   TempDir dir;
   const std::string p = dir.file("no_such_dir/x.tt");
   CHECK_THROWS_WITH(tinytorch::save({{"a", tinytorch::ones({1})}}, p),
-                    Catch::StartsWith("save: cannot open '" + p + ".tmp.") &&
-                        Catch::EndsWith("' for writing: No such file or directory"));
+                    "save: cannot create a temporary file in '" + dir.file("no_such_dir/") + "' to write '" + p +
+                        "': No such file or directory");
+  CHECK_THROWS_WITH(tinytorch::save({{"a", tinytorch::ones({1})}}, dir.path.string()),
+                    "save: '" + dir.path.string() + "' exists and is not a regular file");
+  CHECK_THROWS_WITH(tinytorch::save({{"a", tinytorch::ones({1})}}, "/dev/null"),
+                    "save: '/dev/null' exists and is not a regular file");
+  CHECK_THROWS_WITH(tinytorch::save({{"a", tinytorch::ones({1})}}, std::string("a\0b", 3)),
+                    "save: the path 'a...' contains a NUL byte");
+  CHECK_THROWS_WITH(tinytorch::save({{"a", tinytorch::ones({1})}}, ""), "save: the path is empty");
   CHECK_THROWS_WITH(tinytorch::save({{"w", Tensor()}}, dir.file("u.tt")),
                     "save: entry 'w' is an undefined tensor");
   CHECK_FALSE(fs::exists(dir.file("u.tt")));
@@ -132,7 +171,10 @@ TEST_CASE("load: every malformed file is an error naming the file", "[ch06][seri
   };
   const std::string q = "'" + p + "'";
 
-  CHECK_THROWS_WITH(tinytorch::load(dir.file("missing.tt")), "load: cannot open '" + dir.file("missing.tt") + "'");
+  CHECK_THROWS_WITH(tinytorch::load(dir.file("missing.tt")),
+                    "load: cannot open '" + dir.file("missing.tt") + "': No such file or directory");
+  CHECK_THROWS_WITH(tinytorch::load(dir.path.string()), "load: '" + dir.path.string() + "' is not a regular file");
+  CHECK_THROWS_WITH(tinytorch::load("/dev/zero"), "load: '/dev/zero' is not a regular file");
   CHECK(load_error("") == "load: " + q + " is truncated (4 more bytes expected at offset 0, file size 0)");
   CHECK(load_error("hello world, not a checkpoint") == "load: " + q + " is not a tinytorch state dict");
   CHECK(load_error(header(0, 2)) == "load: " + q + " has format version 2, expected 1");

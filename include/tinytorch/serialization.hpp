@@ -16,17 +16,23 @@
 // Tensors are saved contiguous (a view saves only its own elements, as torch.save of a
 // state dict clones nothing but writes each storage; here there is no storage sharing).
 //
-// Writes are atomic: the bytes go to "<path>.tmp.<pid>", which is flushed to disk (fsync) and
-// then renamed over <path>, so a crash or a full disk leaves either the old file or the new one,
-// never half of one. Every malformed file (wrong magic or version, truncated, a size that does
+// Writes are atomic: the bytes go to a uniquely named temporary file in the same directory, which
+// is flushed to disk (fsync) and then renamed over <path>, so a crash or a full disk leaves
+// either the old file or the new one, never half of one. A symbolic link is followed; a path that
+// names a directory or a device is an error (torch.save would write through a device; here
+// that could not be atomic). Every malformed file (wrong magic or version, truncated, a size that does
 // not fit the file, trailing bytes) throws tinytorch::Error naming the file and the problem
 // before anything is allocated from the file's numbers.
 // Chapter: chapters/06-distributed-data-parallel.md ("Checkpoints").
 #pragma once
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -35,8 +41,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <cerrno>
 
 #include "core/check.hpp"
 #include "core/dtype.hpp"
@@ -47,36 +51,54 @@ namespace tinytorch {
 
 namespace detail {
 
-/// Writes `data` to `path` atomically: "<path>.tmp.<pid>", fsync, rename(2) (atomic on POSIX
-/// file systems). `op` names the caller in error messages. Throws tinytorch::Error (and removes
-/// the temporary file) if any step fails.
-inline void write_file_atomically(const std::string& path, const std::string& data, const char* op) {
-  const std::string tmp = path + ".tmp." + std::to_string(static_cast<long>(::getpid()));
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  TT_CHECK(fd >= 0, op, ": cannot open '", tmp, "' for writing: ", std::strerror(errno));
+/// Writes `data` to `path` atomically: a uniquely named temporary file in the same directory
+/// (created with O_EXCL, so two writers never share one), fsync, rename(2) over `path` (atomic on
+/// POSIX file systems). A symbolic link is followed (its target is replaced, as torch.save writes
+/// through a link); an existing file keeps its permissions. `op` names the caller in messages.
+/// Throws tinytorch::Error (and removes the temporary file) if any step fails, if the path
+/// contains a NUL byte, or if it names something other than a regular file (a directory, a
+/// device: replacing those by a file would be wrong, writing through them is not atomic).
+inline void write_file_atomically(const std::string& path_in, const std::string& data, const char* op) {
+  TT_CHECK(!path_in.empty(), op, ": the path is empty");
+  TT_CHECK(path_in.find('\0') == std::string::npos, op, ": the path '", path_in.c_str(), "...' contains a NUL byte");
+  std::string path = path_in;
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    char* target = ::realpath(path.c_str(), nullptr);
+    TT_CHECK(target != nullptr, op, ": '", path_in, "' is a symbolic link to a file that does not exist");
+    path = target;
+    std::free(target);
+  }
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  TT_CHECK(!exists || S_ISREG(st.st_mode), op, ": '", path_in, "' exists and is not a regular file");
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  static std::atomic<unsigned long> counter{0};
+  const std::string tmp = (slash == std::string::npos ? std::string() : dir) + ".tt_tmp." +
+                          std::to_string(static_cast<long>(::getpid())) + "." + std::to_string(++counter);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);  // umask applies
+  TT_CHECK(fd >= 0, op, ": cannot create a temporary file in '", dir, "' to write '", path_in,
+           "': ", std::strerror(errno));
+  auto fail = [&](const char* what) {
+    const std::string why = std::strerror(errno);
+    ::close(fd);
+    std::remove(tmp.c_str());
+    throw Error(str_cat(op, ": ", what, " '", path_in, "': ", why));
+  };
+  if (exists && ::fchmod(fd, st.st_mode & 07777) != 0) fail("cannot keep the permissions of");
   size_t done = 0;
   while (done < data.size()) {
     const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      std::remove(tmp.c_str());
-      throw Error(str_cat(op, ": error while writing '", tmp, "': ", why));
-    }
+    if (n <= 0) fail("error while writing");
     done += static_cast<size_t>(n);
   }
-  const bool synced = ::fsync(fd) == 0;
-  const std::string why = synced ? "" : std::strerror(errno);
+  if (::fsync(fd) != 0) fail("cannot flush to disk");
   ::close(fd);
-  if (!synced) {
-    std::remove(tmp.c_str());
-    throw Error(str_cat(op, ": cannot flush '", tmp, "' to disk: ", why));
-  }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string err = std::strerror(errno);
+    const std::string why = std::strerror(errno);
     std::remove(tmp.c_str());
-    throw Error(str_cat(op, ": cannot rename '", tmp, "' to '", path, "': ", err));
+    throw Error(str_cat(op, ": cannot rename the temporary file over '", path_in, "': ", why));
   }
 }
 
@@ -109,9 +131,15 @@ inline void save(const std::vector<std::pair<std::string, Tensor>>& state_dict, 
 /// Reads a file written by save(). Throws tinytorch::Error naming the file if it cannot be
 /// read or is not a well-formed tinytorch state dict.
 inline std::vector<std::pair<std::string, Tensor>> load(const std::string& path) {
+  TT_CHECK(path.find('\0') == std::string::npos, "load: the path '", path.c_str(), "...' contains a NUL byte");
+  struct stat st {};
+  TT_CHECK(::stat(path.c_str(), &st) == 0, "load: cannot open '", path, "': ", std::strerror(errno));
+  TT_CHECK(S_ISREG(st.st_mode), "load: '", path, "' is not a regular file");
+  std::string buf(static_cast<size_t>(st.st_size), '\0');  // no more than the file's size (not /dev/zero)
   std::ifstream f(path, std::ios::binary);
   TT_CHECK(static_cast<bool>(f), "load: cannot open '", path, "'");
-  const std::string buf((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  f.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+  buf.resize(static_cast<size_t>(f.gcount()));
   size_t pos = 0;
   auto left = [&] { return static_cast<uint64_t>(buf.size() - pos); };
   auto get = [&](void* p, uint64_t n) {

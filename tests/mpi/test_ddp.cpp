@@ -33,6 +33,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -326,13 +327,27 @@ TEST_CASE("a model that differs across ranks fails with the same message on ever
     dist::DDPOptions o;
     if (r == N - 1) o.algorithm = dist::Algorithm::Tree;
     CHECK_THROWS_WITH(dist::DistributedDataParallel(make_mlp({3, 4, 2}), o),
-                      "DistributedDataParallel: DDPOptions must be the same on every rank, but algorithm is mpi on "
-                      "rank 0 and tree on rank " + std::to_string(N - 1) + ".");
+                      "DistributedDataParallel: DDPOptions must be the same on every rank, but algorithm is mpi (0) on "
+                      "rank 0 and tree (3) on rank " + std::to_string(N - 1) + ".");
     dist::DDPOptions p;
     if (r == N - 1) p.bucket_cap_mb = 1;
     CHECK_THROWS_WITH(dist::DistributedDataParallel(make_mlp({3, 4, 2}), p),
-                      "DistributedDataParallel: DDPOptions must be the same on every rank, but bucket_cap_mb (bytes) is "
-                      "26214400 on rank 0 and 1048576 on rank " + std::to_string(N - 1) + ".");
+                      "DistributedDataParallel: DDPOptions must be the same on every rank, but bucket_cap_mb is "
+                      "25 on rank 0 and 1 on rank " + std::to_string(N - 1) + ".");
+    // A value that is invalid on one rank only: the same mismatch error everywhere, no hang.
+    dist::DDPOptions q;
+    if (r == N - 1) q.algorithm = static_cast<dist::Algorithm>(42);
+    CHECK_THROWS_WITH(dist::DistributedDataParallel(make_mlp({3, 4, 2}), q),
+                      "DistributedDataParallel: DDPOptions must be the same on every rank, but algorithm is mpi (0) on "
+                      "rank 0 and ? (42) on rank " + std::to_string(N - 1) + ".");
+    dist::DDPOptions z;
+    if (r == N - 1) z.first_bucket_mb = 0;
+    CHECK_THROWS_WITH(dist::DistributedDataParallel(make_mlp({3, 4, 2}), z),
+                      "DistributedDataParallel: DDPOptions must be the same on every rank, but first_bucket_mb is "
+                      "1 on rank 0 and 0 on rank " + std::to_string(N - 1) + ".");
+    CHECK_THROWS_WITH(dist::DistributedDataParallel(r == N - 1 ? nullptr : make_mlp({3, 4, 2})),
+                      "DistributedDataParallel: DDPOptions must be the same on every rank, but module (passed or "
+                      "null) is passed on rank 0 and null on rank " + std::to_string(N - 1) + ".");
   }
   // Nothing is left in flight: a collective afterwards lines up.
   int64_t one = 1;
@@ -528,6 +543,14 @@ TEST_CASE("bad DDPOptions throw on every rank before any message", "[ch06][distr
   a.algorithm = static_cast<dist::Algorithm>(42);
   CHECK_THROWS_WITH(dist::DistributedDataParallel(make_mlp({3, 2}), a),
                     "DistributedDataParallel: DDPOptions::algorithm has no such value (42)");
+  dist::DDPOptions nan;
+  nan.bucket_cap_mb = std::nan("");
+  CHECK_THROWS_WITH(dist::DistributedDataParallel(make_mlp({3, 2}), nan),
+                    Catch::StartsWith("DistributedDataParallel: bucket_cap_mb and first_bucket_mb must be positive"));
+  // An infinite cap means "no limit": one bucket (after the 1 MiB first bucket).
+  dist::DDPOptions inf;
+  inf.bucket_cap_mb = inf.first_bucket_mb = std::numeric_limits<double>::infinity();
+  CHECK(dist::DistributedDataParallel(make_mlp({3, 4, 2}), inf).bucket_indices().size() == 1);
   int64_t one = 1;  // nothing in flight
   dist::all_reduce(&one, 1);
   CHECK(one == dist::get_world_size());

@@ -21,11 +21,12 @@
 //
 // Contents of a reused block are not cleared (as malloc's are not): Storage is uninitialised.
 // Thread-safe (one mutex; uncontended it costs ~20 ns per call).
-// Set TINYTORCH_NO_MEMORY_CACHING=1 to allocate and free every block directly (like PyTorch's
-// PYTORCH_NO_CUDA_MEMORY_CACHING=1): tools such as valgrind or AddressSanitizer then see every
-// use after free. empty_cache() returns all cached blocks to the system (torch.cuda.empty_cache).
+// Set TINYTORCH_NO_MEMORY_CACHING=1 (or true, yes, on) to allocate and free every block
+// directly (like PyTorch's PYTORCH_NO_CUDA_MEMORY_CACHING=1): tools such as valgrind or
+// AddressSanitizer then see every use after free. empty_cache() returns all cached blocks to the
+// system (torch.cuda.empty_cache).
 //
-// Chapter: chapters/01-training-loop.md ("Where the time goes").
+// Chapter: chapters/01-training-loop.md ("How fast is it?").
 #pragma once
 
 #include <cstddef>
@@ -33,6 +34,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <new>
+#include <string>
 #include <vector>
 
 namespace tinytorch {
@@ -70,7 +72,8 @@ class CpuCachingAllocator {
     return ((n + step - 1) / step) * step;
   }
 
-  /// A block of at least n bytes, 64-byte aligned; nullptr for n == 0. Throws std::bad_alloc.
+  /// A block of at least n bytes, 64-byte aligned (16 below kMinCachedBytes); nullptr for
+  /// n == 0. Throws std::bad_alloc when the system has no memory for it.
   void* allocate(size_t n) {
     if (n == 0) return nullptr;
     if (n < kMinCachedBytes) return small_alloc(n);
@@ -87,10 +90,12 @@ class CpuCachingAllocator {
         ++stats_.hits;
         return p;
       }
-      stats_.allocated_bytes += size;
-      ++stats_.misses;
     }
-    return system_alloc(size);
+    void* p = system_alloc(size);  // throws std::bad_alloc: nothing counted
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.allocated_bytes += size;
+    ++stats_.misses;
+    return p;
   }
 
   /// Returns a block from allocate(n) (the same n).
@@ -128,7 +133,8 @@ class CpuCachingAllocator {
  private:
   CpuCachingAllocator() {
     const char* e = std::getenv("TINYTORCH_NO_MEMORY_CACHING");
-    caching_ = !(e != nullptr && e[0] != '\0' && e[0] != '0');
+    const std::string v = e == nullptr ? "" : e;
+    caching_ = !(v == "1" || v == "true" || v == "yes" || v == "on");
   }
 
   static size_t round_up(size_t n, size_t a) { return ((n + a - 1) / a) * a; }
@@ -142,6 +148,7 @@ class CpuCachingAllocator {
   }
 
   static void* system_alloc(size_t n) {
+    if (n > SIZE_MAX - kAlignment) throw std::bad_alloc();  // round_up would wrap around
     void* p = std::aligned_alloc(kAlignment, round_up(n, kAlignment));
     if (p == nullptr) throw std::bad_alloc();
     return p;

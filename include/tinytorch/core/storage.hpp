@@ -24,11 +24,16 @@ namespace tinytorch {
 class Storage {
  public:
   /// Allocates `nbytes` on `device` (contents uninitialised). Throws tinytorch::Error for CUDA in a
-  /// translation unit not compiled by nvcc.
+  /// translation unit not compiled by nvcc, and when the memory is not there.
   Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
     TT_CHECK(device.is_cpu(), "Storage: device ", device.str(),
              " needs the CUDA backend; compile this program with nvcc (TINYTORCH_WITH_CUDA=0 here)");
-    data_ = detail::CpuCachingAllocator::get().allocate(nbytes);
+    try {
+      data_ = detail::CpuCachingAllocator::get().allocate(nbytes);
+    } catch (const std::bad_alloc&) {
+      // PyTorch's wording (c10/core/impl/alloc_cpu.cpp).
+      TT_CHECK(false, "DefaultCPUAllocator: not enough memory: you tried to allocate ", nbytes, " bytes.");
+    }
   }
   ~Storage() { detail::CpuCachingAllocator::get().deallocate(data_, nbytes_); }
   Storage(const Storage&) = delete;

@@ -767,27 +767,45 @@ struct DdpState {
 };
 
 /// Every rank must build its buckets and reduce them the same way, or the bucket all-reduces
-/// would not match (a hang or garbage). PyTorch does not check this; we all-gather the options
-/// that shape the communication and throw the same tinytorch::Error on every rank if any
-/// differs, naming the option and both values.
-inline void verify_options_across_ranks(Algorithm algorithm, const std::vector<int64_t>& limits,
-                                        bool find_unused, bool broadcast_buffers) {
+/// would not match (a hang or garbage). PyTorch does not check this. This is the constructor's
+/// first collective, before any check that could throw on one rank only: the options (as
+/// given, bit for bit) and whether a module was passed are all-gathered, and if any differs,
+/// every rank throws the same tinytorch::Error naming the option and both values. Afterwards
+/// the local checks see the same values everywhere and throw, if at all, on every rank.
+inline void verify_options_across_ranks(bool has_module, Algorithm algorithm, double first_bucket_mb,
+                                        double bucket_cap_mb, bool find_unused, bool broadcast_buffers) {
   const auto& g = group();
   const int world = g.world_size;
   if (world == 1) return;
-  const char* names[] = {"algorithm", "first_bucket_mb (bytes)", "bucket_cap_mb (bytes)", "find_unused_parameters",
-                         "broadcast_buffers"};
-  const int64_t mine[] = {static_cast<int64_t>(algorithm), limits[0], limits[1], find_unused ? 1 : 0,
-                          broadcast_buffers ? 1 : 0};
-  constexpr int K = 5;
+  const char* names[] = {"module (passed or null)", "algorithm", "first_bucket_mb", "bucket_cap_mb",
+                         "find_unused_parameters", "broadcast_buffers"};
+  auto bits = [](double d) {
+    int64_t b = 0;
+    std::memcpy(&b, &d, sizeof b);
+    return b;
+  };
+  const int64_t mine[] = {has_module ? 1 : 0,  static_cast<int64_t>(algorithm), bits(first_bucket_mb),
+                          bits(bucket_cap_mb), find_unused ? 1 : 0,             broadcast_buffers ? 1 : 0};
+  constexpr int K = 6;
   std::vector<int64_t> all(static_cast<size_t>(world) * K);
   all_gather(all.data(), mine, K);
   for (int r = 1; r < world; ++r) {
     for (int k = 0; k < K; ++k) {
       const int64_t a = all[static_cast<size_t>(k)], b = all[static_cast<size_t>(r) * K + k];
       if (a == b) continue;
-      auto show = [&](int64_t v) {
-        return k == 0 ? std::string(algorithm_name(static_cast<Algorithm>(v))) : std::to_string(v);
+      auto show = [&](int64_t v) -> std::string {
+        if (k == 0) return v ? "passed" : "null";
+        if (k == 1) {
+          const char* n = v >= 0 && v <= static_cast<int64_t>(Algorithm::Tree) ? algorithm_name(static_cast<Algorithm>(v))
+                                                                                : "?";
+          return ::tinytorch::detail::str_cat(n, " (", v, ")");
+        }
+        if (k == 2 || k == 3) {
+          double d = 0;
+          std::memcpy(&d, &v, sizeof d);
+          return ::tinytorch::detail::str_cat(d);
+        }
+        return v ? "true" : "false";
       };
       throw_error(::tinytorch::detail::str_cat("DistributedDataParallel: DDPOptions must be the same on every rank, but ",
                                                names[k], " is ", show(a), " on rank 0 and ", show(b), " on rank ", r,
@@ -899,8 +917,11 @@ class DistributedDataParallel : public nn::Module {
   explicit DistributedDataParallel(std::shared_ptr<nn::Module> module, DDPOptions options = {})
       : module_(std::move(module)), options_(std::move(options)) {
     detail::require_initialized("DistributedDataParallel");
+    detail::verify_options_across_ranks(module_ != nullptr, options_.algorithm, options_.first_bucket_mb,
+                                        options_.bucket_cap_mb, options_.find_unused_parameters,
+                                        options_.broadcast_buffers);
     detail::check(module_ != nullptr, "DistributedDataParallel: module is null");
-    detail::check(options_.bucket_cap_mb > 0 && options_.first_bucket_mb > 0,
+    detail::check(options_.bucket_cap_mb > 0 && options_.first_bucket_mb > 0,  // false for NaN too
                   "DistributedDataParallel: bucket_cap_mb and first_bucket_mb must be positive, got ",
                   options_.bucket_cap_mb, " and ", options_.first_bucket_mb);
     const int algo = static_cast<int>(options_.algorithm);
@@ -937,10 +958,11 @@ class DistributedDataParallel : public nn::Module {
                   "gradient.");
 
     // (3) buckets, reversed; contents buffers.
-    const auto mib = [](double mb) { return std::max<int64_t>(1, static_cast<int64_t>(mb * 1024.0 * 1024.0)); };
+    const auto mib = [](double mb) {  // > 0 here; inf or huge = no limit (saturated, no overflow)
+      const double bytes = mb * 1024.0 * 1024.0;
+      return bytes >= 0x1p62 ? int64_t{1} << 62 : std::max<int64_t>(1, static_cast<int64_t>(bytes));
+    };
     st->limits = {mib(options_.first_bucket_mb), mib(options_.bucket_cap_mb)};
-    detail::verify_options_across_ranks(options_.algorithm, st->limits, options_.find_unused_parameters,
-                                        options_.broadcast_buffers);
     auto order = compute_bucket_assignment_by_size(st->params, st->limits);
     std::reverse(order.begin(), order.end());
     st->assign_buckets(order);
