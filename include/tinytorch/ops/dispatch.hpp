@@ -25,19 +25,21 @@ inline void check_device(const Tensor& t, const char* op) {
 
 /// A new contiguous tensor (uninitialised data).
 inline Tensor make_tensor(const Shape& shape, DType dtype, Device device = Device::cpu()) {
-  // Sizes are checked before anything is multiplied: numel * element_size must fit in int64
-  // (PyTorch: "Storage size calculation overflowed"), or a wrapped product would allocate a tiny
-  // buffer for a huge shape.
+  // numel * element_size must fit in int64 (PyTorch: "Storage size calculation overflowed"), or
+  // a wrapped-around product would allocate a tiny buffer for a huge shape.
   const int64_t esize = static_cast<int64_t>(element_size(dtype));
-  int64_t numel = 1;
+  int64_t numel = 1, bytes = 0;
+  bool overflow = false, empty = false;
   for (int64_t d : shape) {
     TT_CHECK(d >= 0, "empty: negative dimension in shape ", shape_str(shape));
-    TT_CHECK(d == 0 || numel <= INT64_MAX / esize / d, "empty: shape ", shape_str(shape), " of ",
-             dtype_name(dtype), " needs more than 2^63 bytes");
-    numel *= d;
+    empty |= d == 0;
+    overflow |= __builtin_mul_overflow(numel, d, &numel);
   }
+  overflow |= __builtin_mul_overflow(numel, esize, &bytes);
+  TT_CHECK(!overflow || empty, "empty: shape ", shape_str(shape), " of ", dtype_name(dtype),
+           " needs more than 2^63 bytes");
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(static_cast<size_t>(numel * esize), device);
+  impl->storage = std::make_shared<Storage>(empty ? 0 : static_cast<size_t>(bytes), device);
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;
