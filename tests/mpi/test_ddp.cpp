@@ -323,6 +323,15 @@ TEST_CASE("a model that differs across ranks fails with the same message on ever
                       Catch::StartsWith("DistributedDataParallel: DDP expects same model across all ranks, but rank 0 "
                                         "has 2 parameters while rank 1 has inconsistent 1 parameters"));
   }
+  SECTION("a parameter frozen on the last rank only") {
+    auto m = make_mlp({3, 4, 2});
+    if (r == N - 1) m->parameters()[1].requires_grad_(false);  // "0.bias"
+    CHECK_THROWS_WITH(dist::DistributedDataParallel(m),
+                      "DistributedDataParallel: DDP expects same model across all ranks, but parameter 1 (\"0.bias\") "
+                      "has sizes [4] torch.float32 requires_grad=True on rank 0 and sizes [4] torch.float32 "
+                      "requires_grad=False on rank " + std::to_string(N - 1) +
+                          ". Every rank must build the same model and register its parameters in the same order.");
+  }
   SECTION("DDPOptions differ on the last rank") {
     dist::DDPOptions o;
     if (r == N - 1) o.algorithm = dist::Algorithm::Tree;

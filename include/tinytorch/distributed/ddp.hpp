@@ -381,11 +381,13 @@ inline std::string broadcast_string(const std::string& s, int root) {
 }
 
 /// "[3, 4] torch.float32"
-inline std::string describe(const std::vector<int64_t>& meta) {
-  // meta = {dtype, ndim, d0, d1, ...}
+inline std::string describe(const std::vector<int64_t>& meta, bool show_requires_grad) {
+  // meta = {dtype + 16 * requires_grad, ndim, d0, d1, ...}
   std::string s = "[";
   for (size_t k = 2; k < meta.size(); ++k) s += (k > 2 ? ", " : "") + std::to_string(meta[k]);
-  return s + "] " + dtype_name(static_cast<DType>(meta[0]));
+  s += "] " + dtype_name(static_cast<DType>(meta[0] % 16));
+  if (!show_requires_grad) return s;
+  return meta[0] >= 16 ? s + " requires_grad=True" : s + " requires_grad=False";
 }
 
 /// Everything the hooks and the communication thread share; owned by the DDP object (the hooks
@@ -835,9 +837,10 @@ inline void verify_across_ranks(const std::vector<std::pair<std::string, Tensor>
           kind, "s in the same order."));
     }
   }
-  // (2) rank 0's {dtype, ndim, sizes...} for every tensor, flattened; each rank compares.
+  // (2) rank 0's {dtype + 16 * requires_grad, ndim, sizes...} for every tensor, flattened; each
+  // rank compares. (A parameter frozen on one rank only would give the ranks different buckets.)
   auto meta_of = [](const Tensor& t) {
-    std::vector<int64_t> m{static_cast<int64_t>(t.dtype()), t.dim()};
+    std::vector<int64_t> m{static_cast<int64_t>(t.dtype()) + (t.requires_grad() ? 16 : 0), t.dim()};
     for (int64_t d : t.sizes()) m.push_back(d);
     return m;
   };
@@ -879,9 +882,11 @@ inline void verify_across_ranks(const std::vector<std::pair<std::string, Tensor>
                                                                  : std::vector<int64_t>{}, 0);
   const std::string bad_name = broadcast_string(rank == bad_rank ? tensors[pi].first : std::string(), bad_rank);
   const std::string ref_name = broadcast_string(rank == 0 ? tensors[pi].first : std::string(), 0);
+  const bool grad_differs = !ref_meta.empty() && !bad_meta.empty() && (ref_meta[0] >= 16) != (bad_meta[0] >= 16);
   throw_error(::tinytorch::detail::str_cat(
       "DistributedDataParallel: DDP expects same model across all ranks, but ", kind, " ", p, " (\"", ref_name,
-      "\") has sizes ", describe(ref_meta), " on rank 0 and sizes ", describe(bad_meta), " on rank ", bad_rank,
+      "\") has sizes ", describe(ref_meta, grad_differs), " on rank 0 and sizes ", describe(bad_meta, grad_differs),
+      " on rank ", bad_rank,
       bad_name == ref_name ? std::string() : " (named \"" + bad_name + "\" there)",
       ". Every rank must build the same model and register its ", kind, "s in the same order."));
 }
