@@ -21,8 +21,10 @@
 // same averaged gradient, the replicas stay identical without ever sending weights again.
 //
 // Construction (PyTorch's DistributedDataParallel.__init__ and verify_params_across_processes):
+//   0. The ranks agree on DDPOptions (and that a module was passed) before any check that could
+//      throw on one rank only: all-gathered, compared bit for bit, the same error everywhere.
 //   1. The ranks agree on the model before any data moves: parameter counts are all-gathered;
-//      rank 0 broadcasts every parameter's dtype and sizes; each rank compares; the first index
+//      rank 0 broadcasts every parameter's dtype, requires_grad and sizes; each rank compares; the first index
 //      that differs anywhere is agreed by an all-reduce (MIN); the lowest rank that differs there
 //      broadcasts its shape and name; and every rank throws the same tinytorch::Error naming the
 //      parameter (dotted name, both shapes, both ranks). Never a hang. The same for buffers.
