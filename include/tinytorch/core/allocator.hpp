@@ -8,7 +8,7 @@
 // (bench/bench_mlp.cpp, bench/bench_ddp.cpp); in a multi-threaded process (DDP's communication
 // thread) each unmap also costs a TLB shoot-down on the other cores. PyTorch's CUDA caching
 // allocator exists for the same reason (cudaMalloc/cudaFree are slow); its CPU allocator does
-// not cache and PyTorch recommends jemalloc or tcmalloc instead. We keep the idea in 80 lines.
+// not cache and PyTorch recommends jemalloc or tcmalloc instead. We keep the idea, small.
 //
 // How. Blocks of at least kMinCachedBytes are rounded up to a size class — four classes per
 // power of two (4, 5, 6, 7 x 2^k bytes), so at most 25% is wasted — and a freed block goes onto
