@@ -1,7 +1,7 @@
 # tests/oneline/run_oneline.cmake — ctest's oneline_build: the README's plain g++ line.
 #
 #   cmake -DCXX=g++ -DSOURCE_DIR=<repo> -DEIGEN_INCLUDE_DIR=/usr/include/eigen3
-#         -DOUTPUT=<build>/oneline_prog -DEXPECT=6 -P tests/oneline/run_oneline.cmake
+#         -DOUTPUT=<build>/oneline_prog "-DEXPECT=<a line of its output>" -P tests/oneline/run_oneline.cmake
 # Runs, from the source root,
 #   <CXX> -std=c++17 -O2 -I include -I <EIGEN_INCLUDE_DIR> tests/oneline/prog.cpp -lz -o <OUTPUT>
 # then <OUTPUT>, and fails unless both succeed and the program's output contains EXPECT.
