@@ -13,48 +13,13 @@ set -uo pipefail
 
 bin="${1:?usage: ddp_failure_test.sh <ddp_failing_rank binary> [np]}"
 np="${2:-2}"
-limit="${TT_FAILURE_SECONDS:-20}"
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-mpirun_sh="$here/../../scripts/mpirun.sh"
 failures=0
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/failure_lib.sh"  # run_mode, finish_checks
 
-run_mode() {  # run_mode <mode> <expected rc: 0|nonzero> <pattern>...
-  local mode="$1" want="$2"
-  shift 2
-  local out start end rc elapsed ok=1 p
-  start=$(date +%s.%N)
-  out="$(timeout "$((limit + 10))" bash "$mpirun_sh" -np "$np" "$bin" "$mode" 2>&1)"
-  rc=$?
-  end=$(date +%s.%N)
-  elapsed=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
-  if [[ "$want" == 0 && $rc -ne 0 ]]; then ok=0; echo "FAIL [$mode]: expected exit 0, got $rc"; fi
-  if [[ "$want" != 0 && $rc -eq 0 ]]; then ok=0; echo "FAIL [$mode]: expected a non-zero exit, got 0"; fi
-  if [[ $rc -eq 124 ]]; then ok=0; echo "FAIL [$mode]: the job hung (killed by timeout after $((limit + 10)) s)"; fi
-  if awk -v e="$elapsed" -v l="$limit" 'BEGIN { exit !(e > l) }'; then
-    ok=0
-    echo "FAIL [$mode]: took ${elapsed} s (limit ${limit} s)"
-  fi
-  for p in "$@"; do
-    if ! grep -qF -- "$p" <<<"$out"; then ok=0; echo "FAIL [$mode]: output lacks '$p'"; fi
-  done
-  if [[ $ok == 1 ]]; then
-    echo "ok   [$mode]: exit $rc after ${elapsed} s"
-  else
-    failures=$((failures + 1))
-    echo "----- output of [$mode] -----"
-    echo "$out"
-    echo "-----------------------------"
-  fi
-}
-
-run_mode ok 0 "ddp ok: $np ranks"
-run_mode mismatch nonzero "DDP expects same model across all ranks" "MPI_Abort"
-run_mode unused nonzero "rank 1: " "Expected to have finished reduction in the prior iteration" \
+run_mode "$bin" ok 0 "ddp ok: $np ranks"
+run_mode "$bin" mismatch nonzero "DDP expects same model across all ranks" "MPI_Abort"
+run_mode "$bin" unused nonzero "rank 1: " "Expected to have finished reduction in the prior iteration" \
   "fc_b.weight, fc_b.bias" "MPI_Abort"
-run_mode throw nonzero "rank 1: rank-local failure between forward and backward" "MPI_Abort"
+run_mode "$bin" throw nonzero "rank 1: rank-local failure between forward and backward" "MPI_Abort"
 
-if [[ $failures -ne 0 ]]; then
-  echo "ddp_failure_test: $failures check(s) failed"
-  exit 1
-fi
-echo "ddp_failure_test: all checks passed"
+finish_checks ddp_failure_test

@@ -15,41 +15,8 @@ set -uo pipefail
 bin="${1:?usage: failure_test.sh <failing_rank binary> [np] [<no-MPI binary>]}"
 np="${2:-2}"
 nompi_bin="${3:-}"
-limit="${TT_FAILURE_SECONDS:-20}"
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-mpirun_sh="$here/../../scripts/mpirun.sh"
 failures=0
-
-run_mode() {  # run_mode <binary> <mode> <expected rc: 0|nonzero> <pattern>...
-  local exe="$1" mode="$2" want="$3"
-  shift 3
-  local out start end rc elapsed
-  start=$(date +%s.%N)
-  out="$(timeout "$((limit + 10))" bash "$mpirun_sh" -np "$np" "$exe" "$mode" 2>&1)"
-  rc=$?
-  end=$(date +%s.%N)
-  elapsed=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
-  local ok=1
-  if [[ "$want" == 0 && $rc -ne 0 ]]; then ok=0; echo "FAIL [$mode]: expected exit 0, got $rc"; fi
-  if [[ "$want" != 0 && $rc -eq 0 ]]; then ok=0; echo "FAIL [$mode]: expected a non-zero exit, got 0"; fi
-  if [[ $rc -eq 124 ]]; then ok=0; echo "FAIL [$mode]: the job hung (killed by timeout after $((limit + 10)) s)"; fi
-  if awk -v e="$elapsed" -v l="$limit" 'BEGIN { exit !(e > l) }'; then
-    ok=0
-    echo "FAIL [$mode]: took ${elapsed} s (limit ${limit} s)"
-  fi
-  local p
-  for p in "$@"; do
-    if ! grep -qF -- "$p" <<<"$out"; then ok=0; echo "FAIL [$mode]: output lacks '$p'"; fi
-  done
-  if [[ $ok == 1 ]]; then
-    echo "ok   [$mode]: exit $rc after ${elapsed} s"
-  else
-    failures=$((failures + 1))
-    echo "----- output of [$mode] -----"
-    echo "$out"
-    echo "-----------------------------"
-  fi
-}
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/failure_lib.sh"  # run_mode, finish_checks
 
 run_mode "$bin" ok 0 "all_reduce done: $np"
 run_mode "$bin" uncaught nonzero "rank 1: rank-local failure in mode 'uncaught'" "MPI_Abort"
@@ -59,8 +26,4 @@ if [[ -n "$nompi_bin" ]]; then
   run_mode "$nompi_bin" launched nonzero "launched as one of $np ranks" "compiled without MPI"
 fi
 
-if [[ $failures -ne 0 ]]; then
-  echo "failure_test: $failures check(s) failed"
-  exit 1
-fi
-echo "failure_test: all checks passed"
+finish_checks failure_test
