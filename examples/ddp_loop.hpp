@@ -29,18 +29,9 @@
 #include <memory>
 #include <vector>
 
-namespace examples {
+#include "simple_mlp.hpp"
 
-/// The seed article's SimpleMLP: one Linear(2, 1) called "fc".
-class SimpleMLP : public tinytorch::nn::Module {
- public:
-  explicit SimpleMLP(tinytorch::Generator* gen = nullptr) {
-    fc = register_module("fc", std::make_shared<tinytorch::nn::Linear>(2, 1, true, gen));
-  }
-  tinytorch::Tensor forward(const tinytorch::Tensor& x) override { return fc->forward(x); }  // (B,2)->(B,1)
-  std::string name() const override { return "SimpleMLP"; }
-  std::shared_ptr<tinytorch::nn::Linear> fc;
-};
+namespace examples {
 
 struct DdpExampleOptions {
   int epochs = 5;

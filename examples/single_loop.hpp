@@ -1,5 +1,6 @@
-// examples/single_loop.hpp — the seed article's first training loop, shared by example_single and
-// its test (tests/test_examples.cpp), so the test checks exactly what the example runs.
+// examples/single_loop.hpp — the seed article's first training loop, shared by example_single,
+// example_dp (examples/dp_loop.hpp) and their test (tests/test_examples.cpp), so the test checks
+// exactly what the examples run.
 //
 //   model = Linear(2, 1); loss = MSELoss(); opt = SGD(lr=0.01)
 //   X = [[1.0, 0.5], [0.5, 1.0]]  (2, 2);   y = [[2.0], [1.5]]  (2, 1)
@@ -15,30 +16,38 @@
 
 namespace examples {
 
-inline std::vector<double> train_single(int epochs = 5, bool random_init = false, uint64_t seed = 0) {
+/// The loop on any model whose parameters() are one Linear(2, 1)'s weight (1, 2) and bias (1):
+/// a plain Linear (example_single) or one wrapped in DataParallel (example_dp). Returns the loss
+/// of each epoch. Fixed initial weights unless random_init.
+inline std::vector<double> train_two_samples(tinytorch::nn::Module& model, int epochs, bool random_init) {
   using namespace tinytorch;
-  manual_seed(seed);
-  auto model = std::make_shared<nn::Linear>(2, 1);
+  std::vector<Tensor> params = model.parameters();  // [weight (1, 2), bias (1)]
   if (!random_init) {
     NoGradGuard no_grad;
-    model->weight.copy_(tensor({0.25, -0.5}, {1, 2}));
-    model->bias.copy_(tensor({0.1}));
+    params.at(0).copy_(tensor({0.25, -0.5}, {1, 2}));
+    params.at(1).copy_(tensor({0.1}));
   }
   Tensor X = tensor({1.0, 0.5, 0.5, 1.0}, {2, 2});  // X: (2, 2)
   Tensor y = tensor({2.0, 1.5}, {2, 1});            // y: (2, 1)
-  optim::SGD optimizer(model->parameters(), /*lr=*/0.01);
+  optim::SGD optimizer(params, /*lr=*/0.01);
   nn::MSELoss loss_fn;
 
   std::vector<double> losses;
   for (int epoch = 0; epoch < epochs; ++epoch) {
     optimizer.zero_grad();
-    Tensor preds = model->forward(X);  // preds: (2, 1)
-    Tensor loss = loss_fn(preds, y);   // scalar
+    Tensor preds = model.forward(X);  // preds: (2, 1)
+    Tensor loss = loss_fn(preds, y);  // scalar
     loss.backward();
     optimizer.step();
     losses.push_back(loss.item<double>());
   }
   return losses;
+}
+
+inline std::vector<double> train_single(int epochs = 5, bool random_init = false, uint64_t seed = 0) {
+  tinytorch::manual_seed(seed);
+  auto model = std::make_shared<tinytorch::nn::Linear>(2, 1);
+  return train_two_samples(*model, epochs, random_init);
 }
 
 }  // namespace examples

@@ -27,10 +27,14 @@
 //   * rank 0 alone prints: the epoch lines, with the training loss/accuracy summed over all ranks,
 //     samples/s of the whole job and per rank, world_size=N; the same test_accuracy= last line.
 // Without mpirun (world size 1) it is the single-process run: same loader, same numbers.
+// --dp N (one process, not under mpirun): nn::DataParallel over N CPU replicas; every batch is
+//   split into N chunks run in N threads and the replicas' gradients are summed into the one
+//   model, so the numbers are the single-process run's up to rounding (chapters/05-data-parallel.md).
 // --trace PREFIX: every rank writes PREFIX.rank{r}.json, a Chrome trace (chrome://tracing,
 //   ui.perfetto.dev) of forward, backward, optimizer step, evaluation on the main thread and
 //   each bucket's all-reduce on DDP's communication thread, written atomically (tmp + rename).
-// Chapters: chapters/01-training-loop.md, 06-distributed-data-parallel.md, 08-large-batch.md.
+// Chapters: chapters/01-training-loop.md, 05-data-parallel.md, 06-distributed-data-parallel.md,
+// 08-large-batch.md.
 // Reference: PyTorch's DDP tutorial (DistributedSampler + DDP); Goyal et al., "Accurate, Large
 // Minibatch SGD: Training ImageNet in 1 Hour" (2017): linear scaling rule, gradual warmup.
 #include <unistd.h>
@@ -66,6 +70,7 @@ struct Config {
   int warmup_epochs = 0;
   double warmup_start_factor = 0;  // 0: the default described above
   std::string trace;
+  int dp = 0;  // > 0: DataParallel over that many CPU replicas
 };
 
 constexpr double kMean = 0.2860, kStd = 0.3530;  // Fashion-MNIST training-set pixel statistics
@@ -133,17 +138,25 @@ int run(const Config& cfg) {
   tt::Tensor my_test_x = test_x.narrow(0, t_lo, t_hi - t_lo), my_test_y = test_y.narrow(0, t_lo, t_hi - t_lo);
 
   // Model: same initial weights on every rank anyway (same seed); DDP broadcasts rank 0's.
+  // `net` is what trains: DDP (also at world size 1), or DataParallel with --dp.
+  TT_CHECK(cfg.dp == 0 || !distributed, "train_mnist: --dp ", cfg.dp, " runs DataParallel inside one process and "
+           "cannot be combined with mpirun (world size ", world, "); use one or the other");
   std::shared_ptr<dist::Trace> trace;
   if (!cfg.trace.empty()) trace = std::make_shared<dist::Trace>(rank, dist::common_origin_us());
   auto model = make_mlp(cfg.hidden);
-  dist::DDPOptions ddp_options;
-  ddp_options.trace = trace;
-  auto ddp = std::make_shared<dist::DistributedDataParallel>(model, ddp_options);
+  std::shared_ptr<tt::nn::Module> net;
+  if (cfg.dp > 0) {
+    net = std::make_shared<tt::nn::DataParallel>(model, std::vector<tt::Device>(cfg.dp, tt::Device::cpu()));
+  } else {
+    dist::DDPOptions ddp_options;
+    ddp_options.trace = trace;
+    net = std::make_shared<dist::DistributedDataParallel>(model, ddp_options);
+  }
 
   // Linear scaling rule: N times the batch, N times the lr.
   const double scale = (distributed && !cfg.no_scale_lr) ? static_cast<double>(world) : 1.0;
   const double lr = cfg.lr * scale;
-  tt::optim::SGD optimizer(ddp->parameters(), lr, cfg.momentum);
+  tt::optim::SGD optimizer(net->parameters(), lr, cfg.momentum);
   const int64_t iters_per_epoch = static_cast<int64_t>(loader.size());
   const int64_t total_iters = cfg.epochs * iters_per_epoch;
   std::unique_ptr<tt::optim::lr_scheduler::LRScheduler> scheduler;
@@ -186,6 +199,9 @@ int run(const Config& cfg) {
         std::printf("lr %g x %d ranks = %g (linear scaling rule; --no-scale-lr to keep %g)\n", cfg.lr, world, lr,
                     cfg.lr);
     }
+    if (cfg.dp > 0)
+      std::printf("DataParallel over %d CPU replicas: each batch of %lld split into chunks of at most %lld\n", cfg.dp,
+                  (long long)cfg.batch_size, (long long)((cfg.batch_size + cfg.dp - 1) / cfg.dp));
     if (!schedule_text.empty()) std::printf("%s\n", schedule_text.c_str());
     std::fflush(stdout);
   }
@@ -193,7 +209,7 @@ int run(const Config& cfg) {
   double test_acc = 0;
   for (int epoch = 1; epoch <= cfg.epochs; ++epoch) {
     if (sampler) sampler->set_epoch(epoch - 1);  // a new shard order every epoch, same on every rank
-    ddp->train();
+    net->train();
     auto t0 = Clock::now();
     double loss_sum = 0;
     int64_t seen = 0, correct = 0, it = 0;
@@ -202,7 +218,7 @@ int run(const Config& cfg) {
       tt::Tensor logits, loss;
       {
         dist::Trace::Scope s(trace.get(), "forward");
-        logits = ddp->forward(batch.data);      // (B, 10)
+        logits = net->forward(batch.data);      // (B, 10)
         loss = loss_fn(logits, batch.target);   // scalar
       }
       {
@@ -241,7 +257,7 @@ int run(const Config& cfg) {
     int64_t eval[2];
     {
       dist::Trace::Scope s(trace.get(), "evaluate");
-      ddp->eval();
+      net->eval();
       eval[0] = count_correct(*model, my_test_x, my_test_y);  // the wrapped model: no collective
       eval[1] = my_test_x.size(0);
       if (distributed) dist::all_reduce(eval, 2, dist::ReduceOp::SUM);
@@ -293,6 +309,8 @@ int main(int argc, char** argv) {
                  "warmup starts at lr x F (default: 1/N when the lr was scaled by N, else 0.1)")
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--trace", cfg.trace, "write a Chrome trace per rank to PREFIX.rank{r}.json");
+  app.add_option("--dp", cfg.dp, "DataParallel over N CPU replicas in this one process (not with mpirun)")
+      ->check(CLI::Range(1, 64));
   CLI11_PARSE(app, argc, argv);
   dist::ProcessGroupGuard pg(dist::Backend::MPI);  // world size 1 without mpirun
   try {

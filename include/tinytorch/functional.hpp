@@ -319,6 +319,10 @@ inline Tensor Tensor::to(DType d) const {
            "to: cannot convert a tensor that requires grad to int64 (not differentiable); detach() it first");
   return autograd::Copy::wrap(*this, ops::to_dtype(*this, d), "ToCopyBackward0");
 }
+inline Tensor Tensor::to(Device device) const {
+  if (device == this->device()) return *this;
+  return autograd::Copy::wrap(*this, ops::to_device(*this, device), "ToCopyBackward0");
+}
 
 // ---- elementwise ------------------------------------------------------------------------------
 inline Tensor Tensor::operator-() const { return tinytorch::neg(*this); }

@@ -159,6 +159,10 @@ class Tensor {
   Tensor contiguous() const;
   Tensor clone() const;
   Tensor to(DType dtype) const;
+  /// The same values on `device`: *this when already there (as PyTorch), else a copy whose
+  /// backward (ToCopyBackward0) copies the gradient back. Copies between devices need the CUDA
+  /// backend; without it they throw tinytorch::Error naming both devices.
+  Tensor to(Device device) const;
 
   // ---- elementwise, with broadcasting (functional.hpp) ------------------------------------
   Tensor operator-() const;

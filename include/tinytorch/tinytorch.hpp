@@ -25,3 +25,4 @@
 #include "data/dataloader.hpp"
 #include "data/mnist.hpp"
 #include "serialization.hpp"
+#include "parallel/data_parallel.hpp"

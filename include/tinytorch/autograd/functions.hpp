@@ -483,19 +483,24 @@ struct Slice : Node {
   }
 };
 
-/// y = copy of x (clone, contiguous, to(dtype))  =>  dx = dy (converted back to x's dtype)
+/// y = copy of x (clone, contiguous, to(dtype), to(device))
+///   =>  dx = dy (converted back to x's dtype, copied back to x's device)
 struct Copy : Node {
   DType in_dtype = kFloat32;
+  Device in_device = Device::cpu();
   const char* node_name = "CloneBackward0";
   std::string name() const override { return node_name; }
   static Tensor wrap(const Tensor& x, Tensor out, const char* node_name) {
     if (!any_requires_grad({&x})) return out;
     auto n = std::make_shared<Copy>();
     n->in_dtype = x.dtype();
+    n->in_device = x.device();
     n->node_name = node_name;
     return record(out, n, {&x});
   }
-  std::vector<Tensor> apply(const Tensor& dy) override { return {ops::to_dtype(dy, in_dtype)}; }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    return {ops::to_device(ops::to_dtype(dy, in_dtype), in_device)};
+  }
 };
 
 /// y = cat(xs, dim)  =>  dx_i = dy narrowed to x_i's range along dim. stack = cat of unsqueezed.

@@ -66,13 +66,41 @@ class Generator {
   double spare_ = 0;
 };
 
-/// The process-wide default generator (what torch.manual_seed seeds).
+namespace detail {
+/// This thread's replacement for the default generator (nullptr: none). Set by GeneratorGuard.
+inline Generator*& thread_generator() {
+  thread_local Generator* g = nullptr;
+  return g;
+}
+}  // namespace detail
+
+/// The default generator: what every random op uses when given no Generator, and what
+/// torch.manual_seed seeds. It is the process-wide one, unless this thread runs under a
+/// GeneratorGuard (DataParallel's replicas: see below).
+/// Not thread-safe: two threads drawing from one Generator race. Threads that need random
+/// numbers use their own Generator, or a GeneratorGuard.
 inline Generator& default_generator() {
+  if (Generator* g = detail::thread_generator()) return *g;
   static Generator g;
   return g;
 }
 
 /// Seeds the default generator, like torch.manual_seed.
 inline void manual_seed(uint64_t seed) { default_generator().manual_seed(seed); }
+
+/// RAII: makes `gen` this thread's default generator for the guard's lifetime (then restores
+/// the previous one). parallel::parallel_apply runs each replica under one, so a replica's
+/// Dropout draws from that replica's own stream, as each GPU has its own default generator in
+/// PyTorch (torch.cuda.default_generators), and no two threads share a Generator.
+class GeneratorGuard {
+ public:
+  explicit GeneratorGuard(Generator* gen) : prev_(detail::thread_generator()) { detail::thread_generator() = gen; }
+  ~GeneratorGuard() { detail::thread_generator() = prev_; }
+  GeneratorGuard(const GeneratorGuard&) = delete;
+  GeneratorGuard& operator=(const GeneratorGuard&) = delete;
+
+ private:
+  Generator* prev_;
+};
 
 }  // namespace tinytorch

@@ -14,18 +14,21 @@ namespace tinytorch::nn {
 class ReLU : public Module {
  public:
   Tensor forward(const Tensor& x) override { return relu(x); }
+  std::shared_ptr<Module> clone() const override { return clone_as<ReLU>(); }
   std::string name() const override { return "ReLU"; }
 };
 
 class Sigmoid : public Module {
  public:
   Tensor forward(const Tensor& x) override { return sigmoid(x); }
+  std::shared_ptr<Module> clone() const override { return clone_as<Sigmoid>(); }
   std::string name() const override { return "Sigmoid"; }
 };
 
 class Tanh : public Module {
  public:
   Tensor forward(const Tensor& x) override { return tanh(x); }
+  std::shared_ptr<Module> clone() const override { return clone_as<Tanh>(); }
   std::string name() const override { return "Tanh"; }
 };
 
@@ -34,6 +37,7 @@ class Flatten : public Module {
   int64_t start_dim, end_dim;
   explicit Flatten(int64_t start_dim = 1, int64_t end_dim = -1) : start_dim(start_dim), end_dim(end_dim) {}
   Tensor forward(const Tensor& x) override { return x.flatten(start_dim, end_dim); }
+  std::shared_ptr<Module> clone() const override { return clone_as<Flatten>(); }
   std::string name() const override { return "Flatten"; }
   std::string extra_repr() const override { return detail::str_cat("start_dim=", start_dim, ", end_dim=", end_dim); }
 };
@@ -41,6 +45,8 @@ class Flatten : public Module {
 class Dropout : public Module {
  public:
   double p;
+  /// nullptr: the default generator, which under DataParallel is each replica's own. A Generator
+  /// given here is shared by clones (DataParallel's replicas would then race on it).
   Generator* gen;
   /// Throws tinytorch::Error unless 0 <= p <= 1.
   explicit Dropout(double p = 0.5, Generator* gen = nullptr) : p(p), gen(gen) {
@@ -58,6 +64,7 @@ class Dropout : public Module {
     }
     return x * mask;
   }
+  std::shared_ptr<Module> clone() const override { return clone_as<Dropout>(); }
   std::string name() const override { return "Dropout"; }
   std::string extra_repr() const override { return detail::str_cat("p=", p, ", inplace=False"); }
 };

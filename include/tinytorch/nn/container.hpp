@@ -34,6 +34,7 @@ class Sequential : public Module {
     for (auto& c : named_children()) h = c.second->forward(h);
     return h;
   }
+  std::shared_ptr<Module> clone() const override { return clone_as<Sequential>(); }
   std::string name() const override { return "Sequential"; }
 };
 

@@ -38,6 +38,12 @@ class Linear : public Module {
              " does not end in in_features=", in_features);
     return linear(x, weight, bias);
   }
+  std::shared_ptr<Module> clone() const override {
+    auto m = clone_as<Linear>();
+    m->weight = m->get_parameter("weight");
+    if (bias.defined()) m->bias = m->get_parameter("bias");
+    return m;
+  }
   std::string name() const override { return "Linear"; }
   std::string extra_repr() const override {
     return detail::str_cat("in_features=", in_features, ", out_features=", out_features,

@@ -46,6 +46,7 @@ class MSELoss : public Loss {
   explicit MSELoss(const std::string& r) : Loss(reduction_from_string(r)) {}
   using Loss::forward;
   Tensor forward(const Tensor& input, const Tensor& target) override { return mse_loss(input, target, reduction); }
+  std::shared_ptr<Module> clone() const override { return clone_as<MSELoss>(); }
   std::string name() const override { return "MSELoss"; }
 };
 
@@ -57,6 +58,7 @@ class CrossEntropyLoss : public Loss {
   Tensor forward(const Tensor& input, const Tensor& target) override {
     return cross_entropy(input, target, reduction);
   }
+  std::shared_ptr<Module> clone() const override { return clone_as<CrossEntropyLoss>(); }
   std::string name() const override { return "CrossEntropyLoss"; }
 };
 
@@ -66,6 +68,7 @@ class NLLLoss : public Loss {
   explicit NLLLoss(const std::string& r) : Loss(reduction_from_string(r)) {}
   using Loss::forward;
   Tensor forward(const Tensor& input, const Tensor& target) override { return nll_loss(input, target, reduction); }
+  std::shared_ptr<Module> clone() const override { return clone_as<NLLLoss>(); }
   std::string name() const override { return "NLLLoss"; }
 };
 

@@ -5,6 +5,8 @@
 //   Sequential{ "0": Linear{ weight, bias }, ... }  ->  "0.weight", "0.bias", ...
 // Registration order is kept: parameters() lists them in that order (DDP's buckets depend on it).
 // Subclasses implement forward(x); calling the module, model(x), calls forward.
+// clone() copies a module without re-running its constructor (no random draws): every built-in
+// module implements it; DataParallel's replicate() needs it (see "Cloning" below).
 // Reference: torch.nn.Module (PyTorch 2.x: zero_grad() sets gradients to None by default).
 // Chapter: chapters/01-training-loop.md.
 #pragma once
@@ -12,6 +14,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -26,6 +29,21 @@ class Module : public std::enable_shared_from_this<Module> {
   /// The computation. x: the input batch; shapes are documented by each module.
   virtual Tensor forward(const Tensor& x) = 0;
   Tensor operator()(const Tensor& x) { return forward(x); }
+
+  /// A recursive copy of this module (libtorch's Module::clone): the same class, settings and
+  /// training flag; every parameter and buffer a new tensor holding a copy of the values (same
+  /// requires_grad, no .grad); every child module cloned in turn. Constructors are not re-run,
+  /// so nothing is drawn from a generator. Built-in modules implement it; a module of yours
+  /// implements it the same way, in three lines:
+  ///   std::shared_ptr<Module> clone() const override {
+  ///     auto m = clone_as<MyNet>();                    // copy-constructs, then separates
+  ///     m->fc1 = m->get_submodule<nn::Linear>("fc1");  // re-point members at the copies
+  ///     return m;
+  ///   }
+  /// Throws tinytorch::Error "<Name> does not implement clone(); DataParallel needs it" otherwise.
+  virtual std::shared_ptr<Module> clone() const {
+    throw Error(name() + " does not implement clone(); DataParallel needs it (see nn/module.hpp, clone)");
+  }
 
   /// PyTorch's class name, e.g. "Linear"; used by repr().
   virtual std::string name() const { return "Module"; }
@@ -71,6 +89,31 @@ class Module : public std::enable_shared_from_this<Module> {
   }
   std::vector<Tensor> buffers(bool recurse = true) const { return values(named_buffers(recurse)); }
   const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& named_children() const { return children_; }
+
+  /// The submodule at a dotted path ("0", "encoder.fc1"), as an M (torch.nn.Module.get_submodule).
+  /// Throws tinytorch::Error naming the path when there is none, or it is not an M.
+  template <class M = Module>
+  std::shared_ptr<M> get_submodule(const std::string& target) const {
+    const Module* owner = this;
+    std::shared_ptr<Module> found;
+    std::istringstream path(target);
+    for (std::string item; std::getline(path, item, '.');) {
+      found = nullptr;
+      for (const auto& e : owner->children_)
+        if (e.first == item) found = e.second;
+      TT_CHECK(found != nullptr, "get_submodule: ", owner->name(), " has no submodule `", item, "` (in `", target, "`)");
+      owner = found.get();
+    }
+    TT_CHECK(found != nullptr, "get_submodule: expected a submodule name, got `", target, "`");
+    auto typed = std::dynamic_pointer_cast<M>(found);
+    TT_CHECK(typed != nullptr, "get_submodule: `", target, "` is a ", found->name(), ", not the requested type");
+    return typed;
+  }
+  /// The parameter at a dotted path ("weight", "0.bias"), as torch.nn.Module.get_parameter.
+  /// Throws tinytorch::Error naming the path when there is none.
+  Tensor get_parameter(const std::string& target) const { return get_tensor(target, true); }
+  /// The buffer at a dotted path, as torch.nn.Module.get_buffer. Throws when there is none.
+  Tensor get_buffer(const std::string& target) const { return get_tensor(target, false); }
 
   /// Parameters then buffers, by dotted name (the tensors themselves, not copies).
   std::vector<std::pair<std::string, Tensor>> state_dict() const {
@@ -136,7 +179,41 @@ class Module : public std::enable_shared_from_this<Module> {
     return s + ")";
   }
 
+ protected:
+  /// For clone(): copy-constructs an M from *this (which must be an M), then gives the copy its
+  /// own tensors and children (see separate_after_copy). Members that point at parameters or
+  /// children (Linear::weight, MyNet::fc1) still point at the original's afterwards: clone()
+  /// re-reads them with get_parameter() / get_buffer() / get_submodule().
+  template <class M>
+  std::shared_ptr<M> clone_as() const {
+    TT_CHECK(typeid(*this) == typeid(M), name(), " does not implement clone(); DataParallel needs it (its class "
+             "derives from one that does, whose clone() would drop the derived part)");
+    auto m = std::make_shared<M>(static_cast<const M&>(*this));
+    m->separate_after_copy();
+    return m;
+  }
  private:
+  Tensor get_tensor(const std::string& target, bool param) const {
+    const size_t dot = target.rfind('.');
+    const Module* owner = this;
+    std::shared_ptr<Module> keep;
+    if (dot != std::string::npos) {
+      keep = get_submodule(target.substr(0, dot));
+      owner = keep.get();
+    }
+    const std::string item = dot == std::string::npos ? target : target.substr(dot + 1);
+    for (const auto& e : param ? owner->params_ : owner->buffers_)
+      if (e.first == item && e.second.defined()) return e.second;
+    throw Error(detail::str_cat(param ? "get_parameter: " : "get_buffer: ", owner->name(), " has no ",
+                                param ? "parameter" : "buffer", " `", item, "` (in `", target, "`)"));
+  }
+  /// After a member-wise copy, the copy still shares the original's tensor handles and child
+  /// objects: replace each tensor by a new one and each child by its clone().
+  /// Normally the new tensor holds a copy of the values. Under tinytorch::detail::ShareStorageOnClone
+  /// (parallel::replicate) it is a new handle on the *same* storage instead: a replica computes
+  /// with the original's weights without copying them (on one device; another device copies).
+  void separate_after_copy();
+
   static void check_name(const std::string& name, const char* op) {
     TT_CHECK(!name.empty() && name.find('.') == std::string::npos, op, ": name '", name,
              "' must be non-empty and contain no '.'");
@@ -172,5 +249,50 @@ class Module : public std::enable_shared_from_this<Module> {
 };
 
 inline std::ostream& operator<<(std::ostream& os, const Module& m) { return os << m.repr(); }
+
+}  // namespace tinytorch::nn
+
+namespace tinytorch::detail {
+/// RAII, for parallel::replicate: while alive, Module::clone() on this thread gives the copy new
+/// tensor handles on the original's storage instead of copies of the values.
+class ShareStorageOnClone {
+ public:
+  ShareStorageOnClone() : prev_(flag()) { flag() = true; }
+  ~ShareStorageOnClone() { flag() = prev_; }
+  ShareStorageOnClone(const ShareStorageOnClone&) = delete;
+  ShareStorageOnClone& operator=(const ShareStorageOnClone&) = delete;
+  static bool active() { return flag(); }
+
+ private:
+  static bool& flag() {
+    thread_local bool share = false;
+    return share;
+  }
+  bool prev_;
+};
+
+/// A new leaf handle for a module tensor being cloned: same storage (a new TensorImpl over it)
+/// or, by default, a copy of the values; requires_grad kept, no .grad, no hooks, no history.
+inline Tensor clone_module_tensor(const Tensor& t) {
+  if (!t.defined()) return t;
+  Tensor out;
+  if (ShareStorageOnClone::active()) {
+    out = ops::make_view(t, t.sizes(), t.strides(), t.storage_offset());
+  } else {
+    NoGradGuard no_grad;
+    out = ops::clone(t);
+  }
+  out.impl()->requires_grad = t.requires_grad();
+  return out;
+}
+}  // namespace tinytorch::detail
+
+namespace tinytorch::nn {
+
+inline void Module::separate_after_copy() {
+  for (auto& e : params_) e.second = detail::clone_module_tensor(e.second);
+  for (auto& e : buffers_) e.second = detail::clone_module_tensor(e.second);
+  for (auto& e : children_) e.second = e.second->clone();
+}
 
 }  // namespace tinytorch::nn

@@ -119,6 +119,17 @@ inline Tensor to_dtype(const Tensor& t, DType dtype) {
   return out;
 }
 
+/// The same values on `device` (Tensor::to(Device)); `t` itself when it is already there, as
+/// PyTorch's to() returns self. Copies between devices need the CUDA backend: in this build
+/// they throw, naming both devices.
+inline Tensor to_device(const Tensor& t, Device device) {
+  TT_CHECK(t.defined(), "to: got an undefined tensor");
+  if (t.device() == device) return t;
+  TT_CHECK(t.device().is_cpu() && device.is_cpu(), "to: copying a tensor from ", t.device().str(), " to ",
+           device.str(), " needs the CUDA backend, which this build does not have (compile with nvcc)");
+  return t;  // unreachable in a CPU-only build: both devices are the CPU
+}
+
 inline Tensor reshape(const Tensor& t, const Shape& shape) {
   Shape s = infer_size(shape, t.numel(), "reshape");
   if (auto st = compute_view_strides(t.sizes(), t.strides(), s))

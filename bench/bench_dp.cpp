@@ -1,0 +1,224 @@
+// bench/bench_dp.cpp — DataParallel against one replica and against DistributedDataParallel, on
+// the same model and the same global batch, interleaved in one run.
+//
+//   scripts/mpirun.sh -np 2 build/bin/bench_dp [--reps 21] [--iters 10] [--batch 256]
+//   build/bin/bench_dp                  # world size 1: no DDP row
+//
+// Model: MLP 784-256-128-10 (ReLU), cross-entropy, SGD(momentum 0.9), 1 Eigen thread per
+// thread, synthetic data, global batch G (default 256). One step = zero_grad, forward, loss,
+// backward, step. Each repetition times, in turn (warm-up steps first, then `iters` steps):
+//   single  rank 0 trains the plain model on batch G; the other ranks sleep (no core used)
+//   dp      rank 0 trains nn::DataParallel over 2 CPU replicas on batch G (G/2 rows each, two
+//           threads); the other ranks sleep
+//   ddp     2 ranks (mpirun -np 2) each train their DDP replica on G/2 rows: the same global batch
+// and reports medians over repetitions of samples/s and of each row's throughput / single's in
+// the same repetition (so a slow spell of this shared machine hits both alike).
+// Where DataParallel's step goes: a separate instrumented run of the same steps, split into
+// scatter + replicate (clones and graph edges, every step), the replicas' forward
+// (parallel_apply: the only part that runs in two threads), gather, loss + backward (one thread,
+// both replicas' graphs) and the optimizer step; medians in microseconds.
+// Chapter: chapters/05-data-parallel.md ("How fast"). Reference: PyTorch's DataParallel docs
+// ("use DistributedDataParallel instead").
+#include <tinytorch/distributed.hpp>
+#include <tinytorch/tinytorch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace tt = tinytorch;
+namespace dist = tinytorch::distributed;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Options {
+  int reps = 21;
+  int iters = 10;
+  int warmup = 2;
+  int64_t batch = 256;
+};
+
+std::shared_ptr<tt::nn::Sequential> make_mlp() {
+  return std::make_shared<tt::nn::Sequential>(
+      std::make_shared<tt::nn::Linear>(784, 256), std::make_shared<tt::nn::ReLU>(),
+      std::make_shared<tt::nn::Linear>(256, 128), std::make_shared<tt::nn::ReLU>(),
+      std::make_shared<tt::nn::Linear>(128, 10));
+}
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/// Waits for all ranks without occupying a core (an MPI_Barrier spins in Open MPI).
+void sleepy_barrier() {
+  tt::distributed::Work w = dist::barrier_async();
+  while (!w.is_completed()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+struct Trainer {
+  std::shared_ptr<tt::nn::Module> model;  // plain MLP, DataParallel or DDP wrapper
+  std::unique_ptr<tt::optim::SGD> opt;
+  tt::Tensor x, y;
+  tt::nn::CrossEntropyLoss loss_fn;
+
+  Trainer(std::shared_ptr<tt::nn::Module> m, int64_t batch, uint64_t seed) : model(std::move(m)) {
+    opt = std::make_unique<tt::optim::SGD>(model->parameters(), 0.01, 0.9);
+    tt::Generator g(seed);
+    x = tt::randn({batch, 784}, {}, &g);             // (B, 784)
+    y = tt::randint(0, 10, {batch}, tt::kInt64, &g);  // (B)
+  }
+  void step() {
+    opt->zero_grad();
+    loss_fn(model->forward(x), y).backward();
+    opt->step();
+  }
+  /// Seconds for `iters` steps after `warmup` untimed ones.
+  double time(int warmup, int iters) {
+    for (int i = 0; i < warmup; ++i) step();
+    auto t0 = Clock::now();
+    for (int i = 0; i < iters; ++i) step();
+    return seconds_since(t0);
+  }
+};
+
+/// DataParallel's forward written out (the same calls nn::DataParallel::forward makes), timed.
+struct DpPhases {
+  std::vector<double> replicate_us, forward_us, gather_us, backward_us, step_us;
+  void step(tt::nn::Module& model, tt::optim::SGD& opt, const tt::Tensor& x, const tt::Tensor& y,
+            const std::vector<tt::Device>& devices, const std::vector<tt::Generator*>& gens) {
+    auto us = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::micro>(b - a).count(); };
+    opt.zero_grad();
+    auto t0 = Clock::now();
+    auto inputs = tt::parallel::scatter(x, devices);
+    auto replicas = tt::parallel::replicate(model, devices);
+    auto t1 = Clock::now();
+    auto outputs = tt::parallel::parallel_apply(replicas, inputs, devices, gens);
+    auto t2 = Clock::now();
+    tt::Tensor out = tt::parallel::gather(outputs, devices[0]);
+    auto t3 = Clock::now();
+    tt::cross_entropy(out, y).backward();
+    auto t4 = Clock::now();
+    opt.step();
+    auto t5 = Clock::now();
+    replicate_us.push_back(us(t0, t1));
+    forward_us.push_back(us(t1, t2));
+    gather_us.push_back(us(t2, t3));
+    backward_us.push_back(us(t3, t4));
+    step_us.push_back(us(t4, t5));
+  }
+};
+
+
+int run(const Options& o) {
+  const int N = dist::get_world_size(), r = dist::get_rank();
+  Eigen::setNbThreads(1);
+  const int64_t G = o.batch;
+  const std::vector<tt::Device> two_cpus(2, tt::Device::cpu());
+  tt::manual_seed(0);
+  Trainer single(make_mlp(), G, 100);
+  tt::manual_seed(0);
+  Trainer dp(std::make_shared<tt::nn::DataParallel>(make_mlp(), two_cpus), G, 100);
+  tt::manual_seed(0);
+  const bool with_ddp = N == 2;
+  std::unique_ptr<Trainer> ddp;
+  if (with_ddp) ddp = std::make_unique<Trainer>(std::make_shared<dist::DistributedDataParallel>(make_mlp()), G / 2,
+                                                200 + static_cast<uint64_t>(r));
+  if (r == 0) {
+    std::printf("bench_dp: MLP 784-256-128-10, global batch %lld, %d reps x %d steps (+%d warm-up), "
+                "1 Eigen thread per thread, world_size=%d\n",
+                (long long)G, o.reps, o.iters, o.warmup, N);
+    if (!with_ddp) std::printf("(no DDP row: run under scripts/mpirun.sh -np 2 for it)\n");
+  }
+  std::vector<double> s_single, s_dp, s_ddp, r_dp, r_ddp;
+  for (int rep = 0; rep < o.reps; ++rep) {
+    double t_single = 0, t_dp = 0;
+    if (r == 0) t_single = single.time(o.warmup, o.iters);
+    sleepy_barrier();
+    if (r == 0) t_dp = dp.time(o.warmup, o.iters);
+    sleepy_barrier();
+    const double samples = static_cast<double>(G) * o.iters;
+    s_single.push_back(samples / t_single);
+    s_dp.push_back(samples / t_dp);
+    r_dp.push_back(t_single / t_dp);
+    if (with_ddp) {
+      dist::barrier();
+      double t = ddp->time(o.warmup, o.iters);
+      dist::all_reduce(&t, 1, dist::ReduceOp::MAX);  // the step is done when the slower rank is
+      s_ddp.push_back(samples / t);
+      r_ddp.push_back(t_single / t);
+    }
+  }
+  // Where DataParallel's step goes (rank 0 alone; the others sleep).
+  DpPhases phases;
+  if (r == 0) {
+    tt::manual_seed(0);
+    auto model = make_mlp();
+    tt::optim::SGD opt(model->parameters(), 0.01, 0.9);
+    tt::Generator g0(1), g1(2);
+    for (int i = 0; i < o.reps * o.iters; ++i) phases.step(*model, opt, single.x, single.y, two_cpus, {&g0, &g1});
+  }
+  sleepy_barrier();
+  if (r == 0) {
+    std::printf("\n| %-44s | samples/s (median) | throughput / single (median of per-rep ratios) |\n", "configuration");
+    std::printf("|---|---|---|\n");
+    std::printf("| %-44s | %18.0f | %s |\n", "single replica, batch G, 1 thread", median(s_single), "1.00");
+    std::printf("| %-44s | %18.0f | %.2f |\n", "DataParallel, 2 CPU replicas (G/2 each)", median(s_dp), median(r_dp));
+    if (with_ddp)
+      std::printf("| %-44s | %18.0f | %.2f |\n", "DDP, 2 ranks (G/2 each)", median(s_ddp), median(r_ddp));
+    const double rep = median(phases.replicate_us), fwd = median(phases.forward_us), gat = median(phases.gather_us),
+                 bwd = median(phases.backward_us), stp = median(phases.step_us);
+    const double total = rep + fwd + gat + bwd + stp;
+    std::printf("\nDataParallel step, medians of %d instrumented steps (us): scatter+replicate %.0f | "
+                "replicas' forward (2 threads) %.0f | gather %.0f | loss+backward (1 thread) %.0f | "
+                "optimizer step %.0f | sum %.0f\n",
+                o.reps * o.iters, rep, fwd, gat, bwd, stp, total);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto positive = [&](const char* name, long max) -> long {
+      const char* v = i + 1 < argc ? argv[++i] : "";
+      char* end = nullptr;
+      const long n = std::strtol(v, &end, 10);
+      if (*v == '\0' || *end != '\0' || n < 1 || n > max) {
+        std::fprintf(stderr, "bench_dp: %s must be an integer in [1, %ld], got '%s'\n", name, max, v);
+        std::exit(2);
+      }
+      return n;
+    };
+    if (a == "--reps") o.reps = static_cast<int>(positive("--reps", 100000));
+    else if (a == "--iters") o.iters = static_cast<int>(positive("--iters", 100000));
+    else if (a == "--batch") o.batch = positive("--batch", 1 << 20);
+    else {
+      if (a != "--help" && a != "-h") std::fprintf(stderr, "bench_dp: unknown option '%s'\n", a.c_str());
+      std::printf("bench_dp [--reps R] [--iters I] [--batch G]   (scripts/mpirun.sh -np 2 for the DDP row)\n");
+      return a == "--help" || a == "-h" ? 0 : 2;
+    }
+  }
+  if (o.batch < 2) {
+    std::fprintf(stderr, "bench_dp: --batch must be at least 2 (two replicas)\n");
+    return 2;
+  }
+  dist::ProcessGroupGuard pg(dist::Backend::MPI);
+  try {
+    return run(o);
+  } catch (const std::exception& e) {
+    pg.abort(e);
+  }
+  return 1;
+}

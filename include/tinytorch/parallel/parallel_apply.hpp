@@ -1,0 +1,82 @@
+// tinytorch/parallel/parallel_apply.hpp — parallel_apply: run replica i on input i, each in its
+// own thread, and collect the outputs.
+//
+//   outputs[i] = replicas[i]->forward(inputs[i])        for i = 0 .. n-1, concurrently
+// Each thread runs with the caller's grad mode (GradMode is per thread, as in PyTorch) and, when
+// `generators` is given, with generators[i] as its default generator (GeneratorGuard): Dropout in
+// replica i draws from stream i, so runs repeat exactly and no two threads share a Generator.
+// (PyTorch also sets each thread's CUDA device and stream; with the CUDA backend a device guard
+// goes here too.) The forward graphs are built concurrently, but each replica's nodes are its own;
+// backward later runs on the caller's thread.
+// An exception in a replica is rethrown in the caller, after every thread has finished, as a
+// tinytorch::Error "in replica i on device d: <message>" (the lowest failing i), as PyTorch's
+// ExceptionWrapper does. A single replica runs on the caller's thread (no thread started).
+// Reference: torch/nn/parallel/parallel_apply.py. Chapter: chapters/05-data-parallel.md.
+#pragma once
+
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "../nn/module.hpp"
+
+namespace tinytorch::parallel {
+
+/// outputs[i] = replicas[i]->forward(inputs[i]), one thread per replica (see above).
+/// `devices[i]` names replica i's device in error messages; `generators`, if not empty, gives
+/// each replica its default generator. Throws tinytorch::Error when the list sizes differ, or
+/// with the first failing replica's message.
+inline std::vector<Tensor> parallel_apply(const std::vector<std::shared_ptr<nn::Module>>& replicas,
+                                          const std::vector<Tensor>& inputs, const std::vector<Device>& devices,
+                                          const std::vector<Generator*>& generators = {}) {
+  const size_t n = replicas.size();
+  TT_CHECK(inputs.size() == n && devices.size() == n && (generators.empty() || generators.size() == n),
+           "parallel_apply: expected as many inputs, devices and generators as replicas (", n, "), got ",
+           inputs.size(), " inputs, ", devices.size(), " devices, ", generators.size(), " generators");
+  // Eigen's documentation: "must be called first when calling Eigen from multiple threads".
+  static std::once_flag eigen_init;
+  std::call_once(eigen_init, [] { Eigen::initParallel(); });
+
+  std::vector<Tensor> outputs(n);
+  std::vector<std::exception_ptr> errors(n);
+  const bool grad_mode = GradMode::is_enabled();
+  auto run = [&](size_t i) {
+    try {
+      GradMode::set_enabled(grad_mode);
+      GeneratorGuard generator(generators.empty() ? nullptr : generators[i]);
+      outputs[i] = replicas[i]->forward(inputs[i]);
+    } catch (...) {
+      errors[i] = std::current_exception();
+    }
+  };
+  if (n == 1) {
+    const bool caller_mode = GradMode::is_enabled();
+    run(0);
+    GradMode::set_enabled(caller_mode);
+  } else {
+    std::vector<std::thread> threads;
+    threads.reserve(n);
+    for (size_t i = 0; i < n; ++i) threads.emplace_back(run, i);
+    for (auto& t : threads) t.join();
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!errors[i]) continue;
+    std::string what;
+    try {
+      std::rethrow_exception(errors[i]);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+      what = "an exception that is not a std::exception";
+    }
+    throw Error(tinytorch::detail::str_cat("in replica ", i, " on device ", devices[i].str(), ": ", what));
+  }
+  return outputs;
+}
+
+}  // namespace tinytorch::parallel

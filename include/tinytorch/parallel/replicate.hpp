@@ -1,0 +1,102 @@
+// tinytorch/parallel/replicate.hpp — replicate: one copy of a module per device, inside the
+// autograd graph.
+//
+//   replicas = replicate(module, devices)      replicas[i] lives on devices[i]
+// Each replica comes from module.clone() (no constructor re-run, no random draws) with, for each
+// parameter p of the original and p_i of replica i:
+//   p_i = p's values on devices[i]: the same storage when devices[i] is p's device (replica 0,
+//         and every CPU replica), else a copy;
+//   p_i.grad_fn = BroadcastBackward, one edge to p:  d loss/d p = sum_i d loss/d p_i.
+// So the replicas' parameters are not leaves: backward carries each replica's gradient back to
+// the original parameter, where the engine adds them up before AccumulateGrad runs once. The
+// sum is not divided by the number of replicas (as PyTorch's ReduceAddCoalesced): with a mean
+// loss over the gathered batch it equals the one-module full-batch gradient.
+// With grad mode off (evaluation) the replicas are detached: no graph, no grad_fn.
+// Buffers (running statistics): replica 0's share the original's storage, so in-place updates
+// made there persist; the other replicas get copies, whose updates are lost (as PyTorch).
+// Reference: torch/nn/parallel/replicate.py, torch/nn/parallel/_functions.py (Broadcast,
+// ReduceAddCoalesced); libtorch's torch/nn/parallel/data_parallel.h (clone + a gradient edge).
+// Chapter: chapters/05-data-parallel.md.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../nn/module.hpp"
+
+namespace tinytorch::parallel {
+
+namespace detail {
+
+/// p_i = broadcast of p to replica i  =>  dp = dp_i, copied back to p's device.
+struct BroadcastBackward : autograd::Node {
+  Device device;  ///< the original parameter's device
+  std::string name() const override { return "BroadcastBackward"; }
+  std::vector<Tensor> apply(const Tensor& grad) override { return {ops::to_device(grad, device)}; }
+};
+
+/// Throws unless every parameter and buffer of `module` lives on `device` (PyTorch's check).
+inline void check_module_device(const nn::Module& module, Device device, const char* op) {
+  for (const auto& named : {module.named_parameters(), module.named_buffers()})
+    for (const auto& [name, t] : named)
+      TT_CHECK(t.device() == device, op, ": module must have its parameters and buffers on device ", device.str(),
+               " (device_ids[0]) but found one of them on device: ", t.device().str(), " (", name, ")");
+}
+
+}  // namespace detail
+
+/// One replica of `module` per device (see above). The module must live on devices[0] and
+/// implement clone() (every built-in module does). Throws tinytorch::Error otherwise, or for an
+/// empty device list.
+inline std::vector<std::shared_ptr<nn::Module>> replicate(const nn::Module& module, const std::vector<Device>& devices) {
+  TT_CHECK(!devices.empty(), "replicate: expected at least one device");
+  detail::check_module_device(module, devices[0], "replicate");
+  const bool record = GradMode::is_enabled();
+  const auto params = module.parameters();
+  const auto buffers = module.buffers();
+  std::vector<std::shared_ptr<nn::Module>> replicas;
+  replicas.reserve(devices.size());
+  for (size_t i = 0; i < devices.size(); ++i) {
+    std::shared_ptr<nn::Module> r;
+    {
+      tinytorch::detail::ShareStorageOnClone share;  // new handles on the original's storage, no copies
+      r = module.clone();
+    }
+    const auto r_params = r->parameters();
+    const auto r_buffers = r->buffers();
+    TT_CHECK(r_params.size() == params.size() && r_buffers.size() == buffers.size(), "replicate: ", module.name(),
+             "::clone() returned a module with ", r_params.size(), " parameters and ", r_buffers.size(),
+             " buffers; the original has ", params.size(), " and ", buffers.size());
+    for (size_t j = 0; j < params.size(); ++j) {
+      const Tensor& p = params[j];
+      TensorImpl* q = r_params[j].impl();
+      if (devices[i] != p.device()) {  // another device: the replica gets a copy (CUDA backend)
+        Tensor copy = ops::to_device(p, devices[i]);
+        q->storage = copy.impl()->storage;
+        q->offset = copy.storage_offset();
+        q->strides = copy.strides();
+      }
+      q->requires_grad = false;  // a replica's parameter is never a leaf that requires grad
+      if (record && p.requires_grad()) {
+        auto node = std::make_shared<detail::BroadcastBackward>();
+        node->device = p.device();
+        node->next_edges.push_back(autograd::gradient_edge(p));
+        q->grad_fn = std::move(node);
+      }
+    }
+    for (size_t j = 0; j < buffers.size(); ++j) {
+      if (i == 0 && devices[i] == buffers[j].device()) continue;  // replica 0 shares the storage
+      NoGradGuard no_grad;
+      Tensor copy = ops::to_device(ops::clone(buffers[j]), devices[i]);
+      TensorImpl* q = r_buffers[j].impl();
+      q->storage = copy.impl()->storage;
+      q->offset = copy.storage_offset();
+      q->strides = copy.strides();
+    }
+    replicas.push_back(std::move(r));
+  }
+  return replicas;
+}
+
+}  // namespace tinytorch::parallel

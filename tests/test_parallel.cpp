@@ -1,0 +1,344 @@
+// tests/test_parallel.cpp — DataParallel and its parts (scatter, replicate, parallel_apply,
+// gather), Module::clone(), Tensor::to(Device), on CPU replicas.
+//
+// Reference values: tests/reference/gen_dp.py (PyTorch): the batch split for B = 1..33 on
+// n = 1..8 devices, and a float64 MLP's full-batch gradients, which DataParallel's summed replica
+// gradients must equal (1e-12). Also run under ThreadSanitizer (ctest label "threads";
+// scripts/test.sh builds build-tsan). Chapter: chapters/05-data-parallel.md.
+#include <catch2/catch.hpp>
+#include <tinytorch/tinytorch.hpp>
+
+#include <cmath>
+#include <string>
+
+#include "reference/dp_ref.hpp"
+
+using namespace tinytorch;
+namespace ref = dp_reference;
+
+namespace {
+
+std::vector<Device> cpus(size_t n) { return std::vector<Device>(n, Device::cpu()); }
+
+/// 5 -> 7 (tanh) -> 3 in float64 with gen_dp.py's weights: a user module with its own clone().
+class Mlp64 : public nn::Module {
+ public:
+  Tensor w1, b1, w2, b2;
+  Mlp64() {
+    w1 = register_parameter("w1", tensor(ref::w1, {7, 5}, kFloat64));
+    b1 = register_parameter("b1", tensor(ref::b1, {7}, kFloat64));
+    w2 = register_parameter("w2", tensor(ref::w2, {3, 7}, kFloat64));
+    b2 = register_parameter("b2", tensor(ref::b2, {3}, kFloat64));
+  }
+  Tensor forward(const Tensor& x) override { return linear(tanh(linear(x, w1, b1)), w2, b2); }
+  std::shared_ptr<Module> clone() const override {
+    auto m = clone_as<Mlp64>();
+    m->w1 = m->get_parameter("w1");
+    m->b1 = m->get_parameter("b1");
+    m->w2 = m->get_parameter("w2");
+    m->b2 = m->get_parameter("b2");
+    return m;
+  }
+  std::string name() const override { return "Mlp64"; }
+};
+
+/// Throws from forward when its chunk has exactly `bad_rows` rows.
+class FailsOnRows : public nn::Module {
+ public:
+  int64_t bad_rows;
+  explicit FailsOnRows(int64_t r) : bad_rows(r) {}
+  Tensor forward(const Tensor& x) override {
+    TT_CHECK(x.size(0) != bad_rows, "FailsOnRows: got ", x.size(0), " rows");
+    return x * 2.0;
+  }
+  std::shared_ptr<Module> clone() const override { return clone_as<FailsOnRows>(); }
+  std::string name() const override { return "FailsOnRows"; }
+};
+
+class NoClone : public nn::Module {
+ public:
+  Tensor forward(const Tensor& x) override { return x; }
+  std::string name() const override { return "NoClone"; }
+};
+
+/// A Linear subclass that does not override clone(): Linear::clone would drop the derived part.
+class MyLinear : public nn::Linear {
+ public:
+  MyLinear() : nn::Linear(2, 2) {}
+  Tensor forward(const Tensor& x) override { return nn::Linear::forward(x) * 2.0; }
+};
+
+/// Counts forward calls in a buffer, in place (as BatchNorm's num_batches_tracked).
+class Counter : public nn::Module {
+ public:
+  Tensor count;
+  Counter() { count = register_buffer("count", zeros({1}, kInt64)); }
+  Tensor forward(const Tensor& x) override {
+    count.add_(1.0);
+    return x;
+  }
+  std::shared_ptr<Module> clone() const override {
+    auto m = clone_as<Counter>();
+    m->count = m->get_buffer("count");
+    return m;
+  }
+};
+
+void check_values(const Tensor& t, const std::vector<double>& expected, double tol) {
+  std::vector<double> got = t.tolist<double>();
+  REQUIRE(got.size() == expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i);
+    CHECK(got[i] == Approx(expected[i]).epsilon(0).margin(tol));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("scatter splits the batch as PyTorch's DataParallel (torch.chunk sizes)", "[ch05][parallel]") {
+  for (const auto& c : ref::chunk_cases) {
+    INFO("B=" << c.batch << " n=" << c.devices);
+    Tensor x = arange(c.batch).view({c.batch, 1});
+    std::vector<Tensor> chunks = parallel::scatter(x, cpus(static_cast<size_t>(c.devices)));
+    std::vector<int64_t> sizes;
+    int64_t next = 0;
+    for (const Tensor& t : chunks) {
+      sizes.push_back(t.size(0));
+      CHECK(t.at<int64_t>({0, 0}) == next);  // consecutive rows, in device order
+      next += t.size(0);
+    }
+    CHECK(sizes == c.sizes);
+  }
+  // the examples
+  CHECK(parallel::scatter(zeros({10, 2}), cpus(4)).size() == 4);
+  CHECK(parallel::scatter(zeros({9, 2}), cpus(4)).size() == 3);
+  CHECK(parallel::scatter(zeros({3, 2}), cpus(4)).size() == 3);
+}
+
+TEST_CASE("scatter along another dim, and its errors", "[ch05][parallel]") {
+  Tensor x = arange(12).view({2, 6});
+  auto parts = parallel::scatter(x, cpus(4), 1);
+  REQUIRE(parts.size() == 3);
+  CHECK(parts[2].sizes() == Shape{2, 2});
+  CHECK(parts[2].at<int64_t>({1, 1}) == 11);
+  CHECK_THROWS_WITH(parallel::scatter(x, {}), Catch::Contains("scatter: expected at least one device"));
+  CHECK_THROWS_WITH(parallel::scatter(scalar_tensor(1.0), cpus(2)), Catch::Contains("at least one dimension"));
+  CHECK_THROWS_WITH(parallel::scatter(x, cpus(2), 2), Catch::Contains("chunk"));
+}
+
+TEST_CASE("DataParallel's .grad equals PyTorch's full-batch gradient (float64, 1e-12)", "[ch05][parallel]") {
+  for (size_t n : {1, 2, 3, 4}) {
+    for (const auto& c : ref::grad_cases) {
+      INFO("B=" << c.batch << " on " << n << " CPU replicas");
+      auto model = std::make_shared<Mlp64>();
+      nn::DataParallel dp(model, cpus(n));
+      Tensor x = tensor(c.x, {c.batch, 5}, kFloat64);
+      Tensor target = tensor(c.target, {c.batch, 3}, kFloat64);
+      Tensor y = dp.forward(x);
+      REQUIRE(y.sizes() == Shape{c.batch, 3});
+      Tensor loss = mse_loss(y, target);
+      loss.backward();
+      CHECK(loss.item<double>() == Approx(c.loss).epsilon(0).margin(1e-12));
+      check_values(y, c.output, 1e-12);
+      check_values(model->w1.grad(), c.dw1, 1e-12);
+      check_values(model->b1.grad(), c.db1, 1e-12);
+      check_values(model->w2.grad(), c.dw2, 1e-12);
+      check_values(model->b2.grad(), c.db2, 1e-12);
+      // and tinytorch's own single-module run
+      auto single = std::make_shared<Mlp64>();
+      mse_loss(single->forward(x), target).backward();
+      CHECK(model->w1.grad().allclose(single->w1.grad(), 0, 1e-12));
+      CHECK(model->b2.grad().allclose(single->b2.grad(), 0, 1e-12));
+    }
+  }
+}
+
+TEST_CASE("DataParallel: the graph goes through replicas, gather and BroadcastBackward", "[ch05][parallel]") {
+  auto model = std::make_shared<nn::Linear>(3, 2);
+  nn::DataParallel dp(model, cpus(2));
+  Tensor y = dp.forward(ones({4, 3}));
+  REQUIRE(y.grad_fn());
+  CHECK(y.grad_fn()->name() == "CatBackward0");
+  auto replicas = parallel::replicate(*model, cpus(2));
+  REQUIRE(replicas.size() == 2);
+  auto r1 = std::dynamic_pointer_cast<nn::Linear>(replicas[1]);
+  REQUIRE(r1);
+  CHECK_FALSE(r1->weight.is_leaf());
+  CHECK(r1->weight.grad_fn()->name() == "BroadcastBackward");
+  CHECK(r1->weight.impl()->storage == model->weight.impl()->storage);  // CPU replicas share the values
+  CHECK_FALSE(r1->weight.is_same(model->weight));
+  // names as PyTorch's DataParallel: "module." + the module's names
+  auto names = dp.named_parameters();
+  REQUIRE(names.size() == 2);
+  CHECK(names[0].first == "module.weight");
+  CHECK(names[1].first == "module.bias");
+  CHECK(dp.parameters()[0].is_same(model->weight));
+}
+
+TEST_CASE("DataParallel under no_grad: detached replicas, no graph", "[ch05][parallel]") {
+  auto model = std::make_shared<nn::Linear>(3, 2);
+  nn::DataParallel dp(model, cpus(3));
+  NoGradGuard ng;
+  Tensor y = dp.forward(ones({5, 3}));
+  CHECK_FALSE(y.requires_grad());
+  CHECK(y.grad_fn() == nullptr);
+  auto replicas = parallel::replicate(*model, cpus(2));
+  auto r1 = std::dynamic_pointer_cast<nn::Linear>(replicas[1]);
+  CHECK(r1->weight.grad_fn() == nullptr);
+  CHECK_FALSE(r1->weight.requires_grad());
+}
+
+TEST_CASE("DataParallel: one device calls the module, no device too", "[ch05][parallel]") {
+  auto model = std::make_shared<nn::Linear>(3, 2);
+  Tensor x = ones({4, 3});
+  Tensor expected = model->forward(x);
+  nn::DataParallel one(model, cpus(1)), none(model, {});
+  Tensor a = one.forward(x), b = none.forward(x);
+  CHECK(a.grad_fn()->name() == "AddmmBackward0");  // no replicas, no gather
+  CHECK(a.equal(expected));
+  CHECK(b.equal(expected));
+}
+
+TEST_CASE("DataParallel rethrows a replica's error with its index and device", "[ch05][parallel]") {
+  // 10 rows on 4 devices: 3,3,3,1 — only replica 3 gets one row.
+  nn::DataParallel dp(std::make_shared<FailsOnRows>(1), cpus(4));
+  CHECK_THROWS_WITH(dp.forward(ones({10, 2})), "in replica 3 on device cpu: FailsOnRows: got 1 rows");
+  // every replica fails: the lowest index is reported
+  nn::DataParallel lin(std::make_shared<nn::Linear>(3, 2), cpus(2));
+  CHECK_THROWS_WITH(lin.forward(ones({4, 5})), Catch::StartsWith("in replica 0 on device cpu: Linear: input of shape [2, 5]"));
+  // and the graph is still usable afterwards
+  CHECK(lin.forward(ones({4, 3})).sizes() == Shape{4, 2});
+}
+
+TEST_CASE("DataParallel needs clone(); and the module on device_ids[0]", "[ch05][parallel]") {
+  nn::DataParallel dp(std::make_shared<NoClone>(), cpus(2));
+  CHECK_THROWS_WITH(dp.forward(ones({4, 2})), Catch::StartsWith("NoClone does not implement clone(); DataParallel needs it"));
+  auto seq = std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(2, 2), std::make_shared<NoClone>());
+  CHECK_THROWS_WITH(nn::DataParallel(seq, cpus(2)).forward(ones({4, 2})), Catch::StartsWith("NoClone does not implement"));
+  CHECK_THROWS_WITH(MyLinear().clone(), Catch::StartsWith("Linear does not implement clone(); DataParallel needs it"));
+  nn::DataParallel gpu(std::make_shared<nn::Linear>(2, 2), {Device::cuda(0), Device::cuda(1)});
+  CHECK_THROWS_WITH(gpu.forward(ones({4, 2})),
+                    "DataParallel: module must have its parameters and buffers on device cuda:0 (device_ids[0]) but "
+                    "found one of them on device: cpu (weight)");
+  CHECK_THROWS_WITH(nn::DataParallel(nullptr, cpus(2)), "DataParallel: module is null");
+}
+
+TEST_CASE("Module::clone copies values without re-running constructors", "[ch05][parallel][nn]") {
+  manual_seed(3);
+  auto model = std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(4, 3), std::make_shared<nn::ReLU>(),
+                                                std::make_shared<nn::Dropout>(0.25), std::make_shared<nn::Tanh>(),
+                                                std::make_shared<nn::Sigmoid>(), std::make_shared<nn::Flatten>(),
+                                                std::make_shared<nn::Linear>(3, 2, /*bias=*/false));
+  model->eval();
+  Generator before = default_generator();
+  auto copy = std::dynamic_pointer_cast<nn::Sequential>(model->clone());
+  REQUIRE(copy);
+  CHECK(default_generator().next_u64() == before.next_u64());  // nothing drawn
+  CHECK(copy->repr() == model->repr());
+  CHECK_FALSE(copy->is_training());
+  auto a = model->named_parameters(), b = copy->named_parameters();
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i].first == b[i].first);
+    CHECK(b[i].second.equal(a[i].second));
+    CHECK(b[i].second.impl()->storage != a[i].second.impl()->storage);  // a copy, not an alias
+    CHECK(b[i].second.requires_grad());
+    CHECK(b[i].second.is_leaf());
+  }
+  // members point at the copy's own tensors
+  auto lin = std::dynamic_pointer_cast<nn::Linear>((*copy)[0]);
+  CHECK(lin->weight.is_same(b[0].second));
+  CHECK_FALSE(std::dynamic_pointer_cast<nn::Linear>((*copy)[6])->bias.defined());
+  {
+    NoGradGuard ng;
+    lin->weight.fill_(7.0);
+  }
+  CHECK(a[0].second.max().item<double>() < 7.0);  // the original is untouched
+  Tensor x = randn({5, 4});
+  CHECK_FALSE(copy->forward(x).equal(model->forward(x)));
+  // losses clone too
+  CHECK(nn::MSELoss("sum").clone()->name() == "MSELoss");
+  CHECK(std::dynamic_pointer_cast<nn::MSELoss>(nn::MSELoss("sum").clone())->reduction == Reduction::Sum);
+  CHECK(nn::CrossEntropyLoss().clone()->name() == "CrossEntropyLoss");
+  CHECK(nn::NLLLoss().clone()->name() == "NLLLoss");
+}
+
+TEST_CASE("Buffers: replica 0 shares the original's, the others copy", "[ch05][parallel]") {
+  auto model = std::make_shared<Counter>();
+  nn::DataParallel dp(model, cpus(3));
+  dp.forward(ones({6, 1}));
+  dp.forward(ones({6, 1}));
+  CHECK(model->count.item<int64_t>() == 2);  // replica 0's updates persist, replicas 1-2's are lost
+}
+
+TEST_CASE("Tensor::to(Device) and its errors", "[ch05][parallel][tensor]") {
+  Tensor x = ones({2, 2}, TensorOptions().requires_grad(true));
+  CHECK(x.to(Device::cpu()).is_same(x));  // as PyTorch: no copy when already there
+  CHECK_THROWS_WITH(x.to(Device::cuda(1)), "to: copying a tensor from cpu to cuda:1 needs the CUDA backend, which "
+                                           "this build does not have (compile with nvcc)");
+}
+
+TEST_CASE("gather: scalars become a vector; mismatched shapes are errors", "[ch05][parallel]") {
+  Tensor g = parallel::gather({scalar_tensor(1.0), scalar_tensor(2.0), scalar_tensor(3.0)}, Device::cpu());
+  CHECK(g.sizes() == Shape{3});
+  CHECK(g.tolist<double>() == std::vector<double>{1, 2, 3});
+  CHECK_THROWS_WITH(parallel::gather({zeros({2, 3}), zeros({1, 4})}, Device::cpu()),
+                    "Gather got an input of invalid size: got [1, 4], but expected [1, 3]");
+  CHECK_THROWS_WITH(parallel::gather({}, Device::cpu()), "gather: expected at least one tensor");
+  Tensor c = parallel::gather({ones({2, 1}), zeros({2, 2})}, Device::cpu(), 1);
+  CHECK(c.sizes() == Shape{2, 3});
+}
+
+TEST_CASE("DataParallel: 100 steps keep the allocator flat and never touch the default generator",
+          "[ch05][parallel][threads]") {
+  manual_seed(0);
+  auto model = std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(8, 16), std::make_shared<nn::ReLU>(),
+                                                std::make_shared<nn::Dropout>(0.2), std::make_shared<nn::Linear>(16, 4));
+  auto dp = std::make_shared<nn::DataParallel>(model, cpus(3));
+  optim::SGD opt(dp->parameters(), 0.05, 0.9);
+  Tensor x = randn({30, 8}), t = randn({30, 4});
+  Generator before = default_generator();
+  size_t allocated_at_10 = 0;
+  double first = 0, last = 0;
+  for (int step = 0; step < 100; ++step) {
+    opt.zero_grad();
+    Tensor loss = mse_loss(dp->forward(x), t);
+    loss.backward();
+    opt.step();
+    if (step == 0) first = loss.item<double>();
+    last = loss.item<double>();
+    if (step == 10) allocated_at_10 = cpu_memory_stats().allocated_bytes;
+  }
+  CHECK(cpu_memory_stats().allocated_bytes == allocated_at_10);
+  CHECK(default_generator().next_u64() == before.next_u64());
+  CHECK(last < first);
+}
+
+TEST_CASE("DataParallel with Dropout: per-replica streams, and runs repeat", "[ch05][parallel][threads]") {
+  auto run = [] {
+    manual_seed(42);
+    auto model = std::make_shared<nn::Dropout>(0.5);
+    nn::DataParallel dp(model, cpus(2));
+    return std::make_pair(dp.forward(ones({2, 64})), dp.forward(ones({2, 64})));
+  };
+  auto [a1, a2] = run();
+  auto [b1, b2] = run();
+  CHECK(a1.equal(b1));
+  CHECK(a2.equal(b2));
+  CHECK_FALSE(a1.equal(a2));                // the streams go on between steps
+  CHECK_FALSE(a1[0].equal(a1[1]));          // replica 0 and replica 1 draw different masks
+}
+
+TEST_CASE("parallel_apply: grad mode and errors of any kind", "[ch05][parallel][threads]") {
+  auto lin = std::make_shared<nn::Linear>(2, 2);
+  auto replicas = parallel::replicate(*lin, cpus(2));
+  {
+    NoGradGuard ng;
+    auto out = parallel::parallel_apply(replicas, {ones({1, 2}), ones({1, 2})}, cpus(2));
+    CHECK_FALSE(out[0].requires_grad());
+  }
+  auto out = parallel::parallel_apply(replicas, {ones({1, 2}), ones({1, 2})}, cpus(2));
+  CHECK(out[1].requires_grad());
+  CHECK_THROWS_WITH(parallel::parallel_apply(replicas, {ones({1, 2})}, cpus(2)),
+                    Catch::StartsWith("parallel_apply: expected as many inputs, devices and generators as replicas (2)"));
+}
