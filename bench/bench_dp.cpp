@@ -16,7 +16,8 @@
 // Where DataParallel's step goes: a separate instrumented run of the same steps, split into
 // scatter + replicate (clones and graph edges, every step), the replicas' forward
 // (parallel_apply: the only part that runs in two threads), gather, loss + backward (one thread,
-// both replicas' graphs) and the optimizer step; medians in microseconds.
+// both replicas' graphs) and the optimizer step; medians in microseconds; beside it, the plain
+// model's forward and loss+backward on the same batch, interleaved step by step.
 // Chapter: chapters/05-data-parallel.md ("How fast"). Reference: PyTorch's DataParallel docs
 // ("use DistributedDataParallel instead").
 #include <tinytorch/distributed.hpp>
@@ -93,6 +94,19 @@ struct Trainer {
 /// DataParallel's forward written out (the same calls nn::DataParallel::forward makes), timed.
 struct DpPhases {
   std::vector<double> replicate_us, forward_us, gather_us, backward_us, step_us;
+  std::vector<double> single_forward_us, single_backward_us;  // the plain model, same batch
+  /// The plain model's forward and loss+backward on the whole batch, for comparison.
+  void single_step(tt::nn::Module& model, tt::optim::SGD& opt, const tt::Tensor& x, const tt::Tensor& y) {
+    opt.zero_grad();
+    auto t0 = Clock::now();
+    tt::Tensor out = model.forward(x);
+    auto t1 = Clock::now();
+    tt::cross_entropy(out, y).backward();
+    auto t2 = Clock::now();
+    opt.step();
+    single_forward_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    single_backward_us.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count());
+  }
   void step(tt::nn::Module& model, tt::optim::SGD& opt, const tt::Tensor& x, const tt::Tensor& y,
             const std::vector<tt::Device>& devices, const std::vector<tt::Generator*>& gens) {
     auto us = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::micro>(b - a).count(); };
@@ -164,7 +178,10 @@ int run(const Options& o) {
     auto model = make_mlp();
     tt::optim::SGD opt(model->parameters(), 0.01, 0.9);
     tt::Generator g0(1), g1(2);
-    for (int i = 0; i < o.reps * o.iters; ++i) phases.step(*model, opt, single.x, single.y, two_cpus, {&g0, &g1});
+    for (int i = 0; i < o.reps * o.iters; ++i) {
+      phases.step(*model, opt, single.x, single.y, two_cpus, {&g0, &g1});
+      phases.single_step(*model, opt, single.x, single.y);
+    }
   }
   sleepy_barrier();
   if (r == 0) {
@@ -181,6 +198,9 @@ int run(const Options& o) {
                 "replicas' forward (2 threads) %.0f | gather %.0f | loss+backward (1 thread) %.0f | "
                 "optimizer step %.0f | sum %.0f\n",
                 o.reps * o.iters, rep, fwd, gat, bwd, stp, total);
+    std::printf("The single model on the same batch, interleaved with those steps (us): forward %.0f | "
+                "loss+backward %.0f\n",
+                median(phases.single_forward_us), median(phases.single_backward_us));
   }
   return 0;
 }
