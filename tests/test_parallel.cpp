@@ -327,6 +327,11 @@ TEST_CASE("DataParallel with Dropout: per-replica streams, and runs repeat", "[c
   CHECK(a2.equal(b2));
   CHECK_FALSE(a1.equal(a2));                // the streams go on between steps
   CHECK_FALSE(a1[0].equal(a1[1]));          // replica 0 and replica 1 draw different masks
+  // a Dropout with its own Generator would be shared by the replicas' threads: refused
+  Generator g(1);
+  nn::DataParallel shared(std::make_shared<nn::Dropout>(0.5, &g), cpus(2));
+  CHECK_THROWS_WITH(shared.forward(ones({2, 4})), Catch::StartsWith("Dropout: cannot be replicated by DataParallel"));
+  CHECK(nn::Dropout(0.5, &g).clone() != nullptr);  // a plain clone may share it (same thread)
 }
 
 TEST_CASE("parallel_apply: grad mode and errors of any kind", "[ch05][parallel][threads]") {

@@ -46,7 +46,8 @@ class Dropout : public Module {
  public:
   double p;
   /// nullptr: the default generator, which under DataParallel is each replica's own. A Generator
-  /// given here is shared by clones (DataParallel's replicas would then race on it).
+  /// given here is shared by clones; DataParallel refuses to replicate such a Dropout (its
+  /// replicas' threads would race on the one Generator).
   Generator* gen;
   /// Throws tinytorch::Error unless 0 <= p <= 1.
   explicit Dropout(double p = 0.5, Generator* gen = nullptr) : p(p), gen(gen) {
@@ -64,7 +65,13 @@ class Dropout : public Module {
     }
     return x * mask;
   }
-  std::shared_ptr<Module> clone() const override { return clone_as<Dropout>(); }
+  /// Throws tinytorch::Error when replicated (DataParallel) with its own Generator (see `gen`).
+  std::shared_ptr<Module> clone() const override {
+    TT_CHECK(gen == nullptr || !tinytorch::detail::ReplicateClone::active(),
+             "Dropout: cannot be replicated by DataParallel with its own Generator (the replicas' threads would "
+             "share it: a data race); construct it without one, and each replica draws from its own generator");
+    return clone_as<Dropout>();
+  }
   std::string name() const override { return "Dropout"; }
   std::string extra_repr() const override { return detail::str_cat("p=", p, ", inplace=False"); }
 };

@@ -209,7 +209,7 @@ class Module : public std::enable_shared_from_this<Module> {
   }
   /// After a member-wise copy, the copy still shares the original's tensor handles and child
   /// objects: replace each tensor by a new one and each child by its clone().
-  /// Normally the new tensor holds a copy of the values. Under tinytorch::detail::ShareStorageOnClone
+  /// Normally the new tensor holds a copy of the values. Under tinytorch::detail::ReplicateClone
   /// (parallel::replicate) it is a new handle on the *same* storage instead: a replica computes
   /// with the original's weights without copying them (on one device; another device copies).
   void separate_after_copy();
@@ -255,12 +255,12 @@ inline std::ostream& operator<<(std::ostream& os, const Module& m) { return os <
 namespace tinytorch::detail {
 /// RAII, for parallel::replicate: while alive, Module::clone() on this thread gives the copy new
 /// tensor handles on the original's storage instead of copies of the values.
-class ShareStorageOnClone {
+class ReplicateClone {
  public:
-  ShareStorageOnClone() : prev_(flag()) { flag() = true; }
-  ~ShareStorageOnClone() { flag() = prev_; }
-  ShareStorageOnClone(const ShareStorageOnClone&) = delete;
-  ShareStorageOnClone& operator=(const ShareStorageOnClone&) = delete;
+  ReplicateClone() : prev_(flag()) { flag() = true; }
+  ~ReplicateClone() { flag() = prev_; }
+  ReplicateClone(const ReplicateClone&) = delete;
+  ReplicateClone& operator=(const ReplicateClone&) = delete;
   static bool active() { return flag(); }
 
  private:
@@ -276,7 +276,7 @@ class ShareStorageOnClone {
 inline Tensor clone_module_tensor(const Tensor& t) {
   if (!t.defined()) return t;
   Tensor out;
-  if (ShareStorageOnClone::active()) {
+  if (ReplicateClone::active()) {
     out = ops::make_view(t, t.sizes(), t.strides(), t.storage_offset());
   } else {
     NoGradGuard no_grad;

@@ -60,7 +60,7 @@ inline std::vector<std::shared_ptr<nn::Module>> replicate(const nn::Module& modu
   for (size_t i = 0; i < devices.size(); ++i) {
     std::shared_ptr<nn::Module> r;
     {
-      tinytorch::detail::ShareStorageOnClone share;  // new handles on the original's storage, no copies
+      tinytorch::detail::ReplicateClone share;  // new handles on the original's storage, no copies
       r = module.clone();
     }
     const auto r_params = r->parameters();
