@@ -34,8 +34,7 @@
 // Every rank runs the same fixed number of steps and collectives. Rank 0 prints.
 // Chapter: chapters/06-distributed-data-parallel.md ("How fast", "Overlap").
 // Reference: PyTorch DDP paper (Li et al., VLDB 2020) section 5 (scaling, bucket size).
-#include <tinytorch/distributed.hpp>
-#include <tinytorch/tinytorch.hpp>
+#include "bench_common.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -52,6 +51,12 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+using bench::make_mlp;
+using bench::median;
+using bench::seconds_since;
+using bench::sleepy_barrier;
+using bench::Trainer;
+
 struct Options {
   int reps = 41;
   int iters = 20;
@@ -61,53 +66,11 @@ struct Options {
   dist::Algorithm algorithm = dist::DDPOptions{}.algorithm;
 };
 
-std::shared_ptr<tt::nn::Sequential> make_mlp(const std::vector<int64_t>& sizes) {
-  auto m = std::make_shared<tt::nn::Sequential>();
-  for (size_t i = 0; i + 1 < sizes.size(); ++i) {
-    m->push_back(std::make_shared<tt::nn::Linear>(sizes[i], sizes[i + 1]));
-    if (i + 2 < sizes.size()) m->push_back(std::make_shared<tt::nn::ReLU>());
-  }
-  return m;
-}
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
 /// max over ranks
 double max_over_ranks(double x) {
   dist::all_reduce(&x, 1, dist::ReduceOp::MAX);
   return x;
 }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/// Waits for all ranks without occupying a core (an MPI_Barrier spins in Open MPI).
-void sleepy_barrier() {
-  tt::distributed::Work w = dist::barrier_async();
-  while (!w.is_completed()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-}
-
-struct Trainer {
-  std::shared_ptr<tt::nn::Module> model;  // what forward is called on (a DDP wrapper or the MLP)
-  std::unique_ptr<tt::optim::SGD> opt;
-  tt::Tensor x, y;
-  tt::nn::CrossEntropyLoss loss_fn;
-
-  Trainer(std::shared_ptr<tt::nn::Module> m, int64_t batch, int64_t in, uint64_t seed) : model(std::move(m)) {
-    opt = std::make_unique<tt::optim::SGD>(model->parameters(), 0.01, 0.9);
-    tt::Generator g(seed);
-    x = tt::randn({batch, in}, {}, &g);                  // (B, in)
-    y = tt::randint(0, 10, {batch}, tt::kInt64, &g);     // (B)
-  }
-  void step() {
-    opt->zero_grad();
-    loss_fn(model->forward(x), y).backward();
-    opt->step();
-  }
-};
 
 /// Seconds for `iters` steps after `warmup`, max over the ranks that train; every rank calls it.
 double time_steps(Trainer* t, int warmup, int iters, bool this_rank_trains) {

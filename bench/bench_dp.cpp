@@ -20,8 +20,7 @@
 // model's forward and loss+backward on the same batch, interleaved step by step.
 // Chapter: chapters/05-data-parallel.md ("How fast"). Reference: PyTorch's DataParallel docs
 // ("use DistributedDataParallel instead").
-#include <tinytorch/distributed.hpp>
-#include <tinytorch/tinytorch.hpp>
+#include "bench_common.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -37,58 +36,16 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+using bench::median;
+using bench::sleepy_barrier;
+using bench::Trainer;
+const std::vector<int64_t> kMlp{784, 256, 128, 10};
+
 struct Options {
   int reps = 21;
   int iters = 10;
   int warmup = 2;
   int64_t batch = 256;
-};
-
-std::shared_ptr<tt::nn::Sequential> make_mlp() {
-  return std::make_shared<tt::nn::Sequential>(
-      std::make_shared<tt::nn::Linear>(784, 256), std::make_shared<tt::nn::ReLU>(),
-      std::make_shared<tt::nn::Linear>(256, 128), std::make_shared<tt::nn::ReLU>(),
-      std::make_shared<tt::nn::Linear>(128, 10));
-}
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/// Waits for all ranks without occupying a core (an MPI_Barrier spins in Open MPI).
-void sleepy_barrier() {
-  tt::distributed::Work w = dist::barrier_async();
-  while (!w.is_completed()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-}
-
-struct Trainer {
-  std::shared_ptr<tt::nn::Module> model;  // plain MLP, DataParallel or DDP wrapper
-  std::unique_ptr<tt::optim::SGD> opt;
-  tt::Tensor x, y;
-  tt::nn::CrossEntropyLoss loss_fn;
-
-  Trainer(std::shared_ptr<tt::nn::Module> m, int64_t batch, uint64_t seed) : model(std::move(m)) {
-    opt = std::make_unique<tt::optim::SGD>(model->parameters(), 0.01, 0.9);
-    tt::Generator g(seed);
-    x = tt::randn({batch, 784}, {}, &g);             // (B, 784)
-    y = tt::randint(0, 10, {batch}, tt::kInt64, &g);  // (B)
-  }
-  void step() {
-    opt->zero_grad();
-    loss_fn(model->forward(x), y).backward();
-    opt->step();
-  }
-  /// Seconds for `iters` steps after `warmup` untimed ones.
-  double time(int warmup, int iters) {
-    for (int i = 0; i < warmup; ++i) step();
-    auto t0 = Clock::now();
-    for (int i = 0; i < iters; ++i) step();
-    return seconds_since(t0);
-  }
 };
 
 /// DataParallel's forward written out (the same calls nn::DataParallel::forward makes), timed.
@@ -138,13 +95,13 @@ int run(const Options& o) {
   const int64_t G = o.batch;
   const std::vector<tt::Device> two_cpus(2, tt::Device::cpu());
   tt::manual_seed(0);
-  Trainer single(make_mlp(), G, 100);
+  Trainer single(bench::make_mlp(kMlp), G, 784, 100);
   tt::manual_seed(0);
-  Trainer dp(std::make_shared<tt::nn::DataParallel>(make_mlp(), two_cpus), G, 100);
+  Trainer dp(std::make_shared<tt::nn::DataParallel>(bench::make_mlp(kMlp), two_cpus), G, 784, 100);
   tt::manual_seed(0);
   const bool with_ddp = N == 2;
   std::unique_ptr<Trainer> ddp;
-  if (with_ddp) ddp = std::make_unique<Trainer>(std::make_shared<dist::DistributedDataParallel>(make_mlp()), G / 2,
+  if (with_ddp) ddp = std::make_unique<Trainer>(std::make_shared<dist::DistributedDataParallel>(bench::make_mlp(kMlp)), G / 2, 784,
                                                 200 + static_cast<uint64_t>(r));
   if (r == 0) {
     std::printf("bench_dp: MLP 784-256-128-10, global batch %lld, %d reps x %d steps (+%d warm-up), "
@@ -175,7 +132,7 @@ int run(const Options& o) {
   DpPhases phases;
   if (r == 0) {
     tt::manual_seed(0);
-    auto model = make_mlp();
+    auto model = bench::make_mlp(kMlp);
     tt::optim::SGD opt(model->parameters(), 0.01, 0.9);
     tt::Generator g0(1), g1(2);
     for (int i = 0; i < o.reps * o.iters; ++i) {
