@@ -187,8 +187,8 @@ int main(int argc, char** argv) {
       return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
-  if (o.batch < 2) {
-    std::fprintf(stderr, "bench_dp: --batch must be at least 2 (two replicas)\n");
+  if (o.batch % 2 != 0) {  // two replicas / two ranks of G/2 rows: the same global batch
+    std::fprintf(stderr, "bench_dp: --batch must be even (two replicas of G/2 rows), got %lld\n", (long long)o.batch);
     return 2;
   }
   dist::ProcessGroupGuard pg(dist::Backend::MPI);

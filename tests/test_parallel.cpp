@@ -9,7 +9,9 @@
 #include <tinytorch/tinytorch.hpp>
 
 #include <cmath>
+#include <functional>
 #include <string>
+#include <thread>
 
 #include "reference/dp_ref.hpp"
 
@@ -82,6 +84,15 @@ class Counter : public nn::Module {
     m->count = m->get_buffer("count");
     return m;
   }
+};
+
+/// Uses a tensor that requires grad but is not a registered parameter (every replica's thread
+/// then reaches the same leaf).
+class UnregisteredScale : public nn::Module {
+ public:
+  Tensor scale = full({1}, 3.0, TensorOptions().requires_grad(true));
+  Tensor forward(const Tensor& x) override { return x * scale; }
+  std::shared_ptr<Module> clone() const override { return clone_as<UnregisteredScale>(); }
 };
 
 void check_values(const Tensor& t, const std::vector<double>& expected, double tol) {
@@ -261,6 +272,76 @@ TEST_CASE("Module::clone copies values without re-running constructors", "[ch05]
   CHECK(std::dynamic_pointer_cast<nn::MSELoss>(nn::MSELoss("sum").clone())->reduction == Reduction::Sum);
   CHECK(nn::CrossEntropyLoss().clone()->name() == "CrossEntropyLoss");
   CHECK(nn::NLLLoss().clone()->name() == "NLLLoss");
+}
+
+TEST_CASE("Weights tied by assigning a member are refused, not silently untied", "[ch05][parallel]") {
+  auto a = std::make_shared<nn::Linear>(3, 3), b = std::make_shared<nn::Linear>(3, 3);
+  b->weight = a->weight;
+  auto seq = std::make_shared<nn::Sequential>(a, std::make_shared<nn::Tanh>(), b);
+  nn::DataParallel dp(seq, cpus(2));
+  CHECK_THROWS_WITH(dp.forward(ones({4, 3})), Catch::StartsWith("Linear: member `weight` is not the registered tensor"));
+  CHECK_THROWS_WITH(seq->clone(), Catch::StartsWith("Linear: member `weight` is not the registered tensor"));
+  // one module used twice is the supported way to share weights, and DataParallel follows it
+  auto shared = std::make_shared<nn::Linear>(3, 3);
+  auto twice = std::make_shared<nn::Sequential>(shared, std::make_shared<nn::Tanh>(), shared);
+  Tensor x = randn({5, 3});
+  Tensor expected = twice->forward(x);
+  expected.sum().backward();
+  Tensor g = shared->weight.grad().clone();
+  twice->zero_grad();
+  nn::DataParallel dp2(twice, cpus(3));
+  Tensor y = dp2.forward(x);
+  y.sum().backward();
+  CHECK(y.allclose(expected, 1e-6, 1e-6));
+  CHECK(shared->weight.grad().allclose(g, 1e-5, 1e-6));
+}
+
+TEST_CASE("DataParallel: nested, and a leaf that is not a parameter", "[ch05][parallel][threads]") {
+  auto inner = std::make_shared<nn::DataParallel>(std::make_shared<Mlp64>(), cpus(2));
+  nn::DataParallel outer(inner, cpus(2));
+  const auto& c = ref::grad_cases.back();  // 33 rows
+  Tensor x = tensor(c.x, {c.batch, 5}, kFloat64), target = tensor(c.target, {c.batch, 3}, kFloat64);
+  mse_loss(outer.forward(x), target).backward();
+  auto model = std::dynamic_pointer_cast<Mlp64>(inner->module());
+  check_values(model->w1.grad(), c.dw1, 1e-12);
+  check_values(model->b2.grad(), c.db2, 1e-12);
+  // every replica's thread reaches the same leaf `scale`: one AccumulateGrad, the sum lands once
+  auto m = std::make_shared<UnregisteredScale>();
+  nn::DataParallel dp(m, cpus(4));
+  dp.forward(ones({8, 2})).sum().backward();
+  CHECK(m->scale.grad().item<double>() == 16.0);
+}
+
+TEST_CASE("DataParallel: manual_seed makes runs repeat; construction draws nothing", "[ch05][parallel][threads]") {
+  auto model = std::make_shared<nn::Dropout>(0.5);
+  nn::DataParallel dp(model, cpus(2));
+  manual_seed(7);
+  Tensor a = dp.forward(ones({4, 32}));
+  manual_seed(7);
+  Tensor b = dp.forward(ones({4, 32}));
+  CHECK(a.equal(b));
+  manual_seed(5);
+  double first = rand({1}).item<double>();
+  manual_seed(5);
+  { nn::DataParallel d(model, cpus(2)); }
+  CHECK(rand({1}).item<double>() == first);
+}
+
+TEST_CASE("DataParallel::forward from two threads at once", "[ch05][parallel][threads]") {
+  manual_seed(0);
+  auto model = std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(8, 8), std::make_shared<nn::Dropout>(0.3),
+                                                std::make_shared<nn::Linear>(8, 2));
+  nn::DataParallel dp(model, cpus(2));
+  Tensor x = randn({6, 8});
+  Tensor y1, y2;  // forward runs concurrently; backward (one engine, shared .grad) runs on one thread
+  auto work = [&](Tensor& out) {
+    for (int i = 0; i < 20; ++i) out = i == 0 ? dp.forward(x).sum() : out + dp.forward(x).sum();
+  };
+  std::thread t1(work, std::ref(y1)), t2(work, std::ref(y2));
+  t1.join();
+  t2.join();
+  (y1 + y2).backward();
+  CHECK(model->parameters()[0].grad().defined());
 }
 
 TEST_CASE("Buffers: replica 0 shares the original's, the others copy", "[ch05][parallel]") {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -67,14 +68,40 @@ inline bool any_requires_grad(std::initializer_list<const Tensor*> inputs) {
   return false;
 }
 
+/// True on the threads of parallel::parallel_apply while they run replicas (set by
+/// ParallelRegion): several threads may then build graphs over the same leaf at once.
+inline bool& in_parallel_region() {
+  thread_local bool on = false;
+  return on;
+}
+/// RAII: marks this thread as running in parallel with others over shared leaves.
+class ParallelRegion {
+ public:
+  ParallelRegion() : prev_(in_parallel_region()) { in_parallel_region() = true; }
+  ~ParallelRegion() { in_parallel_region() = prev_; }
+  ParallelRegion(const ParallelRegion&) = delete;
+  ParallelRegion& operator=(const ParallelRegion&) = delete;
+
+ private:
+  bool prev_;
+};
+
 /// The AccumulateGrad node of a leaf that requires grad (created once, then cached weakly).
+/// Inside a ParallelRegion (DataParallel's replicas using a leaf that is not a parameter) the
+/// cache is read and written under a lock, so every thread gets the one node.
 inline std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
   TensorImpl* impl = leaf.impl();
-  if (auto existing = impl->grad_accumulator.lock()) return existing;
-  auto acc = std::make_shared<AccumulateGrad>();
-  acc->leaf = leaf.impl_ptr();
-  impl->grad_accumulator = acc;
-  return acc;
+  auto get_or_create = [&] {
+    if (auto existing = impl->grad_accumulator.lock()) return std::shared_ptr<Node>(existing);
+    auto acc = std::make_shared<AccumulateGrad>();
+    acc->leaf = leaf.impl_ptr();
+    impl->grad_accumulator = acc;
+    return std::shared_ptr<Node>(acc);
+  };
+  if (!in_parallel_region()) return get_or_create();
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  return get_or_create();
 }
 
 /// The edge a gradient for `t` should follow.

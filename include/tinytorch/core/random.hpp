@@ -28,8 +28,12 @@ class Generator {
     engine_.seed(seed);
     seed_ = seed;
     has_spare_ = false;
+    ++seed_version_;
   }
   uint64_t initial_seed() const { return seed_; }
+  /// How many times manual_seed was called: lets holders of derived generators (DataParallel's
+  /// per-replica ones) notice a re-seed and re-seed theirs.
+  uint64_t seed_version() const { return seed_version_; }
 
   uint64_t next_u64() { return engine_(); }
   /// Uniform double in [0, 1).
@@ -64,12 +68,18 @@ class Generator {
   uint64_t seed_;
   bool has_spare_ = false;
   double spare_ = 0;
+  uint64_t seed_version_ = 0;
 };
 
 namespace detail {
 /// This thread's replacement for the default generator (nullptr: none). Set by GeneratorGuard.
 inline Generator*& thread_generator() {
   thread_local Generator* g = nullptr;
+  return g;
+}
+/// The process-wide default generator, whatever this thread's GeneratorGuard says.
+inline Generator& process_generator() {
+  static Generator g;
   return g;
 }
 }  // namespace detail
@@ -81,8 +91,7 @@ inline Generator*& thread_generator() {
 /// numbers use their own Generator, or a GeneratorGuard.
 inline Generator& default_generator() {
   if (Generator* g = detail::thread_generator()) return *g;
-  static Generator g;
-  return g;
+  return detail::process_generator();
 }
 
 /// Seeds the default generator, like torch.manual_seed.

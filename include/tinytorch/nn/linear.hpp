@@ -38,7 +38,11 @@ class Linear : public Module {
              " does not end in in_features=", in_features);
     return linear(x, weight, bias);
   }
+  /// Throws tinytorch::Error when `weight` or `bias` was re-assigned after construction (see
+  /// Module::check_member).
   std::shared_ptr<Module> clone() const override {
+    check_member(weight, "weight");
+    check_member(bias, "bias");
     auto m = clone_as<Linear>();
     m->weight = m->get_parameter("weight");
     if (bias.defined()) m->bias = m->get_parameter("bias");

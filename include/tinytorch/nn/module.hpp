@@ -180,6 +180,20 @@ class Module : public std::enable_shared_from_this<Module> {
   }
 
  protected:
+  /// For clone(): throws unless the member handle `member` is this module's registered
+  /// parameter or buffer `name` (or both are absent). A member re-assigned after construction
+  /// (`b->weight = a->weight`, an attempt to tie weights) is not what parameters() lists, so a
+  /// clone could not follow it; an error is better than a replica computing something else.
+  void check_member(const Tensor& member, const std::string& name) const {
+    Tensor registered;
+    for (const auto& e : params_)
+      if (e.first == name) registered = e.second;
+    for (const auto& e : buffers_)
+      if (e.first == name) registered = e.second;
+    TT_CHECK(member.defined() == registered.defined() && (!member.defined() || member.is_same(registered)), this->name(),
+             ": member `", name, "` is not the registered tensor of that name (assigned after construction?); "
+             "clone() and DataParallel copy registered tensors only. To share weights, use one module in two places");
+  }
   /// For clone(): copy-constructs an M from *this (which must be an M), then gives the copy its
   /// own tensors and children (see separate_after_copy). Members that point at parameters or
   /// children (Linear::weight, MyNet::fc1) still point at the original's afterwards: clone()

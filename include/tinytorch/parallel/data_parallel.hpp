@@ -20,13 +20,19 @@
 // Devices: CUDA devices as PyTorch, and — tinytorch's documented extension, since PyTorch's
 // DataParallel needs GPUs — CPU "devices": {cpu, cpu} runs two replicas in two threads over
 // the same memory, with everything but the copies (which a CPU replica does not need).
-// Randomness: replica i draws from DataParallel's generator i (seeded at construction from the
-// default generator, in order), so Dropout differs between replicas and runs repeat.
+// Threads: forward may be called from several threads (the calls run one after the other);
+// backward passes through one model must not run at the same time (tinytorch's engine, unlike
+// PyTorch's, takes no lock on the parameters' .grad).
+// Randomness: replica i draws from DataParallel's generator i, seeded with the default
+// generator's seed + i (at construction, and again after each manual_seed), so Dropout differs
+// between replicas, manual_seed makes runs repeat, and the default generator is never drawn from.
+// (PyTorch seeds every GPU's generator with the same seed; tinytorch offsets them by i.)
 // Reference: torch/nn/parallel/data_parallel.py (PyTorch 2.x); notes in
 // shared/reference/ddp-semantics.md section 1. Chapter: chapters/05-data-parallel.md.
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,40 +52,65 @@ class DataParallel : public Module {
   /// so parameter names read "module.0.weight" as in PyTorch's DataParallel.
   DataParallel(std::shared_ptr<Module> module, std::vector<Device> device_ids,
                std::optional<Device> output_device = std::nullopt, int64_t dim = 0)
-      : module(module), device_ids(std::move(device_ids)), dim(dim) {
-    TT_CHECK(module != nullptr, "DataParallel: module is null");
-    register_module("module", module);
-    this->output_device = output_device ? *output_device : this->device_ids.empty() ? Device::cpu()
-                                                                                      : this->device_ids[0];
-    const uint64_t seed = default_generator().next_u64();
-    for (size_t i = 0; i < this->device_ids.size(); ++i) generators_.push_back(std::make_unique<Generator>(seed + i));
+      : module_(std::move(module)), device_ids_(std::move(device_ids)), dim_(dim) {
+    TT_CHECK(module_ != nullptr, "DataParallel: module is null");
+    register_module("module", module_);
+    output_device_ = output_device ? *output_device : device_ids_.empty() ? Device::cpu() : device_ids_[0];
+    generators_.resize(device_ids_.size());
+    seed_generators();
   }
 
   /// x: (B, ...) split along `dim`; returns the module's output for the whole batch, on
   /// output_device. Throws tinytorch::Error when the module is not on device_ids[0], does not
-  /// implement clone(), or a replica throws ("in replica i on device d: ...").
+  /// implement clone(), or a replica throws ("in replica i on device d: ..."). Calls from several
+  /// threads are run one after the other (the replicas' generators are shared state).
   Tensor forward(const Tensor& x) override {
-    if (device_ids.empty()) return module->forward(x);
-    parallel::detail::check_module_device(*module, device_ids[0], "DataParallel");
-    std::vector<Tensor> inputs = parallel::scatter(x, device_ids, dim);
-    if (device_ids.size() == 1) return module->forward(inputs[0]);
-    const std::vector<Device> used(device_ids.begin(), device_ids.begin() + inputs.size());
-    std::vector<std::shared_ptr<Module>> replicas = parallel::replicate(*module, used);
+    if (device_ids_.empty()) return module_->forward(x);
+    std::lock_guard<std::mutex> lock(mutex_);
+    parallel::detail::check_module_device(*module_, device_ids_[0], "DataParallel");
+    std::vector<Tensor> inputs = parallel::scatter(x, device_ids_, dim_);
+    if (device_ids_.size() == 1) return module_->forward(inputs[0]);
+    const std::vector<Device> used(device_ids_.begin(), device_ids_.begin() + inputs.size());
+    std::vector<std::shared_ptr<Module>> replicas = parallel::replicate(*module_, used);
+    if (detail::process_generator().seed_version() != seed_version_) seed_generators();  // manual_seed was called
     std::vector<Generator*> gens;
-    for (size_t i = 0; i < used.size(); ++i) gens.push_back(generators_[i].get());
+    for (size_t i = 0; i < used.size(); ++i) gens.push_back(&generators_[i]);
     std::vector<Tensor> outputs = parallel::parallel_apply(replicas, inputs, used, gens);
-    return parallel::gather(outputs, output_device, dim);
+    return parallel::gather(outputs, output_device_, dim_);
   }
 
+  /// The wrapped module (PyTorch's `.module`).
+  const std::shared_ptr<Module>& module() const { return module_; }
+  const std::vector<Device>& device_ids() const { return device_ids_; }
+  Device output_device() const { return output_device_; }
+  int64_t dim() const { return dim_; }
+
+  /// A DataParallel over module()->clone(), same devices (so DataParallel can be nested).
+  std::shared_ptr<Module> clone() const override {
+    auto m = std::make_shared<DataParallel>(module_->clone(), device_ids_, output_device_, dim_);
+    m->train(is_training());
+    return m;
+  }
   std::string name() const override { return "DataParallel"; }
 
-  std::shared_ptr<Module> module;
-  std::vector<Device> device_ids;
-  Device output_device;
-  int64_t dim;
-
  private:
-  std::vector<std::unique_ptr<Generator>> generators_;  // one per device slot
+  /// Replica i's generator: seeded with (the default generator's seed + i), so replicas draw
+  /// different streams, runs repeat, and nothing is drawn from the default generator. Done at
+  /// construction and again after every manual_seed (PyTorch's manual_seed seeds every device's
+  /// generator).
+  void seed_generators() {
+    const Generator& g = detail::process_generator();
+    for (size_t i = 0; i < generators_.size(); ++i) generators_[i].manual_seed(g.initial_seed() + i);
+    seed_version_ = g.seed_version();
+  }
+
+  std::shared_ptr<Module> module_;
+  std::vector<Device> device_ids_;
+  Device output_device_;
+  int64_t dim_;
+  std::vector<Generator> generators_;  // one per device slot
+  uint64_t seed_version_ = 0;
+  std::mutex mutex_;
 };
 
 }  // namespace tinytorch::nn

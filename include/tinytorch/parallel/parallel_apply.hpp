@@ -10,7 +10,8 @@
 // backward later runs on the caller's thread.
 // An exception in a replica is rethrown in the caller, after every thread has finished, as a
 // tinytorch::Error "in replica i on device d: <message>" (the lowest failing i), as PyTorch's
-// ExceptionWrapper does. A single replica runs on the caller's thread (no thread started).
+// ExceptionWrapper does. A single replica runs on the caller's thread (no thread started). When
+// the system cannot start another thread, the started ones are finished and an Error is thrown.
 // Reference: torch/nn/parallel/parallel_apply.py. Chapter: chapters/05-data-parallel.md.
 #pragma once
 
@@ -18,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -49,6 +51,7 @@ inline std::vector<Tensor> parallel_apply(const std::vector<std::shared_ptr<nn::
     try {
       GradMode::set_enabled(grad_mode);
       GeneratorGuard generator(generators.empty() ? nullptr : generators[i]);
+      autograd::ParallelRegion region;  // leaves shared between replicas: see grad_accumulator
       outputs[i] = replicas[i]->forward(inputs[i]);
     } catch (...) {
       errors[i] = std::current_exception();
@@ -61,8 +64,17 @@ inline std::vector<Tensor> parallel_apply(const std::vector<std::shared_ptr<nn::
   } else {
     std::vector<std::thread> threads;
     threads.reserve(n);
-    for (size_t i = 0; i < n; ++i) threads.emplace_back(run, i);
+    std::string start_error;
+    for (size_t i = 0; i < n && start_error.empty(); ++i) {
+      try {
+        threads.emplace_back(run, i);
+      } catch (const std::system_error& e) {  // out of threads: finish the started ones, then fail
+        start_error = tinytorch::detail::str_cat("parallel_apply: could not start a thread for replica ", i, " of ",
+                                                 n, " (", e.what(), ")");
+      }
+    }
     for (auto& t : threads) t.join();
+    TT_CHECK(start_error.empty(), start_error);
   }
   for (size_t i = 0; i < n; ++i) {
     if (!errors[i]) continue;
