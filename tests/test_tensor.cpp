@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <numeric>
 #include <set>
 
@@ -671,6 +673,17 @@ TEST_CASE("remaining error paths of ops, linear algebra and the generator", "[ch
   Generator g(1);
   REQUIRE_THROWS_WITH(g.randint(2, 2), Contains("randint: expected low < high, got low=2 high=2"));
   CHECK(g.initial_seed() == 1);
+}
+
+TEST_CASE("narrow checks start + length without overflowing int64", "[ch01][tensor]") {
+  Tensor a = arange(4);
+  REQUIRE_THROWS_WITH(a.narrow(0, 1, INT64_MAX), Contains("narrow: start (1) + length (9223372036854775807) exceeds dimension size (4)."));
+  REQUIRE_THROWS_WITH(a.narrow(0, INT64_MAX, 1), Contains("narrow: start (9223372036854775807) + length (1) exceeds dimension size (4)."));
+  REQUIRE_THROWS_WITH(a.narrow(0, 0, 1000), Contains("narrow: start (0) + length (1000) exceeds dimension size (4)."));
+  REQUIRE_THROWS_WITH(a.narrow(0, 0, -1), Contains("narrow: start (0) + length (-1) exceeds dimension size (4)."));
+  CHECK(vals(a.narrow(0, 1, 3)) == std::vector<double>{1, 2, 3});
+  CHECK(a.narrow(0, 4, 0).numel() == 0);
+  CHECK(vals(a.narrow(0, -2, 2)) == std::vector<double>{2, 3});
 }
 
 TEST_CASE("cat and stack place their inputs along the dim", "[ch01][tensor]") {

@@ -193,9 +193,10 @@ inline Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length
   dim = wrap_dim(dim, t.dim(), "narrow");
   int64_t size = t.sizes()[dim];
   if (start < 0) start += size;
-  TT_CHECK(start >= 0 && start <= size && length >= 0 && start + length <= size, "narrow: start (",
-           start, ") + length (", length, ") exceeds dimension size (", size, ") of dim ", dim,
-           " in shape ", shape_str(t.sizes()));
+  // length <= size - start rather than start + length <= size: the sum may overflow int64.
+  TT_CHECK(start >= 0 && start <= size && length >= 0 && length <= size - start, "narrow: start (",
+           start, ") + length (", length, ") exceeds dimension size (", size, "). (dim ", dim,
+           " of shape ", shape_str(t.sizes()), ")");
   Shape s = t.sizes();
   s[dim] = length;
   return make_view(t, s, t.strides(), t.storage_offset() + start * t.strides()[dim]);
