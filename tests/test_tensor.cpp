@@ -663,7 +663,7 @@ TEST_CASE("remaining error paths of ops, linear algebra and the generator", "[ch
   REQUIRE_THROWS_WITH(Tensor() + ones({1}), Contains("add: got an undefined tensor"));
   REQUIRE_THROWS_WITH(ones({1}).exp().mul_(Tensor()), Contains("mul_: got an undefined tensor"));
   REQUIRE_THROWS_WITH(scalar_tensor(1).narrow(0, 0, 1), Contains("narrow: cannot be applied to a 0-dim tensor"));
-  REQUIRE_THROWS_WITH(ones({3}).expand({-1, 3}), Contains("expand: -1 not allowed for a new leading dim in [-1, 3]"));
+  REQUIRE_THROWS_WITH(ones({3}).expand({-1, 3}), Contains("expand: the expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension 0"));
   REQUIRE_THROWS_WITH(zeros({0}).view({0, -1}), Contains("view: shape '[0, -1]' is invalid for input of size 0"));
   REQUIRE_THROWS_WITH(linear(scalar_tensor(1), ones({2, 1})), Contains("linear: input must have at least 1 dim, got shape []"));
   REQUIRE_THROWS_WITH(linear(ones({2, 3}), ones({3})), Contains("linear: expected input (N, in) and weight (out, in), got [2, 3] and [3]"));
@@ -684,6 +684,19 @@ TEST_CASE("narrow checks start + length without overflowing int64", "[ch01][tens
   CHECK(vals(a.narrow(0, 1, 3)) == std::vector<double>{1, 2, 3});
   CHECK(a.narrow(0, 4, 0).numel() == 0);
   CHECK(vals(a.narrow(0, -2, 2)) == std::vector<double>{2, 3});
+}
+
+TEST_CASE("expand rejects negative sizes and shapes whose numel overflows int64", "[ch01][tensor]") {
+  REQUIRE_THROWS_WITH(scalar_tensor(1).expand({-2}), Contains("expand(torch.FloatTensor{[]}, size=[-2]): the desired size must be non-negative, but got -2 at dim 0"));
+  REQUIRE_THROWS_WITH(ones({1}, kInt64).expand({-2}), Contains("expand(torch.LongTensor{[1]}, size=[-2]): the desired size must be non-negative"));
+  REQUIRE_THROWS_WITH(ones({3, 1}).expand({3, -5}), Contains("but got -5 at dim 1"));
+  REQUIRE_THROWS_WITH(scalar_tensor(1).expand({1LL << 32, 1LL << 32}), Contains("numel: integer multiplication overflow (shape [4294967296, 4294967296])"));
+  REQUIRE_THROWS_WITH(ones({1, 1}).expand({1LL << 62, 4}), Contains("numel: integer multiplication overflow"));
+  CHECK(scalar_tensor(2).expand({1LL << 31, 1LL << 31}).numel() == (1LL << 62));  // fits: a view, no copy
+  CHECK(ones({1}).expand({-1}).sizes() == Shape{1});
+  CHECK(ones({1}).expand({0}).numel() == 0);
+  CHECK(numel_of({0, 1LL << 62, 1LL << 62}) == 0);  // an empty shape counts 0 whatever its other sizes
+  REQUIRE_THROWS_WITH(numel_of({1LL << 62, 1LL << 62}), Contains("numel: integer multiplication overflow"));
 }
 
 TEST_CASE("cat and stack place their inputs along the dim", "[ch01][tensor]") {
