@@ -8,6 +8,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 
@@ -456,7 +458,29 @@ TEST_CASE("register_hook sees and can replace the gradient, on leaves and non-le
                       Contains("cannot register a hook on a tensor that doesn't require gradient"));
   Tensor v = tensor({1, 2}, rg());
   v.register_hook([](const Tensor& g) { return g.sum(); });  // wrong shape for the leaf
-  REQUIRE_THROWS_WITH((v * 2.0).sum().backward(), Contains("backward: gradient of shape [] does not match the leaf's shape [2]"));
+  REQUIRE_THROWS_WITH((v * 2.0).sum().backward(), Contains("backward: hook 'hook' has changed the size of value (a hook on a leaf tensor of shape [2] returned a gradient of shape [] for a value of shape [2])"));
+}
+
+TEST_CASE("a hook that changes the gradient's size or dtype raises instead of reading out of bounds", "[ch02][autograd]") {
+  Tensor x = tensor({1, 2, 3}, rg());
+  Tensor y = x.exp();
+  y.register_hook([](const Tensor&) { return ones({1000}); });
+  REQUIRE_THROWS_WITH(y.sum().backward(), Contains("backward: hook 'hook' has changed the size of value (a hook on the output of ExpBackward0 returned a gradient of shape [1000] for a value of shape [3])"));
+  CHECK_FALSE(x.grad().defined());
+
+  Tensor y2 = x.exp();
+  y2.register_hook([](const Tensor& g) { return g.to(kFloat64); });
+  REQUIRE_THROWS_WITH(y2.sum().backward(), Contains("backward: hook 'hook' has changed the type of value (was torch.FloatTensor got torch.DoubleTensor; a hook on the output of ExpBackward0)"));
+
+  Tensor w = tensor({1, 2}, rg());
+  w.register_hook([](const Tensor& g) { return g.to(kFloat64); });
+  REQUIRE_THROWS_WITH((w * 2.0).sum().backward(), Contains("has changed the type of value (was torch.FloatTensor got torch.DoubleTensor; a hook on a leaf tensor of shape [2])"));
+
+  // A hook that keeps the shape and dtype may still replace the gradient.
+  Tensor z = x.exp();
+  z.register_hook([](const Tensor& g) { return g * 2.0; });  // same shape and dtype: fine
+  z.sum().backward();
+  CHECK(x.grad().allclose(x.exp() * 2.0));
 }
 
 TEST_CASE("a leaf's hook that keeps the gradient does not make .grad alias it", "[ch02][autograd]") {
