@@ -618,6 +618,27 @@ TEST_CASE("backward runs through a long chain without recursion", "[ch02][autogr
   CHECK(x.grad().item() == Approx(std::pow(1.001, 3000)));
 }
 
+TEST_CASE("destroying a very long graph does not overflow the stack", "[ch02][autograd]") {
+  Tensor x = tensor({1.0}, rg());
+  std::weak_ptr<autograd::Node> first;
+  {
+    Tensor y = x;
+    for (int i = 0; i < 300000; ++i) {
+      y = y + 1.0;
+      if (i == 0) first = y.grad_fn();
+    }
+    CHECK_FALSE(first.expired());
+  }  // y's 300000 nodes are freed here, iteratively
+  CHECK(first.expired());
+  // Shared parts of a graph outlive a dropped branch.
+  Tensor shared = x * 2.0;
+  std::weak_ptr<autograd::Node> shared_node = shared.grad_fn();
+  { Tensor branch = shared + 1.0; }
+  CHECK_FALSE(shared_node.expired());
+  (shared * 3.0).sum().backward();
+  CHECK(x.grad().item() == 6);
+}
+
 TEST_CASE("gradients of views write into the right places of the base's gradient", "[ch02][autograd]") {
   Tensor x = zeros({3, 4}, rg());
   Tensor parts = x.narrow(1, 1, 2).t().select(0, 1) * tensor({1, 2, 3});  // column 2, scaled
