@@ -699,6 +699,28 @@ TEST_CASE("expand rejects negative sizes and shapes whose numel overflows int64"
   REQUIRE_THROWS_WITH(numel_of({1LL << 62, 1LL << 62}), Contains("numel: integer multiplication overflow"));
 }
 
+TEST_CASE("int64 div_ raises as PyTorch instead of truncating or trapping", "[ch01][tensor]") {
+  // True division of an int64 tensor in place: the float result cannot be stored (PyTorch's error).
+  Tensor a = tensor({4, 5}, kInt64);
+  REQUIRE_THROWS_WITH(a.div_(tensor({0, 1}, kInt64)), Contains("div_: result type Float can't be cast to the desired output type Long"));
+  REQUIRE_THROWS_WITH(a.div_(tensor({2, 2}, kFloat64)), Contains("div_: result type Double can't be cast to the desired output type Long"));
+  REQUIRE_THROWS_WITH(a.div_(2.0), Contains("div_: result type Float can't be cast to the desired output type Long"));
+  REQUIRE_THROWS_WITH(a /= tensor({-1, -1}, kInt64), Contains("can't be cast to the desired output type Long"));
+  CHECK(vals(a) == std::vector<double>{4, 5});  // untouched
+  REQUIRE_THROWS_WITH(zeros({2}).addcdiv_(a, tensor({0, 1}, kInt64)), Contains("addcdiv_: Integer division with addcdiv is no longer supported"));
+  // The out-of-place paths divide in floating point: no trap on 0 or on INT64_MIN / -1.
+  Tensor m = tensor({static_cast<double>(INT64_MIN), 1}, kInt64);
+  Tensor q = m / tensor({-1, 0}, kInt64);
+  CHECK(q.dtype() == kFloat32);
+  CHECK(q.at({0}) == Approx(9.223372036854775807e18));
+  CHECK(std::isinf(q.at({1})));
+  CHECK(vals(m / 0.0)[1] == std::numeric_limits<double>::infinity());
+  Tensor f = tensor({4, 5});
+  f.div_(tensor({0, 2}, kInt64));  // float self: fine, as PyTorch
+  CHECK(vals(f) == std::vector<double>{std::numeric_limits<double>::infinity(), 2.5});
+  CHECK(vals(zeros({2}).addcdiv_(tensor({1, 1}, kInt64), tensor({2.0, 4.0}))) == std::vector<double>{0.5, 0.25});
+}
+
 TEST_CASE("cat and stack place their inputs along the dim", "[ch01][tensor]") {
   Tensor a = tensor({1, 2, 3, 4}, {2, 2}), b = tensor({5, 6}, {2, 1});
   CHECK(vals(cat({a, b}, 1)) == std::vector<double>{1, 2, 5, 3, 4, 6});
