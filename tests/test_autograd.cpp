@@ -639,6 +639,11 @@ TEST_CASE("destroying a very long graph does not overflow the stack", "[ch02][au
   CHECK(x.grad().item() == 6);
 }
 
+TEST_CASE("detach_ on an undefined tensor raises", "[ch02][autograd]") {
+  REQUIRE_THROWS_WITH(Tensor().detach_(), Contains("detach_: undefined tensor"));
+  REQUIRE_THROWS_WITH(Tensor().detach(), Contains("undefined tensor"));
+}
+
 TEST_CASE("gradients of views write into the right places of the base's gradient", "[ch02][autograd]") {
   Tensor x = zeros({3, 4}, rg());
   Tensor parts = x.narrow(1, 1, 2).t().select(0, 1) * tensor({1, 2, 3});  // column 2, scaled

@@ -721,6 +721,13 @@ TEST_CASE("int64 div_ raises as PyTorch instead of truncating or trapping", "[ch
   CHECK(vals(zeros({2}).addcdiv_(tensor({1, 1}, kInt64), tensor({2.0, 4.0}))) == std::vector<double>{0.5, 0.25});
 }
 
+TEST_CASE("linear rejects a weight that is not 2-D for every input rank", "[ch01][tensor]") {
+  REQUIRE_THROWS_WITH(linear(ones({3}), scalar_tensor(1.0)), Contains("linear: expected weight (out, in), got shape [] (input shape [3])"));
+  REQUIRE_THROWS_WITH(linear(ones({2, 2, 3}), ones({3})), Contains("linear: expected weight (out, in), got shape [3] (input shape [2, 2, 3])"));
+  REQUIRE_THROWS_WITH(linear(ones({3}), Tensor()), Contains("undefined tensor"));
+  CHECK(vals(linear(ones({3}), ones({2, 3}))) == std::vector<double>{3, 3});
+}
+
 TEST_CASE("cat and stack place their inputs along the dim", "[ch01][tensor]") {
   Tensor a = tensor({1, 2, 3, 4}, {2, 2}), b = tensor({5, 6}, {2, 1});
   CHECK(vals(cat({a, b}, 1)) == std::vector<double>{1, 2, 5, 3, 4, 6});

@@ -125,6 +125,8 @@ inline Tensor matmul(const Tensor& a, const Tensor& b) {
 inline Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor()) {
   if (x.dim() == 2) return autograd::Linear::forward(x, weight, bias);
   TT_CHECK(x.dim() >= 1, "linear: input must have at least 1 dim, got shape ", shape_str(x.sizes()));
+  TT_CHECK(weight.dim() == 2, "linear: expected weight (out, in), got shape ", shape_str(weight.sizes()),
+           " (input shape ", shape_str(x.sizes()), ")");
   Shape out_shape = x.sizes();
   out_shape.back() = weight.sizes()[0];
   Tensor y = autograd::Linear::forward(x.reshape({-1, x.sizes().back()}), weight, bias);
@@ -225,6 +227,7 @@ inline Tensor Tensor::detach() const {
   return ops::make_view(*this, sizes(), strides(), storage_offset());
 }
 inline Tensor& Tensor::detach_() {
+  TT_CHECK(defined(), "detach_: undefined tensor");
   impl_->grad_fn.reset();
   impl_->requires_grad = false;
   return *this;
