@@ -644,6 +644,16 @@ TEST_CASE("detach_ on an undefined tensor raises", "[ch02][autograd]") {
   REQUIRE_THROWS_WITH(Tensor().detach(), Contains("undefined tensor"));
 }
 
+TEST_CASE("relu's gradient follows PyTorch's threshold_backward, NaN included", "[ch02][autograd]") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor x = tensor({nan, 1, -1, 0}, rg());
+  relu(x).sum().backward();  // dx = dy where relu(x) > 0 or is NaN, else 0
+  CHECK(vals(x.grad()) == std::vector<double>{1, 1, 0, 0});
+  Tensor c = tensor({nan, 0.5, 2}, rg());
+  clamp(c, 0, 1).sum().backward();  // NaN is not inside [0, 1]: no gradient, as PyTorch
+  CHECK(vals(c.grad()) == std::vector<double>{0, 1, 0});
+}
+
 TEST_CASE("gradients of views write into the right places of the base's gradient", "[ch02][autograd]") {
   Tensor x = zeros({3, 4}, rg());
   Tensor parts = x.narrow(1, 1, 2).t().select(0, 1) * tensor({1, 2, 3});  // column 2, scaled

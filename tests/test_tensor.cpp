@@ -721,6 +721,19 @@ TEST_CASE("int64 div_ raises as PyTorch instead of truncating or trapping", "[ch
   CHECK(vals(zeros({2}).addcdiv_(tensor({1, 1}, kInt64), tensor({2.0, 4.0}))) == std::vector<double>{0.5, 0.25});
 }
 
+TEST_CASE("relu and clamp propagate NaN as PyTorch", "[ch01][tensor]") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> r = vals(relu(tensor({nan, -1, 0, 2})));
+  CHECK(std::isnan(r[0]));
+  CHECK(std::vector<double>(r.begin() + 1, r.end()) == std::vector<double>{0, 0, 2});
+  CHECK(std::isnan(relu(scalar_tensor(nan, kFloat64)).item()));
+  CHECK(std::signbit(relu(scalar_tensor(-0.0)).item()));  // torch.relu(-0.) is -0.
+  CHECK(vals(relu(tensor({-3, 3}, kInt64))) == std::vector<double>{0, 3});
+  CHECK(std::isnan(clamp(scalar_tensor(nan), 0, 1).item()));
+  CHECK(std::isnan(clamp_min(scalar_tensor(nan), 0).item()));
+  CHECK(std::isnan(clamp_max(scalar_tensor(nan), 0).item()));
+}
+
 TEST_CASE("linear rejects a weight that is not 2-D for every input rank", "[ch01][tensor]") {
   REQUIRE_THROWS_WITH(linear(ones({3}), scalar_tensor(1.0)), Contains("linear: expected weight (out, in), got shape [] (input shape [3])"));
   REQUIRE_THROWS_WITH(linear(ones({2, 2, 3}), ones({3})), Contains("linear: expected weight (out, in), got shape [3] (input shape [2, 2, 3])"));
