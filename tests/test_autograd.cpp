@@ -8,6 +8,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 
@@ -456,7 +458,29 @@ TEST_CASE("register_hook sees and can replace the gradient, on leaves and non-le
                       Contains("cannot register a hook on a tensor that doesn't require gradient"));
   Tensor v = tensor({1, 2}, rg());
   v.register_hook([](const Tensor& g) { return g.sum(); });  // wrong shape for the leaf
-  REQUIRE_THROWS_WITH((v * 2.0).sum().backward(), Contains("backward: gradient of shape [] does not match the leaf's shape [2]"));
+  REQUIRE_THROWS_WITH((v * 2.0).sum().backward(), Contains("backward: hook 'hook' has changed the size of value (a hook on a leaf tensor of shape [2] returned a gradient of shape [] for a value of shape [2])"));
+}
+
+TEST_CASE("a hook that changes the gradient's size or dtype raises instead of reading out of bounds", "[ch02][autograd]") {
+  Tensor x = tensor({1, 2, 3}, rg());
+  Tensor y = x.exp();
+  y.register_hook([](const Tensor&) { return ones({1000}); });
+  REQUIRE_THROWS_WITH(y.sum().backward(), Contains("backward: hook 'hook' has changed the size of value (a hook on the output of ExpBackward0 returned a gradient of shape [1000] for a value of shape [3])"));
+  CHECK_FALSE(x.grad().defined());
+
+  Tensor y2 = x.exp();
+  y2.register_hook([](const Tensor& g) { return g.to(kFloat64); });
+  REQUIRE_THROWS_WITH(y2.sum().backward(), Contains("backward: hook 'hook' has changed the type of value (was torch.FloatTensor got torch.DoubleTensor; a hook on the output of ExpBackward0)"));
+
+  Tensor w = tensor({1, 2}, rg());
+  w.register_hook([](const Tensor& g) { return g.to(kFloat64); });
+  REQUIRE_THROWS_WITH((w * 2.0).sum().backward(), Contains("has changed the type of value (was torch.FloatTensor got torch.DoubleTensor; a hook on a leaf tensor of shape [2])"));
+
+  // A hook that keeps the shape and dtype may still replace the gradient.
+  Tensor z = x.exp();
+  z.register_hook([](const Tensor& g) { return g * 2.0; });  // same shape and dtype: fine
+  z.sum().backward();
+  CHECK(x.grad().allclose(x.exp() * 2.0));
 }
 
 TEST_CASE("a leaf's hook that keeps the gradient does not make .grad alias it", "[ch02][autograd]") {
@@ -592,6 +616,42 @@ TEST_CASE("backward runs through a long chain without recursion", "[ch02][autogr
   for (int i = 0; i < 3000; ++i) y = y * 1.001;
   y.backward();
   CHECK(x.grad().item() == Approx(std::pow(1.001, 3000)));
+}
+
+TEST_CASE("destroying a very long graph does not overflow the stack", "[ch02][autograd]") {
+  Tensor x = tensor({1.0}, rg());
+  std::weak_ptr<autograd::Node> first;
+  {
+    Tensor y = x;
+    for (int i = 0; i < 300000; ++i) {
+      y = y + 1.0;
+      if (i == 0) first = y.grad_fn();
+    }
+    CHECK_FALSE(first.expired());
+  }  // y's 300000 nodes are freed here, iteratively
+  CHECK(first.expired());
+  // Shared parts of a graph outlive a dropped branch.
+  Tensor shared = x * 2.0;
+  std::weak_ptr<autograd::Node> shared_node = shared.grad_fn();
+  { Tensor branch = shared + 1.0; }
+  CHECK_FALSE(shared_node.expired());
+  (shared * 3.0).sum().backward();
+  CHECK(x.grad().item() == 6);
+}
+
+TEST_CASE("detach_ on an undefined tensor raises", "[ch02][autograd]") {
+  REQUIRE_THROWS_WITH(Tensor().detach_(), Contains("detach_: undefined tensor"));
+  REQUIRE_THROWS_WITH(Tensor().detach(), Contains("undefined tensor"));
+}
+
+TEST_CASE("relu's gradient follows PyTorch's threshold_backward, NaN included", "[ch02][autograd]") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor x = tensor({nan, 1, -1, 0}, rg());
+  relu(x).sum().backward();  // dx = dy where relu(x) > 0 or is NaN, else 0
+  CHECK(vals(x.grad()) == std::vector<double>{1, 1, 0, 0});
+  Tensor c = tensor({nan, 0.5, 2}, rg());
+  clamp(c, 0, 1).sum().backward();  // NaN is not inside [0, 1]: no gradient, as PyTorch
+  CHECK(vals(c.grad()) == std::vector<double>{0, 1, 0});
 }
 
 TEST_CASE("gradients of views write into the right places of the base's gradient", "[ch02][autograd]") {

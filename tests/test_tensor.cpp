@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <numeric>
 #include <set>
 
@@ -661,7 +663,7 @@ TEST_CASE("remaining error paths of ops, linear algebra and the generator", "[ch
   REQUIRE_THROWS_WITH(Tensor() + ones({1}), Contains("add: got an undefined tensor"));
   REQUIRE_THROWS_WITH(ones({1}).exp().mul_(Tensor()), Contains("mul_: got an undefined tensor"));
   REQUIRE_THROWS_WITH(scalar_tensor(1).narrow(0, 0, 1), Contains("narrow: cannot be applied to a 0-dim tensor"));
-  REQUIRE_THROWS_WITH(ones({3}).expand({-1, 3}), Contains("expand: -1 not allowed for a new leading dim in [-1, 3]"));
+  REQUIRE_THROWS_WITH(ones({3}).expand({-1, 3}), Contains("expand: the expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension 0"));
   REQUIRE_THROWS_WITH(zeros({0}).view({0, -1}), Contains("view: shape '[0, -1]' is invalid for input of size 0"));
   REQUIRE_THROWS_WITH(linear(scalar_tensor(1), ones({2, 1})), Contains("linear: input must have at least 1 dim, got shape []"));
   REQUIRE_THROWS_WITH(linear(ones({2, 3}), ones({3})), Contains("linear: expected input (N, in) and weight (out, in), got [2, 3] and [3]"));
@@ -671,6 +673,72 @@ TEST_CASE("remaining error paths of ops, linear algebra and the generator", "[ch
   Generator g(1);
   REQUIRE_THROWS_WITH(g.randint(2, 2), Contains("randint: expected low < high, got low=2 high=2"));
   CHECK(g.initial_seed() == 1);
+}
+
+TEST_CASE("narrow checks start + length without overflowing int64", "[ch01][tensor]") {
+  Tensor a = arange(4);
+  REQUIRE_THROWS_WITH(a.narrow(0, 1, INT64_MAX), Contains("narrow: start (1) + length (9223372036854775807) exceeds dimension size (4)."));
+  REQUIRE_THROWS_WITH(a.narrow(0, INT64_MAX, 1), Contains("narrow: start (9223372036854775807) + length (1) exceeds dimension size (4)."));
+  REQUIRE_THROWS_WITH(a.narrow(0, 0, 1000), Contains("narrow: start (0) + length (1000) exceeds dimension size (4)."));
+  REQUIRE_THROWS_WITH(a.narrow(0, 0, -1), Contains("narrow: start (0) + length (-1) exceeds dimension size (4)."));
+  CHECK(vals(a.narrow(0, 1, 3)) == std::vector<double>{1, 2, 3});
+  CHECK(a.narrow(0, 4, 0).numel() == 0);
+  CHECK(vals(a.narrow(0, -2, 2)) == std::vector<double>{2, 3});
+}
+
+TEST_CASE("expand rejects negative sizes and shapes whose numel overflows int64", "[ch01][tensor]") {
+  REQUIRE_THROWS_WITH(scalar_tensor(1).expand({-2}), Contains("expand(torch.FloatTensor{[]}, size=[-2]): the desired size must be non-negative, but got -2 at dim 0"));
+  REQUIRE_THROWS_WITH(ones({1}, kInt64).expand({-2}), Contains("expand(torch.LongTensor{[1]}, size=[-2]): the desired size must be non-negative"));
+  REQUIRE_THROWS_WITH(ones({3, 1}).expand({3, -5}), Contains("but got -5 at dim 1"));
+  REQUIRE_THROWS_WITH(scalar_tensor(1).expand({1LL << 32, 1LL << 32}), Contains("numel: integer multiplication overflow (shape [4294967296, 4294967296])"));
+  REQUIRE_THROWS_WITH(ones({1, 1}).expand({1LL << 62, 4}), Contains("numel: integer multiplication overflow"));
+  CHECK(scalar_tensor(2).expand({1LL << 31, 1LL << 31}).numel() == (1LL << 62));  // fits: a view, no copy
+  CHECK(ones({1}).expand({-1}).sizes() == Shape{1});
+  CHECK(ones({1}).expand({0}).numel() == 0);
+  CHECK(numel_of({0, 1LL << 62, 1LL << 62}) == 0);  // an empty shape counts 0 whatever its other sizes
+  REQUIRE_THROWS_WITH(numel_of({1LL << 62, 1LL << 62}), Contains("numel: integer multiplication overflow"));
+}
+
+TEST_CASE("int64 div_ raises as PyTorch instead of truncating or trapping", "[ch01][tensor]") {
+  // True division of an int64 tensor in place: the float result cannot be stored (PyTorch's error).
+  Tensor a = tensor({4, 5}, kInt64);
+  REQUIRE_THROWS_WITH(a.div_(tensor({0, 1}, kInt64)), Contains("div_: result type Float can't be cast to the desired output type Long"));
+  REQUIRE_THROWS_WITH(a.div_(tensor({2, 2}, kFloat64)), Contains("div_: result type Double can't be cast to the desired output type Long"));
+  REQUIRE_THROWS_WITH(a.div_(2.0), Contains("div_: result type Float can't be cast to the desired output type Long"));
+  REQUIRE_THROWS_WITH(a /= tensor({-1, -1}, kInt64), Contains("can't be cast to the desired output type Long"));
+  CHECK(vals(a) == std::vector<double>{4, 5});  // untouched
+  REQUIRE_THROWS_WITH(zeros({2}).addcdiv_(a, tensor({0, 1}, kInt64)), Contains("addcdiv_: Integer division with addcdiv is no longer supported"));
+  // The out-of-place paths divide in floating point: no trap on 0 or on INT64_MIN / -1.
+  Tensor m = tensor({static_cast<double>(INT64_MIN), 1}, kInt64);
+  Tensor q = m / tensor({-1, 0}, kInt64);
+  CHECK(q.dtype() == kFloat32);
+  CHECK(q.at({0}) == Approx(9.223372036854775807e18));
+  CHECK(std::isinf(q.at({1})));
+  CHECK(vals(m / 0.0)[1] == std::numeric_limits<double>::infinity());
+  Tensor f = tensor({4, 5});
+  f.div_(tensor({0, 2}, kInt64));  // float self: fine, as PyTorch
+  CHECK(vals(f) == std::vector<double>{std::numeric_limits<double>::infinity(), 2.5});
+  CHECK(vals(zeros({2}).addcdiv_(tensor({1, 1}, kInt64), tensor({2.0, 4.0}))) == std::vector<double>{0.5, 0.25});
+}
+
+TEST_CASE("relu and clamp propagate NaN as PyTorch", "[ch01][tensor]") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> r = vals(relu(tensor({nan, -1, 0, 2})));
+  CHECK(std::isnan(r[0]));
+  CHECK(std::vector<double>(r.begin() + 1, r.end()) == std::vector<double>{0, 0, 2});
+  CHECK(std::isnan(relu(scalar_tensor(nan, kFloat64)).item()));
+  CHECK(std::signbit(relu(scalar_tensor(-0.0)).item()));  // torch.relu(-0.) is -0.
+  CHECK(vals(relu(tensor({-3, 3}, kInt64))) == std::vector<double>{0, 3});
+  CHECK(std::isnan(clamp(scalar_tensor(nan), 0, 1).item()));
+  CHECK(std::isnan(clamp_min(scalar_tensor(nan), 0).item()));
+  CHECK(std::isnan(clamp_max(scalar_tensor(nan), 0).item()));
+}
+
+TEST_CASE("linear rejects a weight that is not 2-D for every input rank", "[ch01][tensor]") {
+  REQUIRE_THROWS_WITH(linear(ones({3}), scalar_tensor(1.0)), Contains("linear: expected weight (out, in), got shape [] (input shape [3])"));
+  REQUIRE_THROWS_WITH(linear(ones({2, 2, 3}), ones({3})), Contains("linear: expected weight (out, in), got shape [3] (input shape [2, 2, 3])"));
+  REQUIRE_THROWS_WITH(linear(ones({3}), Tensor()), Contains("undefined tensor"));
+  CHECK(vals(linear(ones({3}), ones({2, 3}))) == std::vector<double>{3, 3});
 }
 
 TEST_CASE("cat and stack place their inputs along the dim", "[ch01][tensor]") {

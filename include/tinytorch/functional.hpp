@@ -125,6 +125,8 @@ inline Tensor matmul(const Tensor& a, const Tensor& b) {
 inline Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor()) {
   if (x.dim() == 2) return autograd::Linear::forward(x, weight, bias);
   TT_CHECK(x.dim() >= 1, "linear: input must have at least 1 dim, got shape ", shape_str(x.sizes()));
+  TT_CHECK(weight.dim() == 2, "linear: expected weight (out, in), got shape ", shape_str(weight.sizes()),
+           " (input shape ", shape_str(x.sizes()), ")");
   Shape out_shape = x.sizes();
   out_shape.back() = weight.sizes()[0];
   Tensor y = autograd::Linear::forward(x.reshape({-1, x.sizes().back()}), weight, bias);
@@ -225,6 +227,7 @@ inline Tensor Tensor::detach() const {
   return ops::make_view(*this, sizes(), strides(), storage_offset());
 }
 inline Tensor& Tensor::detach_() {
+  TT_CHECK(defined(), "detach_: undefined tensor");
   impl_->grad_fn.reset();
   impl_->requires_grad = false;
   return *this;
@@ -393,13 +396,20 @@ inline Tensor& Tensor::mul_(double v) {
   ops::unary_(*this, [v](auto a) { return a * v; }, "mul_");
   return *this;
 }
+// div_ is true division, as torch.div_: its result is floating point, which an int64 tensor cannot
+// hold, so int64 div_ raises as in PyTorch (and never runs an integer division, which would trap
+// on a zero divisor or INT64_MIN / -1).
 inline Tensor& Tensor::div_(const Tensor& o) {
   detail::check_inplace(*this, "div_");
+  TT_CHECK(is_floating_point(), "div_: result type ", scalar_type_name(o.is_floating_point() ? o.dtype() : kFloat32),
+           " can't be cast to the desired output type ", scalar_type_name(dtype()));
   ops::binary_(*this, o, backend::cpu::DivOp{}, "div_");
   return *this;
 }
 inline Tensor& Tensor::div_(double v) {
   detail::check_inplace(*this, "div_");
+  TT_CHECK(is_floating_point(), "div_: result type Float can't be cast to the desired output type ",
+           scalar_type_name(dtype()));
   ops::unary_(*this, [v](auto a) { return a / v; }, "div_");
   return *this;
 }
@@ -409,6 +419,8 @@ inline Tensor& Tensor::addcmul_(const Tensor& t1, const Tensor& t2, double value
 }
 inline Tensor& Tensor::addcdiv_(const Tensor& t1, const Tensor& t2, double value) {
   detail::check_inplace(*this, "addcdiv_");
+  TT_CHECK(t1.is_floating_point() || t2.is_floating_point(), "addcdiv_: Integer division with addcdiv is no "
+           "longer supported (got int64 tensor1 and tensor2); use (input + value * tensor1 / tensor2)");
   return add_(ops::binary(t1, t2, backend::cpu::DivOp{}, "addcdiv_"), value);
 }
 inline Tensor& Tensor::zero_() { return fill_(0.0); }

@@ -24,14 +24,29 @@
 
 namespace tinytorch::autograd {
 
+/// Runs register_hook hooks on the gradient `g` in registration order; a hook may replace the
+/// gradient but not change its shape or dtype (PyTorch raises "hook 'hook' has changed the size
+/// of value"; later nodes would read past a gradient of another size). `owner` names the tensor
+/// the hooks belong to in the error message.
+inline Tensor call_hooks(const std::vector<TensorHook>& hooks, Tensor g, const std::string& owner) {
+  for (auto& hook : hooks) {
+    Tensor r = hook(g);
+    if (!r.defined()) continue;  // the hook keeps the gradient
+    TT_CHECK(r.sizes() == g.sizes(), "backward: hook 'hook' has changed the size of value (a hook on ", owner,
+             " returned a gradient of shape ", shape_str(r.sizes()), " for a value of shape ",
+             shape_str(g.sizes()), ")");
+    TT_CHECK(r.dtype() == g.dtype(), "backward: hook 'hook' has changed the type of value (was ",
+             tensor_type_name(g.dtype()), " got ", tensor_type_name(r.dtype()), "; a hook on ", owner, ")");
+    g = r;
+  }
+  return g;
+}
+
 inline std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_in) {
   std::shared_ptr<TensorImpl> impl = leaf.lock();
   if (!impl) return {};
   Tensor g = grad_in;
-  for (auto& hook : impl->hooks) {
-    Tensor r = hook(g);
-    if (r.defined()) g = r;
-  }
+  if (!impl->hooks.empty()) g = call_hooks(impl->hooks, g, "a leaf tensor of shape " + shape_str(impl->shape));
   TT_CHECK(g.sizes() == impl->shape, "backward: gradient of shape ", shape_str(g.sizes()),
            " does not match the leaf's shape ", shape_str(impl->shape));
   if (g.dtype() != impl->dtype) g = ops::to_dtype(g, impl->dtype);
@@ -103,10 +118,7 @@ inline void run_backward(const Tensor& root, const Tensor& gradient, bool retain
                "tensors after they have already been freed). Saved intermediate values of the graph are "
                "freed when you call .backward(). Specify retain_graph=true if you need to backward through "
                "the graph a second time (in ", node->name(), ")");
-      for (auto& hook : node->hooks) {
-        Tensor r = hook(g);
-        if (r.defined()) g = r;
-      }
+      if (!node->hooks.empty()) g = call_hooks(node->hooks, std::move(g), "the output of " + node->name());
       std::vector<Tensor> grads = node->apply(g);
       g = Tensor();
       if (!retain_graph) {

@@ -265,8 +265,9 @@ inline Tensor abs(const Tensor& x) {
                    "abs", "AbsBackward0", false);
 }
 // y = max(x, 0)   =>  dx = dy * (y > 0)
+// Written as PyTorch's threshold_backward (y <= 0 ? 0 : dy), so a NaN input passes dy, as there.
 inline Tensor relu(const Tensor& x) {
-  return pointwise(x, cpu::ReluOp{}, [](auto g, auto, auto y) { return y > 0 ? g : g * 0; }, "relu",
+  return pointwise(x, cpu::ReluOp{}, [](auto g, auto, auto y) { return y <= 0 ? g * 0 : g; }, "relu",
                    "ReluBackward0", false);
 }
 // y = 1/(1+e^-x)  =>  dx = dy * y * (1 - y)

@@ -33,7 +33,20 @@ struct Edge {
 };
 
 struct Node {
-  virtual ~Node() = default;
+  /// Frees the graph behind this node iteratively. Plain shared_ptr destruction would recurse
+  /// once per node (~Node -> next_edges -> ~Node ...) and overflow the stack on a long chain such
+  /// as `for (...) y = y + 1.0;`. Instead, children that only this node owns are moved into a
+  /// local stack, and each one popped from it hands over its own sole-owned children before it
+  /// dies, so every destructor call is shallow. (PyTorch's deleteNode does the same.)
+  virtual ~Node() {
+    std::vector<std::shared_ptr<Node>> stack;
+    take_sole_children(*this, stack);
+    while (!stack.empty()) {
+      std::shared_ptr<Node> n = std::move(stack.back());
+      stack.pop_back();
+      take_sole_children(*n, stack);
+    }  // n dies here with its sole-owned children already moved out
+  }
   /// grad_output: d loss / d (this node's output). Returns d loss / d input_i, one per next_edge
   /// (an undefined Tensor where no gradient is needed).
   virtual std::vector<Tensor> apply(const Tensor& grad_output) = 0;
@@ -50,6 +63,14 @@ struct Node {
   // Engine scratch space, valid during one backward pass.
   Tensor grad_buffer;
   uint64_t visit_mark = 0;  ///< the number of the last backward pass that reached this node
+
+ private:
+  // Moves the children that `node` alone keeps alive into `stack` (shared children stay: dropping
+  // this reference does not destroy them). No allocation when there are none.
+  static void take_sole_children(Node& node, std::vector<std::shared_ptr<Node>>& stack) {
+    for (Edge& e : node.next_edges)
+      if (e.fn && e.fn.use_count() == 1) stack.push_back(std::move(e.fn));
+  }
 };
 
 /// The sink for a leaf: accumulates into leaf.grad (a leaf used twice gets one AccumulateGrad,

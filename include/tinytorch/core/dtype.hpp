@@ -38,6 +38,21 @@ inline std::string dtype_name(DType d) {
   return "?";
 }
 
+/// "Float", "Double", "Long": PyTorch's scalar type names, as some of its error messages print them
+/// ("result type Float can't be cast to the desired output type Long").
+inline std::string scalar_type_name(DType d) {
+  switch (d) {
+    case DType::Float32: return "Float";
+    case DType::Float64: return "Double";
+    case DType::Int64: return "Long";
+  }
+  return "?";
+}
+
+/// "torch.FloatTensor", "torch.DoubleTensor", "torch.LongTensor" (PyTorch's legacy type names, as
+/// in "expand(torch.FloatTensor{[]}, size=[-2])").
+inline std::string tensor_type_name(DType d) { return "torch." + scalar_type_name(d) + "Tensor"; }
+
 template <typename T> struct TypeTag { using type = T; };
 
 template <typename T> constexpr DType dtype_of();

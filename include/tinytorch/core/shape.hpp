@@ -30,10 +30,16 @@ inline std::string shape_str(const Shape& s) {
   return out + "]";
 }
 
-/// Number of elements: product of sizes (1 for a 0-d tensor).
+/// Number of elements: product of sizes (1 for a 0-d tensor, 0 when any size is 0). Throws when
+/// the product does not fit in int64 (PyTorch: "numel: integer multiplication overflow").
 inline int64_t numel_of(const Shape& s) {
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  bool overflow = false;
+  for (int64_t d : s) {
+    if (d == 0) return 0;
+    overflow |= __builtin_mul_overflow(n, d, &n);
+  }
+  TT_CHECK(!overflow, "numel: integer multiplication overflow (shape ", shape_str(s), ")");
   return n;
 }
 

@@ -193,9 +193,10 @@ inline Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length
   dim = wrap_dim(dim, t.dim(), "narrow");
   int64_t size = t.sizes()[dim];
   if (start < 0) start += size;
-  TT_CHECK(start >= 0 && start <= size && length >= 0 && start + length <= size, "narrow: start (",
-           start, ") + length (", length, ") exceeds dimension size (", size, ") of dim ", dim,
-           " in shape ", shape_str(t.sizes()));
+  // length <= size - start rather than start + length <= size: the sum may overflow int64.
+  TT_CHECK(start >= 0 && start <= size && length >= 0 && length <= size - start, "narrow: start (",
+           start, ") + length (", length, ") exceeds dimension size (", size, "). (dim ", dim,
+           " of shape ", shape_str(t.sizes()), ")");
   Shape s = t.sizes();
   s[dim] = length;
   return make_view(t, s, t.strides(), t.storage_offset() + start * t.strides()[dim]);
@@ -222,8 +223,11 @@ inline Tensor expand(const Tensor& t, const Shape& shape) {
   Shape out = shape;
   size_t lead = shape.size() - t.sizes().size();
   for (size_t i = 0; i < shape.size(); ++i) {
+    TT_CHECK(shape[i] >= -1, "expand(", tensor_type_name(t.dtype()), "{", shape_str(t.sizes()), "}, size=",
+             shape_str(shape), "): the desired size must be non-negative, but got ", shape[i], " at dim ", i);
     if (i < lead) {
-      TT_CHECK(shape[i] >= 0, "expand: -1 not allowed for a new leading dim in ", shape_str(shape));
+      TT_CHECK(shape[i] >= 0, "expand: the expanded size of the tensor (-1) isn't allowed in a leading, "
+               "non-existing dimension ", i, " (size=", shape_str(shape), ")");
       continue;
     }
     int64_t have = t.sizes()[i - lead];
@@ -232,6 +236,7 @@ inline Tensor expand(const Tensor& t, const Shape& shape) {
              ") must match the existing size (", have, ") at non-singleton dimension ", i,
              ".  Target sizes: ", shape_str(shape), ".  Tensor sizes: ", shape_str(t.sizes()));
   }
+  numel_of(out);  // throws when the expanded shape has more elements than int64 can count
   return make_view(t, out, broadcast_strides(t.sizes(), t.strides(), out), t.storage_offset());
 }
 

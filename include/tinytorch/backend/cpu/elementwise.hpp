@@ -37,7 +37,9 @@ struct SqrtOp { template <class T> TT_HOST_DEVICE T operator()(T x) const { retu
 struct AbsOp {  // |-0.0| = +0.0 as torch.abs (the sign bit is cleared); NaN stays NaN
   template <class T> TT_HOST_DEVICE T operator()(T x) const { return x < T(0) ? -x : (x == T(0) ? T(0) : x); }
 };
-struct ReluOp { template <class T> TT_HOST_DEVICE T operator()(T x) const { return x > 0 ? x : T(0); } };
+struct ReluOp {  // NaN stays NaN and -0.0 stays -0.0, as torch.relu (x < 0 is false for both)
+  template <class T> TT_HOST_DEVICE T operator()(T x) const { return x < T(0) ? T(0) : x; }
+};
 struct TanhOp { template <class T> TT_HOST_DEVICE T operator()(T x) const { return std::tanh(x); } };
 struct SigmoidOp {
   // 1/(1+e^-x) for x >= 0 and e^x/(1+e^x) otherwise: no overflow for large |x|.
