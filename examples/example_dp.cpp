@@ -28,7 +28,10 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     std::vector<double> losses = examples::train_dp(epochs, replicas, random_init, seed);
-    std::printf("DataParallel over %d CPU replicas\n", replicas);
+    // a batch of 2 rows uses at most 2 replicas (torch.chunk's split: chapter 05, 5.3)
+    if (replicas == 1) std::printf("DataParallel over 1 CPU replica (it calls the model directly)\n");
+    else if (replicas == 2) std::printf("DataParallel over 2 CPU replicas\n");
+    else std::printf("DataParallel over %d CPU replicas (the batch of 2 rows uses 2 of them)\n", replicas);
     for (size_t k = 0; k < losses.size(); ++k) std::printf("epoch %zu: loss=%.4f\n", k, losses[k]);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "example_dp: %s\n", e.what());

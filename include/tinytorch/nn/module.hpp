@@ -11,6 +11,9 @@
 // Chapter: chapters/01-training-loop.md.
 #pragma once
 
+#include <cxxabi.h>
+
+#include <cstdlib>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -42,7 +45,7 @@ class Module : public std::enable_shared_from_this<Module> {
   ///   }
   /// Throws tinytorch::Error "<Name> does not implement clone(); DataParallel needs it" otherwise.
   virtual std::shared_ptr<Module> clone() const {
-    throw Error(name() + " does not implement clone(); DataParallel needs it (see nn/module.hpp, clone)");
+    throw Error(class_name() + " does not implement clone(); DataParallel needs it (see nn/module.hpp, clone)");
   }
 
   /// PyTorch's class name, e.g. "Linear"; used by repr().
@@ -200,13 +203,23 @@ class Module : public std::enable_shared_from_this<Module> {
   /// re-reads them with get_parameter() / get_buffer() / get_submodule().
   template <class M>
   std::shared_ptr<M> clone_as() const {
-    TT_CHECK(typeid(*this) == typeid(M), name(), " does not implement clone(); DataParallel needs it (its class "
+    TT_CHECK(typeid(*this) == typeid(M), cpp_class_name(), " does not implement clone(); DataParallel needs it (its class "
              "derives from one that does, whose clone() would drop the derived part)");
     auto m = std::make_shared<M>(static_cast<const M&>(*this));
     m->separate_after_copy();
     return m;
   }
  private:
+  /// name(), or the C++ class name when a subclass did not override name() (for error messages).
+  std::string class_name() const { return name() != "Module" ? name() : cpp_class_name(); }
+  /// This object's C++ class, demangled ("MyNet", "(anonymous namespace)::MyNet").
+  std::string cpp_class_name() const {
+    int status = 0;
+    char* demangled = abi::__cxa_demangle(typeid(*this).name(), nullptr, nullptr, &status);
+    std::string out = status == 0 && demangled ? demangled : typeid(*this).name();
+    std::free(demangled);
+    return out;
+  }
   Tensor get_tensor(const std::string& target, bool param) const {
     const size_t dot = target.rfind('.');
     const Module* owner = this;
