@@ -23,6 +23,8 @@
 #include <tinytorch/distributed/algorithms.hpp>
 #include <tinytorch/distributed/guard.hpp>
 
+#include "../examples/flags.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -59,18 +61,31 @@ struct Variant {
   dist::AlgorithmOptions opt;
 };
 
-/// Parses "name[:segment_bytes[:depth[:copy_segment_bytes]]]"; throws tinytorch::Error on a bad name or number.
+constexpr int64_t kMaxBytes = int64_t{1} << 30;  ///< the largest message, segment and copy segment (1 GiB)
+
+/// `text` as an integer in [lo, hi]; throws std::invalid_argument naming the flag and the value.
+int64_t parse_int(const std::string& flag, const std::string& text, int64_t lo, int64_t hi) {
+  return flags::parse_integer("bench_allreduce", flag, text, lo, hi);
+}
+
+/// Parses "name[:segment_bytes[:depth[:copy_segment_bytes]]]"; throws tinytorch::Error on a bad name,
+/// std::invalid_argument on a bad number.
 Variant parse_variant(const std::string& spec, const dist::AlgorithmOptions& defaults) {
   Variant v{spec, dist::Algorithm::MPI, defaults};
   const size_t c1 = spec.find(':');
   v.algo = dist::algorithm_from_name(spec.substr(0, c1));
   if (c1 != std::string::npos) {
     const size_t c2 = spec.find(':', c1 + 1);
-    v.opt.segment_bytes = std::stoll(spec.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1));
+    const std::string flag = "--algos " + spec + ": segment_bytes";
+    v.opt.segment_bytes =
+        parse_int(flag, spec.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1), 4, kMaxBytes);
     if (c2 != std::string::npos) {
       const size_t c3 = spec.find(':', c2 + 1);
-      v.opt.recv_depth = std::stoi(spec.substr(c2 + 1, c3 == std::string::npos ? std::string::npos : c3 - c2 - 1));
-      if (c3 != std::string::npos) v.opt.copy_segment_bytes = std::stoll(spec.substr(c3 + 1));
+      v.opt.recv_depth = static_cast<int>(parse_int(
+          "--algos " + spec + ": depth", spec.substr(c2 + 1, c3 == std::string::npos ? std::string::npos : c3 - c2 - 1),
+          1, 16));
+      if (c3 != std::string::npos)
+        v.opt.copy_segment_bytes = parse_int("--algos " + spec + ": copy_segment", spec.substr(c3 + 1), 0, kMaxBytes);
     }
   }
   return v;
@@ -78,15 +93,15 @@ Variant parse_variant(const std::string& spec, const dist::AlgorithmOptions& def
 
 void usage() {
   std::cout << "bench_allreduce [options]   (run under scripts/mpirun.sh -np N)\n"
-               "  --min-bytes B        smallest message (default 4096)\n"
-               "  --max-bytes B        largest message (default 67108864)\n"
-               "  --factor F           size step (default 4)\n"
-               "  --reps R             repetitions per size and algorithm; the median is shown (default 7)\n"
+               "  --min-bytes B        smallest message, 4 .. 2^30 (default 4096)\n"
+               "  --max-bytes B        largest message, min-bytes .. 2^30 (default 67108864)\n"
+               "  --factor F           size step, 2 .. 1024 (default 4)\n"
+               "  --reps R             repetitions per size and algorithm, 1 .. 10000; the median is shown (default 7)\n"
                "  --algos a,b,...      from mpi,ring,parameter_server,tree (default: all four); an algorithm\n"
                "                       may carry its own options as name:segment_bytes[:depth[:copy_segment]],\n"
                "                       e.g. --algos mpi,ring:65536:2,ring:262144:4 compares segment sizes\n"
-               "  --segment-bytes S    pipeline segment of the teaching algorithms (default 131072)\n"
-               "  --depth D            receives posted ahead (default 2)\n"
+               "  --segment-bytes S    pipeline segment of the teaching algorithms, 4 .. 2^30 (default 131072)\n"
+               "  --depth D            receives posted ahead, 1 .. 16 (default 2)\n"
                "  --csv FILE           also write one row per (size, algorithm) to FILE (rank 0)\n"
                "  --no-check           skip the correctness check against MPI_Allreduce\n";
 }
@@ -111,20 +126,22 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) throw tinytorch::Error("bench_allreduce: " + a + " needs a value");
       return argv[++i];
     };
-    if (a == "--min-bytes") o.min_bytes = std::stoll(value());
-    else if (a == "--max-bytes") o.max_bytes = std::stoll(value());
-    else if (a == "--factor") o.factor = std::stoll(value());
-    else if (a == "--reps") o.reps = std::stoi(value());
+    if (a == "--min-bytes") o.min_bytes = parse_int(a, value(), 4, kMaxBytes);
+    else if (a == "--max-bytes") o.max_bytes = parse_int(a, value(), 4, kMaxBytes);
+    else if (a == "--factor") o.factor = parse_int(a, value(), 2, 1024);
+    else if (a == "--reps") o.reps = static_cast<int>(parse_int(a, value(), 1, 10000));
     else if (a == "--algos") o.algos = split(value());
-    else if (a == "--segment-bytes") o.algo_options.segment_bytes = std::stoll(value());
-    else if (a == "--depth") o.algo_options.recv_depth = std::stoi(value());
+    else if (a == "--segment-bytes") o.algo_options.segment_bytes = parse_int(a, value(), 4, kMaxBytes);
+    else if (a == "--depth") o.algo_options.recv_depth = static_cast<int>(parse_int(a, value(), 1, 16));
     else if (a == "--csv") o.csv = value();
     else if (a == "--no-check") o.check = false;
     else if (a == "--help" || a == "-h") { usage(); std::exit(0); }
     else throw tinytorch::Error("bench_allreduce: unknown option " + a + " (see --help)");
   }
-  if (o.factor < 2 || o.min_bytes < 4 || o.max_bytes < o.min_bytes || o.reps < 1)
-    throw tinytorch::Error("bench_allreduce: need factor >= 2, 4 <= min-bytes <= max-bytes, reps >= 1");
+  if (o.max_bytes < o.min_bytes)
+    throw tinytorch::Error("bench_allreduce: --max-bytes " + std::to_string(o.max_bytes) + " is less than --min-bytes " +
+                           std::to_string(o.min_bytes));
+  if (o.algos.empty()) throw tinytorch::Error("bench_allreduce: --algos names no algorithm");
   return o;
 }
 
@@ -164,12 +181,19 @@ bool check_correct(dist::Algorithm algo, int64_t count, const dist::AlgorithmOpt
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Options first, before MPI: a bad value is a message and exit code 2 on every rank.
+  Options o;
+  std::vector<Variant> variants;
+  try {
+    o = parse(argc, argv);
+    for (const auto& spec : o.algos) variants.push_back(parse_variant(spec, o.algo_options));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
   dist::ProcessGroupGuard pg(dist::Backend::MPI);
   try {
-    const Options o = parse(argc, argv);
     const int N = dist::get_world_size(), rank = dist::get_rank();
-    std::vector<Variant> variants;
-    for (const auto& spec : o.algos) variants.push_back(parse_variant(spec, o.algo_options));
     const size_t V = variants.size();
 
     std::vector<int64_t> sizes;

@@ -43,6 +43,8 @@
 #if __has_include(<CLI/CLI.hpp>)
 #include <CLI/CLI.hpp>
 #define TT_CALCULATOR_HAS_CLI11 1
+
+#include "flags.hpp"
 #endif
 #endif
 
@@ -113,19 +115,28 @@ int main(int argc, char** argv) {
 #if TT_CALCULATOR_HAS_CLI11
   CLI::App app{"All-reduce time, step time and scaling efficiency of data-parallel training "
                "(chapters/07-all-reduce.md). Defaults: the book's GPT-2 example."};
-  auto* params = app.add_option("--params", in.params, "number of parameters (default 1.5e9)");
-  app.add_option("--bytes-per-param", in.bytes_per_param, "bytes per gradient element (default 2)");
-  auto* grad = app.add_option("--grad-gb", in.grad_gb, "gradient size in GB (1e9 bytes), instead of --params");
+  using flags::integer_in, flags::real_in, flags::kLowOpen;
+  auto* params = app.add_option("--params", in.params, "number of parameters (default 1.5e9)")
+                     ->check(real_in(0, 1e18, kLowOpen));
+  app.add_option("--bytes-per-param", in.bytes_per_param, "bytes per gradient element (default 2)")
+      ->check(real_in(0, 64, kLowOpen));
+  auto* grad = app.add_option("--grad-gb", in.grad_gb, "gradient size in GB (1e9 bytes), instead of --params")
+                   ->check(real_in(0, 1e9, kLowOpen));
   grad->excludes(params);
-  app.add_option("--bandwidth-gbs", in.bandwidth_gbs, "link bandwidth inside a node, GB/s (default 600)");
+  app.add_option("--bandwidth-gbs", in.bandwidth_gbs, "link bandwidth inside a node, GB/s (default 600)")
+      ->check(real_in(0, 1e9, kLowOpen));
   app.add_option("--inter-bandwidth-gbs", in.inter_bandwidth_gbs,
-                 "bandwidth between nodes, GB/s (default 12.5; 0 = one flat network)");
-  app.add_option("--gpus-per-node", in.gpus_per_node, "GPUs per node (default 8)");
-  app.add_option("--alpha-us", in.alpha_us, "latency per message, microseconds (default 0)");
-  app.add_option("--compute-ms", in.compute_ms, "per-GPU compute per micro-batch, ms (default 180)");
-  app.add_option("--accum", in.accum, "gradient-accumulation steps per all-reduce (default 1)");
-  app.add_option("--overlap", in.overlap, "fraction of the all-reduce hidden behind backward (default 0)");
-  app.add_option("--gpus", in.gpus, "GPU counts, e.g. 8,32,1024")->delimiter(',');
+                 "bandwidth between nodes, GB/s (default 12.5; 0 = one flat network)")
+      ->check(real_in(0, 1e9));
+  app.add_option("--gpus-per-node", in.gpus_per_node, "GPUs per node (default 8)")->check(integer_in(1, 1000000));
+  app.add_option("--alpha-us", in.alpha_us, "latency per message, microseconds (default 0)")->check(real_in(0, 1e9));
+  app.add_option("--compute-ms", in.compute_ms, "per-GPU compute per micro-batch, ms (default 180)")
+      ->check(real_in(0, 1e9, kLowOpen));
+  app.add_option("--accum", in.accum, "gradient-accumulation steps per all-reduce (default 1)")
+      ->check(integer_in(1, 1000000));
+  app.add_option("--overlap", in.overlap, "fraction of the all-reduce hidden behind backward (default 0)")
+      ->check(real_in(0, 1));
+  app.add_option("--gpus", in.gpus, "GPU counts, e.g. 8,32,1024")->delimiter(',')->check(integer_in(1, 100000000));
   CLI11_PARSE(app, argc, argv);
 #else
   if (argc > 1) {

@@ -22,6 +22,7 @@
 #include <cstdio>
 
 #include "ddp_loop.hpp"
+#include "flags.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"tinytorch example_ddp: DistributedDataParallel Linear(2,1) on four samples (run under mpirun)"};
@@ -29,8 +30,8 @@ int main(int argc, char** argv) {
   bool no_shuffle = false;
   app.add_flag("--no-shuffle", no_shuffle, "visit the samples in order (PyTorch-comparable numbers)");
   app.add_flag("--random-init", o.random_init, "draw the initial weights (per rank; DDP broadcasts rank 0's)");
-  app.add_option("--epochs", o.epochs, "number of epochs")->check(CLI::PositiveNumber);
-  app.add_option("--seed", o.seed, "sampler seed (and init seed with --random-init)");
+  app.add_option("--epochs", o.epochs, "number of epochs")->check(flags::integer_in(1, 1000000));
+  app.add_option("--seed", o.seed, "sampler seed (and init seed with --random-init)")->check(flags::seed());
   CLI11_PARSE(app, argc, argv);
   o.shuffle = !no_shuffle;
 

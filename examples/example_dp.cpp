@@ -14,6 +14,7 @@
 #include <cstdio>
 
 #include "dp_loop.hpp"
+#include "flags.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"tinytorch example_dp: DataParallel(Linear(2,1)) + MSELoss + SGD(lr=0.01) on two samples"};
@@ -21,10 +22,10 @@ int main(int argc, char** argv) {
   bool random_init = false;
   uint64_t seed = 0;
   app.add_option("--replicas", replicas, "number of CPU replicas (DataParallel's device_ids)")
-      ->check(CLI::Range(1, 64));
-  app.add_option("--epochs", epochs, "number of epochs")->check(CLI::Range(1, 1000000));
+      ->check(flags::integer_in(1, 64));
+  app.add_option("--epochs", epochs, "number of epochs")->check(flags::integer_in(1, 1000000));
   app.add_flag("--random-init", random_init, "draw the initial weights instead of the fixed ones");
-  app.add_option("--seed", seed, "seed for --random-init");
+  app.add_option("--seed", seed, "seed for --random-init")->check(flags::seed());
   CLI11_PARSE(app, argc, argv);
   try {
     std::vector<double> losses = examples::train_dp(epochs, replicas, random_init, seed);

@@ -10,6 +10,7 @@
 #include <cstdio>
 
 #include "single_loop.hpp"
+#include "flags.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"tinytorch example_single: Linear(2,1) + MSELoss + SGD(lr=0.01) on two samples"};
@@ -17,8 +18,8 @@ int main(int argc, char** argv) {
   int epochs = 5;
   uint64_t seed = 0;
   app.add_flag("--random-init", random_init, "draw the initial weights instead of the fixed ones");
-  app.add_option("--epochs", epochs, "number of epochs")->check(CLI::PositiveNumber);
-  app.add_option("--seed", seed, "seed for --random-init");
+  app.add_option("--epochs", epochs, "number of epochs")->check(flags::integer_in(1, 1000000));
+  app.add_option("--seed", seed, "seed for --random-init")->check(flags::seed());
   CLI11_PARSE(app, argc, argv);
   try {
     std::vector<double> losses = examples::train_single(epochs, random_init, seed);

@@ -50,6 +50,8 @@
 #include <tinytorch/tinytorch.hpp>
 #include <vector>
 
+#include "flags.hpp"
+
 namespace tt = tinytorch;
 namespace dist = tinytorch::distributed;
 using Clock = std::chrono::steady_clock;
@@ -294,23 +296,29 @@ int main(int argc, char** argv) {
   CLI::App app{"tinytorch train_mnist: an MLP on Fashion-MNIST (one process, or DDP under mpirun)"};
   app.add_option("--data-dir", cfg.data_dir,
                  "directory with the IDX files (default: $TINYTORCH_DATA, else /usr/share/datasets/fashion-mnist)");
-  app.add_option("--epochs", cfg.epochs, "training epochs")->check(CLI::PositiveNumber);
-  app.add_option("--batch-size", cfg.batch_size, "samples per batch (per rank under mpirun)")->check(CLI::PositiveNumber);
-  app.add_option("--lr", cfg.lr, "peak learning rate of one process (cosine-annealed to 0)")->check(CLI::PositiveNumber);
-  app.add_option("--momentum", cfg.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0));
-  app.add_option("--hidden", cfg.hidden, "hidden layer sizes, e.g. 256,128")->delimiter(',')->check(CLI::PositiveNumber);
-  app.add_option("--seed", cfg.seed, "seed for initial weights and shuffling");
-  app.add_option("--threads", cfg.threads, "Eigen threads for the matrix products (needs OpenMP)")->check(CLI::PositiveNumber);
-  app.add_option("--limit", cfg.limit, "train on the first N training images only")->check(CLI::PositiveNumber);
+  app.add_option("--epochs", cfg.epochs, "training epochs")->check(flags::integer_in(1, 1000000));
+  app.add_option("--batch-size", cfg.batch_size, "samples per batch (per rank under mpirun)")
+      ->check(flags::integer_in(1, 1000000));
+  app.add_option("--lr", cfg.lr, "peak learning rate of one process (cosine-annealed to 0)")
+      ->check(flags::real_in(0, flags::kInf, flags::kLowOpen));
+  app.add_option("--momentum", cfg.momentum, "SGD momentum")->check(flags::real_in(0, 1, flags::kHighOpen));
+  app.add_option("--hidden", cfg.hidden, "hidden layer sizes, e.g. 256,128")
+      ->delimiter(',')
+      ->check(flags::integer_in(1, 100000));
+  app.add_option("--seed", cfg.seed, "seed for initial weights and shuffling")->check(flags::seed());
+  app.add_option("--threads", cfg.threads, "Eigen threads for the matrix products (needs OpenMP)")
+      ->check(flags::integer_in(1, 1024));
+  app.add_option("--limit", cfg.limit, "train on the first N training images only")
+      ->check(flags::integer_in(1, 1000000000));
   app.add_flag("--no-scale-lr", cfg.no_scale_lr, "under mpirun -np N: keep --lr instead of N x --lr");
   app.add_option("--warmup-epochs", cfg.warmup_epochs, "LinearLR warmup over the first K epochs, then cosine")
-      ->check(CLI::NonNegativeNumber);
+      ->check(flags::integer_in(0, 1000000));
   app.add_option("--warmup-start-factor", cfg.warmup_start_factor,
                  "warmup starts at lr x F (default: 1/N when the lr was scaled by N, else 0.1)")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(flags::real_in(0, 1));
   app.add_option("--trace", cfg.trace, "write a Chrome trace per rank to PREFIX.rank{r}.json");
   app.add_option("--dp", cfg.dp, "DataParallel over N CPU replicas in this one process (not with mpirun)")
-      ->check(CLI::Range(1, 64));
+      ->check(flags::integer_in(1, 64));
   CLI11_PARSE(app, argc, argv);
   dist::ProcessGroupGuard pg(dist::Backend::MPI);  // world size 1 without mpirun
   try {

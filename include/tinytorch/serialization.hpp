@@ -10,9 +10,11 @@
 //   dist::barrier();
 //
 // File format (native byte order; not PyTorch's zip/pickle format):
-//   "TTSD", u32 version = 1, u64 count, then per entry:
+//   "TTSD", u32 version = 2, u64 count, then per entry:
 //   u64 name length, name bytes, u8 dtype (0 float32, 1 float64, 2 int64), u64 ndim,
-//   ndim x i64 sizes, numel * element_size bytes of contiguous data.
+//   ndim x i64 sizes, numel * element_size bytes of contiguous data;
+//   then u32 CRC-32 (zlib's crc32) of every byte before it.
+// Version 1 files (the same without the CRC-32) still load, unchecked.
 // Tensors are saved contiguous (a view saves only its own elements, as torch.save of a
 // state dict clones nothing but writes each storage; here there is no storage sharing).
 //
@@ -20,24 +22,26 @@
 // is flushed to disk (fsync) and then renamed over <path>, so a crash or a full disk leaves
 // either the old file or the new one, never half of one. A symbolic link is followed; a path that
 // names a directory or a device is an error (torch.save would write through a device; here
-// that could not be atomic). Every malformed file (wrong magic or version, truncated, a size that does
-// not fit the file, trailing bytes) throws tinytorch::Error naming the file and the problem
-// before anything is allocated from the file's numbers.
+// that could not be atomic). Every malformed file (wrong magic or version, a CRC-32 that does not
+// match, truncated, a size that does not fit the file, trailing bytes) throws tinytorch::Error
+// naming the file and the problem before anything is allocated from the file's numbers.
+// load() opens the path once and reads that open file, so a save renaming a new file over the
+// path meanwhile is read either wholly old or wholly new.
 // Chapter: chapters/06-distributed-data-parallel.md ("Checkpoints").
 #pragma once
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,6 +54,47 @@
 namespace tinytorch {
 
 namespace detail {
+
+/// zlib's CRC-32 of `n` bytes at `p` (fed in chunks: zlib's length argument is 32-bit).
+inline uint32_t crc32_of(const char* p, size_t n) {
+  uLong crc = ::crc32(0L, Z_NULL, 0);
+  while (n > 0) {
+    const uInt chunk = static_cast<uInt>(std::min<size_t>(n, size_t{1} << 30));
+    crc = ::crc32(crc, reinterpret_cast<const Bytef*>(p), chunk);
+    p += chunk;
+    n -= chunk;
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+/// The whole regular file at `path`, read through one descriptor (open, fstat, read), so that a
+/// file renamed over `path` meanwhile is never mixed with the old one. O_NONBLOCK: opening a FIFO
+/// must not wait for a writer. Throws tinytorch::Error naming the file ("load" in messages).
+inline std::string read_whole_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  TT_CHECK(fd >= 0, "load: cannot open '", path, "': ", std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    TT_CHECK(false, "load: '", path, "' is not a regular file");
+  }
+  std::string buf(static_cast<size_t>(st.st_size), '\0');  // no more than the file's size (not /dev/zero)
+  size_t done = 0;
+  while (done < buf.size()) {
+    const ssize_t n = ::read(fd, buf.data() + done, buf.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const std::string why = std::strerror(errno);
+      ::close(fd);
+      throw Error(str_cat("load: error while reading '", path, "': ", why));
+    }
+    if (n == 0) break;  // shorter than fstat said (truncated in place): reported by the parser
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  buf.resize(done);
+  return buf;
+}
 
 /// Writes `data` to `path` atomically: a uniquely named temporary file in the same directory
 /// (created with O_EXCL, so two writers never share one), fsync, rename(2) over `path` (atomic on
@@ -109,7 +154,7 @@ inline void write_file_atomically(const std::string& path_in, const std::string&
 inline void save(const std::vector<std::pair<std::string, Tensor>>& state_dict, const std::string& path) {
   std::string buf = "TTSD";
   auto put = [&buf](const void* p, size_t n) { buf.append(static_cast<const char*>(p), n); };
-  const uint32_t version = 1;
+  const uint32_t version = 2;
   const uint64_t count = state_dict.size();
   put(&version, 4);
   put(&count, 8);
@@ -123,29 +168,26 @@ inline void save(const std::vector<std::pair<std::string, Tensor>>& state_dict, 
     put(&dt, 1);
     put(&ndim, 8);
     for (int64_t d : t.sizes()) put(&d, 8);
-    put(t.raw_data(), static_cast<size_t>(t.numel()) * element_size(t.dtype()));
+    const size_t bytes = static_cast<size_t>(t.numel()) * element_size(t.dtype());
+    if (bytes > 0) put(t.raw_data(), bytes);  // a zero-element tensor may have no storage
   }
+  const uint32_t crc = detail::crc32_of(buf.data(), buf.size());
+  put(&crc, 4);
   detail::write_file_atomically(path, buf, "save");
 }
 
-/// Reads a file written by save(). Throws tinytorch::Error naming the file if it cannot be
-/// read or is not a well-formed tinytorch state dict.
+/// Reads a file written by save() (format version 2, or version 1 without a checksum). Throws
+/// tinytorch::Error naming the file if it cannot be read, its CRC-32 does not match (bit flips,
+/// a partial copy), or it is not a well-formed tinytorch state dict.
 inline std::vector<std::pair<std::string, Tensor>> load(const std::string& path) {
   TT_CHECK(path.find('\0') == std::string::npos, "load: the path '", path.c_str(), "...' contains a NUL byte");
-  struct stat st {};
-  TT_CHECK(::stat(path.c_str(), &st) == 0, "load: cannot open '", path, "': ", std::strerror(errno));
-  TT_CHECK(S_ISREG(st.st_mode), "load: '", path, "' is not a regular file");
-  std::string buf(static_cast<size_t>(st.st_size), '\0');  // no more than the file's size (not /dev/zero)
-  std::ifstream f(path, std::ios::binary);
-  TT_CHECK(static_cast<bool>(f), "load: cannot open '", path, "'");
-  f.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-  buf.resize(static_cast<size_t>(f.gcount()));
+  std::string buf = detail::read_whole_file(path);
   size_t pos = 0;
   auto left = [&] { return static_cast<uint64_t>(buf.size() - pos); };
   auto get = [&](void* p, uint64_t n) {
     TT_CHECK(n <= left(), "load: '", path, "' is truncated (", n, " more bytes expected at offset ", pos,
              ", file size ", buf.size(), ")");
-    std::memcpy(p, buf.data() + pos, static_cast<size_t>(n));
+    if (n > 0) std::memcpy(p, buf.data() + pos, static_cast<size_t>(n));  // p may be null when n == 0
     pos += static_cast<size_t>(n);
   };
   char magic[4];
@@ -154,7 +196,17 @@ inline std::vector<std::pair<std::string, Tensor>> load(const std::string& path)
   uint32_t version = 0;
   uint64_t count = 0;
   get(&version, 4);
-  TT_CHECK(version == 1, "load: '", path, "' has format version ", version, ", expected 1");
+  TT_CHECK(version == 1 || version == 2, "load: '", path, "' has format version ", version, ", expected 1 or 2");
+  if (version == 2) {  // the last 4 bytes: CRC-32 of all bytes before them
+    TT_CHECK(buf.size() >= 20, "load: '", path, "' is truncated (no room for its checksum, file size ", buf.size(),
+             ")");
+    uint32_t stored = 0;
+    std::memcpy(&stored, buf.data() + buf.size() - 4, 4);
+    buf.resize(buf.size() - 4);
+    const uint32_t actual = detail::crc32_of(buf.data(), buf.size());
+    TT_CHECK(stored == actual, "load: '", path, "' is corrupt: its CRC-32 checksum does not match (stored ", stored,
+             ", computed ", actual, ")");
+  }
   get(&count, 8);
   TT_CHECK(count <= left() / 17, "load: '", path, "' claims ", count, " entries, more than its ", buf.size(),
            " bytes can hold");  // an entry takes at least 17 bytes
