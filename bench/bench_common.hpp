@@ -4,6 +4,7 @@
 //   make_mlp({784, 256, 128, 10})   Linear layers with ReLU between
 //   Trainer(model, B, in, seed)     synthetic x (B, in) ~ N(0, 1), y (B) in [0, 10); step() =
 //                                   zero_grad, forward, cross-entropy, backward, SGD(0.01, 0.9) step
+//   integer_flag(...)               the value after a flag, checked as examples/flags.hpp checks
 // Chapters: chapters/05-data-parallel.md, chapters/06-distributed-data-parallel.md.
 #pragma once
 
@@ -12,9 +13,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <stdexcept>
 #include <thread>
 #include <vector>
+
+#include "../examples/flags.hpp"
 
 namespace bench {
 
@@ -42,6 +48,22 @@ inline double median(std::vector<double> v) {
 inline void sleepy_barrier() {
   tt::distributed::Work w = tt::distributed::barrier_async();
   while (!w.is_completed()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+/// argv[++i], the value of `flag`, as an integer in [lo, hi]; otherwise prints
+/// "<program>: <flag>: '<value>' is out of range; expected ..." (flags::parse_integer) and exits 2.
+inline long long integer_flag(const char* program, int argc, char** argv, int& i, const char* flag, long long lo,
+                              long long hi) {
+  if (i + 1 >= argc) {
+    std::fprintf(stderr, "%s: %s needs a value\n", program, flag);
+    std::exit(2);
+  }
+  try {
+    return flags::parse_integer(program, flag, argv[++i], lo, hi);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    std::exit(2);
+  }
 }
 
 struct Trainer {

@@ -300,15 +300,8 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    auto positive = [&](const char* name) {
-      const std::string v = value(name);
-      char* end = nullptr;
-      const long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || n < 1 || n > 1000000) {
-        std::fprintf(stderr, "bench_ddp: %s must be a positive integer, got '%s'\n", name, v.c_str());
-        std::exit(2);
-      }
-      return static_cast<int>(n);
+    auto positive = [&](const char* flag) {
+      return static_cast<int>(bench::integer_flag("bench_ddp", argc, argv, i, flag, 1, 1000000));
     };
     if (a == "--reps") o.reps = positive("--reps");
     else if (a == "--iters") o.iters = positive("--iters");

@@ -168,16 +168,7 @@ int main(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    auto positive = [&](const char* name, long max) -> long {
-      const char* v = i + 1 < argc ? argv[++i] : "";
-      char* end = nullptr;
-      const long n = std::strtol(v, &end, 10);
-      if (*v == '\0' || *end != '\0' || n < 1 || n > max) {
-        std::fprintf(stderr, "bench_dp: %s must be an integer in [1, %ld], got '%s'\n", name, max, v);
-        std::exit(2);
-      }
-      return n;
-    };
+    auto positive = [&](const char* flag, long long max) { return bench::integer_flag("bench_dp", argc, argv, i, flag, 1, max); };
     if (a == "--reps") o.reps = static_cast<int>(positive("--reps", 100000));
     else if (a == "--iters") o.iters = static_cast<int>(positive("--iters", 100000));
     else if (a == "--batch") o.batch = positive("--batch", 1 << 20);

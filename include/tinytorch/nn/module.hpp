@@ -188,11 +188,8 @@ class Module : public std::enable_shared_from_this<Module> {
   /// (`b->weight = a->weight`, an attempt to tie weights) is not what parameters() lists, so a
   /// clone could not follow it; an error is better than a replica computing something else.
   void check_member(const Tensor& member, const std::string& name) const {
-    Tensor registered;
-    for (const auto& e : params_)
-      if (e.first == name) registered = e.second;
-    for (const auto& e : buffers_)
-      if (e.first == name) registered = e.second;
+    Tensor registered = own_tensor(name, true);
+    if (!registered.defined()) registered = own_tensor(name, false);
     TT_CHECK(member.defined() == registered.defined() && (!member.defined() || member.is_same(registered)), this->name(),
              ": member `", name, "` is not the registered tensor of that name (assigned after construction?); "
              "clone() and DataParallel copy registered tensors only. To share weights, use one module in two places");
@@ -220,6 +217,12 @@ class Module : public std::enable_shared_from_this<Module> {
     std::free(demangled);
     return out;
   }
+  /// This module's own parameter (param) or buffer `name`; undefined when there is none.
+  Tensor own_tensor(const std::string& name, bool param) const {
+    for (const auto& e : param ? params_ : buffers_)
+      if (e.first == name) return e.second;
+    return Tensor();
+  }
   Tensor get_tensor(const std::string& target, bool param) const {
     const size_t dot = target.rfind('.');
     const Module* owner = this;
@@ -229,8 +232,8 @@ class Module : public std::enable_shared_from_this<Module> {
       owner = keep.get();
     }
     const std::string item = dot == std::string::npos ? target : target.substr(dot + 1);
-    for (const auto& e : param ? owner->params_ : owner->buffers_)
-      if (e.first == item && e.second.defined()) return e.second;
+    Tensor t = owner->own_tensor(item, param);
+    if (t.defined()) return t;
     throw Error(detail::str_cat(param ? "get_parameter: " : "get_buffer: ", owner->name(), " has no ",
                                 param ? "parameter" : "buffer", " `", item, "` (in `", target, "`)"));
   }

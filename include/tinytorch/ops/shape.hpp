@@ -124,10 +124,9 @@ inline Tensor to_dtype(const Tensor& t, DType dtype) {
 /// they throw, naming both devices.
 inline Tensor to_device(const Tensor& t, Device device) {
   TT_CHECK(t.defined(), "to: got an undefined tensor");
-  if (t.device() == device) return t;
-  TT_CHECK(t.device().is_cpu() && device.is_cpu(), "to: copying a tensor from ", t.device().str(), " to ",
-           device.str(), " needs the CUDA backend, which this build does not have (compile with nvcc)");
-  return t;  // unreachable in a CPU-only build: both devices are the CPU
+  TT_CHECK(t.device() == device, "to: copying a tensor from ", t.device().str(), " to ", device.str(),
+           " needs the CUDA backend, which this build does not have (compile with nvcc)");
+  return t;
 }
 
 inline Tensor reshape(const Tensor& t, const Shape& shape) {

@@ -58,9 +58,7 @@ inline std::vector<Tensor> parallel_apply(const std::vector<std::shared_ptr<nn::
     }
   };
   if (n == 1) {
-    const bool caller_mode = GradMode::is_enabled();
-    run(0);
-    GradMode::set_enabled(caller_mode);
+    run(0);  // the caller's grad mode already; the guards restore the rest
   } else {
     std::vector<std::thread> threads;
     threads.reserve(n);

@@ -44,6 +44,13 @@ inline void check_module_device(const nn::Module& module, Device device, const c
                " (device_ids[0]) but found one of them on device: ", t.device().str(), " (", name, ")");
 }
 
+/// Points the replica's tensor `q` at `values`' storage (a copy made for another device).
+inline void set_storage(TensorImpl* q, const Tensor& values) {
+  q->storage = values.impl()->storage;
+  q->offset = values.storage_offset();
+  q->strides = values.strides();
+}
+
 }  // namespace detail
 
 /// One replica of `module` per device (see above). The module must live on devices[0] and
@@ -71,12 +78,7 @@ inline std::vector<std::shared_ptr<nn::Module>> replicate(const nn::Module& modu
     for (size_t j = 0; j < params.size(); ++j) {
       const Tensor& p = params[j];
       TensorImpl* q = r_params[j].impl();
-      if (devices[i] != p.device()) {  // another device: the replica gets a copy (CUDA backend)
-        Tensor copy = ops::to_device(p, devices[i]);
-        q->storage = copy.impl()->storage;
-        q->offset = copy.storage_offset();
-        q->strides = copy.strides();
-      }
+      if (devices[i] != p.device()) detail::set_storage(q, ops::to_device(p, devices[i]));  // a copy (CUDA)
       q->requires_grad = false;  // a replica's parameter is never a leaf that requires grad
       if (record && p.requires_grad()) {
         auto node = std::make_shared<detail::BroadcastBackward>();
@@ -88,11 +90,7 @@ inline std::vector<std::shared_ptr<nn::Module>> replicate(const nn::Module& modu
     for (size_t j = 0; j < buffers.size(); ++j) {
       if (i == 0 && devices[i] == buffers[j].device()) continue;  // replica 0 shares the storage
       NoGradGuard no_grad;
-      Tensor copy = ops::to_device(ops::clone(buffers[j]), devices[i]);
-      TensorImpl* q = r_buffers[j].impl();
-      q->storage = copy.impl()->storage;
-      q->offset = copy.storage_offset();
-      q->strides = copy.strides();
+      detail::set_storage(r_buffers[j].impl(), ops::to_device(ops::clone(buffers[j]), devices[i]));
     }
     replicas.push_back(std::move(r));
   }
