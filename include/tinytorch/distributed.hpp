@@ -22,9 +22,14 @@
 //   distributed/buffer_collectives.hpp  all_reduce/broadcast/all_gather/reduce_scatter/barrier on raw buffers
 //   distributed/algorithms.hpp          ring / parameter_server / tree all-reduce, CommStats
 //   distributed/collectives.hpp         the same collectives on Tensors
-//   distributed/ddp.hpp                 DistributedDataParallel (buckets, hooks, overlap, no_sync),
-//                                       Trace (Chrome-trace JSON); includes ../serialization.hpp
-//                                       (tinytorch::save / load for checkpoints)
+//   distributed/ddp.hpp                 DistributedDataParallel, DDPOptions, no_sync; includes the
+//                                       three below and ../serialization.hpp (tinytorch::save / load
+//                                       for checkpoints)
+//   distributed/model_agreement.hpp     DDP's construction checks: the same options and model on
+//                                       every rank (the same error everywhere), broadcast from rank 0
+//   distributed/reducer.hpp             DDP's Reducer: buckets, gradient hooks, the communication
+//                                       thread (overlap), compute_bucket_assignment_by_size
+//   distributed/trace.hpp               Trace (Chrome-trace JSON), common_origin_us
 //   distributed/nccl.hpp                nccl_all_reduce on raw device buffers (nvcc + NCCL only)
 //
 // Chapter: chapters/07-all-reduce.md, chapters/06-distributed-data-parallel.md.
@@ -41,6 +46,9 @@
 #include "distributed/ddp.hpp"
 #include "distributed/errors.hpp"
 #include "distributed/guard.hpp"
+#include "distributed/model_agreement.hpp"
 #include "distributed/nccl.hpp"
 #include "distributed/process_group.hpp"
+#include "distributed/reducer.hpp"
+#include "distributed/trace.hpp"
 #include "distributed/work.hpp"

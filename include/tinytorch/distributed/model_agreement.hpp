@@ -1,0 +1,215 @@
+// tinytorch/distributed/model_agreement.hpp — before DistributedDataParallel moves any data, the
+// ranks agree on its options and on the model, or every rank throws the same tinytorch::Error
+// (never a hang); then rank 0's values are copied everywhere. Steps 0-2 of DDP's constructor
+// (PyTorch's DistributedDataParallel.__init__ and verify_params_across_processes):
+//   0. verify_options_across_ranks: the ranks agree on DDPOptions (and that a module was passed)
+//      before any check that could throw on one rank only: all-gathered, compared bit for bit,
+//      the same error everywhere.
+//   1. verify_across_ranks: the ranks agree on the model before any data moves: parameter
+//      counts are all-gathered; rank 0 broadcasts every parameter's dtype, requires_grad and
+//      sizes; each rank compares; the first index that differs anywhere is agreed by an
+//      all-reduce (MIN); the lowest rank that differs there broadcasts its shape and name; and
+//      every rank throws the same tinytorch::Error naming the parameter (dotted name, both
+//      shapes, both ranks). Never a hang. The same for buffers.
+//   2. broadcast_from_rank0: parameters and buffers are broadcast from rank 0 (values are
+//      overwritten, not compared).
+//
+// The math of step 1: n tensors, tensor i described by
+//   meta(i) = {dtype + 16 * requires_grad, ndim, size_0, size_1, ...}
+//   rank r:  bad_r = the first i with meta_r(i) != meta_0(i), or n if there is none
+//   p = min_r bad_r, computed as -max_r(-bad_r) (the all-reduce has MAX);  p == n: the ranks agree.
+// Shapes: the collectives here carry int64 vectors (length first); a string travels as one int64
+//   per character.
+// Chapter: chapters/06-distributed-data-parallel.md (6.5 Inside DDP: construction, steps 0-2).
+// Reference: torch/nn/parallel/distributed.py (DistributedDataParallel.__init__),
+//   torch/csrc/distributed/c10d/reducer.cpp (verify_params_across_processes).
+//   Notes: ../shared/reference/ddp-semantics.md (section 2, "Constructor").
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../autograd/grad_mode.hpp"
+#include "../core/dtype.hpp"
+#include "../functional.hpp"
+#include "algorithms.hpp"
+#include "buffer_collectives.hpp"
+#include "errors.hpp"
+#include "process_group.hpp"
+
+namespace tinytorch::distributed::detail {
+
+/// Broadcasts a vector<int64_t> from `root` (length first) on the default group.
+inline std::vector<int64_t> broadcast_ints(const std::vector<int64_t>& v, int root) {
+  int64_t len = static_cast<int64_t>(v.size());
+  broadcast(&len, 1, root);
+  std::vector<int64_t> out = v;
+  out.resize(static_cast<size_t>(len));
+  if (len > 0) broadcast(out.data(), len, root);
+  return out;
+}
+
+/// Broadcasts a string from `root` on the default group (one int64 per character: names are
+/// short, and the collectives have no byte dtype).
+inline std::string broadcast_string(const std::string& s, int root) {
+  std::vector<int64_t> chars(s.begin(), s.end());
+  std::vector<int64_t> got = broadcast_ints(chars, root);
+  return std::string(got.begin(), got.end());
+}
+
+/// "[3, 4] torch.float32"
+inline std::string describe(const std::vector<int64_t>& meta, bool show_requires_grad) {
+  // meta = {dtype + 16 * requires_grad, ndim, d0, d1, ...}
+  std::string s = "[";
+  for (size_t k = 2; k < meta.size(); ++k) s += (k > 2 ? ", " : "") + std::to_string(meta[k]);
+  s += "] " + dtype_name(static_cast<DType>(meta[0] % 16));
+  if (!show_requires_grad) return s;
+  return meta[0] >= 16 ? s + " requires_grad=True" : s + " requires_grad=False";
+}
+
+/// Every rank must build its buckets and reduce them the same way, or the bucket all-reduces
+/// would not match (a hang or garbage). PyTorch does not check this. This is the constructor's
+/// first collective, before any check that could throw on one rank only: the options (as
+/// given, bit for bit) and whether a module was passed are all-gathered, and if any differs,
+/// every rank throws the same tinytorch::Error naming the option and both values. Afterwards
+/// the local checks see the same values everywhere and throw, if at all, on every rank.
+inline void verify_options_across_ranks(bool has_module, Algorithm algorithm, double first_bucket_mb,
+                                        double bucket_cap_mb, bool find_unused, bool broadcast_buffers) {
+  const auto& g = group();
+  const int world = g.world_size;
+  if (world == 1) return;
+  const char* names[] = {"module (passed or null)", "algorithm", "first_bucket_mb", "bucket_cap_mb",
+                         "find_unused_parameters", "broadcast_buffers"};
+  auto bits = [](double d) {
+    int64_t b = 0;
+    std::memcpy(&b, &d, sizeof b);
+    return b;
+  };
+  const int64_t mine[] = {has_module ? 1 : 0,  static_cast<int64_t>(algorithm), bits(first_bucket_mb),
+                          bits(bucket_cap_mb), find_unused ? 1 : 0,             broadcast_buffers ? 1 : 0};
+  constexpr int K = 6;
+  std::vector<int64_t> all(static_cast<size_t>(world) * K);
+  all_gather(all.data(), mine, K);
+  for (int r = 1; r < world; ++r) {
+    for (int k = 0; k < K; ++k) {
+      const int64_t a = all[static_cast<size_t>(k)], b = all[static_cast<size_t>(r) * K + k];
+      if (a == b) continue;
+      auto show = [&](int64_t v) -> std::string {
+        if (k == 0) return v ? "passed" : "null";
+        if (k == 1) {
+          const char* n = v >= 0 && v <= static_cast<int64_t>(Algorithm::Tree) ? algorithm_name(static_cast<Algorithm>(v))
+                                                                                : "?";
+          return ::tinytorch::detail::str_cat(n, " (", v, ")");
+        }
+        if (k == 2 || k == 3) {
+          double d = 0;
+          std::memcpy(&d, &v, sizeof d);
+          return ::tinytorch::detail::str_cat(d);
+        }
+        return v ? "true" : "false";
+      };
+      throw_error(::tinytorch::detail::str_cat("DistributedDataParallel: DDPOptions must be the same on every rank, but ",
+                                               names[k], " is ", show(a), " on rank 0 and ", show(b), " on rank ", r,
+                                               "."));
+    }
+  }
+}
+
+/// Step 1 of the constructor for one kind of tensor ("parameter" or "buffer"): counts, then
+/// dtypes and shapes against rank 0's; throws the same message on every rank on a mismatch.
+inline void verify_across_ranks(const std::vector<std::pair<std::string, Tensor>>& tensors, const char* kind) {
+  const auto& g = group();
+  const int world = g.world_size, rank = g.rank;
+  if (world == 1) return;
+  // (1) counts, all-gathered: every rank sees every count.
+  std::vector<int64_t> counts(static_cast<size_t>(world));
+  int64_t mine = static_cast<int64_t>(tensors.size());
+  all_gather(counts.data(), &mine, 1);
+  for (int r = 1; r < world; ++r) {
+    if (counts[static_cast<size_t>(r)] != counts[0]) {
+      std::string all;
+      for (int q = 0; q < world; ++q) all += (q ? ", " : "") + std::to_string(counts[static_cast<size_t>(q)]);
+      throw_error(::tinytorch::detail::str_cat(
+          "DistributedDataParallel: DDP expects same model across all ranks, but rank 0 has ", counts[0], " ",
+          kind, "s while rank ", r, " has inconsistent ", counts[static_cast<size_t>(r)], " ", kind,
+          "s (", kind, " counts by rank: [", all, "]). Every rank must build the same model and register its ",
+          kind, "s in the same order."));
+    }
+  }
+  // (2) rank 0's {dtype + 16 * requires_grad, ndim, sizes...} for every tensor, flattened; each
+  // rank compares. (A parameter frozen on one rank only would give the ranks different buckets.)
+  auto meta_of = [](const Tensor& t) {
+    std::vector<int64_t> m{static_cast<int64_t>(t.dtype()) + (t.requires_grad() ? 16 : 0), t.dim()};
+    for (int64_t d : t.sizes()) m.push_back(d);
+    return m;
+  };
+  std::vector<int64_t> flat;
+  for (const auto& nt : tensors) {
+    auto m = meta_of(nt.second);
+    flat.insert(flat.end(), m.begin(), m.end());
+  }
+  const std::vector<int64_t> ref = broadcast_ints(flat, 0);
+  int64_t first_bad = static_cast<int64_t>(tensors.size());
+  size_t pos = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (pos + 2 > ref.size()) {
+      first_bad = static_cast<int64_t>(i);
+      break;
+    }
+    const size_t len = 2 + static_cast<size_t>(ref[pos + 1]);
+    std::vector<int64_t> theirs(ref.begin() + static_cast<std::ptrdiff_t>(pos),
+                                ref.begin() + static_cast<std::ptrdiff_t>(std::min(ref.size(), pos + len)));
+    if (theirs != meta_of(tensors[i].second)) {
+      first_bad = static_cast<int64_t>(i);
+      break;
+    }
+    pos += len;
+  }
+  // (3) the first bad index anywhere: MIN over ranks (= -MAX of the negatives).
+  int64_t neg = -first_bad;
+  all_reduce(&neg, 1, ReduceOp::MAX);
+  const int64_t p = -neg;
+  if (p == static_cast<int64_t>(tensors.size())) return;
+  // (4) the lowest rank that differs at p tells its shape and name; rank 0 tells its own.
+  int64_t neg_rank = first_bad == p ? -static_cast<int64_t>(rank) : -static_cast<int64_t>(world);
+  all_reduce(&neg_rank, 1, ReduceOp::MAX);
+  const int bad_rank = static_cast<int>(-neg_rank);
+  const size_t pi = static_cast<size_t>(p);
+  const std::vector<int64_t> bad_meta = broadcast_ints(rank == bad_rank ? meta_of(tensors[pi].second)
+                                                                        : std::vector<int64_t>{}, bad_rank);
+  const std::vector<int64_t> ref_meta = broadcast_ints(rank == 0 ? meta_of(tensors[pi].second)
+                                                                 : std::vector<int64_t>{}, 0);
+  const std::string bad_name = broadcast_string(rank == bad_rank ? tensors[pi].first : std::string(), bad_rank);
+  const std::string ref_name = broadcast_string(rank == 0 ? tensors[pi].first : std::string(), 0);
+  const bool grad_differs = !ref_meta.empty() && !bad_meta.empty() && (ref_meta[0] >= 16) != (bad_meta[0] >= 16);
+  throw_error(::tinytorch::detail::str_cat(
+      "DistributedDataParallel: DDP expects same model across all ranks, but ", kind, " ", p, " (\"", ref_name,
+      "\") has sizes ", describe(ref_meta, grad_differs), " on rank 0 and sizes ", describe(bad_meta, grad_differs),
+      " on rank ", bad_rank,
+      bad_name == ref_name ? std::string() : " (named \"" + bad_name + "\" there)",
+      ". Every rank must build the same model and register its ", kind, "s in the same order."));
+}
+
+/// Step 2: tensor <- rank 0's tensor, for every entry.
+inline void broadcast_from_rank0(const std::vector<std::pair<std::string, Tensor>>& tensors) {
+  if (group().world_size == 1) return;
+  NoGradGuard no_grad;
+  for (const auto& nt : tensors) {
+    Tensor t = nt.second;
+    if (t.numel() == 0) continue;
+    if (t.is_contiguous()) {
+      broadcast(t.raw_data(), t.numel(), t.dtype(), 0);
+    } else {
+      Tensor c = t.contiguous();
+      broadcast(c.raw_data(), c.numel(), c.dtype(), 0);
+      t.copy_(c);
+    }
+  }
+}
+
+}  // namespace tinytorch::distributed::detail

@@ -1,0 +1,563 @@
+// tinytorch/distributed/reducer.hpp — DDP's Reducer (PyTorch's name, and its structure):
+// gradients packed into buckets, a hook per parameter that says "this .grad is final", and a
+// communication thread that all-reduces each bucket as soon as its last gradient arrived, while
+// backward continues. DistributedDataParallel (ddp.hpp) owns one Reducer.
+//
+// Construction (steps 3-4 of DDP's constructor; steps 0-2 are in model_agreement.hpp):
+//   3. Buckets (compute_bucket_assignment_by_size): walk the parameters that require grad in
+//      registration order, one open bucket per dtype, close a bucket once its size reaches the
+//      limit (the first at 1 MiB, the later ones at bucket_cap_mb, default 25 MiB), then list the
+//      buckets in *reverse*: bucket 0 holds the last layers, whose gradients backward produces
+//      first. Each bucket owns one flat contiguous buffer `contents` (numel = sum of its params).
+//      Registration order only approximates the order of backward (a layer's bias is registered
+//      before the next layer's weight but its gradient arrives after it), so, as PyTorch does,
+//      the first synced backward records the order in which gradients arrive and the next
+//      forward rebuilds the buckets once in that order (rank 0's order, broadcast; not with
+//      find_unused_parameters): bucket 0 = the first 1 MiB of gradients to arrive.
+//   4. register_post_accumulate_grad_hook on every parameter: "this .grad is final".
+//
+// One backward, armed by a synced forward (prepare_for_backward; the forward is in ddp.hpp):
+//   backward  the engine accumulates each parameter's gradient; our hook copies it, divided by
+//             N, into its bucket slice; when a bucket's last gradient arrives, its all-reduce
+//             (SUM) is started *at once, strictly in bucket order* (every rank must issue the
+//             same collectives in the same order), on a communication thread that calls
+//             MPI_Allreduce (or DDPOptions::algorithm's ring / tree / parameter server) on a
+//             communicator of its own while backward continues on the main thread. That is
+//             the overlap.
+//   finalize  PyTorch queues a "final callback" in its autograd engine; ours has none. Instead,
+//             the hook that readies the last parameter completes the iteration: it waits for the
+//             comm thread to finish the earlier buckets, all-reduces the last bucket itself
+//             (nothing is left to overlap it with, so a hand-off to the thread would only add a
+//             wake-up) and copies the averages into .grad. Every parameter's AccumulateGrad runs
+//             exactly once per backward, so at that moment no parameter gradient can change any
+//             more; when loss.backward() returns, every rank holds identical averaged gradients.
+//             (Nodes that run after the last parameter's AccumulateGrad, e.g. gradients w.r.t.
+//             inputs, just start a little later.)
+//
+// find_unused_parameters: forward walks the graph from its output; parameters whose
+//   AccumulateGrad is unreachable are marked ready (their slice: .grad if it has one from no_sync
+//   steps, else zeros) at the first hook, so every bucket completes; a per-parameter "used" map
+//   is all-reduced so that a parameter unused on *every* rank keeps .grad untouched (undefined
+//   if it was). Without the option, a parameter that got no gradient leaves its bucket pending:
+//   the next forward throws PyTorch's "Expected to have finished reduction in the prior
+//   iteration before starting a new one..." naming the parameters (after waiting for the
+//   all-reduces already started, which every rank started too, so nothing is left in flight).
+//
+// Threads: the communication thread needs MPI_THREAD_MULTIPLE (the main thread may call MPI
+// too); DDP's constructor throws a clear error if MPI provides less. The bucket all-reduces run
+// on a duplicate of the group's communicator, so they can never be matched against a collective
+// the main thread issues (buffer broadcasts, a loss all-reduce, barrier) on the group's own.
+// The only MPI_Allreduce calls are in Reducer::all_reduce_bucket and Reducer::all_reduce_used_map.
+//
+// The math: on rank r the slice of parameter i in its bucket holds g_r,i / N (copy_into_bucket);
+//   the SUM all-reduce of the bucket makes it sum_r g_r,i / N, the average, on every rank, which
+//   write_average copies into .grad (the whole derivation: ddp.hpp).
+// Shapes: buckets are 1-D (numel,) tensors of the parameters' dtype; param i occupies
+//   contents[offset_i, offset_i + numel_i) viewed as param i's shape.
+// Chapter: chapters/06-distributed-data-parallel.md (6.5 steps 3-4, 6.6, 6.10).
+// Reference: torch/csrc/distributed/c10d/reducer.cpp (mark_variable_ready, mark_bucket_ready,
+//   finalize_backward, ensure_prior_reduction_finished), compute_bucket_assignment_by_size.
+//   Notes: ../shared/reference/ddp-semantics.md (section 2: bucketing, hooks, find_unused_parameters).
+#pragma once
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "../autograd/grad_mode.hpp"
+#include "../autograd/node.hpp"
+#include "../core/dtype.hpp"
+#include "../functional.hpp"
+#include "algorithms.hpp"
+#include "errors.hpp"
+#include "model_agreement.hpp"
+#include "mpi_include.hpp"
+#include "process_group.hpp"
+#include "trace.hpp"
+
+namespace tinytorch::distributed {
+
+// =============================================================================================
+// Bucket assignment
+// =============================================================================================
+
+/// PyTorch's compute_bucket_assignment_by_size (reducer.cpp), dense tensors on one device.
+/// Walks `tensors` in order; keeps one open bucket per dtype; appends each tensor and adds its
+/// bytes; once the bucket's bytes reach the current limit (>=), closes it and moves that dtype
+/// to the next limit (the last limit repeats). Leftover open buckets are appended; the result
+/// is sorted by each bucket's smallest index (unless sort_by_first_index is false: then buckets
+/// stay in the order they were closed, which DDP's rebuild uses). Indices inside a bucket are
+/// ascending.
+///   e.g. sizes 0.5, 0.75, 10, 20, 3 MiB with limits {1 MiB, 25 MiB} -> {0,1}, {2,3}, {4}
+/// DDP uses the reversed list (bucket 0 = the last-registered parameters).
+/// Throws tinytorch::Error if `limits` is empty or holds a non-positive entry.
+inline std::vector<std::vector<size_t>> compute_bucket_assignment_by_size(const std::vector<Tensor>& tensors,
+                                                                          const std::vector<int64_t>& limits,
+                                                                          bool sort_by_first_index = true) {
+  detail::check(!limits.empty(), "compute_bucket_assignment_by_size: expected at least one size limit");
+  for (int64_t l : limits)
+    detail::check(l > 0, "compute_bucket_assignment_by_size: size limits must be positive, got ", l);
+  struct Open {
+    std::vector<size_t> indices;
+    int64_t bytes = 0;
+    size_t limit_index = 0;
+  };
+  std::map<int, Open> open;  // key: dtype
+  std::vector<std::vector<size_t>> result;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    Open& b = open[static_cast<int>(t.dtype())];
+    b.indices.push_back(i);
+    b.bytes += t.numel() * static_cast<int64_t>(element_size(t.dtype()));
+    if (b.bytes >= limits[b.limit_index]) {
+      result.push_back(std::move(b.indices));
+      b.indices.clear();
+      b.bytes = 0;
+      if (b.limit_index + 1 < limits.size()) ++b.limit_index;
+    }
+  }
+  for (auto& [key, b] : open)
+    if (!b.indices.empty()) result.push_back(std::move(b.indices));
+  if (sort_by_first_index)
+    std::sort(result.begin(), result.end(),
+              [](const std::vector<size_t>& a, const std::vector<size_t>& b) { return a.front() < b.front(); });
+  return result;
+}
+
+/// Timeline of one synced backward (steady_us() values), for benchmarks and traces.
+struct DDPIterationStats {
+  struct Bucket {
+    int64_t bytes = 0;
+    double ready_us = 0;  ///< its last gradient arrived (main thread)
+    double start_us = 0;  ///< its all-reduce started (comm thread, or main thread for the last)
+    double end_us = 0;    ///< ... and left it
+  };
+  std::vector<Bucket> buckets;
+  double first_grad_us = 0;      ///< the first hook of the backward
+  double last_grad_us = 0;       ///< the last bucket became ready: backward's compute is done
+  double finalize_end_us = 0;    ///< averaged gradients written back
+  bool valid = false;            ///< a synced backward completed (world size > 1)
+
+  /// Total time spent in bucket all-reduces (comm thread; the last bucket on the main thread).
+  double allreduce_us() const {
+    double s = 0;
+    for (const Bucket& b : buckets) s += b.end_us - b.start_us;
+    return s;
+  }
+  /// The part of allreduce_us() that ran before the last gradient was ready, i.e. hidden behind
+  /// backward's computation.
+  double hidden_us() const {
+    double s = 0;
+    for (const Bucket& b : buckets) s += std::max(0.0, std::min(b.end_us, last_grad_us) - b.start_us);
+    return s;
+  }
+  /// Time from the last gradient to the written-back averages: what overlap could not hide.
+  double exposed_us() const { return finalize_end_us - last_grad_us; }
+};
+
+// =============================================================================================
+// Reducer
+// =============================================================================================
+
+namespace detail {
+
+/// PyTorch's Reducer: the buckets and everything the hooks and the communication thread share;
+/// owned by the DDP object (the hooks hold weak pointers, so a parameter that outlives its DDP
+/// wrapper just stops syncing). See the file comment for the algorithm.
+struct Reducer {
+  struct Bucket {
+    std::vector<size_t> params;     ///< indices into Reducer::params, ascending
+    std::vector<int64_t> offsets;   ///< element offset of each of them in contents
+    int64_t numel = 0;
+    DType dtype = kFloat32;
+    Tensor contents;                ///< (numel,) the flat buffer that is all-reduced
+    size_t pending = 0;             ///< parameters not yet ready in this backward
+  };
+
+  int rank = 0;
+  int world = 1;
+  std::vector<Tensor> params;       ///< requires_grad parameters, registration order, deduplicated
+  std::vector<std::string> names;   ///< their dotted names inside the wrapped module
+  std::vector<size_t> bucket_of;    ///< param -> bucket
+  std::vector<size_t> slot_of;      ///< param -> position inside its bucket
+  std::vector<Bucket> buckets;      ///< in reduction order (bucket 0 first)
+  bool find_unused = false;
+  Algorithm algorithm = Algorithm::MPI;
+  std::shared_ptr<Trace> trace;
+  std::vector<int64_t> limits;      ///< bucket size limits in bytes: {first bucket, cap}
+  bool rebuilt = false;             ///< buckets already rebuilt in gradient-arrival order
+  std::vector<size_t> arrival;      ///< the order the hooks readied params (until rebuilt)
+
+  // ---- per-iteration state, main thread only -------------------------------------------------
+  bool expect_hooks = false;        ///< armed by a synced, grad-enabled forward
+  bool require_finalize = false;    ///< a hook fired since the forward armed them
+  std::vector<char> ready;          ///< param marked ready in this backward
+  std::vector<size_t> unused;       ///< find_unused: params unreachable from the output
+  std::vector<int64_t> local_used;  ///< find_unused: used in a backward since the last sync
+  std::vector<int64_t> global_used; ///< ... summed over ranks
+  size_t next_bucket = 0;           ///< the next bucket to launch (strict order)
+  DDPIterationStats stats;          ///< the backward in progress / the last one
+  DDPIterationStats last_stats;
+
+  // ---- communication thread -----------------------------------------------------------------
+#if TINYTORCH_WITH_MPI
+  MPI_Comm comm = MPI_COMM_NULL;    ///< dup of the group's communicator, for DDP's all-reduces only
+                                    ///< (comm thread, or main thread once the thread is idle)
+#endif
+  std::mutex mu;
+  std::condition_variable cv_task, cv_done;
+  std::deque<std::function<void()>> tasks;
+  size_t enqueued = 0, completed = 0;
+  bool stop = false;
+  bool busy = false;
+  std::exception_ptr comm_error;
+  std::thread thread;
+
+  /// (Re)creates the buckets: order[b] = the params of bucket b, in their slice order.
+  void assign_buckets(const std::vector<std::vector<size_t>>& order) {
+    buckets.clear();
+    bucket_of.assign(params.size(), 0);
+    slot_of.assign(params.size(), 0);
+    for (size_t b = 0; b < order.size(); ++b) {
+      Bucket bucket;
+      bucket.params = order[b];
+      bucket.dtype = params[bucket.params.front()].dtype();
+      for (size_t s = 0; s < bucket.params.size(); ++s) {
+        const size_t i = bucket.params[s];
+        bucket_of[i] = b;
+        slot_of[i] = s;
+        bucket.offsets.push_back(bucket.numel);
+        bucket.numel += params[i].numel();
+      }
+      if (world > 1) bucket.contents = zeros({bucket.numel}, TensorOptions(bucket.dtype));
+      buckets.push_back(std::move(bucket));
+    }
+  }
+
+  /// PyTorch's _rebuild_buckets: once, at the first forward after a complete synced backward
+  /// (not with find_unused_parameters), the buckets are recomputed from the order in which the
+  /// gradients actually arrived (rank 0's order, broadcast), without sorting: bucket 0 = the
+  /// first gradients, limits {first bucket, cap}. Registration order only approximates that
+  /// order (a layer's bias is registered before the next layer's weight but arrives after it),
+  /// so the rebuilt buckets can start earlier. Called by forward with grad mode on, when the
+  /// communication thread is idle; a collective on the default group when world size > 1.
+  void rebuild_buckets() {
+    if (rebuilt || find_unused || arrival.size() != params.size()) return;
+    rebuilt = true;
+    std::vector<int64_t> order(arrival.begin(), arrival.end());
+    if (world > 1) order = broadcast_ints(order, 0);
+    std::vector<Tensor> ordered;
+    for (int64_t i : order) ordered.push_back(params[static_cast<size_t>(i)]);
+    std::vector<std::vector<size_t>> groups = compute_bucket_assignment_by_size(ordered, limits, false);
+    for (auto& g : groups)
+      for (size_t& k : g) k = static_cast<size_t>(order[k]);
+    assign_buckets(groups);
+    arrival.clear();
+  }
+
+  // -------------------------------------------------------------------------------------------
+  void comm_loop() {
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv_task.wait(lock, [&] { return stop || !tasks.empty(); });
+        if (tasks.empty()) return;  // stop requested and nothing left
+        task = std::move(tasks.front());
+        tasks.pop_front();
+        busy = true;
+      }
+      std::exception_ptr err;
+      try {
+        task();
+      } catch (...) {
+        err = std::current_exception();
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (err && !comm_error) comm_error = err;
+        ++completed;
+        busy = false;
+      }
+      cv_done.notify_all();
+    }
+  }
+
+  void enqueue(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      tasks.push_back(std::move(task));
+      ++enqueued;
+    }
+    cv_task.notify_one();
+  }
+
+  /// Blocks until every enqueued collective has completed; rethrows the first error (once).
+  void wait_all() {
+    std::exception_ptr err;
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv_done.wait(lock, [&] { return completed == enqueued; });
+      err = comm_error;
+      comm_error = nullptr;
+    }
+    if (err) std::rethrow_exception(err);
+  }
+
+  // ---- one backward ---------------------------------------------------------------------------
+
+  /// Called by a synced forward in grad mode: arm the hooks for one backward.
+  void prepare_for_backward(const Tensor& output) {
+    expect_hooks = true;
+    arrival.clear();
+    require_finalize = false;
+    std::fill(ready.begin(), ready.end(), 0);
+    next_bucket = 0;
+    for (Bucket& b : buckets) b.pending = b.params.size();
+    stats = DDPIterationStats{};
+    stats.buckets.resize(buckets.size());
+    for (size_t b = 0; b < buckets.size(); ++b)
+      stats.buckets[b].bytes = buckets[b].numel * static_cast<int64_t>(element_size(buckets[b].dtype));
+    unused.clear();
+    if (!find_unused) return;
+    // Every node reachable from the output; a parameter is used iff its AccumulateGrad is.
+    std::unordered_set<const autograd::Node*> seen;
+    std::vector<autograd::Node*> stack;
+    if (output.defined() && output.requires_grad()) {
+      std::shared_ptr<autograd::Node> root = output.grad_fn();
+      if (!root) root = output.impl()->grad_accumulator.lock();  // the output is a parameter itself
+      if (root) {
+        seen.insert(root.get());
+        stack.push_back(root.get());
+      }
+    }
+    while (!stack.empty()) {
+      autograd::Node* n = stack.back();
+      stack.pop_back();
+      for (const autograd::Edge& e : n->next_edges)
+        if (e.fn && seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
+    }
+    for (size_t i = 0; i < params.size(); ++i) {
+      std::shared_ptr<autograd::Node> acc = params[i].impl()->grad_accumulator.lock();
+      if (!acc || seen.count(acc.get()) == 0) unused.push_back(i);
+    }
+  }
+
+  /// The post-accumulate-grad hook of parameter i.
+  void on_grad_ready(size_t i) {
+    if (find_unused) local_used[i] = 1;  // also inside no_sync: used in any micro-step counts
+    if (!expect_hooks) return;           // no_sync, or a forward that bypassed the wrapper
+    if (!require_finalize) {
+      require_finalize = true;
+      stats.first_grad_us = Trace::steady_us();
+      // find_unused_parameters: the parameters the forward did not reach will get no hook.
+      for (size_t u : unused) mark_variable_ready(u);
+    }
+    mark_variable_ready(i);
+  }
+
+  void mark_variable_ready(size_t i) {
+    if (ready[i]) {
+      detail::throw_error(::tinytorch::detail::str_cat(
+          "DistributedDataParallel: Expected to mark a variable ready only once. This error is "
+          "caused by one of the following reasons: 1) Use of a module parameter outside the `forward` function. "
+          "2) Reused parameters in multiple reentrant backward passes, or the same module run in two backward "
+          "passes before the first one's reduction finished. Parameter index ", i, " (\"", names[i],
+          "\") has been marked as ready twice."));
+    }
+    ready[i] = 1;
+    if (!rebuilt) arrival.push_back(i);
+    Bucket& b = buckets[bucket_of[i]];
+    if (world > 1) copy_into_bucket(i, b);
+    if (--b.pending == 0) {
+      stats.buckets[bucket_of[i]].ready_us = Trace::steady_us();
+      // Launch every ready bucket at the head of the order: all ranks launch the same sequence.
+      while (next_bucket < buckets.size() && buckets[next_bucket].pending == 0) {
+        if (next_bucket + 1 == buckets.size()) stats.last_grad_us = Trace::steady_us();  // all grads ready
+        launch(next_bucket++);
+      }
+      if (next_bucket == buckets.size()) finalize_backward();
+    }
+  }
+
+  /// slice <- .grad / world (or zeros when the parameter has no gradient). Dividing while
+  /// copying, as PyTorch's mark_variable_ready does, saves a pass over the averaged result: the
+  /// all-reduce (SUM) of the g_r / N is the average.
+  void copy_into_bucket(size_t i, Bucket& b) {
+    const size_t slot = slot_of[i];
+    const int64_t n = params[i].numel();
+    char* dst = static_cast<char*>(b.contents.raw_data()) +
+                static_cast<size_t>(b.offsets[slot]) * element_size(b.dtype);
+    Tensor g = params[i].grad();
+    if (!g.defined()) {
+      std::memset(dst, 0, static_cast<size_t>(n) * element_size(b.dtype));
+      return;
+    }
+    if (g.dtype() != b.dtype || !g.is_contiguous()) {
+      NoGradGuard no_grad;
+      g = g.to(b.dtype).contiguous();
+    }
+    const int w = world;
+    dispatch(b.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* src = static_cast<const T*>(g.raw_data());
+      T* out = reinterpret_cast<T*>(dst);
+      const T d = static_cast<T>(w);
+      if (std::is_floating_point_v<T> && (w & (w - 1)) == 0) {
+        // N a power of two: 1/N is exact, so x * (1/N) is the same correctly rounded number as
+        // x / N, and a multiply is several times cheaper than a divide.
+        const T inv = T(1) / d;
+        for (int64_t k = 0; k < n; ++k) out[k] = src[k] * inv;
+      } else {
+        for (int64_t k = 0; k < n; ++k) out[k] = src[k] / d;
+      }
+    });
+  }
+
+  /// Starts bucket bi's all-reduce. Buckets before the last go to the communication thread and
+  /// overlap with the rest of backward. The last bucket has nothing left to overlap with, so the
+  /// main thread, which would only wait, runs it itself: first it waits until the thread has
+  /// finished the earlier buckets (collectives on one communicator must be issued in the same
+  /// order on every rank, and by one thread at a time), then calls MPI_Allreduce. This saves a
+  /// thread hand-off per step, and a one-bucket model never involves the thread at all.
+  void launch(size_t bi) {
+    if (world == 1) return;
+    if (bi + 1 < buckets.size()) {
+      enqueue([this, bi] { all_reduce_bucket(bi, 1); });
+    } else {
+      wait_all();
+      all_reduce_bucket(bi, 0);
+    }
+  }
+
+  /// All-reduce (SUM) of bucket bi on DDP's communicator with the chosen algorithm, timed;
+  /// `tid` 1 = comm thread, 0 = main.
+  void all_reduce_bucket(size_t bi, int tid) {
+#if TINYTORCH_WITH_MPI
+    Bucket& b = buckets[bi];
+    const double t0 = Trace::steady_us();
+    if (algorithm == Algorithm::MPI) {
+      mpi_check(MPI_Allreduce(MPI_IN_PLACE, b.contents.raw_data(), static_cast<int>(b.numel), mpi_datatype(b.dtype),
+                              MPI_SUM, comm),
+                "MPI_Allreduce", "DistributedDataParallel (bucket " + std::to_string(bi) + ")");
+    } else {
+      AlgorithmOptions ao;
+      ao.comm = comm;
+      all_reduce(b.contents.raw_data(), b.numel, b.dtype, ReduceOp::SUM, algorithm, ao);
+    }
+    const double t1 = Trace::steady_us();
+    stats.buckets[bi].start_us = t0;  // from the comm thread: read by the main thread after wait_all()
+    stats.buckets[bi].end_us = t1;
+    if (trace)
+      trace->complete("all_reduce bucket " + std::to_string(bi), "comm", tid, t0, t1,
+                      ::tinytorch::detail::str_cat("\"bucket\": ", bi, ", \"params\": ", b.params.size(),
+                                                   ", \"bytes\": ", stats.buckets[bi].bytes));
+#else
+    (void)bi;
+    (void)tid;
+#endif
+  }
+
+  /// All buckets launched (called from the hook that readied the last parameter): wait for the
+  /// all-reduces, average, write .grad; disarm the hooks.
+  void finalize_backward() {
+    const double t0 = stats.last_grad_us;  // set by mark_variable_ready before the last launch
+    expect_hooks = false;
+    require_finalize = false;
+    wait_all();  // (already idle: launch() ran the last bucket on this thread after the others)
+    if (find_unused && world > 1) all_reduce_used_map();
+    if (world > 1) {
+      for (size_t bi = 0; bi < buckets.size(); ++bi) {
+        const Bucket& b = buckets[bi];
+        for (size_t s = 0; s < b.params.size(); ++s) {
+          const size_t i = b.params[s];
+          if (find_unused && global_used[i] == 0) continue;  // unused on every rank: untouched
+          write_average(i, b, b.offsets[s]);
+        }
+      }
+    }
+    if (find_unused) std::fill(local_used.begin(), local_used.end(), 0);
+    stats.finalize_end_us = Trace::steady_us();
+    stats.valid = world > 1;
+    last_stats = stats;
+    if (trace) trace->complete("finalize: last bucket, average, write .grad", "comm", 0, t0, stats.finalize_end_us);
+  }
+
+  /// find_unused_parameters: global_used <- the SUM over ranks of local_used, on DDP's
+  /// communicator (main thread; the comm thread is idle).
+  void all_reduce_used_map() {
+#if TINYTORCH_WITH_MPI
+    global_used = local_used;
+    mpi_check(MPI_Allreduce(MPI_IN_PLACE, global_used.data(), static_cast<int>(global_used.size()), MPI_INT64_T,
+                            MPI_SUM, comm),
+              "MPI_Allreduce", "DistributedDataParallel (used-parameter map)");
+#endif
+  }
+
+  /// .grad of param i <- its slice of the reduced bucket (already the average): in place when
+  /// .grad is a contiguous tensor of the parameter's dtype and shape, else a new tensor.
+  void write_average(size_t i, const Bucket& b, int64_t offset) {
+    Tensor& p = params[i];
+    Tensor g = p.grad();
+    const bool reuse = g.defined() && g.dtype() == b.dtype && g.is_contiguous() && g.sizes() == p.sizes();
+    Tensor out = reuse ? g : empty(p.sizes(), TensorOptions(b.dtype));
+    const size_t esize = element_size(b.dtype);
+    const size_t bytes = static_cast<size_t>(p.numel()) * esize;
+    if (bytes > 0)
+      std::memcpy(out.raw_data(), static_cast<const char*>(b.contents.raw_data()) + static_cast<size_t>(offset) * esize,
+                  bytes);
+    if (!reuse) {
+      if (g.defined() && g.dtype() != b.dtype) out = out.to(g.dtype());
+      p.set_grad(out);
+    }
+  }
+
+  /// Called at the start of every grad-enabled forward: PyTorch's
+  /// ensure_prior_reduction_finished.
+  void ensure_prior_reduction_finished() {
+    if (!(expect_hooks && require_finalize)) {
+      expect_hooks = false;  // armed but no backward ran: allowed (e.g. a loss computed twice)
+      return;
+    }
+    expect_hooks = false;
+    require_finalize = false;
+    // The buckets already launched form a prefix of the order that every rank has launched
+    // too (a rank launches bucket k only after 0..k-1), so waiting for them cannot hang.
+    try {
+      wait_all();
+    } catch (...) {
+    }
+    std::string indices, pnames;
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (ready[i]) continue;
+      indices += (indices.empty() ? "" : " ") + std::to_string(i);
+      pnames += (pnames.empty() ? "" : ", ") + names[i];
+    }
+    if (find_unused) std::fill(local_used.begin(), local_used.end(), 0);
+    detail::throw_error(::tinytorch::detail::str_cat(
+        "DistributedDataParallel: Expected to have finished reduction in the prior iteration before starting a "
+        "new one. This error indicates that your module has parameters that were not used in producing loss. "
+        "You can enable unused parameter detection by passing find_unused_parameters = true in DDPOptions, and "
+        "by making sure all `forward` function outputs participate in calculating loss.\n"
+        "Parameter indices which did not receive grad for rank ", rank, ": ", indices,
+        "\nParameters which did not receive grad for rank ", rank, ": ", pnames));
+  }
+};
+
+}  // namespace detail
+
+}  // namespace tinytorch::distributed
