@@ -33,6 +33,11 @@
 // --trace PREFIX: every rank writes PREFIX.rank{r}.json, a Chrome trace (chrome://tracing,
 //   ui.perfetto.dev) of forward, backward, optimizer step, evaluation on the main thread and
 //   each bucket's all-reduce on DDP's communication thread, written atomically (tmp + rename).
+// --timeout SECONDS: how long any collective may wait for the other ranks before the watchdog
+//   reports it and ends the job (default: TINYTORCH_DIST_TIMEOUT, else 30 minutes as PyTorch).
+// Under mpirun the ranks first check that the flags that must match (--epochs, --batch-size,
+//   --limit, --lr, --momentum, --hidden, --seed, --no-scale-lr, --warmup-*, --trace, --dp) are the
+//   same on every rank; if not, every rank exits with a message naming each flag that differs.
 // Chapters: chapters/01-training-loop.md, 05-data-parallel.md, 06-distributed-data-parallel.md,
 // 08-large-batch.md.
 // Reference: PyTorch's DDP tutorial (DistributedSampler + DDP); Goyal et al., "Accurate, Large
@@ -40,7 +45,9 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -73,7 +80,35 @@ struct Config {
   double warmup_start_factor = 0;  // 0: the default described above
   std::string trace;
   int dp = 0;  // > 0: DataParallel over that many CPU replicas
+  double timeout = 0;  // seconds; 0: TINYTORCH_DIST_TIMEOUT or the default 30 minutes
 };
+
+/// The flags every rank must agree on (all but --data-dir, --threads and --timeout, which may
+/// differ per host), as text for dist::check_same_across_ranks.
+std::vector<std::pair<std::string, std::string>> flags_that_must_match(const Config& c) {
+  std::string hidden;
+  for (int64_t h : c.hidden) hidden += (hidden.empty() ? "" : ",") + std::to_string(h);
+  const auto real = [](double v) {  // the shortest text that reads back as v: 0.1, not 0.10000000000000001
+    char b[64];
+    for (int digits = 6; digits <= 17; ++digits) {
+      std::snprintf(b, sizeof b, "%.*g", digits, v);
+      if (std::strtod(b, nullptr) == v) break;
+    }
+    return std::string(b);
+  };
+  return {{"--epochs", std::to_string(c.epochs)},
+          {"--batch-size", std::to_string(c.batch_size)},
+          {"--limit", c.limit == 0 ? "(all)" : std::to_string(c.limit)},
+          {"--lr", real(c.lr)},
+          {"--momentum", real(c.momentum)},
+          {"--hidden", hidden},
+          {"--seed", std::to_string(c.seed)},
+          {"--no-scale-lr", c.no_scale_lr ? "on" : "off"},
+          {"--warmup-epochs", std::to_string(c.warmup_epochs)},
+          {"--warmup-start-factor", real(c.warmup_start_factor)},
+          {"--trace", c.trace.empty() ? "(off)" : c.trace},
+          {"--dp", std::to_string(c.dp)}};
+}
 
 constexpr double kMean = 0.2860, kStd = 0.3530;  // Fashion-MNIST training-set pixel statistics
 
@@ -319,9 +354,22 @@ int main(int argc, char** argv) {
   app.add_option("--trace", cfg.trace, "write a Chrome trace per rank to PREFIX.rank{r}.json");
   app.add_option("--dp", cfg.dp, "DataParallel over N CPU replicas in this one process (not with mpirun)")
       ->check(flags::integer_in(1, 64));
+  app.add_option("--timeout", cfg.timeout,
+                 "seconds a collective may wait for the other ranks before the job is aborted with a report "
+                 "(default: $TINYTORCH_DIST_TIMEOUT, else 1800)")
+      ->check(flags::real_in(0, 1e9, flags::kLowOpen));
   CLI11_PARSE(app, argc, argv);
-  dist::ProcessGroupGuard pg(dist::Backend::MPI);  // world size 1 without mpirun
+  std::chrono::milliseconds timeout{0};
   try {
+    timeout = cfg.timeout > 0 ? std::chrono::milliseconds(std::max<int64_t>(1, std::llround(cfg.timeout * 1000)))
+                              : dist::default_timeout();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "train_mnist: %s\n", e.what());
+    return 2;
+  }
+  dist::ProcessGroupGuard pg(dist::Backend::MPI, timeout);  // world size 1 without mpirun
+  try {
+    dist::check_same_across_ranks("train_mnist", flags_that_must_match(cfg));
     return run(cfg);
   } catch (const std::exception& e) {
     if (dist::get_world_size() > 1) pg.abort(e);  // "rank r: ...", then MPI_Abort: nobody hangs

@@ -15,6 +15,13 @@
 //             fc_b.bias" and its MPI_Abort ends rank 0's wait.
 //   throw     rank 1 throws in the middle of its second iteration (between forward and
 //             backward), while rank 0's communication thread waits in the bucket all-reduce.
+//   unused_last  rank 1 skips fc_b in the last iteration only, and the loop never calls another
+//             forward that would notice: rank 0 waits in the bucket all-reduce, rank 1 in
+//             destroy_process_group. Each rank's watchdog reports after the timeout
+//             (TINYTORCH_DIST_TIMEOUT) and the job ends.
+//   unequal_steps  rank 1 trains 2 iterations, the others 3 (e.g. a different --limit per rank).
+//             With TINYTORCH_DISTRIBUTED_DEBUG=DETAIL, rank 0's third forward meets rank 1's
+//             barrier in destroy_process_group: the same "collective mismatch" error on both.
 //   ok        nobody fails: three iterations, exit 0, rank 0 prints "ddp ok: N ranks".
 // Chapter: chapters/06-distributed-data-parallel.md ("When a rank goes wrong").
 #include <tinytorch/distributed.hpp>
@@ -46,8 +53,11 @@ class TwoLayers : public nn::Module {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "ok";
-  if (mode != "ok" && mode != "mismatch" && mode != "unused" && mode != "throw") {
-    std::fprintf(stderr, "ddp_failing_rank: unknown mode '%s' (ok, mismatch, unused, throw)\n", mode.c_str());
+  if (mode != "ok" && mode != "mismatch" && mode != "unused" && mode != "throw" && mode != "unused_last" &&
+      mode != "unequal_steps") {
+    std::fprintf(stderr,
+                 "ddp_failing_rank: unknown mode '%s' (ok, mismatch, unused, throw, unused_last, unequal_steps)\n",
+                 mode.c_str());
     return 2;
   }
   dist::ProcessGroupGuard pg(dist::Backend::MPI);
@@ -58,7 +68,9 @@ int main(int argc, char** argv) {
   tinytorch::optim::SGD opt(ddp.parameters(), 0.1);
   nn::MSELoss loss_fn;
   Tensor x = tinytorch::ones({3, 4}), y = tinytorch::zeros({3, 2});
-  for (int it = 0; it < 3; ++it) {
+  const int iterations = mode == "unequal_steps" && r == 1 ? 2 : 3;
+  for (int it = 0; it < iterations; ++it) {
+    if (mode == "unused_last" && r == 1) model->use_b = it < 2;
     opt.zero_grad();
     Tensor loss = loss_fn(ddp.forward(x), y);
     if (mode == "throw" && r == 1 && it == 1)

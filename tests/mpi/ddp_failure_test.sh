@@ -6,7 +6,10 @@
 #
 # Runs tests/mpi/ddp_failing_rank.cpp under scripts/mpirun.sh in each mode and asserts that
 # mpirun exits non-zero (mode ok: zero), not because our timeout killed it, within
-# TT_FAILURE_SECONDS (default 20) seconds, and that the output holds the expected text.
+# TT_FAILURE_SECONDS (default 20) seconds, and that the output holds the expected text. Mode
+# unused_last runs with a 3-second collective timeout (TINYTORCH_DIST_TIMEOUT=3) and expects
+# both ranks' watchdog reports; unequal_steps runs with TINYTORCH_DISTRIBUTED_DEBUG=DETAIL and
+# expects the mismatch error on both ranks.
 # ctest runs it as mpi_ddp_failure (tests/CMakeLists.txt pairs every tests/mpi/<p>failure_test.sh
 # with tests/mpi/<p>failing_rank.cpp). Exit 0 when every check passes, 1 otherwise.
 set -uo pipefail
@@ -21,5 +24,11 @@ run_mode "$bin" mismatch nonzero "DDP expects same model across all ranks" "MPI_
 run_mode "$bin" unused nonzero "rank 1: " "Expected to have finished reduction in the prior iteration" \
   "fc_b.weight, fc_b.bias" "MPI_Abort"
 run_mode "$bin" throw nonzero "rank 1: rank-local failure between forward and backward" "MPI_Abort"
+TINYTORCH_DIST_TIMEOUT=3 run_mode "$bin" unused_last nonzero \
+  "rank 0: Watchdog caught collective operation timeout: all_reduce (sequence number 3, 20 torch.float32 elements, SUM) on group \"DistributedDataParallel buckets\"" \
+  "rank 1: Watchdog caught collective operation timeout: barrier (sequence number" "called as barrier in destroy_process_group"
+TINYTORCH_DISTRIBUTED_DEBUG=DETAIL run_mode "$bin" unequal_steps nonzero \
+  "rank 0: collective mismatch across ranks on group \"default\"" "rank 1: destroy_process_group: rank 1: collective mismatch" \
+  "iteration 3) but rank 1 is running barrier (sequence number"
 
 finish_checks ddp_failure_test

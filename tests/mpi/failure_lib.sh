@@ -6,7 +6,8 @@
 #   run_mode <binary> <mode> <expected rc: 0|nonzero> <pattern>...
 # asserts that the job exits 0 (or non-zero), not because our timeout killed it (exit 124),
 # within `limit` seconds, and that its output holds every pattern (fixed strings); prints one
-# "ok"/"FAIL" line per check and the output when one fails; counts failed modes in `failures`.
+# "ok"/"FAIL" line per check and the output when one fails; counts failed modes in `failures`;
+# leaves the job's output in `out_last` for further checks.
 #   finish_checks <name>   exits 1 if any mode failed, 0 otherwise.
 
 limit="${limit:-${TT_FAILURE_SECONDS:-20}}"
@@ -21,6 +22,7 @@ run_mode() {
   rc=$?
   end=$(date +%s.%N)
   elapsed=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
+  out_last="$out"
   if [[ "$want" == 0 && $rc -ne 0 ]]; then ok=0; echo "FAIL [$mode]: expected exit 0, got $rc"; fi
   if [[ "$want" != 0 && $rc -eq 0 ]]; then ok=0; echo "FAIL [$mode]: expected a non-zero exit, got 0"; fi
   if [[ $rc -eq 124 ]]; then ok=0; echo "FAIL [$mode]: the job hung (killed by timeout after $((limit + 10)) s)"; fi

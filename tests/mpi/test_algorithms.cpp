@@ -81,17 +81,17 @@ std::vector<int64_t> awkward_counts() {
 
 TEST_CASE("algorithms equal MPI_Allreduce for float32", "[distributed][algorithms]") {
   ensure_group();
-  check_all<float>({ReduceOp::SUM, ReduceOp::AVG, ReduceOp::MAX}, awkward_counts(), {});
+  check_all<float>({ReduceOp::SUM, ReduceOp::AVG, ReduceOp::MAX, ReduceOp::MIN}, awkward_counts(), {});
 }
 
 TEST_CASE("algorithms equal MPI_Allreduce for float64", "[distributed][algorithms]") {
   ensure_group();
-  check_all<double>({ReduceOp::SUM, ReduceOp::AVG, ReduceOp::MAX}, awkward_counts(), {});
+  check_all<double>({ReduceOp::SUM, ReduceOp::AVG, ReduceOp::MAX, ReduceOp::MIN}, awkward_counts(), {});
 }
 
 TEST_CASE("algorithms equal MPI_Allreduce for int64", "[distributed][algorithms]") {
   ensure_group();
-  check_all<int64_t>({ReduceOp::SUM, ReduceOp::MAX}, awkward_counts(), {});
+  check_all<int64_t>({ReduceOp::SUM, ReduceOp::MAX, ReduceOp::MIN}, awkward_counts(), {});
 }
 
 TEST_CASE("algorithms with tiny pipeline segments and deep receive windows", "[distributed][algorithms]") {

@@ -12,7 +12,11 @@
 //     against values computed by hand;
 //   * bad arguments throw on the rank that passes them, with a message naming the collective and
 //     the values, before any message is sent (a collective afterwards still lines up);
-//   * MPI errors come back as tinytorch::Error with MPI's error string and the rank.
+//   * MPI errors come back as tinytorch::Error with MPI's error string and the rank;
+//   * ReduceOp::MIN; sequence numbers per group and new_group(); the timeout and debug-level
+//     settings and their bad values; at DETAIL, a collective that differs across ranks is the
+//     same error on every rank (ctest runs these tests with TINYTORCH_DISTRIBUTED_DEBUG=DETAIL).
+// What a hang turns into (the watchdog aborting the job) is tested by tests/mpi/hang_failure_test.sh.
 // That a throwing rank ends the whole job (ProcessGroupGuard + MPI_Abort) is tested by
 // tests/mpi/failure_test.sh, which needs its own mpirun.
 // Chapter: chapters/07-all-reduce.md. Catch2 tag: [distributed][process_group].
@@ -21,6 +25,7 @@
 #include <tinytorch/functional.hpp>
 #include <tinytorch/distributed.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
@@ -131,6 +136,14 @@ TEST_CASE("all_reduce on raw buffers: SUM, AVG, MAX for every dtype", "[distribu
   std::vector<int64_t> i = {r, -r, 7};
   dist::all_reduce(i.data(), 3, ReduceOp::MAX);
   CHECK(i == std::vector<int64_t>{n - 1, 0, 7});
+
+  std::vector<int64_t> lo = {r, -r, 7};
+  dist::all_reduce(lo.data(), 3, ReduceOp::MIN);
+  CHECK(lo == std::vector<int64_t>{0, -(n - 1), 7});
+  std::vector<double> dlo = {double(r) + 0.5, -double(r)};
+  dist::all_reduce(dlo.data(), 2, ReduceOp::MIN);
+  CHECK(dlo == std::vector<double>{0.5, -double(n - 1)});
+  CHECK(std::string(dist::reduce_op_name(ReduceOp::MIN)) == "MIN");
 
   // void* + DType form, and count 0.
   int64_t s = r;
@@ -358,6 +371,118 @@ TEST_CASE("MPI errors come back as tinytorch::Error with MPI's message and the r
   MPI_Error_string(rc, text, &len);
   CHECK_THROWS_WITH(dist::detail::mpi_check(rc, "MPI_Send", "test_send"), Catch::Contains(std::string(text, len)));
   dist::barrier();
+}
+
+TEST_CASE("sequence numbers count the collectives of each group; new_group has its own", "[distributed][process_group]") {
+  ensure_group();
+  dist::ProcessGroup& world = dist::get_default_group();
+  CHECK(world.name() == "default");
+  CHECK(world.rank() == dist::get_rank());
+  CHECK(world.size() == dist::get_world_size());
+  const uint64_t before = world.sequence_number();
+  float x = 1.0f;
+  dist::all_reduce(&x, 1);
+  dist::barrier();
+  dist::all_reduce_async(&x, 1, tinytorch::kFloat32).wait();
+  CHECK(world.sequence_number() == before + 3);
+
+  std::shared_ptr<dist::ProcessGroup> side = dist::new_group("side");
+  CHECK(side->name() == "side");
+  CHECK(side->size() == world.size());
+  CHECK(side->rank() == world.rank());
+  CHECK(side->timeout() == world.timeout());
+  CHECK(side->sequence_number() == 0);
+  float y = float(dist::get_rank());
+  side->all_reduce(&y, 1, tinytorch::kFloat32, ReduceOp::MAX, dist::Completion::Blocking);
+  CHECK(y == float(world.size() - 1));
+  dist::Work w = side->all_reduce(&y, 1, tinytorch::kFloat32, ReduceOp::MIN);  // Async by default
+  w.wait();
+  CHECK(y == float(world.size() - 1));
+  CHECK(side->sequence_number() == 2);
+  CHECK(world.sequence_number() == before + 3);  // new_group is not a collective of the default group
+}
+
+TEST_CASE("timeout and debug level: defaults, the environment, bad values", "[distributed][process_group]") {
+  const char* saved = std::getenv("TINYTORCH_DIST_TIMEOUT");
+  const std::string keep = saved ? saved : "";
+  ::unsetenv("TINYTORCH_DIST_TIMEOUT");
+  CHECK(dist::default_timeout() == std::chrono::minutes(30));  // PyTorch's default_pg_timeout
+  ::setenv("TINYTORCH_DIST_TIMEOUT", "2.5", 1);
+  CHECK(dist::default_timeout() == std::chrono::milliseconds(2500));
+  for (const char* bad : {"0", "-3", "ten", "5s", "nan"}) {
+    ::setenv("TINYTORCH_DIST_TIMEOUT", bad, 1);
+    CHECK_THROWS_WITH(dist::default_timeout(), Catch::Contains(std::string("TINYTORCH_DIST_TIMEOUT='") + bad +
+                                                               "' is not a positive number of seconds"));
+  }
+  if (saved) ::setenv("TINYTORCH_DIST_TIMEOUT", keep.c_str(), 1); else ::unsetenv("TINYTORCH_DIST_TIMEOUT");
+
+  ensure_group();
+  const dist::DebugLevel level = dist::get_debug_level();
+  const char* env = std::getenv("TINYTORCH_DISTRIBUTED_DEBUG");
+  CHECK(std::string(dist::debug_level_name(level)) == std::string(env && *env ? env : "OFF"));
+  dist::set_debug_level(dist::DebugLevel::INFO);
+  CHECK(dist::get_debug_level() == dist::DebugLevel::INFO);
+  dist::set_debug_level(level);
+
+  // init_process_group(timeout): the group keeps it; a non-positive one is refused before MPI.
+  dist::destroy_process_group();
+  CHECK_THROWS_WITH(dist::init_process_group(dist::Backend::MPI, std::chrono::milliseconds(0)),
+                    Catch::Contains("init_process_group: timeout must be positive, got 0 ms"));
+  dist::init_process_group(dist::Backend::MPI, std::chrono::seconds(42));
+  CHECK(dist::get_default_group().timeout() == std::chrono::seconds(42));
+  ::setenv("TINYTORCH_DISTRIBUTED_DEBUG", "LOUD", 1);
+  dist::destroy_process_group();
+  CHECK_THROWS_WITH(dist::init_process_group(), Catch::Contains("TINYTORCH_DISTRIBUTED_DEBUG='LOUD' is not one of OFF, INFO, DETAIL"));
+  if (env) ::setenv("TINYTORCH_DISTRIBUTED_DEBUG", env, 1); else ::unsetenv("TINYTORCH_DISTRIBUTED_DEBUG");
+  ensure_group();
+  CHECK(dist::get_debug_level() == level);
+}
+
+TEST_CASE("DETAIL: a collective that differs across ranks is the same error on every rank", "[distributed][process_group]") {
+  ensure_group();
+  const int r = dist::get_rank(), n = dist::get_world_size();
+  if (n == 1) return;
+  const dist::DebugLevel level = dist::get_debug_level();
+  dist::set_debug_level(dist::DebugLevel::DETAIL);
+  const uint64_t seq = dist::get_default_group().sequence_number() + 1;
+  std::vector<float> x(3, 1.0f);
+  // The last rank reduces one element more than the others.
+  const std::string expected = "collective mismatch across ranks on group \"default\" (found by "
+                               "TINYTORCH_DISTRIBUTED_DEBUG=DETAIL): rank 0 is running all_reduce (sequence number " +
+                               std::to_string(seq) + ", 2 torch.float32 elements, SUM) but rank " + std::to_string(n - 1) +
+                               " is running all_reduce (sequence number " + std::to_string(seq) +
+                               ", 3 torch.float32 elements, SUM)";
+  CHECK_THROWS_WITH(dist::all_reduce(x.data(), r == n - 1 ? 3 : 2), Catch::Contains(expected));
+  CHECK(x == std::vector<float>(3, 1.0f));  // nothing was reduced
+  // Broadcast roots that differ; a Tensor collective; the same through the async form.
+  Tensor t = tinytorch::ones({2});
+  CHECK_THROWS_WITH(dist::broadcast(t, r == 0 ? 0 : 1), Catch::Contains("src 0) but rank 1 is running broadcast"));
+  CHECK_THROWS_WITH(dist::all_reduce_async(x.data(), 3, tinytorch::kFloat32, r == 0 ? ReduceOp::SUM : ReduceOp::MAX),
+                    Catch::Contains("SUM) but rank 1 is running all_reduce") && Catch::Contains("MAX)"));
+  // Agreeing collectives still work afterwards.
+  dist::all_reduce(x.data(), 3);
+  CHECK(x == std::vector<float>(3, float(n)));
+  dist::set_debug_level(level);
+}
+
+TEST_CASE("check_same_across_ranks names every setting that differs, on every rank", "[distributed][process_group]") {
+  ensure_group();
+  const int r = dist::get_rank(), n = dist::get_world_size();
+  dist::check_same_across_ranks("prog", {{"--lr", "0.1"}, {"--epochs", "3"}});  // the same everywhere
+  dist::check_same_across_ranks("prog", {});
+  if (n == 1) return;
+  const std::string last = std::to_string(n - 1);
+  CHECK_THROWS_WITH(dist::check_same_across_ranks("prog", {{"--lr", r == n - 1 ? "0.2" : "0.1"},
+                                                           {"--epochs", "3"},
+                                                           {"--hidden", r == n - 1 ? "64" : "256,128"}}),
+                    Catch::Contains("prog: the ranks disagree on settings that must match: --lr is 0.1 on rank 0 but 0.2 on rank " +
+                                    last + "; --hidden is 256,128 on rank 0 but 64 on rank " + last));
+  std::vector<std::pair<std::string, std::string>> some = {{"--a", "1"}};
+  if (r == n - 1) some.emplace_back("--b", "2");
+  CHECK_THROWS_WITH(dist::check_same_across_ranks("prog", some),
+                    Catch::Contains("prog: the ranks disagree on how many settings must match: rank 0 has 1, rank " + last +
+                                    " has 2"));
+  dist::barrier();  // still in step
 }
 
 TEST_CASE("a world of size 1 without the launcher still works", "[distributed][process_group]") {

@@ -36,8 +36,10 @@
 // Uneven sizes are handled: chunk c of the ring has count/N or count/N + 1 elements (the first
 // count % N chunks get the extra one), so count < N (empty chunks) and count = 0 work.
 // AVG = SUM, then "/ N" (the ring divides only its own chunk, before the all-gather); int64 AVG
-// throws. Messages use tag kAlgorithmTag on the group's communicator; do not run two of these
-// at once on one group from two threads.
+// throws. MIN and MAX compare. Messages use tag kAlgorithmTag on the group's communicator; do not
+// run two of these at once on one group from two threads. Each counts as one collective of its
+// group (sequence number, DETAIL agreement), and its waits are watched like every other
+// (work.hpp): a peer that never sends ends the job after the group's timeout, with a report.
 //
 // Chapter: chapters/07-all-reduce.md. References: Patarasuk & Yuan, "Bandwidth optimal all-reduce
 // algorithms for clusters of workstations" (2009); Thakur, Rabenseifner & Gropp, "Optimization of
@@ -112,11 +114,9 @@ struct AlgorithmOptions {
   /// 0 = whole messages — nothing is computed on them, so there is nothing to overlap, and one
   /// large message costs MPI a single handshake.
   int64_t copy_segment_bytes = 0;
-#if TINYTORCH_WITH_MPI
-  /// Communicator to run on (same ranks as the default group, e.g. a duplicate of it, as
-  /// DistributedDataParallel uses for its buckets); MPI_COMM_NULL = the default group's own.
-  MPI_Comm comm = MPI_COMM_NULL;
-#endif
+  /// Process group to run on (e.g. one from new_group(), as DistributedDataParallel uses for
+  /// its buckets); nullptr = the default group.
+  ProcessGroup* group = nullptr;
 };
 
 /// MPI tag of the algorithms' point-to-point messages.
@@ -145,6 +145,10 @@ inline void reduce_into(T* __restrict dst, const T* __restrict src, int64_t n, R
     for (; i + 16 <= n; i += 16)
       for (int j = 0; j < 16; ++j) dst[i + j] = dst[i + j] < src[i + j] ? src[i + j] : dst[i + j];
     for (; i < n; ++i) dst[i] = dst[i] < src[i] ? src[i] : dst[i];
+  } else if (op == ReduceOp::MIN) {
+    for (; i + 16 <= n; i += 16)
+      for (int j = 0; j < 16; ++j) dst[i + j] = src[i + j] < dst[i + j] ? src[i + j] : dst[i + j];
+    for (; i < n; ++i) dst[i] = src[i] < dst[i] ? src[i] : dst[i];
   } else {
     for (; i + 16 <= n; i += 16)
       for (int j = 0; j < 16; ++j) dst[i + j] += src[i + j];
@@ -176,7 +180,8 @@ inline void* scratch(size_t bytes) {
   return b.p;
 }
 
-/// What the algorithms need to talk: communicator, my rank, world size, message sizes.
+/// What the algorithms need to talk: the group (communicator, timeout), my rank, world size,
+/// message sizes, and the collective's fingerprint for the watchdog's report.
 struct Channel {
   const char* op;     ///< "ring_all_reduce", ... for error messages
   int rank;
@@ -184,9 +189,18 @@ struct Channel {
   int64_t seg;        ///< segment length (elements) of a message the receiver adds in
   int64_t copy_seg;   ///< segment length (elements) of a message the receiver just stores
   int depth;          ///< reduce-receives posted ahead
+  ProcessGroup* group;
+  Fingerprint fp;
 #if TINYTORCH_WITH_MPI
   MPI_Comm comm;
   MPI_Datatype type;
+
+  /// Waits for `n` requests, watched by the watchdog with the group's timeout.
+  void wait(MPI_Request* requests, int n) const {
+    const ProcessGroup* g = group;
+    const Fingerprint f = fp;
+    wait_requests(requests, n, group->timeout(), op, [g, f] { return g->describe(f); });
+  }
 #endif
 };
 
@@ -216,9 +230,7 @@ void post_sends(const Channel& ch, const T* data, int64_t n, int to, int64_t seg
 
 /// Blocks until every request has completed; empties the list.
 inline void wait_all(const Channel& ch, Requests& requests) {
-  if (!requests.empty())
-    mpi_check(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE),
-              "MPI_Waitall", ch.op);
+  if (!requests.empty()) ch.wait(requests.data(), static_cast<int>(requests.size()));
   requests.clear();
 }
 
@@ -256,7 +268,7 @@ void recv_reduce(const Channel& ch, T* dst, int64_t n, int from, ReduceOp op, Co
   };
   for (int64_t k = 0; k < std::min<int64_t>(D, pieces); ++k) post(k);
   for (int64_t k = 0; k < pieces; ++k) {
-    mpi_check(MPI_Wait(&window[k % D], MPI_STATUS_IGNORE), "MPI_Wait", ch.op);
+    ch.wait(&window[k % D], 1);
     reduce_into(dst + k * S, slots + (k % D) * S, len(k), op);
     if (k + D < pieces) post(k + D);
   }
@@ -272,9 +284,12 @@ void send_all(const Channel& ch, const T* data, int64_t n, int to, int64_t seg, 
 }
 #endif
 
-/// Common argument checks; returns the channel for the default group.
+/// Common argument checks, then the collective's sequence number (and DETAIL agreement) on the
+/// group; returns the channel.
 template <typename T>
-Channel open_channel(const char* op, const T* x, int64_t count, ReduceOp rop, const AlgorithmOptions& opt) {
+Channel open_channel(const char* op, const T* x, int64_t count, ReduceOp rop, Algorithm algo,
+                     const AlgorithmOptions& opt) {
+  ProcessGroup& g = opt.group != nullptr ? *opt.group : default_group(op);
   check_buffer_args(op, x, count);
   check_reduce_op(op, rop, dtype_of<T>());
   check(opt.segment_bytes >= static_cast<int64_t>(sizeof(T)) && opt.segment_bytes <= (int64_t{1} << 30),
@@ -283,18 +298,21 @@ Channel open_channel(const char* op, const T* x, int64_t count, ReduceOp rop, co
         ": copy_segment_bytes must be in [0, 2^30] (0: whole messages), got ", opt.copy_segment_bytes);
   check(opt.recv_depth >= 1 && opt.recv_depth <= 16, rank_prefix(), op, ": recv_depth must be in [1, 16], got ",
         opt.recv_depth);
-  const auto& g = group();
+  const Fingerprint fp = g.begin_collective(op, OpType::ALLREDUCE, dtype_of<T>(), count, rop,
+                                            static_cast<int64_t>(algo));
   const int64_t es = static_cast<int64_t>(sizeof(T));
   const int64_t whole = (int64_t{1} << 30) / es;  // "whole message": at most 1 GiB per MPI call
   Channel ch{op,
-             g.rank,
-             g.world_size,
+             g.rank(),
+             g.size(),
              std::max<int64_t>(1, opt.segment_bytes / es),
              opt.copy_segment_bytes == 0 ? whole : std::max<int64_t>(1, opt.copy_segment_bytes / es),
-             opt.recv_depth
+             opt.recv_depth,
+             &g,
+             fp
 #if TINYTORCH_WITH_MPI
              ,
-             opt.comm == MPI_COMM_NULL ? g.comm : opt.comm,
+             g.mpi_comm(),
              mpi_datatype(dtype_of<T>())
 #endif
   };
@@ -310,7 +328,7 @@ Channel open_channel(const char* op, const T* x, int64_t count, ReduceOp rop, co
 /// bad arguments (before any message) or MPI failures.
 template <typename T>
 CommStats ring_all_reduce(T* x, int64_t count, ReduceOp op = ReduceOp::SUM, const AlgorithmOptions& opt = {}) {
-  const detail::Channel ch = detail::open_channel("ring_all_reduce", x, count, op, opt);
+  const detail::Channel ch = detail::open_channel("ring_all_reduce", x, count, op, Algorithm::Ring, opt);
   CommStats st;
   const int N = ch.world, r = ch.rank;
   if (N == 1 || count == 0) return st;
@@ -355,7 +373,7 @@ CommStats ring_all_reduce(T* x, int64_t count, ReduceOp op = ReduceOp::SUM, cons
 template <typename T>
 CommStats parameter_server_all_reduce(T* x, int64_t count, ReduceOp op = ReduceOp::SUM,
                                       const AlgorithmOptions& opt = {}) {
-  const detail::Channel ch = detail::open_channel("parameter_server_all_reduce", x, count, op, opt);
+  const detail::Channel ch = detail::open_channel("parameter_server_all_reduce", x, count, op, Algorithm::ParameterServer, opt);
   CommStats st;
   const int N = ch.world;
   if (N == 1 || count == 0) return st;
@@ -388,7 +406,7 @@ CommStats parameter_server_all_reduce(T* x, int64_t count, ReduceOp op = ReduceO
 /// Throws like ring_all_reduce.
 template <typename T>
 CommStats tree_all_reduce(T* x, int64_t count, ReduceOp op = ReduceOp::SUM, const AlgorithmOptions& opt = {}) {
-  const detail::Channel ch = detail::open_channel("tree_all_reduce", x, count, op, opt);
+  const detail::Channel ch = detail::open_channel("tree_all_reduce", x, count, op, Algorithm::Tree, opt);
   CommStats st;
   const int N = ch.world, r = ch.rank;
   if (N == 1 || count == 0) return st;
@@ -438,7 +456,8 @@ CommStats tree_all_reduce(T* x, int64_t count, ReduceOp op = ReduceOp::SUM, cons
 inline CommStats all_reduce(void* buf, int64_t count, DType dtype, ReduceOp op, Algorithm algo,
                             const AlgorithmOptions& opt = {}) {
   if (algo == Algorithm::MPI) {
-    all_reduce(buf, count, dtype, op);
+    ProcessGroup& g = opt.group != nullptr ? *opt.group : detail::default_group("all_reduce");
+    g.all_reduce(buf, count, dtype, op, Completion::Blocking);
     CommStats st;
     st.bytes_sent = st.bytes_received = -1;
     st.messages_sent = st.steps = -1;

@@ -1,4 +1,5 @@
-// tinytorch/distributed/buffer_collectives.hpp — collectives on raw contiguous CPU buffers.
+// tinytorch/distributed/buffer_collectives.hpp — collectives on raw contiguous CPU buffers, on
+// the default process group.
 //
 // The five collectives of data-parallel training, each on `count` elements of `dtype` (N ranks,
 // x_r = rank r's buffer, M = count * element_size bytes):
@@ -10,14 +11,17 @@
 //   barrier()                            returns when every rank has called it
 //
 // all_reduce = reduce_scatter followed by all_gather; that identity is the ring algorithm
-// (algorithms.hpp). Here the work is MPI's (MPI_Allreduce, MPI_Bcast, MPI_Allgather,
-// MPI_Reduce_scatter_block, MPI_Barrier); the *_async forms use the non-blocking versions
-// (MPI_Iallreduce, ...) and return a Work (work.hpp).
+// (algorithms.hpp). Here the work is MPI's; each function is a one-line call of the default
+// ProcessGroup's collective (process_group.hpp), which does the checks, the sequence number, the
+// DETAIL agreement and the watched wait: the plain forms block (Completion::Blocking), the
+// *_async forms return a Work (work.hpp). One implementation for both.
 //
 // Every argument is checked locally before any message is sent, and a bad one throws
-// tinytorch::Error naming the collective and the values. Note what a local check cannot catch:
-// if only *one* rank passes a bad argument, it throws while the others enter the collective and
-// wait; run under ProcessGroupGuard so that the throwing rank aborts the job.
+// tinytorch::Error naming the collective and the values. What a local check cannot catch: if
+// only *one* rank passes a bad argument, it throws while the others enter the collective and
+// wait; run under ProcessGroupGuard so that the throwing rank aborts the job, and the watchdog
+// ends any wait after the group's timeout. With TINYTORCH_DISTRIBUTED_DEBUG=DETAIL a dtype,
+// count, root or reduce op that differs across ranks is an error on every rank.
 //
 // AVG is SUM followed by "/ N" on every rank (MPI has no average); an int64 AVG throws (the
 // division would truncate; PyTorch's gloo and NCCL refuse it as well).
@@ -28,10 +32,7 @@
 // Chapter: chapters/07-all-reduce.md. Reference: torch.distributed collectives; MPI 3.1 ch. 5.
 #pragma once
 
-#include <climits>
 #include <cstdint>
-#include <cstring>
-#include <string>
 
 #include "../core/dtype.hpp"
 #include "errors.hpp"
@@ -40,57 +41,12 @@
 
 namespace tinytorch::distributed {
 
-namespace detail {
-
-/// The checks every raw-buffer collective makes before sending anything.
-inline void check_buffer_args(const char* op, const void* buf, int64_t count, const char* name = "buffer") {
-  require_initialized(op);
-  check(count >= 0, rank_prefix(), op, ": count must be >= 0, got ", count);
-  check(count <= INT_MAX, rank_prefix(), op, ": count ", count,
-        " exceeds MPI's int count limit (", INT_MAX, " elements); split the buffer");
-  check(count == 0 || buf != nullptr, rank_prefix(), op, ": ", name, " is a null pointer but count is ", count);
-}
-
-inline void check_reduce_op(const char* op, ReduceOp rop, DType dtype) {
-  check(!(rop == ReduceOp::AVG && dtype == DType::Int64), rank_prefix(), op,
-        ": ReduceOp::AVG is not supported for ", dtype_name(dtype),
-        " (the average of integers would be truncated; PyTorch's gloo and NCCL backends refuse it "
-        "too); use ReduceOp::SUM and divide in floating point");
-}
-
-/// The check for a buffer whose size is a multiple of a checked count (no int limit applies).
-inline void check_not_null(const char* op, const void* buf, int64_t count, const char* name) {
-  check(count == 0 || buf != nullptr, rank_prefix(), op, ": ", name, " is a null pointer but holds ", count,
-        " elements");
-}
-
-/// x[i] /= n for the AVG reduction (float32 / float64 only; checked before).
-inline void divide_by(void* x, int64_t count, DType dtype, int n) {
-  dispatch(dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    T* p = static_cast<T*>(x);
-    const T d = static_cast<T>(n);
-    for (int64_t i = 0; i < count; ++i) p[i] /= d;
-  });
-}
-
-}  // namespace detail
-
-// ---- synchronous ------------------------------------------------------------------------------
+// ---- blocking ---------------------------------------------------------------------------------
 
 /// In place: buf <- op over all ranks of buf. `buf` holds `count` elements of `dtype`.
 /// Throws tinytorch::Error for a bad argument (before any message) or an MPI failure.
 inline void all_reduce(void* buf, int64_t count, DType dtype, ReduceOp op = ReduceOp::SUM) {
-  detail::check_buffer_args("all_reduce", buf, count);
-  detail::check_reduce_op("all_reduce", op, dtype);
-  auto& g = detail::group();
-  if (g.world_size == 1 || count == 0) return;
-#if TINYTORCH_WITH_MPI
-  detail::mpi_check(MPI_Allreduce(MPI_IN_PLACE, buf, static_cast<int>(count), detail::mpi_datatype(dtype),
-                                  detail::mpi_op(op), g.comm),
-                    "MPI_Allreduce", "all_reduce");
-  if (op == ReduceOp::AVG) detail::divide_by(buf, count, dtype, g.world_size);
-#endif
+  detail::default_group("all_reduce").all_reduce(buf, count, dtype, op, Completion::Blocking);
 }
 
 /// Typed form: the dtype comes from T (float, double, int64_t).
@@ -101,16 +57,7 @@ void all_reduce(T* buf, int64_t count, ReduceOp op = ReduceOp::SUM) {
 
 /// Every rank's buf <- rank src's buf. Throws for src outside [0, world_size) or an MPI failure.
 inline void broadcast(void* buf, int64_t count, DType dtype, int src) {
-  detail::check_buffer_args("broadcast", buf, count);
-  auto& g = detail::group();
-  detail::check(src >= 0 && src < g.world_size, detail::rank_prefix(), "broadcast: src rank ", src,
-                " is outside [0, ", g.world_size, ")");
-  (void)dtype;
-  if (g.world_size == 1 || count == 0) return;
-#if TINYTORCH_WITH_MPI
-  detail::mpi_check(MPI_Bcast(buf, static_cast<int>(count), detail::mpi_datatype(dtype), src, g.comm),
-                    "MPI_Bcast", "broadcast");
-#endif
+  detail::default_group("broadcast").broadcast(buf, count, dtype, src, Completion::Blocking);
 }
 
 template <typename T>
@@ -121,23 +68,7 @@ void broadcast(T* buf, int64_t count, int src) {
 /// out (world_size * count elements) <- [in of rank 0 | in of rank 1 | ...]; in: count elements.
 /// `in` may be out + rank * count (in place). Throws for bad arguments or an MPI failure.
 inline void all_gather(void* out, const void* in, int64_t count, DType dtype) {
-  detail::check_buffer_args("all_gather", in, count, "input");
-  auto& g = detail::group();
-  detail::check_not_null("all_gather", out, count * g.world_size, "output");
-  const size_t bytes = static_cast<size_t>(count) * element_size(dtype);
-  const void* my_slot = static_cast<const char*>(out) + static_cast<size_t>(g.rank) * bytes;
-  if (g.world_size == 1 || count == 0) {
-    if (count > 0 && in != out) std::memmove(out, in, bytes);
-    return;
-  }
-#if TINYTORCH_WITH_MPI
-  const MPI_Datatype t = detail::mpi_datatype(dtype);
-  detail::mpi_check(MPI_Allgather(in == my_slot ? MPI_IN_PLACE : in, static_cast<int>(count), t, out,
-                                  static_cast<int>(count), t, g.comm),
-                    "MPI_Allgather", "all_gather");
-#else
-  (void)my_slot;
-#endif
+  detail::default_group("all_gather").all_gather(out, in, count, dtype, Completion::Blocking);
 }
 
 template <typename T>
@@ -148,25 +79,7 @@ void all_gather(T* out, const T* in, int64_t count) {
 /// out (count elements) <- op over ranks of in[rank*count, (rank+1)*count); in: world_size*count
 /// elements; out and in must not overlap. Throws for bad arguments or an MPI failure.
 inline void reduce_scatter(void* out, const void* in, int64_t count, DType dtype, ReduceOp op = ReduceOp::SUM) {
-  detail::check_buffer_args("reduce_scatter", out, count, "output");
-  auto& g = detail::group();
-  detail::check_not_null("reduce_scatter", in, count * g.world_size, "input");
-  detail::check_reduce_op("reduce_scatter", op, dtype);
-  const size_t bytes = static_cast<size_t>(count) * element_size(dtype);
-  const char* a = static_cast<const char*>(in);
-  const char* b = static_cast<const char*>(out);
-  detail::check(count == 0 || b + bytes <= a || a + bytes * g.world_size <= b, detail::rank_prefix(),
-                "reduce_scatter: output and input buffers overlap");
-  if (g.world_size == 1 || count == 0) {
-    if (count > 0) std::memcpy(out, in, bytes);
-    return;
-  }
-#if TINYTORCH_WITH_MPI
-  detail::mpi_check(MPI_Reduce_scatter_block(in, out, static_cast<int>(count), detail::mpi_datatype(dtype),
-                                             detail::mpi_op(op), g.comm),
-                    "MPI_Reduce_scatter_block", "reduce_scatter");
-  if (op == ReduceOp::AVG) detail::divide_by(out, count, dtype, g.world_size);
-#endif
+  detail::default_group("reduce_scatter").reduce_scatter(out, in, count, dtype, op, Completion::Blocking);
 }
 
 template <typename T>
@@ -174,127 +87,39 @@ void reduce_scatter(T* out, const T* in, int64_t count, ReduceOp op = ReduceOp::
   reduce_scatter(static_cast<void*>(out), static_cast<const void*>(in), count, dtype_of<T>(), op);
 }
 
-/// Returns when every rank has entered barrier(). Throws on an MPI failure.
-inline void barrier() {
-  detail::require_initialized("barrier");
-  auto& g = detail::group();
-  if (g.world_size == 1) return;
-#if TINYTORCH_WITH_MPI
-  detail::mpi_check(MPI_Barrier(g.comm), "MPI_Barrier", "barrier");
-#endif
-}
+/// Returns when every rank has entered barrier() (waiting without burning a core). Throws on
+/// an MPI failure.
+inline void barrier() { detail::default_group("barrier").barrier(Completion::Blocking); }
 
 // ---- asynchronous: start now, Work::wait() later ----------------------------------------------
 // The buffers must stay valid and untouched until wait() returns (or is_completed() is true).
 
 /// Starts all_reduce (MPI_Iallreduce); AVG's division runs in Work::wait().
 inline Work all_reduce_async(void* buf, int64_t count, DType dtype, ReduceOp op = ReduceOp::SUM) {
-  detail::check_buffer_args("all_reduce_async", buf, count);
-  detail::check_reduce_op("all_reduce_async", op, dtype);
-  auto& g = detail::group();
-  if (g.world_size == 1 || count == 0) return Work();
-#if TINYTORCH_WITH_MPI
-  MPI_Request req = MPI_REQUEST_NULL;
-  detail::mpi_check(MPI_Iallreduce(MPI_IN_PLACE, buf, static_cast<int>(count), detail::mpi_datatype(dtype),
-                                   detail::mpi_op(op), g.comm, &req),
-                    "MPI_Iallreduce", "all_reduce_async");
-  std::function<void()> finish;
-  if (op == ReduceOp::AVG) {
-    const int n = g.world_size;
-    finish = [buf, count, dtype, n] { detail::divide_by(buf, count, dtype, n); };
-  }
-  return Work("all_reduce_async", req, std::move(finish));
-#else
-  return Work();
-#endif
+  return detail::default_group("all_reduce_async")
+      .all_reduce(buf, count, dtype, op, Completion::Async, "all_reduce_async");
 }
 
 /// Starts broadcast (MPI_Ibcast).
 inline Work broadcast_async(void* buf, int64_t count, DType dtype, int src) {
-  detail::check_buffer_args("broadcast_async", buf, count);
-  auto& g = detail::group();
-  detail::check(src >= 0 && src < g.world_size, detail::rank_prefix(), "broadcast_async: src rank ", src,
-                " is outside [0, ", g.world_size, ")");
-  (void)dtype;
-  if (g.world_size == 1 || count == 0) return Work();
-#if TINYTORCH_WITH_MPI
-  MPI_Request req = MPI_REQUEST_NULL;
-  detail::mpi_check(MPI_Ibcast(buf, static_cast<int>(count), detail::mpi_datatype(dtype), src, g.comm, &req),
-                    "MPI_Ibcast", "broadcast_async");
-  return Work("broadcast_async", req, nullptr);
-#else
-  return Work();
-#endif
+  return detail::default_group("broadcast_async").broadcast(buf, count, dtype, src, Completion::Async, "broadcast_async");
 }
 
 /// Starts all_gather (MPI_Iallgather); same layout rules as all_gather.
 inline Work all_gather_async(void* out, const void* in, int64_t count, DType dtype) {
-  detail::check_buffer_args("all_gather_async", in, count, "input");
-  auto& g = detail::group();
-  detail::check_not_null("all_gather_async", out, count * g.world_size, "output");
-  const size_t bytes = static_cast<size_t>(count) * element_size(dtype);
-  const void* my_slot = static_cast<const char*>(out) + static_cast<size_t>(g.rank) * bytes;
-  if (g.world_size == 1 || count == 0) {
-    if (count > 0 && in != out) std::memmove(out, in, bytes);
-    return Work();
-  }
-#if TINYTORCH_WITH_MPI
-  const MPI_Datatype t = detail::mpi_datatype(dtype);
-  MPI_Request req = MPI_REQUEST_NULL;
-  detail::mpi_check(MPI_Iallgather(in == my_slot ? MPI_IN_PLACE : in, static_cast<int>(count), t, out,
-                                   static_cast<int>(count), t, g.comm, &req),
-                    "MPI_Iallgather", "all_gather_async");
-  return Work("all_gather_async", req, nullptr);
-#else
-  (void)my_slot;
-  return Work();
-#endif
+  return detail::default_group("all_gather_async").all_gather(out, in, count, dtype, Completion::Async, "all_gather_async");
 }
 
 /// Starts reduce_scatter (MPI_Ireduce_scatter_block); AVG's division runs in Work::wait().
 inline Work reduce_scatter_async(void* out, const void* in, int64_t count, DType dtype,
                                  ReduceOp op = ReduceOp::SUM) {
-  detail::check_buffer_args("reduce_scatter_async", out, count, "output");
-  auto& g = detail::group();
-  detail::check_not_null("reduce_scatter_async", in, count * g.world_size, "input");
-  detail::check_reduce_op("reduce_scatter_async", op, dtype);
-  const size_t bytes = static_cast<size_t>(count) * element_size(dtype);
-  const char* a = static_cast<const char*>(in);
-  const char* b = static_cast<const char*>(out);
-  detail::check(count == 0 || b + bytes <= a || a + bytes * g.world_size <= b, detail::rank_prefix(),
-                "reduce_scatter_async: output and input buffers overlap");
-  if (g.world_size == 1 || count == 0) {
-    if (count > 0) std::memcpy(out, in, bytes);
-    return Work();
-  }
-#if TINYTORCH_WITH_MPI
-  MPI_Request req = MPI_REQUEST_NULL;
-  detail::mpi_check(MPI_Ireduce_scatter_block(in, out, static_cast<int>(count), detail::mpi_datatype(dtype),
-                                              detail::mpi_op(op), g.comm, &req),
-                    "MPI_Ireduce_scatter_block", "reduce_scatter_async");
-  std::function<void()> finish;
-  if (op == ReduceOp::AVG) {
-    const int n = g.world_size;
-    finish = [out, count, dtype, n] { detail::divide_by(out, count, dtype, n); };
-  }
-  return Work("reduce_scatter_async", req, std::move(finish));
-#else
-  return Work();
-#endif
+  return detail::default_group("reduce_scatter_async")
+      .reduce_scatter(out, in, count, dtype, op, Completion::Async, "reduce_scatter_async");
 }
 
 /// Starts a barrier (MPI_Ibarrier): wait() returns once every rank has entered it.
 inline Work barrier_async() {
-  detail::require_initialized("barrier_async");
-  auto& g = detail::group();
-  if (g.world_size == 1) return Work();
-#if TINYTORCH_WITH_MPI
-  MPI_Request req = MPI_REQUEST_NULL;
-  detail::mpi_check(MPI_Ibarrier(g.comm, &req), "MPI_Ibarrier", "barrier_async");
-  return Work("barrier_async", req, nullptr);
-#else
-  return Work();
-#endif
+  return detail::default_group("barrier_async").barrier(Completion::Async, "barrier_async");
 }
 
 }  // namespace tinytorch::distributed

@@ -15,6 +15,8 @@
 //   *_async(...) -> Work              start now, Work::wait() later; the Work keeps the tensors
 //                                     alive until it completes
 //
+// Each is the raw-buffer collective of buffer_collectives.hpp on the tensor's memory, so the
+// default ProcessGroup's checks, DETAIL agreement and watchdog apply (process_group.hpp).
 // Tensors are handles (copying one shares the data), so the collectives take `const Tensor&`
 // and write into the data in place, as PyTorch's C++ API does.
 //
@@ -35,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "../functional.hpp"  // Tensor and its methods (is_contiguous)
 #include "../tensor.hpp"
 #include "algorithms.hpp"
 #include "buffer_collectives.hpp"
@@ -46,21 +49,6 @@ namespace tinytorch::distributed {
 
 namespace detail {
 
-/// Row-major contiguity from sizes and strides (dims of size 1 may have any stride), written
-/// here so that this header needs only tensor.hpp.
-inline bool dense_contiguous(const Tensor& t) {
-  const Shape& s = t.sizes();
-  const Strides& st = t.strides();
-  int64_t expected = 1;
-  for (size_t i = s.size(); i-- > 0;) {
-    if (s[i] == 0) return true;
-    if (s[i] == 1) continue;
-    if (st[i] != expected) return false;
-    expected *= s[i];
-  }
-  return true;
-}
-
 /// The local checks every tensor collective makes. `what` names the argument ("tensor",
 /// "output", "output_list[1]").
 inline void check_tensor(const char* op, const Tensor& t, const char* what = "tensor") {
@@ -69,7 +57,7 @@ inline void check_tensor(const char* op, const Tensor& t, const char* what = "te
   check(t.device().is_cpu(), rank_prefix(), op, ": ", what, " is on ", t.device().str(),
         "; the MPI backend moves CPU tensors only (NCCL collectives on CUDA tensors come with the "
         "CUDA backend; use nccl_all_reduce on raw device buffers meanwhile)");
-  check(dense_contiguous(t), rank_prefix(), op, ": ", what, " must be contiguous (sizes ",
+  check(t.is_contiguous(), rank_prefix(), op, ": ", what, " must be contiguous (sizes ",
         shape_str(t.sizes()), ", strides ", shape_str(t.strides()), "); call .contiguous() first");
 }
 

@@ -178,9 +178,7 @@ class DistributedDataParallel : public nn::Module {
     // The communication thread and its communicator (nothing below throws after the thread starts).
 #if TINYTORCH_WITH_MPI
     if (reducer->world > 1) {
-      detail::mpi_check(MPI_Comm_dup(g.comm, &reducer->comm), "MPI_Comm_dup", "DistributedDataParallel");
-      detail::mpi_check(MPI_Comm_set_errhandler(reducer->comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler",
-                        "DistributedDataParallel");
+      reducer->pg = new_group("DistributedDataParallel buckets");
       reducer->thread = std::thread([reducer] { reducer->comm_loop(); });
     }
 #endif
@@ -208,11 +206,6 @@ class DistributedDataParallel : public nn::Module {
       return;
     }
     reducer.thread.join();
-#if TINYTORCH_WITH_MPI
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!finalized && reducer.comm != MPI_COMM_NULL) MPI_Comm_free(&reducer.comm);
-#endif
   }
 
   /// Runs the wrapped module (see the file comment for what happens around it).
@@ -222,6 +215,12 @@ class DistributedDataParallel : public nn::Module {
   Tensor forward(const Tensor& x) override {
     auto& reducer = *reducer_;
     if (GradMode::is_enabled()) {
+      // TINYTORCH_DISTRIBUTED_DEBUG=DETAIL: every rank must be at its n-th training forward; a
+      // rank that runs more steps than another meets it elsewhere (an error on every rank).
+      ++training_forwards_;
+      if (reducer_->world > 1)
+        detail::group().world->check_same_point("DistributedDataParallel forward", detail::OpType::DDP_FORWARD,
+                                                training_forwards_);
       reducer.ensure_prior_reduction_finished();
       reducer.rebuild_buckets();  // once, after the first complete backward
     }
@@ -297,6 +296,7 @@ class DistributedDataParallel : public nn::Module {
   DDPOptions options_;
   std::vector<Tensor> buffers_;
   bool require_backward_grad_sync_ = true;
+  int64_t training_forwards_ = 0;  ///< grad-enabled forwards so far (the DETAIL check compares them)
   std::shared_ptr<detail::Reducer> reducer_;
 };
 

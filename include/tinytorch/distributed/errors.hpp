@@ -9,11 +9,16 @@
 //      CUDA and NCCL calls get the same treatment (cuda_check / nccl_check in nccl_context.hpp).
 //   3. The last message thrown here is remembered (last_error()), so that ProcessGroupGuard can
 //      print it with the rank when the exception unwinds through it, before calling MPI_Abort.
+// And one way out when waiting any longer would be a hang: abort_job() prints "rank r: <why>"
+// and calls MPI_Abort, which ends every rank of the job (ProcessGroupGuard and the collective
+// watchdog of work.hpp use it).
 //
 // Chapter: chapters/07-all-reduce.md ("When a rank fails"). Reference: MPI 3.1 standard §8.3
 // (error handlers), PyTorch's c10d error messages ("rank r: ...").
 #pragma once
 
+#include <cstdlib>
+#include <iostream>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -84,3 +89,35 @@ inline void mpi_check(int code, const char* call, const std::string& op) {
 #endif
 
 }  // namespace tinytorch::distributed::detail
+
+namespace tinytorch::distributed {
+
+namespace detail {
+/// MPI_Abort(MPI_COMM_WORLD, errorcode) when MPI is running, else (no MPI, or MPI already
+/// finalising) std::_Exit(errorcode): no core dump, no destructors that could wait on a peer.
+/// Prints nothing (abort_job prints first). Never returns.
+[[noreturn]] inline void abort_now(int errorcode) {
+#if TINYTORCH_WITH_MPI
+  int started = 0, finalized = 0;
+  MPI_Initialized(&started);
+  MPI_Finalized(&finalized);
+  if (started && !finalized) MPI_Abort(MPI_COMM_WORLD, errorcode);
+#endif
+  std::_Exit(errorcode);
+}
+}  // namespace detail
+
+/// Prints "rank r: <message>" to stderr and ends the whole job: MPI_Abort(MPI_COMM_WORLD, code)
+/// when MPI is running (every rank is killed and mpirun exits non-zero), std::_Exit(code) otherwise.
+/// Never returns.
+[[noreturn]] inline void abort_job(const std::string& message, int errorcode = 1) {
+  const std::string prefix = "rank " + std::to_string(detail::error_rank()) + ": ";
+  // Messages from the distributed layer already start with "rank r: "; do not say it twice.
+  // One write, so that the lines of ranks failing at the same moment do not interleave.
+  std::cerr << (message.rfind(prefix, 0) == 0 ? "" : prefix) + message + "\n" + prefix +
+                   "aborting the job (MPI_Abort) so that the other ranks do not hang\n"
+            << std::flush;
+  detail::abort_now(errorcode);
+}
+
+}  // namespace tinytorch::distributed

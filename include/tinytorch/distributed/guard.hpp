@@ -42,9 +42,11 @@
 // leaves while its peers wait in a collective.
 //
 // Chapter: chapters/07-all-reduce.md ("When a rank fails"). Reference: MPI 3.1 §8.7 (MPI_Abort);
-// PyTorch's NCCL watchdog (it aborts communicators after a timeout; we abort at once).
+// PyTorch's NCCL watchdog (it aborts communicators after a timeout; we abort at once; for a
+// rank that never arrives, work.hpp's watchdog aborts after the group's timeout).
 #pragma once
 
+#include <chrono>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
@@ -55,33 +57,13 @@
 
 namespace tinytorch::distributed {
 
-/// Prints "rank r: <message>" to stderr and ends the whole job: MPI_Abort(MPI_COMM_WORLD, code)
-/// when MPI is running (every rank is killed and mpirun exits non-zero), std::abort() otherwise.
-/// Never returns.
-[[noreturn]] inline void abort_job(const std::string& message, int errorcode = 1) {
-  const int rank = detail::group().initialized ? detail::group().rank : detail::error_rank();
-  const std::string prefix = "rank " + std::to_string(rank) + ": ";
-  // Messages from the distributed layer already start with "rank r: "; do not say it twice.
-  std::cerr << (message.rfind(prefix, 0) == 0 ? "" : prefix) << message << "\n"
-            << prefix << "aborting the job (MPI_Abort) so that the other ranks do not hang" << std::endl;
-#if TINYTORCH_WITH_MPI
-  int started = 0, finalized = 0;
-  MPI_Initialized(&started);
-  MPI_Finalized(&finalized);
-  if (started && !finalized) MPI_Abort(MPI_COMM_WORLD, errorcode);
-#else
-  (void)errorcode;
-#endif
-  std::abort();
-}
-
 /// RAII owner of the default process group; see the file comment for the main() patterns.
 class ProcessGroupGuard {
  public:
-  /// Calls init_process_group(backend); throws what it throws.
-  explicit ProcessGroupGuard(Backend backend = Backend::MPI)
+  /// Calls init_process_group(backend, timeout); throws what it throws.
+  explicit ProcessGroupGuard(Backend backend = Backend::MPI, std::chrono::milliseconds timeout = default_timeout())
       : uncaught_at_start_(std::uncaught_exceptions()) {
-    init_process_group(backend);
+    init_process_group(backend, timeout);
   }
 
   ProcessGroupGuard(const ProcessGroupGuard&) = delete;
@@ -103,7 +85,9 @@ class ProcessGroupGuard {
     try {
       destroy_process_group();
     } catch (const std::exception& e) {
-      std::cerr << "rank " << g.rank << ": destroy_process_group: " << e.what() << std::endl;
+      // E.g. DETAIL found that another rank is still training: with peers left, end the job.
+      if (g.initialized && g.world_size > 1) abort_job(std::string("destroy_process_group: ") + e.what());
+      std::cerr << detail::rank_prefix() << "destroy_process_group: " << e.what() << std::endl;
     }
   }
 

@@ -17,10 +17,15 @@
 // The math of step 1: n tensors, tensor i described by
 //   meta(i) = {dtype + 16 * requires_grad, ndim, size_0, size_1, ...}
 //   rank r:  bad_r = the first i with meta_r(i) != meta_0(i), or n if there is none
-//   p = min_r bad_r, computed as -max_r(-bad_r) (the all-reduce has MAX);  p == n: the ranks agree.
+//   p = min_r bad_r (an all-reduce with ReduceOp::MIN);  p == n: the ranks agree.
 // Shapes: the collectives here carry int64 vectors (length first); a string travels as one int64
 //   per character.
-// Chapter: chapters/06-distributed-data-parallel.md (6.5 Inside DDP: construction, steps 0-2).
+// Also here, for programs: check_same_across_ranks(who, {{name, value}, ...}), the same
+// agreement for a program's settings (train_mnist checks its flags with it at start-up): every
+// rank throws the same error naming each setting that differs, with rank 0's value and the
+// first other rank's.
+// Chapter: chapters/06-distributed-data-parallel.md (6.5 Inside DDP: construction, steps 0-2;
+// 6.11 for the flags).
 // Reference: torch/nn/parallel/distributed.py (DistributedDataParallel.__init__),
 //   torch/csrc/distributed/c10d/reducer.cpp (verify_params_across_processes).
 //   Notes: ../shared/reference/ddp-semantics.md (section 2, "Constructor").
@@ -61,6 +66,8 @@ inline std::string broadcast_string(const std::string& s, int root) {
   std::vector<int64_t> got = broadcast_ints(chars, root);
   return std::string(got.begin(), got.end());
 }
+
+
 
 /// "[3, 4] torch.float32"
 inline std::string describe(const std::vector<int64_t>& meta, bool show_requires_grad) {
@@ -170,15 +177,14 @@ inline void verify_across_ranks(const std::vector<std::pair<std::string, Tensor>
     }
     pos += len;
   }
-  // (3) the first bad index anywhere: MIN over ranks (= -MAX of the negatives).
-  int64_t neg = -first_bad;
-  all_reduce(&neg, 1, ReduceOp::MAX);
-  const int64_t p = -neg;
+  // (3) the first bad index anywhere: MIN over ranks.
+  int64_t p = first_bad;
+  all_reduce(&p, 1, ReduceOp::MIN);
   if (p == static_cast<int64_t>(tensors.size())) return;
   // (4) the lowest rank that differs at p tells its shape and name; rank 0 tells its own.
-  int64_t neg_rank = first_bad == p ? -static_cast<int64_t>(rank) : -static_cast<int64_t>(world);
-  all_reduce(&neg_rank, 1, ReduceOp::MAX);
-  const int bad_rank = static_cast<int>(-neg_rank);
+  int64_t lowest = first_bad == p ? rank : world;
+  all_reduce(&lowest, 1, ReduceOp::MIN);
+  const int bad_rank = static_cast<int>(lowest);
   const size_t pi = static_cast<size_t>(p);
   const std::vector<int64_t> bad_meta = broadcast_ints(rank == bad_rank ? meta_of(tensors[pi].second)
                                                                         : std::vector<int64_t>{}, bad_rank);
@@ -213,3 +219,51 @@ inline void broadcast_from_rank0(const std::vector<std::pair<std::string, Tensor
 }
 
 }  // namespace tinytorch::distributed::detail
+
+namespace tinytorch::distributed {
+
+/// Checks that every rank passes the same (name, value) pairs, e.g. a program's flags that must
+/// match across ranks (batch size, epochs, learning rate, model, ...). A collective: every rank
+/// calls it with its own values, in the same order. Values are compared as text; a 64-bit hash of
+/// each pair is all-gathered, and the values that differ are broadcast from rank 0 and from the
+/// first rank that differs, so that every rank throws the same tinytorch::Error:
+///   "train_mnist: the ranks disagree on settings that must match: --lr is 0.1 on rank 0 but 0.2
+///    on rank 1; --limit is 4000 on rank 0 but 2000 on rank 1"
+/// (PyTorch has no such check: a different --lr per rank silently trains garbage). The number
+/// of pairs must agree too (else: the same error naming both counts). World size 1: nothing.
+inline void check_same_across_ranks(const std::string& who,
+                                    const std::vector<std::pair<std::string, std::string>>& values) {
+  const int world = get_world_size();
+  if (world == 1) return;
+  const int n = world;
+  const auto fnv1a = [](const std::string& s) {
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    return static_cast<int64_t>(h);
+  };
+  int64_t count = static_cast<int64_t>(values.size());
+  std::vector<int64_t> counts(static_cast<size_t>(n));
+  all_gather(counts.data(), &count, 1);
+  for (int r = 1; r < n; ++r)
+    detail::check(counts[r] == counts[0], who, ": the ranks disagree on how many settings must match: rank 0 has ",
+                  counts[0], ", rank ", r, " has ", counts[r]);
+  std::vector<int64_t> mine(values.size());
+  for (size_t i = 0; i < values.size(); ++i) mine[i] = fnv1a(values[i].first + '\0' + values[i].second);
+  std::vector<int64_t> all(values.size() * static_cast<size_t>(n));
+  all_gather(all.data(), mine.data(), count);
+  std::string differ;
+  for (size_t i = 0; i < values.size(); ++i) {
+    int other = -1;
+    for (int r = 1; r < n && other < 0; ++r)
+      if (all[static_cast<size_t>(r) * values.size() + i] != all[i]) other = r;
+    if (other < 0) continue;
+    const std::string at0 = detail::broadcast_string(values[i].second, 0);
+    const std::string at_other = detail::broadcast_string(values[i].second, other);
+    differ += (differ.empty() ? "" : "; ") + values[i].first + " is " + at0 + " on rank 0 but " + at_other +
+              " on rank " + std::to_string(other);
+  }
+  detail::check(differ.empty(), detail::rank_prefix(), who, ": the ranks disagree on settings that must match: ",
+                differ);
+}
+
+}  // namespace tinytorch::distributed

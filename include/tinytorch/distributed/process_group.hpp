@@ -27,27 +27,59 @@
 // all-reduces on a communication thread while the main thread computes. The level MPI actually
 // provides is recorded; require_thread_multiple() throws if a caller needs it and it is missing.
 //
-// Lifetime: destroy_process_group() frees the communicators and, if init_process_group started
-// MPI, calls MPI_Finalize. MPI cannot be started twice in one process, so a second
+// The group object: ProcessGroup (PyTorch's c10d::ProcessGroup) is one MPI communicator with a
+// rank, a size, a timeout and a sequence number; its five collectives (all_reduce, broadcast,
+// all_gather, reduce_scatter, barrier) each have one implementation that either blocks
+// (Completion::Blocking: the free functions of buffer_collectives.hpp) or returns a Work to wait
+// on later (Completion::Async). init_process_group creates the default group; new_group() a
+// duplicate with its own communicator (DistributedDataParallel reduces its buckets on one, so
+// that they never meet a collective of the main thread).
+//
+// No hang, ever (issue: "Distributed: no hang ever"):
+//   * a blocking collective first waits until every rank has arrived (a non-blocking barrier,
+//     polled politely: work.hpp), then moves the data with MPI's blocking call (Open MPI's
+//     non-blocking MPI_Iallreduce is 2x slower for the same data here: it runs other
+//     algorithms, and only while polled);
+//   * every wait, including MPI's blocking calls, is watched (work.hpp's Watchdog): past the
+//     group's timeout (default 30 minutes as PyTorch's; init_process_group's `timeout`, or
+//     TINYTORCH_DIST_TIMEOUT=<seconds>) the rank prints which collective, its sequence number
+//     and sizes, and how long it waited, and aborts the job;
+//   * with TINYTORCH_DISTRIBUTED_DEBUG=DETAIL (PyTorch's TORCH_DISTRIBUTED_DEBUG; off by
+//     default, on in our MPI tests) the ranks first exchange a fingerprint of the collective
+//     (sequence number, op, dtype, count, root, reduce op) and every rank throws the same
+//     tinytorch::Error when they differ, naming both sides: a different op, dtype, count,
+//     root or reduce op per rank, or collectives issued in another order.
+//
+// Lifetime: destroy_process_group() waits at a barrier (so that a rank that finishes early is
+// watched while the others still train), frees the communicators and, if init_process_group
+// started MPI, calls MPI_Finalize. MPI cannot be started twice in one process, so a second
 // init_process_group after that throws. Prefer ProcessGroupGuard (guard.hpp), which also turns an
 // exception on one rank into MPI_Abort of the whole job instead of a hang.
 //
 // Chapter: chapters/07-all-reduce.md (and 06-distributed-data-parallel.md).
-// Reference: torch.distributed (init_process_group, get_rank, get_world_size, ReduceOp);
-//            PyTorch's ProcessGroupMPI; karpathy/llm.c llmc/zero.cuh (MPI -> NCCL bootstrap).
+// Reference: torch.distributed (init_process_group(timeout=), new_group, get_rank,
+//            get_world_size, ReduceOp, TORCH_DISTRIBUTED_DEBUG and its collective fingerprints
+//            in ProcessGroupWrapper.cpp); PyTorch's ProcessGroupMPI; karpathy/llm.c
+//            llmc/zero.cuh (MPI -> NCCL bootstrap).
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "../core/check.hpp"
 #include "../core/config.hpp"
 #include "../core/dtype.hpp"
 #include "errors.hpp"
+#include "work.hpp"
 
 #include "mpi_include.hpp"
 #if TINYTORCH_WITH_NCCL
@@ -64,7 +96,21 @@ enum class Backend { MPI, NCCL };
 ///   AVG  x = SUM / N          (float32/float64 only: an int64 AVG throws, as PyTorch's
 ///                              gloo/NCCL backends do, because the division would truncate)
 ///   MAX  x = max_r x_r
-enum class ReduceOp { SUM, AVG, MAX };
+///   MIN  x = min_r x_r        (MPI_MIN, as MAX is MPI_MAX)
+enum class ReduceOp { SUM, AVG, MAX, MIN };
+
+/// How much the distributed layer checks and reports (PyTorch's TORCH_DISTRIBUTED_DEBUG; ours
+/// is read from TINYTORCH_DISTRIBUTED_DEBUG=OFF|INFO|DETAIL by init_process_group).
+///   OFF     nothing extra (the default)
+///   INFO    each rank prints its group (rank, size, timeout) at init and DDP its buckets
+///   DETAIL  INFO, plus: before every collective the ranks agree on it (see the file comment),
+///           and DistributedDataParallel's forward checks that every rank runs it (unequal
+///           numbers of steps per rank are an error at the first forward too many)
+enum class DebugLevel { OFF, INFO, DETAIL };
+
+/// How a ProcessGroup collective returns: Blocking (the data has moved when it returns; the
+/// Work is already complete) or Async (started; Work::wait() finishes it).
+enum class Completion { Blocking, Async };
 
 inline const char* backend_name(Backend b) { return b == Backend::MPI ? "mpi" : "nccl"; }
 
@@ -73,9 +119,443 @@ inline const char* reduce_op_name(ReduceOp op) {
     case ReduceOp::SUM: return "SUM";
     case ReduceOp::AVG: return "AVG";
     case ReduceOp::MAX: return "MAX";
+    case ReduceOp::MIN: return "MIN";
   }
   return "?";
 }
+
+inline const char* debug_level_name(DebugLevel d) {
+  return d == DebugLevel::OFF ? "OFF" : d == DebugLevel::INFO ? "INFO" : "DETAIL";
+}
+
+/// PyTorch's default process-group timeout (torch.distributed.default_pg_timeout): 30 minutes.
+inline constexpr std::chrono::milliseconds kDefaultTimeout{30 * 60 * 1000};
+
+namespace detail {
+
+inline std::atomic<int>& debug_level_storage() {
+  static std::atomic<int> level{static_cast<int>(DebugLevel::OFF)};
+  return level;
+}
+
+/// Integer value of environment variable `name`, or -1 if it is unset or not a number.
+inline long env_int(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return -1;
+  char* end = nullptr;
+  long x = std::strtol(v, &end, 10);
+  return (end != nullptr && *end == '\0') ? x : -1;
+}
+
+/// TINYTORCH_DIST_TIMEOUT (seconds, a positive number; fractions allowed) or kDefaultTimeout.
+/// Throws tinytorch::Error naming the variable and its value if it is not a positive number.
+inline std::chrono::milliseconds timeout_from_env() {
+  const char* v = std::getenv("TINYTORCH_DIST_TIMEOUT");
+  if (v == nullptr || *v == '\0') return kDefaultTimeout;
+  char* end = nullptr;
+  const double s = std::strtod(v, &end);
+  check(end != v && *end == '\0' && s > 0 && s <= 1e9, "init_process_group: TINYTORCH_DIST_TIMEOUT='", v,
+        "' is not a positive number of seconds (e.g. 60 or 0.5)");
+  return std::chrono::milliseconds(std::max<int64_t>(1, static_cast<int64_t>(s * 1000.0 + 0.5)));
+}
+
+/// TINYTORCH_DISTRIBUTED_DEBUG (OFF, INFO or DETAIL; unset = OFF). Throws for another value.
+inline DebugLevel debug_level_from_env() {
+  const char* v = std::getenv("TINYTORCH_DISTRIBUTED_DEBUG");
+  if (v == nullptr || *v == '\0') return DebugLevel::OFF;
+  const std::string s(v);
+  if (s == "OFF") return DebugLevel::OFF;
+  if (s == "INFO") return DebugLevel::INFO;
+  if (s == "DETAIL") return DebugLevel::DETAIL;
+  throw_error("init_process_group: TINYTORCH_DISTRIBUTED_DEBUG='" + s + "' is not one of OFF, INFO, DETAIL");
+}
+
+#if TINYTORCH_WITH_MPI
+/// MPI's name for a tinytorch dtype.
+inline MPI_Datatype mpi_datatype(DType d) {
+  switch (d) {
+    case DType::Float32: return MPI_FLOAT;
+    case DType::Float64: return MPI_DOUBLE;
+    case DType::Int64: return MPI_INT64_T;
+  }
+  throw_error("mpi_datatype: unknown dtype");
+}
+
+/// MPI's reduction: MAX and MIN are MPI's own; SUM and AVG are MPI_SUM (AVG divides by N after:
+/// MPI has no average).
+inline MPI_Op mpi_op(ReduceOp op) {
+  return op == ReduceOp::MAX ? MPI_MAX : op == ReduceOp::MIN ? MPI_MIN : MPI_SUM;
+}
+#endif
+
+/// The checks every raw-buffer collective makes before sending anything.
+inline void check_buffer_args(const char* op, const void* buf, int64_t count, const char* name = "buffer") {
+  check(count >= 0, rank_prefix(), op, ": count must be >= 0, got ", count);
+  check(count <= INT32_MAX, rank_prefix(), op, ": count ", count, " exceeds MPI's int count limit (", INT32_MAX,
+        " elements); split the buffer");
+  check(count == 0 || buf != nullptr, rank_prefix(), op, ": ", name, " is a null pointer but count is ", count);
+}
+
+inline void check_reduce_op(const char* op, ReduceOp rop, DType dtype) {
+  check(!(rop == ReduceOp::AVG && dtype == DType::Int64), rank_prefix(), op,
+        ": ReduceOp::AVG is not supported for ", dtype_name(dtype),
+        " (the average of integers would be truncated; PyTorch's gloo and NCCL backends refuse it "
+        "too); use ReduceOp::SUM and divide in floating point");
+}
+
+/// The check for a buffer whose size is a multiple of a checked count (no int limit applies).
+inline void check_not_null(const char* op, const void* buf, int64_t count, const char* name) {
+  check(count == 0 || buf != nullptr, rank_prefix(), op, ": ", name, " is a null pointer but holds ", count,
+        " elements");
+}
+
+/// x[i] /= n for the AVG reduction (float32 / float64 only; checked before).
+inline void divide_by(void* x, int64_t count, DType dtype, int n) {
+  dispatch(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = static_cast<T*>(x);
+    const T d = static_cast<T>(n);
+    for (int64_t i = 0; i < count; ++i) p[i] /= d;
+  });
+}
+
+/// The kinds of collective a fingerprint names (PyTorch's OpType).
+enum class OpType : int64_t { ALLREDUCE = 1, BROADCAST, ALLGATHER, REDUCE_SCATTER, BARRIER, DDP_FORWARD };
+
+/// What a rank is about to do, in numbers every rank can compare (PyTorch's
+/// CollectiveFingerPrint). Unused fields are -1.
+struct Fingerprint {
+  int64_t seq = 0;        ///< the group's sequence number of this collective (1, 2, ...)
+  int64_t type = 0;       ///< OpType
+  int64_t dtype = -1;     ///< DType
+  int64_t count = -1;     ///< elements (per rank for all_gather / reduce_scatter); DDP: iteration
+  int64_t root = -1;      ///< broadcast's src
+  int64_t reduce_op = -1; ///< ReduceOp
+  int64_t algorithm = 0;  ///< all_reduce: 0 = MPI's, else algorithms.hpp's Algorithm
+  static constexpr int kFields = 7;
+
+  bool operator==(const Fingerprint& o) const {
+    return std::memcmp(this, &o, sizeof(Fingerprint)) == 0;
+  }
+
+  /// "all_reduce (sequence number 3, 4 float32 elements, SUM)"
+  std::string describe() const {
+    static const char* algorithms[] = {"", "ring", "parameter_server", "tree"};
+    const std::string seqs = "sequence number " + std::to_string(seq);
+    const std::string elems = std::to_string(count) + " " +
+                              (dtype >= 0 && dtype <= 2 ? dtype_name(static_cast<DType>(dtype)) : std::string("?")) +
+                              " elements";
+    const std::string rop = reduce_op >= 0 && reduce_op <= 3 ? reduce_op_name(static_cast<ReduceOp>(reduce_op)) : "?";
+    switch (static_cast<OpType>(type)) {
+      case OpType::ALLREDUCE:
+        return "all_reduce (" + seqs + ", " + elems + ", " + rop +
+               (algorithm > 0 && algorithm <= 3 ? std::string(", ") + algorithms[algorithm] + " algorithm" : "") + ")";
+      case OpType::BROADCAST: return "broadcast (" + seqs + ", " + elems + ", src " + std::to_string(root) + ")";
+      case OpType::ALLGATHER: return "all_gather (" + seqs + ", " + elems + " per rank)";
+      case OpType::REDUCE_SCATTER: return "reduce_scatter (" + seqs + ", " + elems + " per rank, " + rop + ")";
+      case OpType::BARRIER: return "barrier (" + seqs + ")";
+      case OpType::DDP_FORWARD:
+        return "DistributedDataParallel forward (" + seqs + ", iteration " + std::to_string(count) + ")";
+    }
+    return "an unknown collective (" + seqs + ")";
+  }
+};
+static_assert(sizeof(Fingerprint) == Fingerprint::kFields * sizeof(int64_t));
+
+}  // namespace detail
+
+/// The debug level (torch.distributed.get_debug_level). Set from TINYTORCH_DISTRIBUTED_DEBUG by
+/// init_process_group, or by set_debug_level. Must be the same on every rank.
+inline DebugLevel get_debug_level() { return static_cast<DebugLevel>(detail::debug_level_storage().load()); }
+
+/// Sets the debug level for this process (torch.distributed.set_debug_level). Every rank must
+/// set the same level at the same point of the program (DETAIL adds a collective to each).
+inline void set_debug_level(DebugLevel level) { detail::debug_level_storage() = static_cast<int>(level); }
+
+/// One communicator and everything a collective on it needs: rank, size, timeout, sequence
+/// number (PyTorch's c10d::ProcessGroup, ProcessGroupMPI). Collectives take raw contiguous CPU
+/// buffers of `count` elements of `dtype` (the Tensor forms are in collectives.hpp):
+///
+///   all_reduce(x, n, dtype, op)           x_r <- op(x_0, ..., x_{N-1})            in place
+///   broadcast(x, n, dtype, src)           x_r <- x_src
+///   all_gather(out, in, n, dtype)         out_r = [in_0 | in_1 | ... | in_{N-1}]  out: N*n elements
+///   reduce_scatter(out, in, n, dtype, op) out_r = op over ranks of in[r*n, (r+1)*n)  in: N*n
+///   barrier()                             returns when every rank has called it
+///
+/// Each is one function: checks (a bad argument throws tinytorch::Error naming the collective
+/// and the values, before any message), the next sequence number, the DETAIL agreement, then
+/// either Completion::Blocking (wait until every rank has arrived, polled politely, then MPI's
+/// blocking call: MPI_Allreduce, MPI_Bcast, MPI_Allgather, MPI_Reduce_scatter_block,
+/// MPI_Barrier) or Completion::Async (MPI_Iallreduce, ... returning a Work). Every wait is
+/// watched (work.hpp): past timeout() the job is aborted with a report.
+/// A world of one rank (no mpirun, or a build without MPI) communicates nothing:
+/// all_reduce/broadcast/barrier do nothing, all_gather/reduce_scatter copy `in` to `out`.
+/// MPI counts are `int`: one call moves at most 2^31-1 elements (8 GiB of float32).
+/// Not thread-safe: one thread at a time per group (DDP uses a group of its own).
+class ProcessGroup {
+ public:
+  using Milliseconds = std::chrono::milliseconds;
+
+#if TINYTORCH_WITH_MPI
+  /// Takes ownership of `comm` (freed by the destructor while MPI runs); sets MPI_ERRORS_RETURN
+  /// on it. Throws tinytorch::Error if an MPI call fails.
+  ProcessGroup(MPI_Comm comm, std::string name, Milliseconds timeout)
+      : name_(std::move(name)), timeout_(timeout) {
+    comm_ = comm;
+    const char* op = "ProcessGroup";
+    detail::mpi_check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", op);
+    detail::mpi_check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank", op);
+    detail::mpi_check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size", op);
+  }
+#endif
+
+  /// A group of one rank with no communicator (a build without MPI).
+  ProcessGroup(std::string name, Milliseconds timeout) : name_(std::move(name)), timeout_(timeout) {}
+
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+
+  ~ProcessGroup() { free_communicator(); }
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const std::string& name() const { return name_; }
+  /// How long any collective of this group may wait before the watchdog aborts the job.
+  Milliseconds timeout() const { return timeout_; }
+  /// The number of collectives started on this group so far (PyTorch's sequence number).
+  uint64_t sequence_number() const { return seq_; }
+#if TINYTORCH_WITH_MPI
+  MPI_Comm mpi_comm() const { return comm_; }
+#endif
+
+  /// Frees the communicator (MPI_Comm_free) if MPI is still running; afterwards the group can
+  /// no longer communicate. Called by the destructor and by destroy_process_group.
+  void free_communicator() {
+#if TINYTORCH_WITH_MPI
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    comm_ = MPI_COMM_NULL;
+#endif
+  }
+
+  // ---- the five collectives -------------------------------------------------------------------
+  // `name` is the operation's name in error messages (the free functions pass theirs).
+
+  Work all_reduce(void* buf, int64_t count, DType dtype, ReduceOp op = ReduceOp::SUM,
+                  Completion how = Completion::Async, const char* name = "all_reduce") {
+    detail::check_buffer_args(name, buf, count);
+    detail::check_reduce_op(name, op, dtype);
+    const detail::Fingerprint fp = begin(name, detail::OpType::ALLREDUCE, dtype, count, -1, op);
+    if (size_ == 1 || count == 0) return Work();
+#if TINYTORCH_WITH_MPI
+    std::function<void()> finish;
+    if (op == ReduceOp::AVG) finish = [buf, count, dtype, n = size_] { detail::divide_by(buf, count, dtype, n); };
+    const int n = static_cast<int>(count);
+    const MPI_Datatype t = detail::mpi_datatype(dtype);
+    const MPI_Op mop = detail::mpi_op(op);
+    return issue(fp, name, how, std::move(finish), "MPI_Allreduce",
+                 [&] { return MPI_Allreduce(MPI_IN_PLACE, buf, n, t, mop, comm_); }, "MPI_Iallreduce",
+                 [&](MPI_Request* r) { return MPI_Iallreduce(MPI_IN_PLACE, buf, n, t, mop, comm_, r); });
+#else
+    (void)how, (void)fp;
+    return Work();
+#endif
+  }
+
+  Work broadcast(void* buf, int64_t count, DType dtype, int src, Completion how = Completion::Async,
+                 const char* name = "broadcast") {
+    detail::check_buffer_args(name, buf, count);
+    detail::check(src >= 0 && src < size_, detail::rank_prefix(), name, ": src rank ", src, " is outside [0, ",
+                  size_, ")");
+    const detail::Fingerprint fp = begin(name, detail::OpType::BROADCAST, dtype, count, src, ReduceOp{}, false);
+    if (size_ == 1 || count == 0) return Work();
+#if TINYTORCH_WITH_MPI
+    const int n = static_cast<int>(count);
+    const MPI_Datatype t = detail::mpi_datatype(dtype);
+    return issue(fp, name, how, nullptr, "MPI_Bcast", [&] { return MPI_Bcast(buf, n, t, src, comm_); }, "MPI_Ibcast",
+                 [&](MPI_Request* r) { return MPI_Ibcast(buf, n, t, src, comm_, r); });
+#else
+    (void)how, (void)fp;
+    return Work();
+#endif
+  }
+
+  /// `in` may be out + rank * count (in place).
+  Work all_gather(void* out, const void* in, int64_t count, DType dtype, Completion how = Completion::Async,
+                  const char* name = "all_gather") {
+    detail::check_buffer_args(name, in, count, "input");
+    detail::check_not_null(name, out, count * size_, "output");
+    const detail::Fingerprint fp = begin(name, detail::OpType::ALLGATHER, dtype, count, -1, ReduceOp{}, false);
+    const size_t bytes = static_cast<size_t>(count) * element_size(dtype);
+    const void* my_slot = static_cast<const char*>(out) + static_cast<size_t>(rank_) * bytes;
+    if (size_ == 1 || count == 0) {
+      if (count > 0 && in != out) std::memmove(out, in, bytes);
+      return Work();
+    }
+#if TINYTORCH_WITH_MPI
+    const int n = static_cast<int>(count);
+    const MPI_Datatype t = detail::mpi_datatype(dtype);
+    const void* send = in == my_slot ? MPI_IN_PLACE : in;
+    return issue(fp, name, how, nullptr, "MPI_Allgather",
+                 [&] { return MPI_Allgather(send, n, t, out, n, t, comm_); }, "MPI_Iallgather",
+                 [&](MPI_Request* r) { return MPI_Iallgather(send, n, t, out, n, t, comm_, r); });
+#else
+    (void)my_slot, (void)how, (void)fp;
+    return Work();
+#endif
+  }
+
+  /// out and in must not overlap.
+  Work reduce_scatter(void* out, const void* in, int64_t count, DType dtype, ReduceOp op = ReduceOp::SUM,
+                      Completion how = Completion::Async, const char* name = "reduce_scatter") {
+    detail::check_buffer_args(name, out, count, "output");
+    detail::check_not_null(name, in, count * size_, "input");
+    detail::check_reduce_op(name, op, dtype);
+    const size_t bytes = static_cast<size_t>(count) * element_size(dtype);
+    const char* a = static_cast<const char*>(in);
+    const char* b = static_cast<const char*>(out);
+    detail::check(count == 0 || b + bytes <= a || a + bytes * size_ <= b, detail::rank_prefix(), name,
+                  ": output and input buffers overlap");
+    const detail::Fingerprint fp = begin(name, detail::OpType::REDUCE_SCATTER, dtype, count, -1, op);
+    if (size_ == 1 || count == 0) {
+      if (count > 0) std::memcpy(out, in, bytes);
+      return Work();
+    }
+#if TINYTORCH_WITH_MPI
+    std::function<void()> finish;
+    if (op == ReduceOp::AVG) finish = [out, count, dtype, n = size_] { detail::divide_by(out, count, dtype, n); };
+    const int n = static_cast<int>(count);
+    const MPI_Datatype t = detail::mpi_datatype(dtype);
+    const MPI_Op mop = detail::mpi_op(op);
+    return issue(fp, name, how, std::move(finish), "MPI_Reduce_scatter_block",
+                 [&] { return MPI_Reduce_scatter_block(in, out, n, t, mop, comm_); }, "MPI_Ireduce_scatter_block",
+                 [&](MPI_Request* r) { return MPI_Ireduce_scatter_block(in, out, n, t, mop, comm_, r); });
+#else
+    (void)how, (void)fp;
+    return Work();
+#endif
+  }
+
+  Work barrier(Completion how = Completion::Async, const char* name = "barrier") {
+    const detail::Fingerprint fp = begin(name, detail::OpType::BARRIER, DType::Float32, 0, -1, ReduceOp{}, false);
+    if (size_ == 1) return Work();
+#if TINYTORCH_WITH_MPI
+    if (how == Completion::Blocking) {  // the polled arrival *is* the barrier
+      arrive(fp, name);
+      return Work();
+    }
+    return issue(fp, name, how, nullptr, "MPI_Barrier", [&] { return MPI_Barrier(comm_); }, "MPI_Ibarrier",
+                 [&](MPI_Request* r) { return MPI_Ibarrier(comm_, r); });
+#else
+    (void)how, (void)fp;
+    return Work();
+#endif
+  }
+
+  /// For collectives built from point-to-point messages (algorithms.hpp): counts the sequence
+  /// number and, at DETAIL, agrees on the fingerprint as the five above do. Returns it.
+  detail::Fingerprint begin_collective(const char* name, detail::OpType type, DType dtype, int64_t count,
+                                       ReduceOp op, int64_t algorithm) {
+    return begin(name, type, dtype, count, -1, op, true, algorithm);
+  }
+
+  /// At DETAIL only (else nothing): every rank states that it is at `type` with `value` (e.g.
+  /// DistributedDataParallel's forward and its iteration), so that a rank that is somewhere
+  /// else (one step more, or already in destroy_process_group's barrier) is an error on every
+  /// rank instead of a hang. Counts as a collective.
+  void check_same_point(const char* name, detail::OpType type, int64_t value) {
+    if (get_debug_level() != DebugLevel::DETAIL || size_ == 1) return;
+    begin(name, type, DType::Float32, value, -1, ReduceOp{}, false);
+  }
+
+  /// The watchdog's description of a collective of this group; `name` is what the caller
+  /// called it, when that says more than the op ("barrier in destroy_process_group").
+  std::string describe(const detail::Fingerprint& fp, const char* name = nullptr) const {
+    std::string s = fp.describe() + " on group \"" + name_ + "\"";
+    if (name != nullptr && fp.describe().rfind(std::string(name) + " (", 0) != 0) s += ", called as " + std::string(name);
+    return s;
+  }
+
+ private:
+  /// Checks done: next sequence number, and at DETAIL the fingerprint agreement.
+  detail::Fingerprint begin(const char* name, detail::OpType type, DType dtype, int64_t count, int64_t root,
+                            ReduceOp op, bool has_op = true, int64_t algorithm = 0) {
+    detail::Fingerprint fp;
+    fp.seq = static_cast<int64_t>(++seq_);
+    fp.type = static_cast<int64_t>(type);
+    fp.dtype = type == detail::OpType::BARRIER || type == detail::OpType::DDP_FORWARD ? -1 : static_cast<int64_t>(dtype);
+    fp.count = count;
+    fp.root = root;
+    fp.reduce_op = has_op ? static_cast<int64_t>(op) : -1;
+    fp.algorithm = algorithm;
+#if TINYTORCH_WITH_MPI
+    if (size_ > 1 && get_debug_level() == DebugLevel::DETAIL) agree(fp, name);
+#else
+    (void)name;
+#endif
+    return fp;
+  }
+
+#if TINYTORCH_WITH_MPI
+  /// DETAIL: all-gather every rank's fingerprint (polled, watched) and throw the same error on
+  /// every rank if any differs from rank 0's, naming rank 0's and the first other one's.
+  void agree(const detail::Fingerprint& fp, const char* name) {
+    std::vector<detail::Fingerprint> all(static_cast<size_t>(size_));
+    MPI_Request r = MPI_REQUEST_NULL;
+    detail::mpi_check(MPI_Iallgather(&fp, detail::Fingerprint::kFields, MPI_INT64_T, all.data(),
+                                     detail::Fingerprint::kFields, MPI_INT64_T, comm_, &r),
+                      "MPI_Iallgather", name);
+    detail::wait_requests(&r, 1, timeout_, name,
+                          [this, fp, name] { return "the agreement check (DETAIL) before " + describe(fp, name); });
+    for (int k = 1; k < size_; ++k) {
+      if (all[static_cast<size_t>(k)] == all[0]) continue;
+      detail::throw_error(::tinytorch::detail::str_cat(
+          detail::rank_prefix(), "collective mismatch across ranks on group \"", name_,
+          "\" (found by TINYTORCH_DISTRIBUTED_DEBUG=DETAIL): rank 0 is running ", all[0].describe(), " but rank ", k,
+          " is running ", all[static_cast<size_t>(k)].describe(),
+          ". Every rank must call the same collectives, in the same order, with the same dtype, count, "
+          "root and reduce op."));
+    }
+  }
+
+  /// Blocks until every rank has started this collective (MPI_Ibarrier, polled: no core burnt
+  /// while waiting), watched. At DETAIL the fingerprint exchange was the arrival already.
+  void arrive(const detail::Fingerprint& fp, const char* name) {
+    if (get_debug_level() == DebugLevel::DETAIL) return;
+    MPI_Request r = MPI_REQUEST_NULL;
+    detail::mpi_check(MPI_Ibarrier(comm_, &r), "MPI_Ibarrier", name);
+    detail::wait_requests(&r, 1, timeout_, name, [this, fp, name] { return describe(fp, name); });
+  }
+
+  /// The one place a collective is issued: Blocking = arrive, then MPI's blocking call under the
+  /// watchdog, then `finish`; Async = the non-blocking call, wrapped in a Work.
+  template <typename BlockingCall, typename AsyncCall>
+  Work issue(const detail::Fingerprint& fp, const char* name, Completion how, std::function<void()> finish,
+             const char* blocking_name, BlockingCall blocking, const char* async_name, AsyncCall start) {
+    if (how == Completion::Blocking) {
+      arrive(fp, name);
+      {
+        detail::WatchScope watch([this, fp, name] { return describe(fp, name); }, timeout_);
+        detail::mpi_check(blocking(), blocking_name, name);
+      }
+      if (finish) finish();
+      return Work();
+    }
+    std::vector<MPI_Request> r(1, MPI_REQUEST_NULL);
+    detail::mpi_check(start(r.data()), async_name, name);
+    return Work(name, std::move(r), std::move(finish), [this, fp, name] { return describe(fp, name); }, timeout_);
+  }
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+#endif
+
+  std::string name_;
+  Milliseconds timeout_;
+  int rank_ = 0;
+  int size_ = 1;
+  std::atomic<uint64_t> seq_{0};
+};
 
 namespace detail {
 
@@ -90,8 +570,8 @@ struct GroupState {
   int thread_level = 0;            ///< MPI_THREAD_* provided (MPI builds), 0 otherwise
   bool mpi_started_by_us = false;  ///< we called MPI_Init_thread, so destroy calls MPI_Finalize
   std::terminate_handler previous_terminate = nullptr;
+  std::shared_ptr<ProcessGroup> world;  ///< the default group (a dup of MPI_COMM_WORLD)
 #if TINYTORCH_WITH_MPI
-  MPI_Comm comm = MPI_COMM_NULL;        ///< dup of MPI_COMM_WORLD, MPI_ERRORS_RETURN
   MPI_Comm local_comm = MPI_COMM_NULL;  ///< the ranks on this machine
 #endif
 #if TINYTORCH_WITH_NCCL
@@ -102,15 +582,6 @@ struct GroupState {
 inline GroupState& group() {
   static GroupState state;
   return state;
-}
-
-/// Integer value of environment variable `name`, or -1 if it is unset or not a number.
-inline long env_int(const char* name) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return -1;
-  char* end = nullptr;
-  long x = std::strtol(v, &end, 10);
-  return (end != nullptr && *end == '\0') ? x : -1;
 }
 
 /// The world size a launcher announced in the environment (Open MPI: OMPI_COMM_WORLD_SIZE;
@@ -130,20 +601,13 @@ inline void require_initialized(const char* op) {
         "tinytorch::distributed::init_process_group(Backend::MPI) first (or use ProcessGroupGuard)");
 }
 
-#if TINYTORCH_WITH_MPI
-/// MPI's name for a tinytorch dtype.
-inline MPI_Datatype mpi_datatype(DType d) {
-  switch (d) {
-    case DType::Float32: return MPI_FLOAT;
-    case DType::Float64: return MPI_DOUBLE;
-    case DType::Int64: return MPI_INT64_T;
-  }
-  throw_error("mpi_datatype: unknown dtype");
+/// The default group, after require_initialized(op).
+inline ProcessGroup& default_group(const char* op) {
+  require_initialized(op);
+  return *group().world;
 }
 
-/// MPI's reduction for SUM and MAX. AVG is SUM followed by a division by N (MPI has no average).
-inline MPI_Op mpi_op(ReduceOp op) { return op == ReduceOp::MAX ? MPI_MAX : MPI_SUM; }
-
+#if TINYTORCH_WITH_MPI
 /// Installed by init_process_group (world size > 1): an exception nobody catches ends up in
 /// std::terminate without unwinding the stack; print it with the rank and abort the whole job so
 /// the other ranks do not wait forever in their next collective.
@@ -158,8 +622,12 @@ inline void terminate_with_mpi_abort() {
       what = "an exception that is not a std::exception";
     }
   }
-  std::cerr << "rank " << group().rank << ": " << what << "\nrank " << group().rank
-            << ": uncaught exception; calling MPI_Abort so the other ranks do not hang" << std::endl;
+  const std::string prefix = "rank " + std::to_string(group().rank) + ": ";
+  // Messages from the distributed layer already start with "rank r: "; do not say it twice.
+  // One write, so that the lines of ranks failing at the same moment do not interleave.
+  std::cerr << (what.rfind(prefix, 0) == 0 ? "" : prefix) + what + "\n" + prefix +
+                   "uncaught exception; calling MPI_Abort so the other ranks do not hang\n"
+            << std::flush;
   MPI_Abort(MPI_COMM_WORLD, 1);
   std::abort();  // not reached: MPI_Abort does not return
 }
@@ -176,25 +644,35 @@ constexpr bool is_mpi_available() { return TINYTORCH_WITH_MPI != 0; }
 /// True if this translation unit can use Backend::NCCL (nvcc + NCCL + MPI).
 constexpr bool is_nccl_available() { return TINYTORCH_WITH_NCCL != 0; }
 
+/// The timeout init_process_group uses when none is given: TINYTORCH_DIST_TIMEOUT (seconds) if
+/// set, else kDefaultTimeout (30 minutes). Throws tinytorch::Error for a bad variable.
+inline std::chrono::milliseconds default_timeout() { return detail::timeout_from_env(); }
+
 /// Creates the default process group (torch.distributed.init_process_group).
 ///
+/// `timeout`: how long any collective may wait for the other ranks before the watchdog prints
+/// what it waited for and aborts the job (work.hpp); PyTorch's `timeout`, default 30 minutes,
+/// or TINYTORCH_DIST_TIMEOUT=<seconds>. The debug level comes from TINYTORCH_DISTRIBUTED_DEBUG.
 /// MPI builds: MPI_Init_thread(MPI_THREAD_MULTIPLE) unless MPI is already initialised (then the
 /// caller owns MPI and we never finalise it); the group communicates on a duplicate of
 /// MPI_COMM_WORLD whose error handler is MPI_ERRORS_RETURN; the local rank comes from
 /// MPI_Comm_split_type(MPI_COMM_TYPE_SHARED). Backend::NCCL then bootstraps NCCL as described in
 /// nccl_context.hpp. With more than one rank, a std::terminate handler is installed that prints
-/// "rank r: <what()>" and calls MPI_Abort (see guard.hpp).
+/// "rank r: <what()>" and calls MPI_Abort (see guard.hpp), and the watchdog thread starts.
 ///
 /// Throws tinytorch::Error when: the group is already initialised; MPI was already finalised
 /// (a second init after destroy_process_group); Backend::NCCL is asked for in a build without
 /// NCCL; the program was built without MPI but launched as one of several ranks; the launcher's
-/// world size disagrees with MPI's (a binary linked against a different MPI than mpirun's); any
+/// world size disagrees with MPI's (a binary linked against a different MPI than mpirun's);
+/// timeout <= 0; TINYTORCH_DIST_TIMEOUT or TINYTORCH_DISTRIBUTED_DEBUG is malformed; any
 /// MPI/CUDA/NCCL call fails.
-inline void init_process_group(Backend backend = Backend::MPI) {
+inline void init_process_group(Backend backend = Backend::MPI, std::chrono::milliseconds timeout = default_timeout()) {
   auto& g = detail::group();
   detail::check(!g.initialized,
                 "init_process_group: trying to initialize the default process group twice "
                 "(call destroy_process_group() first)");
+  detail::check(timeout.count() > 0, "init_process_group: timeout must be positive, got ", timeout.count(), " ms");
+  set_debug_level(detail::debug_level_from_env());
   auto [launched, launcher_var] = detail::launcher_world_size();
 
 #if !TINYTORCH_WITH_MPI
@@ -207,6 +685,7 @@ inline void init_process_group(Backend backend = Backend::MPI) {
                 "init_process_group: Backend::NCCL needs MPI (for the bootstrap) and a translation "
                 "unit compiled by nvcc with NCCL; this build has neither (TINYTORCH_WITH_MPI=0)");
   g = detail::GroupState{};
+  g.world = std::make_shared<ProcessGroup>("default", timeout);
   g.initialized = true;
   g.backend = backend;
   detail::error_rank() = 0;
@@ -236,16 +715,16 @@ inline void init_process_group(Backend backend = Backend::MPI) {
   // Our own communicator: a duplicate of MPI_COMM_WORLD (so our messages never mix with the
   // program's), whose errors come back as codes instead of killing the process. MPI_COMM_WORLD
   // itself keeps whatever error handler the program gave it.
-  detail::mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, &g.comm), "MPI_Comm_dup", op);
-  detail::mpi_check(MPI_Comm_set_errhandler(g.comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", op);
-  detail::mpi_check(MPI_Comm_rank(g.comm, &g.rank), "MPI_Comm_rank", op);
-  detail::mpi_check(MPI_Comm_size(g.comm, &g.world_size), "MPI_Comm_size", op);
+  MPI_Comm world = MPI_COMM_NULL;
+  detail::mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, &world), "MPI_Comm_dup", op);
+  g.world = std::make_shared<ProcessGroup>(world, "default", timeout);
+  g.rank = g.world->rank();
+  g.world_size = g.world->size();
   detail::error_rank() = g.rank;
 
   // The local rank: split the world into groups of processes that can share memory (one per
   // machine); our rank in that group picks our GPU.
-  detail::mpi_check(MPI_Comm_split_type(g.comm, MPI_COMM_TYPE_SHARED, g.rank, MPI_INFO_NULL,
-                                        &g.local_comm),
+  detail::mpi_check(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, g.rank, MPI_INFO_NULL, &g.local_comm),
                     "MPI_Comm_split_type", op);
   detail::mpi_check(MPI_Comm_set_errhandler(g.local_comm, MPI_ERRORS_RETURN),
                     "MPI_Comm_set_errhandler", op);
@@ -256,7 +735,7 @@ inline void init_process_group(Backend backend = Backend::MPI) {
     int ws = g.world_size;
     // Every copy believes it is rank 0 of 1: mpirun and the linked MPI library do not match.
     MPI_Comm_free(&g.local_comm);
-    MPI_Comm_free(&g.comm);
+    g.world.reset();
     detail::throw_error(::tinytorch::detail::str_cat(
         "init_process_group: launched as one of ", launched, " ranks (", launcher_var, "=", launched,
         ") but MPI reports a world of size ", ws,
@@ -267,38 +746,85 @@ inline void init_process_group(Backend backend = Backend::MPI) {
 #if TINYTORCH_WITH_NCCL
   if (backend == Backend::NCCL) {
     try {
-      g.nccl.init(g.rank, g.world_size, g.local_rank, g.comm);
+      g.nccl.init(g.rank, g.world_size, g.local_rank, world);
     } catch (...) {  // every rank throws together (see nccl_context.hpp); leave no communicator behind
       MPI_Comm_free(&g.local_comm);
-      MPI_Comm_free(&g.comm);
+      g.world.reset();
       throw;
     }
   }
 #endif
-  if (g.world_size > 1) g.previous_terminate = std::set_terminate(&detail::terminate_with_mpi_abort);
+  if (g.world_size > 1) {
+    g.previous_terminate = std::set_terminate(&detail::terminate_with_mpi_abort);
+    detail::watchdog().start();
+  }
   g.initialized = true;
+  if (get_debug_level() != DebugLevel::OFF)
+    std::cerr << detail::rank_prefix() << "init_process_group: backend " << backend_name(backend) << ", world size "
+              << g.world_size << ", local rank " << g.local_rank << " of " << g.local_world_size << ", timeout "
+              << timeout.count() << " ms, TINYTORCH_DISTRIBUTED_DEBUG=" << debug_level_name(get_debug_level())
+              << std::endl;
 #endif
 }
 
-/// Frees the default group (torch.distributed.destroy_process_group): NCCL communicator,
-/// MPI communicators, the terminate handler; then MPI_Finalize if init_process_group started MPI.
-/// Does nothing if the group is not initialised. Throws tinytorch::Error if an MPI call fails.
+/// Frees the default group (torch.distributed.destroy_process_group). With more than one rank it
+/// first waits at a barrier (watched: a rank that finished early, e.g. after fewer steps than
+/// the others, times out here with a report instead of hanging in MPI_Finalize), then frees the
+/// NCCL communicator, the MPI communicators and the terminate handler, stops the watchdog, and
+/// calls MPI_Finalize if init_process_group started MPI. Does nothing if the group is not
+/// initialised. Throws tinytorch::Error if an MPI call fails.
 inline void destroy_process_group() {
   auto& g = detail::group();
   if (!g.initialized) return;
-  g.initialized = false;
 #if TINYTORCH_WITH_MPI
   const char* op = "destroy_process_group";
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && g.world_size > 1) g.world->barrier(Completion::Blocking, "barrier in destroy_process_group");
+  g.initialized = false;
 #if TINYTORCH_WITH_NCCL
   g.nccl.destroy();
 #endif
   if (g.world_size > 1) std::set_terminate(g.previous_terminate);
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (finalized) return;  // someone else finalised MPI already; the communicators died with it
+  const detail::Milliseconds timeout = g.world->timeout();
+  g.world.reset();  // frees its communicator while MPI runs
+  if (finalized) {  // someone else finalised MPI already; the communicators died with it
+    detail::watchdog().stop();
+    return;
+  }
   if (g.local_comm != MPI_COMM_NULL) detail::mpi_check(MPI_Comm_free(&g.local_comm), "MPI_Comm_free", op);
-  if (g.comm != MPI_COMM_NULL) detail::mpi_check(MPI_Comm_free(&g.comm), "MPI_Comm_free", op);
-  if (g.mpi_started_by_us) detail::mpi_check(MPI_Finalize(), "MPI_Finalize", op);
+  if (g.mpi_started_by_us) {
+    detail::WatchScope watch([] { return std::string("MPI_Finalize in destroy_process_group"); }, timeout);
+    detail::mpi_check(MPI_Finalize(), "MPI_Finalize", op);
+  }
+  detail::watchdog().stop();
+#else
+  g.initialized = false;
+  g.world.reset();
+#endif
+}
+
+/// The default process group (torch.distributed's group.WORLD). Throws if not initialised.
+inline ProcessGroup& get_default_group() { return detail::default_group("get_default_group"); }
+
+/// A new group of all ranks with a communicator of its own (torch.distributed.new_group() with
+/// every rank): its collectives never match the default group's, so another thread can use it
+/// while the main thread uses the default one (DistributedDataParallel's buckets). A collective:
+/// every rank must call it. `timeout` defaults to the default group's.
+/// Throws if the default group is not initialised or an MPI call fails.
+inline std::shared_ptr<ProcessGroup> new_group(const std::string& name,
+                                               std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) {
+  ProcessGroup& world = detail::default_group("new_group");
+  if (timeout.count() <= 0) timeout = world.timeout();
+#if TINYTORCH_WITH_MPI
+  MPI_Comm comm = MPI_COMM_NULL;
+  {
+    detail::WatchScope watch([name] { return "MPI_Comm_dup in new_group(\"" + name + "\")"; }, timeout);
+    detail::mpi_check(MPI_Comm_dup(world.mpi_comm(), &comm), "MPI_Comm_dup", "new_group");
+  }
+  return std::make_shared<ProcessGroup>(comm, name, timeout);
+#else
+  return std::make_shared<ProcessGroup>(name, timeout);
 #endif
 }
 
@@ -366,10 +892,7 @@ inline void require_thread_multiple(const char* who) {
 #if TINYTORCH_WITH_MPI
 /// The group's MPI communicator (a duplicate of MPI_COMM_WORLD with MPI_ERRORS_RETURN), for code
 /// that calls MPI directly. Throws if the group is not initialised.
-inline MPI_Comm get_mpi_comm() {
-  detail::require_initialized("get_mpi_comm");
-  return detail::group().comm;
-}
+inline MPI_Comm get_mpi_comm() { return detail::default_group("get_mpi_comm").mpi_comm(); }
 #endif
 
 }  // namespace tinytorch::distributed

@@ -20,10 +20,10 @@
 //   backward  the engine accumulates each parameter's gradient; our hook copies it, divided by
 //             N, into its bucket slice; when a bucket's last gradient arrives, its all-reduce
 //             (SUM) is started *at once, strictly in bucket order* (every rank must issue the
-//             same collectives in the same order), on a communication thread that calls
-//             MPI_Allreduce (or DDPOptions::algorithm's ring / tree / parameter server) on a
-//             communicator of its own while backward continues on the main thread. That is
-//             the overlap.
+//             same collectives in the same order), on a communication thread that calls the
+//             all_reduce of a process group of its own (new_group: MPI_Allreduce, or
+//             DDPOptions::algorithm's ring / tree / parameter server) while backward continues
+//             on the main thread. That is the overlap.
 //   finalize  PyTorch queues a "final callback" in its autograd engine; ours has none. Instead,
 //             the hook that readies the last parameter completes the iteration: it waits for the
 //             comm thread to finish the earlier buckets, all-reduces the last bucket itself
@@ -41,13 +41,16 @@
 //   if it was). Without the option, a parameter that got no gradient leaves its bucket pending:
 //   the next forward throws PyTorch's "Expected to have finished reduction in the prior
 //   iteration before starting a new one..." naming the parameters (after waiting for the
-//   all-reduces already started, which every rank started too, so nothing is left in flight).
+//   all-reduces already started; if another rank never starts one of them, e.g. because the
+//   parameter was unused there only, the watchdog ends the wait after the timeout: work.hpp).
 //
 // Threads: the communication thread needs MPI_THREAD_MULTIPLE (the main thread may call MPI
 // too); DDP's constructor throws a clear error if MPI provides less. The bucket all-reduces run
-// on a duplicate of the group's communicator, so they can never be matched against a collective
-// the main thread issues (buffer broadcasts, a loss all-reduce, barrier) on the group's own.
-// The only MPI_Allreduce calls are in Reducer::all_reduce_bucket and Reducer::all_reduce_used_map.
+// on the Reducer's own ProcessGroup (new_group: a duplicate of the default group's
+// communicator), so they can never be matched against a collective the main thread issues
+// (buffer broadcasts, a loss all-reduce, barrier) on the default group; like every collective,
+// they are watched by the watchdog and agreed at TINYTORCH_DISTRIBUTED_DEBUG=DETAIL.
+// The communication happens in Reducer::all_reduce_bucket and Reducer::all_reduce_used_map.
 //
 // The math: on rank r the slice of parameter i in its bucket holds g_r,i / N (copy_into_bucket);
 //   the SUM all-reduce of the bucket makes it sum_r g_r,i / N, the average, on every rank, which
@@ -214,10 +217,8 @@ struct Reducer {
   DDPIterationStats last_stats;
 
   // ---- communication thread -----------------------------------------------------------------
-#if TINYTORCH_WITH_MPI
-  MPI_Comm comm = MPI_COMM_NULL;    ///< dup of the group's communicator, for DDP's all-reduces only
-                                    ///< (comm thread, or main thread once the thread is idle)
-#endif
+  std::shared_ptr<ProcessGroup> pg; ///< new_group("DistributedDataParallel buckets"): DDP's
+                                    ///< all-reduces only (comm thread, or main once it is idle)
   std::mutex mu;
   std::condition_variable cv_task, cv_done;
   std::deque<std::function<void()>> tasks;
@@ -444,21 +445,15 @@ struct Reducer {
     }
   }
 
-  /// All-reduce (SUM) of bucket bi on DDP's communicator with the chosen algorithm, timed;
+  /// All-reduce (SUM) of bucket bi on DDP's process group with the chosen algorithm, timed;
   /// `tid` 1 = comm thread, 0 = main.
   void all_reduce_bucket(size_t bi, int tid) {
 #if TINYTORCH_WITH_MPI
     Bucket& b = buckets[bi];
     const double t0 = Trace::steady_us();
-    if (algorithm == Algorithm::MPI) {
-      mpi_check(MPI_Allreduce(MPI_IN_PLACE, b.contents.raw_data(), static_cast<int>(b.numel), mpi_datatype(b.dtype),
-                              MPI_SUM, comm),
-                "MPI_Allreduce", "DistributedDataParallel (bucket " + std::to_string(bi) + ")");
-    } else {
-      AlgorithmOptions ao;
-      ao.comm = comm;
-      all_reduce(b.contents.raw_data(), b.numel, b.dtype, ReduceOp::SUM, algorithm, ao);
-    }
+    AlgorithmOptions ao;
+    ao.group = pg.get();
+    all_reduce(b.contents.raw_data(), b.numel, b.dtype, ReduceOp::SUM, algorithm, ao);
     const double t1 = Trace::steady_us();
     stats.buckets[bi].start_us = t0;  // from the comm thread: read by the main thread after wait_all()
     stats.buckets[bi].end_us = t1;
@@ -498,14 +493,11 @@ struct Reducer {
   }
 
   /// find_unused_parameters: global_used <- the SUM over ranks of local_used, on DDP's
-  /// communicator (main thread; the comm thread is idle).
+  /// process group (main thread; the comm thread is idle).
   void all_reduce_used_map() {
-#if TINYTORCH_WITH_MPI
     global_used = local_used;
-    mpi_check(MPI_Allreduce(MPI_IN_PLACE, global_used.data(), static_cast<int>(global_used.size()), MPI_INT64_T,
-                            MPI_SUM, comm),
-              "MPI_Allreduce", "DistributedDataParallel (used-parameter map)");
-#endif
+    pg->all_reduce(global_used.data(), static_cast<int64_t>(global_used.size()), kInt64, ReduceOp::SUM,
+                   Completion::Blocking, "DistributedDataParallel (used-parameter map)");
   }
 
   /// .grad of param i <- its slice of the reduced bucket (already the average): in place when

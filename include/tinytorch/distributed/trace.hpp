@@ -145,10 +145,10 @@ class Trace {
 /// The earliest Trace::steady_us() over all ranks (an all-reduce; call it on every rank), to be
 /// used as every rank's Trace origin so that rank files share one time axis.
 inline double common_origin_us() {
-  // MPI has MAX but we want MIN: min(x) = -max(-x). Integer microseconds are exact in int64.
-  int64_t neg = -static_cast<int64_t>(Trace::steady_us());
-  all_reduce(&neg, 1, ReduceOp::MAX);
-  return static_cast<double>(-neg);
+  // Integer microseconds are exact in int64.
+  int64_t earliest = static_cast<int64_t>(Trace::steady_us());
+  all_reduce(&earliest, 1, ReduceOp::MIN);
+  return static_cast<double>(earliest);
 }
 
 }  // namespace tinytorch::distributed

@@ -1,32 +1,65 @@
-// tinytorch/distributed/work.hpp — Work: the handle an asynchronous collective returns.
+// tinytorch/distributed/work.hpp — Work: the handle a collective returns, and the watchdog that
+// makes every wait end, one way or the other.
 //
 //   Work w = all_reduce_async(buf, n, kFloat32, ReduceOp::AVG);   // starts MPI_Iallreduce
 //   ... compute something else ...
-//   w.wait();                                                     // MPI_Wait, then AVG's "/ N"
+//   w.wait();                                                     // waits, then AVG's "/ N"
 //
-// A Work wraps one MPI request plus a "finish" step that must run after the data has arrived
-// (dividing by N for AVG, copying into the caller's tensors for all_gather into a list). The
-// finish step also owns copies of the tensor handles involved, so the memory MPI writes into
-// stays alive until the operation is complete.
+// A Work wraps the MPI requests of one collective plus a "finish" step that must run after the
+// data has arrived (dividing by N for AVG, copying into the caller's tensors for all_gather into
+// a list). The finish step also owns copies of the tensor handles involved, so the memory MPI
+// writes into stays alive until the operation is complete. Every collective, the synchronous
+// ones included, is started as a non-blocking MPI call and finished by Work::wait(): one
+// implementation, one way of waiting (process_group.hpp).
 //
-// Progress: Open MPI moves a non-blocking collective forward only while some thread is inside
-// an MPI call. is_completed() (MPI_Test) is such a call; so is wait(). DDP therefore waits on its
-// buckets from a communication thread (which needs MPI_THREAD_MULTIPLE).
+// How a rank waits (poll_requests). Open MPI moves a non-blocking operation forward only while
+// some thread is inside an MPI call, so a wait polls MPI_Testall:
+//   for the first 50 us   back to back: a collective whose peers are ready ends here;
+//   up to 1 s             yielding the core between polls (std::this_thread::yield) to any
+//                         thread that wants it, e.g. another rank's compute on a shared machine;
+//   after that            once per millisecond, sleeping in between: a rank that has waited
+//                         a second is waiting for a peer (evaluating, saving, stopped), not
+//                         for data, and burns no core doing so.
+// MPI's own blocking calls (MPI_Wait, MPI_Allreduce) spin at 100% CPU for as long as it takes.
+//
+// The watchdog. Every wait of the distributed layer (a Work's, the arrival before a blocking
+// collective, MPI's blocking calls themselves) is registered with one watchdog thread per
+// process, with its process group's timeout (init_process_group's `timeout`, default 30 minutes
+// as PyTorch's, TINYTORCH_DIST_TIMEOUT=<seconds> to change it). A wait that lasts longer
+// makes the watchdog print, on this rank,
+//   rank 1: Watchdog caught collective operation timeout: all_reduce (sequence number 17,
+//   2352 float32 elements, SUM, group "default") ran for 10003 ms, longer than the timeout of
+//   10000 ms ...
+// waits one more second (so that the other ranks, whose watchdogs fire at about the same time,
+// can print theirs) and aborts the job (MPI_Abort): a collective that one rank never joins
+// cannot be cancelled, so there is nothing else to return to (PyTorch's NCCL watchdog with
+// TORCH_NCCL_ASYNC_ERROR_HANDLING=1 "tears down the process" the same way). A thread, not a
+// clock check in the polling loop, because a rank can also hang inside one of MPI's blocking
+// calls (a link cut in the middle of a transfer) where no loop of ours runs.
 //
 // Copies of a Work share one state (like PyTorch's c10d::Work, an intrusive pointer). If the
 // last copy is destroyed before wait(), the destructor waits, so the buffer is never freed under
 // MPI's feet (errors found there are printed, since a destructor cannot throw).
 //
-// Chapter: chapters/06-distributed-data-parallel.md (overlap), 07-all-reduce.md.
-// Reference: torch.distributed.Work (wait, is_completed); MPI 3.1 §5.12 (non-blocking collectives).
+// Chapter: chapters/06-distributed-data-parallel.md (overlap), 07-all-reduce.md ("When a rank
+// fails", "Timeouts").
+// Reference: torch.distributed.Work (wait, is_completed); MPI 3.1 §5.12 (non-blocking
+// collectives); PyTorch ProcessGroupNCCL's watchdog (ProcessGroupNCCL.cpp, workCleanupLoop /
+// "Watchdog caught collective operation timeout").
 #pragma once
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <iostream>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -37,19 +70,161 @@
 
 namespace tinytorch::distributed {
 
+namespace detail {
+
+using Milliseconds = std::chrono::milliseconds;
+using SteadyClock = std::chrono::steady_clock;
+
+/// The watchdog's verdict: prints the report on this rank, gives the other ranks one second to
+/// print theirs, and aborts the job. Never returns.
+[[noreturn]] inline void watchdog_abort(const std::string& what, double waited_ms, Milliseconds timeout) {
+  // One write per message, so that the reports of ranks timing out together do not interleave.
+  std::cerr << rank_prefix() + "Watchdog caught collective operation timeout: " + what + " ran for " +
+                   std::to_string(static_cast<int64_t>(waited_ms)) + " ms, longer than the timeout of " +
+                   std::to_string(timeout.count()) +
+                   " ms (init_process_group's timeout; TINYTORCH_DIST_TIMEOUT=<seconds> sets it). Some rank never "
+                   "joined this collective: it stopped, died, is stuck elsewhere, or called another collective "
+                   "(TINYTORCH_DISTRIBUTED_DEBUG=DETAIL names it).\n"
+            << std::flush;
+  std::this_thread::sleep_for(std::min(timeout, Milliseconds(1000)));
+  std::cerr << rank_prefix() + "aborting the job (MPI_Abort) so that the other ranks do not hang\n" << std::flush;
+  abort_now(1);
+}
+
+/// One thread per process that watches every wait of the distributed layer (registered by a
+/// WatchScope for as long as the wait lasts) and calls watchdog_abort on the first that has
+/// lasted longer than its timeout. Started by init_process_group when there is more than one
+/// rank (with one rank nothing can hang), stopped by destroy_process_group; it wakes ten times
+/// a second (or more often for shorter timeouts) and otherwise sleeps.
+class Watchdog {
+ public:
+  struct Entry {
+    std::function<std::string()> describe;  ///< "all_reduce (sequence number 3, ...)", built only on timeout
+    SteadyClock::time_point start;
+    Milliseconds timeout;
+  };
+
+  void start() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (thread_.joinable()) return;
+    stop_ = false;
+    thread_ = std::thread([this] { loop(); });
+  }
+
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!thread_.joinable()) return;
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+  void add(Entry* e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    entries_.push_back(e);
+  }
+
+  void remove(Entry* e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    entries_.erase(std::find(entries_.begin(), entries_.end(), e));
+  }
+
+  ~Watchdog() { stop(); }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      Milliseconds interval(100);
+      const SteadyClock::time_point now = SteadyClock::now();
+      for (const Entry* e : entries_) {
+        const auto waited = now - e->start;
+        if (waited > e->timeout) {
+          const std::string what = e->describe ? e->describe() : "a collective";
+          lock.unlock();
+          watchdog_abort(what, std::chrono::duration<double, std::milli>(waited).count(), e->timeout);
+        }
+        interval = std::min(interval, std::max(Milliseconds(1), e->timeout / 10));
+      }
+      cv_.wait_for(lock, interval);
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Entry*> entries_;
+  std::thread thread_;
+  bool stop_ = false;
+};
+
+inline Watchdog& watchdog() {
+  static Watchdog w;
+  return w;
+}
+
+/// RAII: the enclosing wait is watched by the watchdog from construction to destruction.
+class WatchScope {
+ public:
+  WatchScope(std::function<std::string()> describe, Milliseconds timeout)
+      : entry_{std::move(describe), SteadyClock::now(), timeout} {
+    watchdog().add(&entry_);
+  }
+  ~WatchScope() { watchdog().remove(&entry_); }
+  WatchScope(const WatchScope&) = delete;
+  WatchScope& operator=(const WatchScope&) = delete;
+
+ private:
+  Watchdog::Entry entry_;
+};
+
+#if TINYTORCH_WITH_MPI
+/// Polls MPI_Testall until all `n` requests have completed (see the file comment for the three
+/// phases: spin, yield, sleep). No timeout here: the caller holds a WatchScope. Throws
+/// tinytorch::Error naming `op` if MPI reports an error.
+inline void poll_requests(MPI_Request* requests, int n, const char* op) {
+  const SteadyClock::time_point start = SteadyClock::now();
+  for (;;) {
+    int done = 0;
+    mpi_check(MPI_Testall(n, requests, &done, MPI_STATUSES_IGNORE), "MPI_Testall", op);
+    if (done) return;
+    const auto waited = SteadyClock::now() - start;
+    if (waited < std::chrono::microseconds(50)) continue;
+    if (waited < std::chrono::seconds(1))
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(Milliseconds(1));
+  }
+}
+
+/// poll_requests under the watchdog.
+inline void wait_requests(MPI_Request* requests, int n, Milliseconds timeout, const char* op,
+                          std::function<std::string()> what) {
+  WatchScope watch(std::move(what), timeout);
+  poll_requests(requests, n, op);
+}
+#endif
+
+}  // namespace detail
+
 class Work {
  public:
   /// An already-completed Work (what a world of size 1 returns).
   Work() = default;
 
 #if TINYTORCH_WITH_MPI
-  /// Wraps a started MPI request. `op` names the collective for error messages; `finish` runs
-  /// once, after the request completes.
-  Work(std::string op, MPI_Request request, std::function<void()> finish)
+  /// Wraps started MPI requests. `op` names the collective for error messages, `describe`
+  /// gives the watchdog's description ("all_reduce (sequence number 3, ...)"), `timeout` is
+  /// the process group's; `finish` runs once, after every request has completed.
+  Work(std::string op, std::vector<MPI_Request> requests, std::function<void()> finish,
+       std::function<std::string()> describe, detail::Milliseconds timeout)
       : state_(std::make_shared<State>()) {
     state_->op = std::move(op);
-    state_->request = request;
+    state_->requests = std::move(requests);
     state_->finish = std::move(finish);
+    state_->describe = std::move(describe);
+    state_->timeout = timeout;
   }
 #endif
 
@@ -77,17 +252,18 @@ class Work {
   }
 
   /// True once the collective has finished on this rank (and its finish step has run).
-  /// Non-blocking: MPI_Test. Throws tinytorch::Error if MPI reports an error.
+  /// Non-blocking: MPI_Testall. Throws tinytorch::Error if MPI reports an error.
   bool is_completed() {
     if (!state_) return true;
     std::lock_guard<std::mutex> lock(state_->mutex);
     if (state_->done) return true;
 #if TINYTORCH_WITH_MPI
     int flag = 0;
-    int rc = MPI_Test(&state_->request, &flag, MPI_STATUS_IGNORE);
+    int rc = MPI_Testall(static_cast<int>(state_->requests.size()), state_->requests.data(), &flag,
+                         MPI_STATUSES_IGNORE);
     if (rc != MPI_SUCCESS) {
       state_->done = true;
-      detail::mpi_check(rc, "MPI_Test", state_->op);
+      detail::mpi_check(rc, "MPI_Testall", state_->op);
     }
     if (!flag) return false;
 #endif
@@ -95,17 +271,20 @@ class Work {
     return true;
   }
 
-  /// Blocks until the collective has finished on this rank, then runs its finish step.
-  /// Calling it again does nothing. Throws tinytorch::Error if MPI reports an error.
+  /// Blocks until the collective has finished on this rank, then runs its finish step; past
+  /// the timeout, the watchdog aborts the job (file comment). Calling it again does nothing.
+  /// Throws tinytorch::Error if MPI reports an error.
   void wait() {
     if (!state_) return;
     std::lock_guard<std::mutex> lock(state_->mutex);
     if (state_->done) return;
 #if TINYTORCH_WITH_MPI
-    int rc = MPI_Wait(&state_->request, MPI_STATUS_IGNORE);
-    if (rc != MPI_SUCCESS) {
+    try {
+      detail::wait_requests(state_->requests.data(), static_cast<int>(state_->requests.size()), state_->timeout,
+                            state_->op.c_str(), state_->describe);
+    } catch (...) {
       state_->done = true;
-      detail::mpi_check(rc, "MPI_Wait", state_->op);
+      throw;
     }
 #endif
     state_->complete();
@@ -115,9 +294,11 @@ class Work {
   struct State {
     std::string op;
 #if TINYTORCH_WITH_MPI
-    MPI_Request request = MPI_REQUEST_NULL;
+    std::vector<MPI_Request> requests;
 #endif
     std::function<void()> finish;
+    std::function<std::string()> describe;
+    detail::Milliseconds timeout{0};
     std::vector<std::shared_ptr<void>> keep_alive;
     bool done = false;
     std::mutex mutex;
@@ -139,10 +320,11 @@ class Work {
       // unwinding, when a wait could hang; ProcessGroupGuard is about to abort the job anyway).
       if (std::uncaught_exceptions() > 0) return;
       try {
-        if (MPI_Wait(&request, MPI_STATUS_IGNORE) == MPI_SUCCESS) complete();
+        detail::wait_requests(requests.data(), static_cast<int>(requests.size()), timeout, op.c_str(), describe);
+        complete();
       } catch (const std::exception& e) {
-        std::cerr << detail::rank_prefix() << op << ": error while completing an un-waited Work: "
-                  << e.what() << std::endl;
+        std::cerr << detail::rank_prefix() << op << ": error while completing an un-waited Work: " << e.what()
+                  << std::endl;
       }
 #endif
     }
