@@ -2,28 +2,32 @@
 # tests/mpi/multihost_test.sh — DDP on several "hosts" through Open MPI's own launcher: network
 # namespaces on one machine act as hosts, joined by veth pairs, and `mpirun -H` starts the ranks
 # on them over the TCP transport. Checks that
-#   (a) train_mnist on N ranks across N hosts trains exactly what N ranks on one host train:
-#       the checkpoints (--save) are byte-identical, and so are the printed losses/accuracies;
+#   (a) train_mnist on N hosts x R ranks trains exactly what N x R ranks on one host train: the
+#       checkpoints (--save) are byte-identical, and so are the printed losses/accuracies;
 #   (b) a rank killed (kill -9) on the last host mid-training ends the whole job with an error
 #       (mpirun exits non-zero, every rank is gone) within 60 s;
 #   (c) a cut link (`ip -n <last host> link set <dev> down` mid-training) ends every rank with an
 #       error within 60 s: with TINYTORCH_DIST_TIMEOUT=10 a rank waiting in a collective prints
 #       "Watchdog caught collective operation timeout" and aborts the job (MPI_Abort).
 #
-#   sudo tests/mpi/multihost_test.sh build/bin/train_mnist [hosts=2] [checks=abc]
+#   sudo tests/mpi/multihost_test.sh build/bin/train_mnist [hosts N=2] [ranks per host R=1] [checks=abc]
+#   sudo tests/mpi/multihost_test.sh build/bin/train_mnist 4 2 a      # (a) only, 4 hosts x 2 ranks
 #
 # Needs root (network namespaces); otherwise, or without `ip`/veth support or Fashion-MNIST, it
 # prints SKIPPED and exits 77 (ctest: Skipped, never Passed). ctest runs it as mpi_multihost
-# (tests/CMakeLists.txt) with 2 hosts. hosts = 2 joins the two namespaces with one veth pair;
+# (tests/CMakeLists.txt) with 2 hosts x 1 rank. 2 hosts are joined by one veth pair;
 # 3 or 4 hosts are joined by a bridge in a further "switch" namespace. Host i is the namespace
 # ttmh<tag>h<i> with address 10.77.0.<i>/24 on device ttmh<tag>e<i>, where <tag> is this
 # script's PID in hex plus a random byte, so that two runs do not collide (a name that exists
 # already is an error, not a skip); every device is created inside its namespace, so nothing is
 # added to, or changed in, the machine's own network namespace. mpirun runs inside host 1 and starts each
 # other host's daemon (orted) through an rsh agent, a generated script that enters that host's
-# namespace (recipe: ../shared/design/multinode-netns.md). One rank per host:
+# namespace (recipe: ../shared/design/multinode-netns.md):
 #   ip netns exec <host 1> mpirun -H 10.77.0.1:1,10.77.0.2:1 -np 2 --mca plm_rsh_agent <agent>
 #     --mca btl self,tcp --mca btl_tcp_if_include 10.77.0.0/24 --mca oob_tcp_if_include 10.77.0.0/24 ...
+# Each host also gets its own hostname (its namespace's name, in a UTS namespace: `unshare --uts`):
+# with the machine's one hostname on every host, Open MPI 4.1.4 crashed (SIGSEGV in
+# mca_pml_ob1_recv_frag_callback_match, during the first MPI_Allgather) with 2 hosts x 2 ranks.
 # In each host namespace net.ipv4.tcp_retries2 is 5 (the namespace's own copy of the sysctl): after
 # a link is cut, mpirun aborting the job waits for the lost host's daemon until TCP gives up on the
 # connection, about 13 s after 5 retransmissions instead of about 15 min after the default 15.
@@ -36,12 +40,15 @@
 # Chapter: chapters/06-distributed-data-parallel.md ("Many hosts").
 set -uo pipefail
 
-usage="usage: multihost_test.sh <train_mnist binary> [hosts=2 (2..4)] [checks=abc]"
+usage="usage: multihost_test.sh <train_mnist binary> [hosts=2 (2..4)] [ranks per host=1 (1..4)] [checks=abc]"
 bin="${1:?$usage}"
 hosts="${2:-2}"
-checks="${3:-abc}"
+per_host="${3:-1}"
+checks="${4:-abc}"
 limit=60  # seconds from the fault to the end of every rank, (b) and (c)
-[[ "$hosts" =~ ^[2-4]$ ]] || { echo "$usage" >&2; exit 2; }
+[[ "$hosts" =~ ^[2-4]$ && "$per_host" =~ ^[1-4]$ ]] || { echo "$usage" >&2; exit 2; }
+np=$((hosts * per_host))
+layout="$hosts hosts x $per_host rank$( ((per_host == 1)) || echo s)"  # for messages
 [[ "$checks" =~ ^[abc]+$ ]] || { echo "$usage" >&2; exit 2; }
 
 skip() { echo "SKIPPED: $*"; exit 77; }
@@ -125,7 +132,13 @@ for ((i = 0; i < hosts; i++)); do
     skip "cannot set net.ipv4.tcp_retries2 inside a namespace: $(cat "$work/err")"
 done
 
-# The rsh agent: Open MPI runs `agent <host> orted ...`; we enter that host's namespace instead of ssh.
+# enter.sh <namespace> <command...>: runs the command on that host, i.e. in its network namespace
+# and in a new UTS namespace whose hostname is the namespace's name.
+cat >"$work/enter.sh" <<'EOF_ENTER'
+#!/usr/bin/env bash
+exec ip netns exec "$1" unshare --uts bash -c 'echo "$0" > /proc/sys/kernel/hostname && exec "$@"' "$@"
+EOF_ENTER
+# The rsh agent: Open MPI runs `agent <host> orted ...`; we enter that host instead of ssh-ing to it.
 {
   echo '#!/usr/bin/env bash'
   echo 'host="$1"; shift'
@@ -133,12 +146,14 @@ done
   for ((i = 0; i < hosts; i++)); do echo "  ${host_ip[$i]}) ns=${host_ns[$i]} ;;"; done
   echo '  *) echo "multihost agent: unknown host $host" >&2; exit 1 ;;'
   echo 'esac'
-  echo 'exec ip netns exec "$ns" bash -c "$*"'
+  echo "exec $work/enter.sh \"\$ns\" bash -c \"\$*\""
 } >"$work/agent.sh"
-chmod +x "$work/agent.sh"
+chmod +x "$work/enter.sh" "$work/agent.sh"
+"$work/enter.sh" "${host_ns[0]}" true 2>"$work/err" ||
+  skip "cannot enter a namespace with its own hostname (unshare --uts): $(cat "$work/err")"
 
-hostlist="$(IFS=,; echo "${host_ip[*]/%/:1}")"  # 10.77.0.1:1,10.77.0.2:1,...
-mpirun_hosts=(ip netns exec "${host_ns[0]}" "$MPIRUN" --allow-run-as-root -np "$hosts" -H "$hostlist"
+hostlist="$(IFS=,; echo "${host_ip[*]/%/:$per_host}")"  # 10.77.0.1:R,10.77.0.2:R,...
+mpirun_hosts=("$work/enter.sh" "${host_ns[0]}" "$MPIRUN" --allow-run-as-root -np "$np" -H "$hostlist"
   --bind-to none --mca plm_rsh_agent "$work/agent.sh" --mca plm_rsh_no_tree_spawn 1
   --mca btl self,tcp --mca btl_tcp_if_include "$subnet" --mca oob_tcp_if_include "$subnet"
   --mca mpi_yield_when_idle 1)
@@ -170,22 +185,22 @@ results() { sed -n -e 's/ samples\/s=.*//p' -e '/^test_accuracy=/p' "$1" | grep 
 # ---- (a) N ranks on one host == N ranks on N hosts, byte for byte ------------------------------
 if [[ "$checks" == *a* ]]; then
   start=$(now)
-  timeout -k 5 60 bash "$mpirun_sh" -np "$hosts" "${train[@]}" --epochs 2 --save "$work/one_host.tt" \
+  timeout -k 5 60 bash "$mpirun_sh" -np "$np" "${train[@]}" --epochs 2 --save "$work/one_host.tt" \
     >"$work/a1.out" 2>&1
   rc1=$?
   timeout -k 5 60 "${mpirun_hosts[@]}" "${train[@]}" --epochs 2 --save "$work/hosts.tt" >"$work/a2.out" 2>&1
   rc2=$?
   if ((rc1 != 0)); then
-    fail a "$hosts ranks on one host: exit $rc1" "$work/a1.out"
+    fail a "$np ranks on one host: exit $rc1" "$work/a1.out"
   elif ((rc2 != 0)); then
-    fail a "$hosts ranks on $hosts hosts: exit $rc2" "$work/a2.out"
+    fail a "$layout: exit $rc2" "$work/a2.out"
   elif ! cmp -s "$work/one_host.tt" "$work/hosts.tt"; then
     fail a "the checkpoints differ (one host vs $hosts hosts)"
   elif [[ "$(results "$work/a1.out")" != "$(results "$work/a2.out")" || -z "$(results "$work/a1.out")" ]]; then
     fail a "the printed results differ" "$work/a2.out"
     diff <(results "$work/a1.out") <(results "$work/a2.out")
   else
-    echo "ok   [a]: $hosts ranks on $hosts hosts = on one host: checkpoints identical" \
+    echo "ok   [a]: $layout = $np ranks on one host: checkpoints identical" \
       "($(stat -c %s "$work/hosts.tt") bytes), $(grep '^test_accuracy=' "$work/a2.out") (both runs: $(since "$start") s)"
   fi
 fi
@@ -246,7 +261,7 @@ if [[ "$checks" == *b* ]] && fault_check b kill_last_rank; then
   elif ! grep -q "exited on signal 9" "$out"; then
     fail b "the output does not name the killed rank ('exited on signal 9')" "$out"
   else
-    echo "ok   [b]: rank $((hosts - 1)) killed on ${host_ip[-1]}: every rank ended, mpirun exit $rc, ${elapsed} s after the kill"
+    echo "ok   [b]: a rank killed on ${host_ip[-1]}: every rank ended, mpirun exit $rc, ${elapsed} s after the kill"
   fi
 fi
 
@@ -264,7 +279,7 @@ if [[ "$checks" == *c* ]] && fault_check c ip -n "${host_ns[-1]}" link set "${ho
 fi
 
 if ((failures)); then
-  echo "multihost_test ($hosts hosts): $failures check(s) failed"
+  echo "multihost_test ($layout): $failures check(s) failed"
   exit 1
 fi
-echo "multihost_test ($hosts hosts): all checks passed"
+echo "multihost_test ($layout): all checks passed"
