@@ -97,7 +97,7 @@ work="$(mktemp -d /tmp/tt-multihost.XXXXXX)"
 
 # ---- the "cluster": host i = namespace $tag"h"i, address 10.77.0.i on device $tag"e"i --------------
 add_ns() {
-  [[ ! -e "/run/netns/$1" ]] || { echo "FAIL: network namespace $1 exists already"; exit 1; }
+  [[ ! -e "/var/run/netns/$1" ]] || { echo "FAIL: network namespace $1 exists already"; exit 1; }
   ip netns add "$1" 2>"$work/err" || skip "cannot create network namespace $1: $(cat "$work/err")"
   namespaces+=("$1")
   ip -n "$1" link set lo up
