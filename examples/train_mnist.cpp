@@ -33,6 +33,10 @@
 // --trace PREFIX: every rank writes PREFIX.rank{r}.json, a Chrome trace (chrome://tracing,
 //   ui.perfetto.dev) of forward, backward, optimizer step, evaluation on the main thread and
 //   each bucket's all-reduce on DDP's communication thread, written atomically (tmp + rename).
+// --save PATH: after training, rank 0 writes the model's state_dict (keys 0.weight, 0.bias, ...)
+//   to PATH with tinytorch::save and every rank waits at a barrier (chapter 06, "Checkpoints");
+//   two runs that trained the same weights write byte-identical files (tests/mpi/multihost_test.sh
+//   compares one host with several).
 // --timeout SECONDS: how long any collective may wait for the other ranks before the watchdog
 //   reports it and ends the job (default: TINYTORCH_DIST_TIMEOUT, else 30 minutes as PyTorch).
 // Under mpirun the ranks first check that the flags that must match (--epochs, --batch-size,
@@ -79,6 +83,7 @@ struct Config {
   int warmup_epochs = 0;
   double warmup_start_factor = 0;  // 0: the default described above
   std::string trace;
+  std::string save;  // non-empty: rank 0 saves the trained model's state_dict there
   int dp = 0;  // > 0: DataParallel over that many CPU replicas
   double timeout = 0;  // seconds; 0: TINYTORCH_DIST_TIMEOUT or the default 30 minutes
 };
@@ -320,6 +325,12 @@ int run(const Config& cfg) {
     if (is_main)
       std::printf("trace: %s.rank{0..%d}.json (%zu events on rank 0)\n", cfg.trace.c_str(), world - 1, trace->size());
   }
+  if (!cfg.save.empty()) {
+    // Every rank holds the same weights: rank 0 writes, the others wait until the file is complete.
+    if (is_main) tt::save(model->state_dict(), cfg.save);
+    if (distributed) dist::barrier();
+    if (is_main) std::printf("saved: %s\n", cfg.save.c_str());
+  }
   if (is_main) std::printf("test_accuracy=%.4f\n", test_acc);
   return 0;
 }
@@ -352,6 +363,7 @@ int main(int argc, char** argv) {
                  "warmup starts at lr x F (default: 1/N when the lr was scaled by N, else 0.1)")
       ->check(flags::real_in(0, 1));
   app.add_option("--trace", cfg.trace, "write a Chrome trace per rank to PREFIX.rank{r}.json");
+  app.add_option("--save", cfg.save, "after training, rank 0 saves the model's state_dict to PATH (tinytorch::save)");
   app.add_option("--dp", cfg.dp, "DataParallel over N CPU replicas in this one process (not with mpirun)")
       ->check(flags::integer_in(1, 64));
   app.add_option("--timeout", cfg.timeout,
