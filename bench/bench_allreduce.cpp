@@ -22,6 +22,7 @@
 // scripts/plot_busbw.py). Reference: NVIDIA/nccl-tests src/all_reduce.cu, doc/PERFORMANCE.md.
 #include <tinytorch/distributed/algorithms.hpp>
 #include <tinytorch/distributed/guard.hpp>
+#include <tinytorch/distributed/model_agreement.hpp>
 
 #include "../examples/flags.hpp"
 
@@ -202,6 +203,7 @@ int main(int argc, char** argv) {
   }
   dist::ProcessGroupGuard pg(dist::Backend::MPI);
   try {
+    dist::check_same_command_line("bench_allreduce", argc, argv);  // the same sizes and algorithms everywhere
     const int N = dist::get_world_size(), rank = dist::get_rank();
     const size_t V = variants.size();
 

@@ -184,6 +184,7 @@ int main(int argc, char** argv) {
   }
   dist::ProcessGroupGuard pg(dist::Backend::MPI);
   try {
+    dist::check_same_command_line("bench_dp", argc, argv);  // every rank must run the same measurement
     return run(o);
   } catch (const std::exception& e) {
     pg.abort(e);

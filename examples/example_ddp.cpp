@@ -20,6 +20,7 @@
 // Chapter: chapters/06-distributed-data-parallel.md.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <string>
 
 #include "ddp_loop.hpp"
 #include "flags.hpp"
@@ -38,6 +39,11 @@ int main(int argc, char** argv) {
   namespace dist = tinytorch::distributed;
   dist::ProcessGroupGuard pg(dist::Backend::MPI);  // world size 1 without mpirun
   try {
+    // Every flag changes what every rank computes: they must be the same on every rank.
+    dist::check_same_across_ranks("example_ddp", {{"--no-shuffle", no_shuffle ? "on" : "off"},
+                                                  {"--random-init", o.random_init ? "on" : "off"},
+                                                  {"--epochs", std::to_string(o.epochs)},
+                                                  {"--seed", std::to_string(o.seed)}});
     examples::DdpExampleResult r = examples::train_ddp(o);
     if (dist::get_rank() == 0) {
       std::printf("world_size=%d\n", dist::get_world_size());

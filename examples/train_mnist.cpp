@@ -40,7 +40,8 @@
 // --timeout SECONDS: how long any collective may wait for the other ranks before the watchdog
 //   reports it and ends the job (default: TINYTORCH_DIST_TIMEOUT, else 30 minutes as PyTorch).
 // Under mpirun the ranks first check that the flags that must match (--epochs, --batch-size,
-//   --limit, --lr, --momentum, --hidden, --seed, --no-scale-lr, --warmup-*, --trace, --dp) are the
+//   --limit, --lr, --momentum, --hidden, --seed, --no-scale-lr, --warmup-*, --trace, --dp, whether
+//   --save is given) are the
 //   same on every rank; if not, every rank exits with a message naming each flag that differs.
 // Chapters: chapters/01-training-loop.md, 05-data-parallel.md, 06-distributed-data-parallel.md,
 // 08-large-batch.md.
@@ -89,7 +90,8 @@ struct Config {
 };
 
 /// The flags every rank must agree on (all but --data-dir, --threads and --timeout, which may
-/// differ per host), as text for dist::check_same_across_ranks.
+/// differ per host, and --save's path, which only rank 0 uses), as text for
+/// dist::check_same_across_ranks.
 std::vector<std::pair<std::string, std::string>> flags_that_must_match(const Config& c) {
   std::string hidden;
   for (int64_t h : c.hidden) hidden += (hidden.empty() ? "" : ",") + std::to_string(h);
@@ -112,6 +114,7 @@ std::vector<std::pair<std::string, std::string>> flags_that_must_match(const Con
           {"--warmup-epochs", std::to_string(c.warmup_epochs)},
           {"--warmup-start-factor", real(c.warmup_start_factor)},
           {"--trace", c.trace.empty() ? "(off)" : c.trace},
+          {"--save", c.save.empty() ? "(off)" : "(on)"},  // rank 0 writes, every rank waits: on or off everywhere
           {"--dp", std::to_string(c.dp)}};
 }
 

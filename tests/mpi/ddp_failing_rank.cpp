@@ -20,8 +20,11 @@
 //             destroy_process_group. Each rank's watchdog reports after the timeout
 //             (TINYTORCH_DIST_TIMEOUT) and the job ends.
 //   unequal_steps  rank 1 trains 2 iterations, the others 3 (e.g. a different --limit per rank).
-//             With TINYTORCH_DISTRIBUTED_DEBUG=DETAIL, rank 0's third forward meets rank 1's
-//             barrier in destroy_process_group: the same "collective mismatch" error on both.
+//             With TINYTORCH_DISTRIBUTED_DEBUG=DETAIL, rank 0's third forward meets the end of
+//             rank 1's DDP (its destructor): the same "collective mismatch" error on both.
+//   skip_backward  rank 1 throws between forward and backward in its second iteration, catches
+//             it and goes on. At DETAIL its third forward meets rank 0's bucket all-reduce on
+//             DDP's group: the mismatch error on both (without DETAIL: the watchdog).
 //   ok        nobody fails: three iterations, exit 0, rank 0 prints "ddp ok: N ranks".
 // Chapter: chapters/06-distributed-data-parallel.md ("When a rank goes wrong").
 #include <tinytorch/distributed.hpp>
@@ -54,9 +57,10 @@ class TwoLayers : public nn::Module {
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "ok";
   if (mode != "ok" && mode != "mismatch" && mode != "unused" && mode != "throw" && mode != "unused_last" &&
-      mode != "unequal_steps") {
+      mode != "unequal_steps" && mode != "skip_backward") {
     std::fprintf(stderr,
-                 "ddp_failing_rank: unknown mode '%s' (ok, mismatch, unused, throw, unused_last, unequal_steps)\n",
+                 "ddp_failing_rank: unknown mode '%s' (ok, mismatch, unused, throw, unused_last, unequal_steps, "
+                 "skip_backward)\n",
                  mode.c_str());
     return 2;
   }
@@ -75,6 +79,7 @@ int main(int argc, char** argv) {
     Tensor loss = loss_fn(ddp.forward(x), y);
     if (mode == "throw" && r == 1 && it == 1)
       throw std::runtime_error("rank-local failure between forward and backward (e.g. a NaN check)");
+    if (mode == "skip_backward" && r == 1 && it == 1) continue;  // e.g. a caught NaN check: no backward
     loss.backward();
     opt.step();
   }

@@ -8,8 +8,8 @@
 # mpirun exits non-zero (mode ok: zero), not because our timeout killed it, within
 # TT_FAILURE_SECONDS (default 20) seconds, and that the output holds the expected text. Mode
 # unused_last runs with a 3-second collective timeout (TINYTORCH_DIST_TIMEOUT=3) and expects
-# both ranks' watchdog reports; unequal_steps runs with TINYTORCH_DISTRIBUTED_DEBUG=DETAIL and
-# expects the mismatch error on both ranks.
+# both ranks' watchdog reports; unequal_steps and skip_backward run with
+# TINYTORCH_DISTRIBUTED_DEBUG=DETAIL and expect the mismatch error on both ranks.
 # ctest runs it as mpi_ddp_failure (tests/CMakeLists.txt pairs every tests/mpi/<p>failure_test.sh
 # with tests/mpi/<p>failing_rank.cpp). Exit 0 when every check passes, 1 otherwise.
 set -uo pipefail
@@ -27,8 +27,10 @@ run_mode "$bin" throw nonzero "rank 1: rank-local failure between forward and ba
 TINYTORCH_DIST_TIMEOUT=3 run_mode "$bin" unused_last nonzero \
   "rank 0: Watchdog caught collective operation timeout: all_reduce (sequence number 3, 20 torch.float32 elements, SUM) on group \"DistributedDataParallel buckets\"" \
   "rank 1: Watchdog caught collective operation timeout: barrier (sequence number" "called as barrier in destroy_process_group"
-TINYTORCH_DISTRIBUTED_DEBUG=DETAIL run_mode "$bin" unequal_steps nonzero \
-  "rank 0: collective mismatch across ranks on group \"default\"" "rank 1: destroy_process_group: rank 1: collective mismatch" \
-  "iteration 3) but rank 1 is running barrier (sequence number"
+ddp_mismatch="collective mismatch across ranks on group \"DistributedDataParallel buckets\" (found by TINYTORCH_DISTRIBUTED_DEBUG=DETAIL)"
+TINYTORCH_DISTRIBUTED_DEBUG=DETAIL run_mode "$bin" unequal_steps nonzero "rank 0: $ddp_mismatch" "rank 1: $ddp_mismatch" \
+  "iteration 3) but rank 1 is running the end of a DistributedDataParallel (sequence number" "after 2 iterations)"
+TINYTORCH_DISTRIBUTED_DEBUG=DETAIL run_mode "$bin" skip_backward nonzero "rank 0: $ddp_mismatch" "rank 1: $ddp_mismatch" \
+  "rank 0 is running all_reduce (sequence number" "but rank 1 is running DistributedDataParallel forward (sequence number"
 
 finish_checks ddp_failure_test

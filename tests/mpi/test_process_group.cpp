@@ -399,7 +399,7 @@ TEST_CASE("sequence numbers count the collectives of each group; new_group has i
   w.wait();
   CHECK(y == float(world.size() - 1));
   CHECK(side->sequence_number() == 2);
-  CHECK(world.sequence_number() == before + 3);  // new_group is not a collective of the default group
+  CHECK(world.sequence_number() == before + 4);  // new_group: a rendezvous of the default group
 }
 
 TEST_CASE("timeout and debug level: defaults, the environment, bad values", "[distributed][process_group]") {
@@ -409,10 +409,10 @@ TEST_CASE("timeout and debug level: defaults, the environment, bad values", "[di
   CHECK(dist::default_timeout() == std::chrono::minutes(30));  // PyTorch's default_pg_timeout
   ::setenv("TINYTORCH_DIST_TIMEOUT", "2.5", 1);
   CHECK(dist::default_timeout() == std::chrono::milliseconds(2500));
-  for (const char* bad : {"0", "-3", "ten", "5s", "nan"}) {
+  for (const char* bad : {"0", "-3", "ten", "5s", "nan", "inf", "1e10", "0x10", " 5", "0.0001"}) {
     ::setenv("TINYTORCH_DIST_TIMEOUT", bad, 1);
     CHECK_THROWS_WITH(dist::default_timeout(), Catch::Contains(std::string("TINYTORCH_DIST_TIMEOUT='") + bad +
-                                                               "' is not a positive number of seconds"));
+                                                               "' is not a number of seconds in [0.001, 1e9]"));
   }
   if (saved) ::setenv("TINYTORCH_DIST_TIMEOUT", keep.c_str(), 1); else ::unsetenv("TINYTORCH_DIST_TIMEOUT");
 
@@ -482,7 +482,43 @@ TEST_CASE("check_same_across_ranks names every setting that differs, on every ra
   CHECK_THROWS_WITH(dist::check_same_across_ranks("prog", some),
                     Catch::Contains("prog: the ranks disagree on how many settings must match: rank 0 has 1, rank " + last +
                                     " has 2"));
+  // Different names at the same position: the message shows both, the same on every rank.
+  CHECK_THROWS_WITH(dist::check_same_across_ranks("prog", {{r == n - 1 ? "--beta" : "--alpha", "1"}}),
+                    Catch::Contains("setting 0 is --alpha=1 on rank 0 but --beta=1 on rank " + last));
   dist::barrier();  // still in step
+}
+
+TEST_CASE("a group is used by one thread at a time, and not after destroy_process_group", "[distributed][process_group]") {
+  ensure_group();
+  std::shared_ptr<dist::ProcessGroup> side = dist::new_group("side");
+  // Another thread inside a collective of the same group: simulated by holding the group busy.
+  {
+    dist::ProcessGroup::Exclusive busy(*side, "test");
+    float x = 1.0f;
+    CHECK_THROWS_WITH(side->all_reduce(&x, 1, tinytorch::kFloat32, ReduceOp::SUM, dist::Completion::Blocking),
+                      Catch::Contains("all_reduce: another thread is inside a collective of process group \"side\""));
+  }
+  // A Work keeps its group alive, and destroy_process_group refuses while one is pending.
+  float y = 1.0f;
+  dist::Work w = side->all_reduce(&y, 1, tinytorch::kFloat32);
+  side.reset();
+  w.wait();
+  CHECK(y == float(dist::get_world_size()));
+  float z = 1.0f;
+  dist::Work pending = dist::all_reduce_async(&z, 1, tinytorch::kFloat32);
+  if (dist::get_world_size() > 1)
+    CHECK_THROWS_WITH(dist::destroy_process_group(),
+                      Catch::Contains("destroy_process_group: 1 asynchronous collective(s) on the default group were "
+                                      "started but never waited for"));
+  pending.wait();
+  CHECK(dist::get_default_group().pending() == 0);
+  // After destroy, a group that is still held refuses to communicate.
+  std::shared_ptr<dist::ProcessGroup> kept = dist::new_group("kept");
+  dist::destroy_process_group();
+  float v = 1.0f;
+  CHECK_THROWS_WITH(kept->all_reduce(&v, 1, tinytorch::kFloat32, ReduceOp::SUM, dist::Completion::Blocking),
+                    Catch::Contains("all_reduce: process group \"kept\" can no longer communicate"));
+  ensure_group();
 }
 
 TEST_CASE("a world of size 1 without the launcher still works", "[distributed][process_group]") {

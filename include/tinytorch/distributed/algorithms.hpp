@@ -286,10 +286,15 @@ void send_all(const Channel& ch, const T* data, int64_t n, int to, int64_t seg, 
 
 /// Common argument checks, then the collective's sequence number (and DETAIL agreement) on the
 /// group; returns the channel.
+/// The group an algorithm runs on: opt.group, or the default group.
+inline ProcessGroup& group_for(const char* op, const AlgorithmOptions& opt) {
+  return opt.group != nullptr ? *opt.group : default_group(op);
+}
+
+/// The caller holds a ProcessGroup::Exclusive on g for the whole algorithm.
 template <typename T>
-Channel open_channel(const char* op, const T* x, int64_t count, ReduceOp rop, Algorithm algo,
+Channel open_channel(ProcessGroup& g, const char* op, const T* x, int64_t count, ReduceOp rop, Algorithm algo,
                      const AlgorithmOptions& opt) {
-  ProcessGroup& g = opt.group != nullptr ? *opt.group : default_group(op);
   check_buffer_args(op, x, count);
   check_reduce_op(op, rop, dtype_of<T>());
   check(opt.segment_bytes >= static_cast<int64_t>(sizeof(T)) && opt.segment_bytes <= (int64_t{1} << 30),
@@ -328,7 +333,9 @@ Channel open_channel(const char* op, const T* x, int64_t count, ReduceOp rop, Al
 /// bad arguments (before any message) or MPI failures.
 template <typename T>
 CommStats ring_all_reduce(T* x, int64_t count, ReduceOp op = ReduceOp::SUM, const AlgorithmOptions& opt = {}) {
-  const detail::Channel ch = detail::open_channel("ring_all_reduce", x, count, op, Algorithm::Ring, opt);
+  ProcessGroup& g = detail::group_for("ring_all_reduce", opt);
+  ProcessGroup::Exclusive busy(g, "ring_all_reduce");
+  const detail::Channel ch = detail::open_channel(g, "ring_all_reduce", x, count, op, Algorithm::Ring, opt);
   CommStats st;
   const int N = ch.world, r = ch.rank;
   if (N == 1 || count == 0) return st;
@@ -373,7 +380,9 @@ CommStats ring_all_reduce(T* x, int64_t count, ReduceOp op = ReduceOp::SUM, cons
 template <typename T>
 CommStats parameter_server_all_reduce(T* x, int64_t count, ReduceOp op = ReduceOp::SUM,
                                       const AlgorithmOptions& opt = {}) {
-  const detail::Channel ch = detail::open_channel("parameter_server_all_reduce", x, count, op, Algorithm::ParameterServer, opt);
+  ProcessGroup& g = detail::group_for("parameter_server_all_reduce", opt);
+  ProcessGroup::Exclusive busy(g, "parameter_server_all_reduce");
+  const detail::Channel ch = detail::open_channel(g, "parameter_server_all_reduce", x, count, op, Algorithm::ParameterServer, opt);
   CommStats st;
   const int N = ch.world;
   if (N == 1 || count == 0) return st;
@@ -406,7 +415,9 @@ CommStats parameter_server_all_reduce(T* x, int64_t count, ReduceOp op = ReduceO
 /// Throws like ring_all_reduce.
 template <typename T>
 CommStats tree_all_reduce(T* x, int64_t count, ReduceOp op = ReduceOp::SUM, const AlgorithmOptions& opt = {}) {
-  const detail::Channel ch = detail::open_channel("tree_all_reduce", x, count, op, Algorithm::Tree, opt);
+  ProcessGroup& g = detail::group_for("tree_all_reduce", opt);
+  ProcessGroup::Exclusive busy(g, "tree_all_reduce");
+  const detail::Channel ch = detail::open_channel(g, "tree_all_reduce", x, count, op, Algorithm::Tree, opt);
   CommStats st;
   const int N = ch.world, r = ch.rank;
   if (N == 1 || count == 0) return st;

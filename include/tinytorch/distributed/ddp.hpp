@@ -206,6 +206,14 @@ class DistributedDataParallel : public nn::Module {
       return;
     }
     reducer.thread.join();
+    // DETAIL: the ranks agree that they end this DDP after the same number of iterations (a rank
+    // that trained fewer steps meets the others' next forward here, an error on every rank).
+    try {
+      reducer.pg->check_same_point("the end of a DistributedDataParallel", detail::OpType::DDP_END,
+                                   training_forwards_);
+    } catch (const std::exception& e) {
+      abort_job(e.what());  // a destructor cannot throw, and the other ranks would wait forever
+    }
   }
 
   /// Runs the wrapped module (see the file comment for what happens around it).
@@ -215,13 +223,15 @@ class DistributedDataParallel : public nn::Module {
   Tensor forward(const Tensor& x) override {
     auto& reducer = *reducer_;
     if (GradMode::is_enabled()) {
-      // TINYTORCH_DISTRIBUTED_DEBUG=DETAIL: every rank must be at its n-th training forward; a
-      // rank that runs more steps than another meets it elsewhere (an error on every rank).
-      ++training_forwards_;
-      if (reducer_->world > 1)
-        detail::group().world->check_same_point("DistributedDataParallel forward", detail::OpType::DDP_FORWARD,
-                                                training_forwards_);
       reducer.ensure_prior_reduction_finished();
+      // TINYTORCH_DISTRIBUTED_DEBUG=DETAIL: every rank must be at its n-th training forward, on
+      // DDP's own group, where the others' bucket all-reduces run: a rank that skipped a
+      // backward, or runs one forward more (a probe: run it under NoGradGuard), meets another
+      // rank's all-reduce, or the end of its DDP (destructor), and every rank gets the error.
+      ++training_forwards_;
+      if (reducer.world > 1)
+        reducer.pg->check_same_point("DistributedDataParallel forward", detail::OpType::DDP_FORWARD,
+                                     training_forwards_);
       reducer.rebuild_buckets();  // once, after the first complete backward
     }
     if (options_.broadcast_buffers && reducer.world > 1 && !buffers_.empty()) {

@@ -86,7 +86,12 @@ class ProcessGroupGuard {
       destroy_process_group();
     } catch (const std::exception& e) {
       // E.g. DETAIL found that another rank is still training: with peers left, end the job.
-      if (g.initialized && g.world_size > 1) abort_job(std::string("destroy_process_group: ") + e.what());
+      if (g.initialized && g.world_size > 1) {
+        std::string what = e.what();  // "rank r: ..." already: say where, after the prefix
+        const std::string prefix = detail::rank_prefix();
+        if (what.rfind(prefix, 0) == 0) what.erase(0, prefix.size());
+        abort_job(prefix + "destroy_process_group: " + what);
+      }
       std::cerr << detail::rank_prefix() << "destroy_process_group: " << e.what() << std::endl;
     }
   }

@@ -257,13 +257,28 @@ inline void check_same_across_ranks(const std::string& who,
     for (int r = 1; r < n && other < 0; ++r)
       if (all[static_cast<size_t>(r) * values.size() + i] != all[i]) other = r;
     if (other < 0) continue;
-    const std::string at0 = detail::broadcast_string(values[i].second, 0);
-    const std::string at_other = detail::broadcast_string(values[i].second, other);
-    differ += (differ.empty() ? "" : "; ") + values[i].first + " is " + at0 + " on rank 0 but " + at_other +
-              " on rank " + std::to_string(other);
+    const std::string name0 = detail::broadcast_string(values[i].first, 0);
+    const std::string value0 = detail::broadcast_string(values[i].second, 0);
+    const std::string name_other = detail::broadcast_string(values[i].first, other);
+    const std::string value_other = detail::broadcast_string(values[i].second, other);
+    differ += differ.empty() ? "" : "; ";
+    if (name0 == name_other)
+      differ += name0 + " is " + value0 + " on rank 0 but " + value_other + " on rank " + std::to_string(other);
+    else
+      differ += "setting " + std::to_string(i) + " is " + name0 + "=" + value0 + " on rank 0 but " + name_other + "=" +
+                value_other + " on rank " + std::to_string(other);
   }
   detail::check(differ.empty(), detail::rank_prefix(), who, ": the ranks disagree on settings that must match: ",
                 differ);
+}
+
+/// check_same_across_ranks for a program all of whose command-line arguments must match
+/// (benchmarks): every rank throws "<who>: the ranks disagree on settings that must match: the
+/// command line is '--reps 3' on rank 0 but '--reps 5' on rank 1" if argv[1..] differ.
+inline void check_same_command_line(const std::string& who, int argc, char** argv) {
+  std::string line;
+  for (int i = 1; i < argc; ++i) line += (i > 1 ? " " : "") + std::string(argv[i]);
+  check_same_across_ranks(who, {{"the command line", "'" + line + "'"}});
 }
 
 }  // namespace tinytorch::distributed

@@ -63,6 +63,7 @@
 //            llmc/zero.cuh (MPI -> NCCL bootstrap).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -152,11 +153,14 @@ inline long env_int(const char* name) {
 inline std::chrono::milliseconds timeout_from_env() {
   const char* v = std::getenv("TINYTORCH_DIST_TIMEOUT");
   if (v == nullptr || *v == '\0') return kDefaultTimeout;
+  const std::string text(v);
   char* end = nullptr;
   const double s = std::strtod(v, &end);
-  check(end != v && *end == '\0' && s > 0 && s <= 1e9, "init_process_group: TINYTORCH_DIST_TIMEOUT='", v,
-        "' is not a positive number of seconds (e.g. 60 or 0.5)");
-  return std::chrono::milliseconds(std::max<int64_t>(1, static_cast<int64_t>(s * 1000.0 + 0.5)));
+  // Decimal only (strtod would also take " 5" and "0x10").
+  const bool decimal = text.find_first_not_of("0123456789.eE+-") == std::string::npos;
+  check(decimal && end != v && *end == '\0' && s >= 0.001 && s <= 1e9, "init_process_group: TINYTORCH_DIST_TIMEOUT='",
+        text, "' is not a number of seconds in [0.001, 1e9] (e.g. 60 or 0.5)");
+  return std::chrono::milliseconds(static_cast<int64_t>(s * 1000.0 + 0.5));
 }
 
 /// TINYTORCH_DISTRIBUTED_DEBUG (OFF, INFO or DETAIL; unset = OFF). Throws for another value.
@@ -220,7 +224,7 @@ inline void divide_by(void* x, int64_t count, DType dtype, int n) {
 }
 
 /// The kinds of collective a fingerprint names (PyTorch's OpType).
-enum class OpType : int64_t { ALLREDUCE = 1, BROADCAST, ALLGATHER, REDUCE_SCATTER, BARRIER, DDP_FORWARD };
+enum class OpType : int64_t { ALLREDUCE = 1, BROADCAST, ALLGATHER, REDUCE_SCATTER, BARRIER, DDP_FORWARD, DDP_END, NEW_GROUP };
 
 /// What a rank is about to do, in numbers every rank can compare (PyTorch's
 /// CollectiveFingerPrint). Unused fields are -1.
@@ -256,6 +260,9 @@ struct Fingerprint {
       case OpType::BARRIER: return "barrier (" + seqs + ")";
       case OpType::DDP_FORWARD:
         return "DistributedDataParallel forward (" + seqs + ", iteration " + std::to_string(count) + ")";
+      case OpType::DDP_END:
+        return "the end of a DistributedDataParallel (" + seqs + ", after " + std::to_string(count) + " iterations)";
+      case OpType::NEW_GROUP: return "new_group (" + seqs + ")";
     }
     return "an unknown collective (" + seqs + ")";
   }
@@ -270,7 +277,10 @@ inline DebugLevel get_debug_level() { return static_cast<DebugLevel>(detail::deb
 
 /// Sets the debug level for this process (torch.distributed.set_debug_level). Every rank must
 /// set the same level at the same point of the program (DETAIL adds a collective to each).
-inline void set_debug_level(DebugLevel level) { detail::debug_level_storage() = static_cast<int>(level); }
+inline void set_debug_level(DebugLevel level) {
+  detail::debug_level_storage() = static_cast<int>(level);
+  detail::detail_debug_on() = level == DebugLevel::DETAIL;
+}
 
 /// One communicator and everything a collective on it needs: rank, size, timeout, sequence
 /// number (PyTorch's c10d::ProcessGroup, ProcessGroupMPI). Collectives take raw contiguous CPU
@@ -291,8 +301,12 @@ inline void set_debug_level(DebugLevel level) { detail::debug_level_storage() = 
 /// A world of one rank (no mpirun, or a build without MPI) communicates nothing:
 /// all_reduce/broadcast/barrier do nothing, all_gather/reduce_scatter copy `in` to `out`.
 /// MPI counts are `int`: one call moves at most 2^31-1 elements (8 GiB of float32).
-/// Not thread-safe: one thread at a time per group (DDP uses a group of its own).
-class ProcessGroup {
+/// One thread at a time per group (DDP uses a group of its own): a collective called while
+/// another thread is inside one of the same group throws tinytorch::Error (two threads would
+/// issue MPI collectives in an order that differs across ranks: wrong numbers, silently).
+/// A group lives in a std::shared_ptr (init_process_group, new_group); each Work keeps its group
+/// alive until it completes. After destroy_process_group, using a group throws.
+class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
  public:
   using Milliseconds = std::chrono::milliseconds;
 
@@ -328,6 +342,9 @@ class ProcessGroup {
   MPI_Comm mpi_comm() const { return comm_; }
 #endif
 
+  /// Asynchronous collectives started on this group whose Work has not completed yet.
+  int pending() const { return pending_->load(); }
+
   /// Frees the communicator (MPI_Comm_free) if MPI is still running; afterwards the group can
   /// no longer communicate. Called by the destructor and by destroy_process_group.
   void free_communicator() {
@@ -339,11 +356,45 @@ class ProcessGroup {
 #endif
   }
 
+  /// RAII, one per collective call: the group is busy until it returns. Throws tinytorch::Error
+  /// (naming `name` and the group) if another thread is inside a collective of this group, or
+  /// if the group can no longer communicate (destroy_process_group has run).
+  class Exclusive {
+   public:
+    Exclusive(ProcessGroup& g, const char* name) : g_(g) {
+      detail::check(!g_.busy_.exchange(true), detail::rank_prefix(), name, ": another thread is inside a collective of ",
+                    "process group \"", g_.name_, "\"; one thread at a time may use a group (use new_group() for a ",
+                    "second thread: collectives issued from two threads would meet in a different order on each rank)");
+      owner_ = true;
+#if TINYTORCH_WITH_MPI
+      int finalized = 0;
+      MPI_Finalized(&finalized);
+      if (finalized || g_.comm_ == MPI_COMM_NULL) {
+        g_.busy_ = false;
+        owner_ = false;
+        detail::throw_error(::tinytorch::detail::str_cat(
+            detail::rank_prefix(), name, ": process group \"", g_.name_,
+            "\" can no longer communicate: its communicator was freed (destroy_process_group)"));
+      }
+#endif
+    }
+    ~Exclusive() {
+      if (owner_) g_.busy_ = false;
+    }
+    Exclusive(const Exclusive&) = delete;
+    Exclusive& operator=(const Exclusive&) = delete;
+
+   private:
+    ProcessGroup& g_;
+    bool owner_ = false;
+  };
+
   // ---- the five collectives -------------------------------------------------------------------
   // `name` is the operation's name in error messages (the free functions pass theirs).
 
   Work all_reduce(void* buf, int64_t count, DType dtype, ReduceOp op = ReduceOp::SUM,
                   Completion how = Completion::Async, const char* name = "all_reduce") {
+    Exclusive busy(*this, name);
     detail::check_buffer_args(name, buf, count);
     detail::check_reduce_op(name, op, dtype);
     const detail::Fingerprint fp = begin(name, detail::OpType::ALLREDUCE, dtype, count, -1, op);
@@ -365,6 +416,7 @@ class ProcessGroup {
 
   Work broadcast(void* buf, int64_t count, DType dtype, int src, Completion how = Completion::Async,
                  const char* name = "broadcast") {
+    Exclusive busy(*this, name);
     detail::check_buffer_args(name, buf, count);
     detail::check(src >= 0 && src < size_, detail::rank_prefix(), name, ": src rank ", src, " is outside [0, ",
                   size_, ")");
@@ -384,6 +436,7 @@ class ProcessGroup {
   /// `in` may be out + rank * count (in place).
   Work all_gather(void* out, const void* in, int64_t count, DType dtype, Completion how = Completion::Async,
                   const char* name = "all_gather") {
+    Exclusive busy(*this, name);
     detail::check_buffer_args(name, in, count, "input");
     detail::check_not_null(name, out, count * size_, "output");
     const detail::Fingerprint fp = begin(name, detail::OpType::ALLGATHER, dtype, count, -1, ReduceOp{}, false);
@@ -409,6 +462,7 @@ class ProcessGroup {
   /// out and in must not overlap.
   Work reduce_scatter(void* out, const void* in, int64_t count, DType dtype, ReduceOp op = ReduceOp::SUM,
                       Completion how = Completion::Async, const char* name = "reduce_scatter") {
+    Exclusive busy(*this, name);
     detail::check_buffer_args(name, out, count, "output");
     detail::check_not_null(name, in, count * size_, "input");
     detail::check_reduce_op(name, op, dtype);
@@ -438,6 +492,7 @@ class ProcessGroup {
   }
 
   Work barrier(Completion how = Completion::Async, const char* name = "barrier") {
+    Exclusive busy(*this, name);
     const detail::Fingerprint fp = begin(name, detail::OpType::BARRIER, DType::Float32, 0, -1, ReduceOp{}, false);
     if (size_ == 1) return Work();
 #if TINYTORCH_WITH_MPI
@@ -455,9 +510,23 @@ class ProcessGroup {
 
   /// For collectives built from point-to-point messages (algorithms.hpp): counts the sequence
   /// number and, at DETAIL, agrees on the fingerprint as the five above do. Returns it.
+  /// The caller holds an Exclusive for the whole collective.
   detail::Fingerprint begin_collective(const char* name, detail::OpType type, DType dtype, int64_t count,
                                        ReduceOp op, int64_t algorithm) {
     return begin(name, type, dtype, count, -1, op, true, algorithm);
+  }
+
+  /// Returns once every rank has called it (polled, watched; at DETAIL with the same `type`
+  /// and `value`). Counts as a collective. For what MPI itself does blocking afterwards, so that
+  /// the wait for the slowest rank burns no core (new_group's MPI_Comm_dup).
+  void rendezvous(const char* name, detail::OpType type, int64_t value = 0) {
+    Exclusive busy(*this, name);
+    const detail::Fingerprint fp = begin(name, type, DType::Float32, value, -1, ReduceOp{}, false);
+#if TINYTORCH_WITH_MPI
+    if (size_ > 1) arrive(fp, name);
+#else
+    (void)fp;
+#endif
   }
 
   /// At DETAIL only (else nothing): every rank states that it is at `type` with `value` (e.g.
@@ -466,6 +535,7 @@ class ProcessGroup {
   /// rank instead of a hang. Counts as a collective.
   void check_same_point(const char* name, detail::OpType type, int64_t value) {
     if (get_debug_level() != DebugLevel::DETAIL || size_ == 1) return;
+    Exclusive busy(*this, name);
     begin(name, type, DType::Float32, value, -1, ReduceOp{}, false);
   }
 
@@ -484,7 +554,9 @@ class ProcessGroup {
     detail::Fingerprint fp;
     fp.seq = static_cast<int64_t>(++seq_);
     fp.type = static_cast<int64_t>(type);
-    fp.dtype = type == detail::OpType::BARRIER || type == detail::OpType::DDP_FORWARD ? -1 : static_cast<int64_t>(dtype);
+    const bool no_data = type == detail::OpType::BARRIER || type == detail::OpType::DDP_FORWARD ||
+                         type == detail::OpType::DDP_END || type == detail::OpType::NEW_GROUP;
+    fp.dtype = no_data ? -1 : static_cast<int64_t>(dtype);
     fp.count = count;
     fp.root = root;
     fp.reduce_op = has_op ? static_cast<int64_t>(op) : -1;
@@ -544,7 +616,16 @@ class ProcessGroup {
     }
     std::vector<MPI_Request> r(1, MPI_REQUEST_NULL);
     detail::mpi_check(start(r.data()), async_name, name);
-    return Work(name, std::move(r), std::move(finish), [this, fp, name] { return describe(fp, name); }, timeout_);
+    // The Work keeps this group (and so its communicator) alive until it completes, and counts
+    // as pending until then (destroy_process_group refuses to finalise MPI under it).
+    pending_->fetch_add(1);
+    std::function<void()> done = [pending = pending_, f = std::move(finish)] {
+      pending->fetch_sub(1);
+      if (f) f();
+    };
+    return Work(name, std::move(r), std::move(done),
+                [self = shared_from_this(), fp, n = std::string(name)] { return self->describe(fp, n.c_str()); },
+                timeout_);
   }
 
   MPI_Comm comm_ = MPI_COMM_NULL;
@@ -555,6 +636,8 @@ class ProcessGroup {
   int rank_ = 0;
   int size_ = 1;
   std::atomic<uint64_t> seq_{0};
+  std::atomic<bool> busy_{false};  ///< a thread is inside a collective of this group (Exclusive)
+  std::shared_ptr<std::atomic<int>> pending_ = std::make_shared<std::atomic<int>>(0);  ///< un-completed Works
 };
 
 namespace detail {
@@ -571,6 +654,7 @@ struct GroupState {
   bool mpi_started_by_us = false;  ///< we called MPI_Init_thread, so destroy calls MPI_Finalize
   std::terminate_handler previous_terminate = nullptr;
   std::shared_ptr<ProcessGroup> world;  ///< the default group (a dup of MPI_COMM_WORLD)
+  std::vector<std::weak_ptr<ProcessGroup>> subgroups;  ///< new_group()'s, freed by destroy_process_group
 #if TINYTORCH_WITH_MPI
   MPI_Comm local_comm = MPI_COMM_NULL;  ///< the ranks on this machine
 #endif
@@ -757,13 +841,33 @@ inline void init_process_group(Backend backend = Backend::MPI, std::chrono::mill
   if (g.world_size > 1) {
     g.previous_terminate = std::set_terminate(&detail::terminate_with_mpi_abort);
     detail::watchdog().start();
+    // Open MPI reports errors of non-blocking collectives (libnbc) on MPI_COMM_WORLD; when MPI is
+    // ours, let them come back as codes (tinytorch::Error) there too instead of killing the job.
+    if (g.mpi_started_by_us) MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    // The debug level must be the same everywhere (DETAIL adds a collective to each).
+    int mine = static_cast<int>(get_debug_level());
+    std::vector<int> levels(static_cast<size_t>(g.world_size));
+    detail::mpi_check(MPI_Allgather(&mine, 1, MPI_INT, levels.data(), 1, MPI_INT, world), "MPI_Allgather", op);
+    for (int r = 0; r < g.world_size; ++r) {
+      if (levels[static_cast<size_t>(r)] == levels[0]) continue;
+      detail::watchdog().stop();  // (the terminate handler stays: uncaught, this error aborts the job cleanly)
+      MPI_Comm_free(&g.local_comm);
+      g.world.reset();
+      detail::throw_error(::tinytorch::detail::str_cat(
+          detail::rank_prefix(), "init_process_group: TINYTORCH_DISTRIBUTED_DEBUG is ",
+          debug_level_name(static_cast<DebugLevel>(levels[0])), " on rank 0 but ",
+          debug_level_name(static_cast<DebugLevel>(levels[static_cast<size_t>(r)])), " on rank ", r,
+          "; it must be the same on every rank (with mpirun, -x TINYTORCH_DISTRIBUTED_DEBUG=... before the "
+          "first program, or export it)"));
+    }
   }
   g.initialized = true;
   if (get_debug_level() != DebugLevel::OFF)
-    std::cerr << detail::rank_prefix() << "init_process_group: backend " << backend_name(backend) << ", world size "
-              << g.world_size << ", local rank " << g.local_rank << " of " << g.local_world_size << ", timeout "
-              << timeout.count() << " ms, TINYTORCH_DISTRIBUTED_DEBUG=" << debug_level_name(get_debug_level())
-              << std::endl;
+    std::cerr << detail::rank_prefix() + "init_process_group: backend " + backend_name(backend) + ", world size " +
+                     std::to_string(g.world_size) + ", local rank " + std::to_string(g.local_rank) + " of " +
+                     std::to_string(g.local_world_size) + ", timeout " + std::to_string(timeout.count()) +
+                     " ms, TINYTORCH_DISTRIBUTED_DEBUG=" + debug_level_name(get_debug_level()) + "\n"
+              << std::flush;
 #endif
 }
 
@@ -780,6 +884,13 @@ inline void destroy_process_group() {
   const char* op = "destroy_process_group";
   int finalized = 0;
   MPI_Finalized(&finalized);
+  detail::check(g.world->pending() == 0, detail::rank_prefix(), "destroy_process_group: ", g.world->pending(),
+                " asynchronous collective(s) on the default group were started but never waited for (Work::wait); "
+                "MPI cannot be finalised under them");
+  for (const auto& weak : g.subgroups)
+    if (auto sub = weak.lock())
+      detail::check(sub->pending() == 0, detail::rank_prefix(), "destroy_process_group: ", sub->pending(),
+                    " asynchronous collective(s) on group \"", sub->name(), "\" were never waited for (Work::wait)");
   if (!finalized && g.world_size > 1) g.world->barrier(Completion::Blocking, "barrier in destroy_process_group");
   g.initialized = false;
 #if TINYTORCH_WITH_NCCL
@@ -788,6 +899,9 @@ inline void destroy_process_group() {
   if (g.world_size > 1) std::set_terminate(g.previous_terminate);
   const detail::Milliseconds timeout = g.world->timeout();
   g.world.reset();  // frees its communicator while MPI runs
+  for (const auto& weak : g.subgroups)  // as PyTorch's: every group dies with the default one
+    if (auto sub = weak.lock()) sub->free_communicator();
+  g.subgroups.clear();
   if (finalized) {  // someone else finalised MPI already; the communicators died with it
     detail::watchdog().stop();
     return;
@@ -817,12 +931,20 @@ inline std::shared_ptr<ProcessGroup> new_group(const std::string& name,
   ProcessGroup& world = detail::default_group("new_group");
   if (timeout.count() <= 0) timeout = world.timeout();
 #if TINYTORCH_WITH_MPI
+  // Every rank arrives first (polled: the slowest rank is waited for without burning a core; at
+  // DETAIL agreed as "new_group"), then MPI duplicates the communicator, watched.
+  world.rendezvous("new_group", detail::OpType::NEW_GROUP);
   MPI_Comm comm = MPI_COMM_NULL;
   {
     detail::WatchScope watch([name] { return "MPI_Comm_dup in new_group(\"" + name + "\")"; }, timeout);
     detail::mpi_check(MPI_Comm_dup(world.mpi_comm(), &comm), "MPI_Comm_dup", "new_group");
   }
-  return std::make_shared<ProcessGroup>(comm, name, timeout);
+  auto group = std::make_shared<ProcessGroup>(comm, name, timeout);
+  auto& subgroups = detail::group().subgroups;
+  subgroups.erase(std::remove_if(subgroups.begin(), subgroups.end(), [](const auto& w) { return w.expired(); }),
+                  subgroups.end());
+  subgroups.push_back(group);
+  return group;
 #else
   return std::make_shared<ProcessGroup>(name, timeout);
 #endif

@@ -75,6 +75,13 @@ namespace detail {
 using Milliseconds = std::chrono::milliseconds;
 using SteadyClock = std::chrono::steady_clock;
 
+/// True while TINYTORCH_DISTRIBUTED_DEBUG=DETAIL is on (set by process_group.hpp; here so that the
+/// watchdog's report suggests DETAIL only when it is off).
+inline std::atomic<bool>& detail_debug_on() {
+  static std::atomic<bool> on{false};
+  return on;
+}
+
 /// The watchdog's verdict: prints the report on this rank, gives the other ranks one second to
 /// print theirs, and aborts the job. Never returns.
 [[noreturn]] inline void watchdog_abort(const std::string& what, double waited_ms, Milliseconds timeout) {
@@ -83,8 +90,9 @@ using SteadyClock = std::chrono::steady_clock;
                    std::to_string(static_cast<int64_t>(waited_ms)) + " ms, longer than the timeout of " +
                    std::to_string(timeout.count()) +
                    " ms (init_process_group's timeout; TINYTORCH_DIST_TIMEOUT=<seconds> sets it). Some rank never "
-                   "joined this collective: it stopped, died, is stuck elsewhere, or called another collective "
-                   "(TINYTORCH_DISTRIBUTED_DEBUG=DETAIL names it).\n"
+                   "joined this collective: it stopped, died, is stuck elsewhere, or called another collective" +
+                   (detail_debug_on() ? std::string(".\n")
+                                      : std::string(" (TINYTORCH_DISTRIBUTED_DEBUG=DETAIL names it).\n"))
             << std::flush;
   std::this_thread::sleep_for(std::min(timeout, Milliseconds(1000)));
   std::cerr << rank_prefix() + "aborting the job (MPI_Abort) so that the other ranks do not hang\n" << std::flush;
@@ -141,7 +149,9 @@ class Watchdog {
       const SteadyClock::time_point now = SteadyClock::now();
       for (const Entry* e : entries_) {
         const auto waited = now - e->start;
-        if (waited > e->timeout) {
+        // Compared in milliseconds: a timeout of years (or milliseconds::max()) in nanoseconds
+        // would overflow.
+        if (std::chrono::duration_cast<Milliseconds>(waited) > e->timeout) {
           const std::string what = e->describe ? e->describe() : "a collective";
           lock.unlock();
           watchdog_abort(what, std::chrono::duration<double, std::milli>(waited).count(), e->timeout);
@@ -279,6 +289,14 @@ class Work {
     std::lock_guard<std::mutex> lock(state_->mutex);
     if (state_->done) return;
 #if TINYTORCH_WITH_MPI
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) {
+      state_->done = true;
+      detail::throw_error(detail::rank_prefix() + state_->op +
+                          ": Work::wait after MPI was finalized (destroy_process_group): the collective can no "
+                          "longer complete; wait for every Work before destroying the process group");
+    }
     try {
       detail::wait_requests(state_->requests.data(), static_cast<int>(state_->requests.size()), state_->timeout,
                             state_->op.c_str(), state_->describe);
@@ -316,9 +334,15 @@ class Work {
     ~State() {
       if (done) return;
 #if TINYTORCH_WITH_MPI
-      // Never let MPI write into memory that is about to be freed: wait (unless an exception is
-      // unwinding, when a wait could hang; ProcessGroupGuard is about to abort the job anyway).
-      if (std::uncaught_exceptions() > 0) return;
+      // Never let MPI write into memory that is about to be freed: wait, also while an exception
+      // unwinds (the program may catch it and go on). A peer that never joins cannot hang us:
+      // the wait is watched, and the watchdog ends the job after the timeout.
+      int finalized = 0;
+      MPI_Finalized(&finalized);
+      if (finalized) {
+        std::cerr << detail::rank_prefix() + op + ": a Work destroyed after MPI was finalized never completed\n";
+        return;
+      }
       try {
         detail::wait_requests(requests.data(), static_cast<int>(requests.size()), timeout, op.c_str(), describe);
         complete();
