@@ -372,7 +372,7 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", cfg.timeout,
                  "seconds a collective may wait for the other ranks before the job is aborted with a report "
                  "(default: $TINYTORCH_DIST_TIMEOUT, else 1800)")
-      ->check(flags::real_in(0, 1e9, flags::kLowOpen));
+      ->check(flags::real_in(0.001, 1e9));
   CLI11_PARSE(app, argc, argv);
   std::chrono::milliseconds timeout{0};
   try {

@@ -50,6 +50,8 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdio>
+#include <iostream>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -183,6 +185,19 @@ class DistributedDataParallel : public nn::Module {
     }
 #endif
     reducer_ = std::move(reducer);
+    if (get_debug_level() != DebugLevel::OFF) {  // INFO and DETAIL: what the buckets are
+      std::string line = detail::rank_prefix() + "DistributedDataParallel: " +
+                         std::to_string(reducer_->params.size()) + " parameters in " +
+                         std::to_string(reducer_->buckets.size()) + " buckets (MiB:";
+      char mib[32];
+      for (int64_t bytes : bucket_bytes()) {
+        std::snprintf(mib, sizeof mib, " %.2f", static_cast<double>(bytes) / (1 << 20));
+        line += mib;
+      }
+      std::cerr << line + "), reduced in that order; rebuilt once in gradient-arrival order after the first "
+                          "backward\n"
+                << std::flush;
+    }
   }
 
   DistributedDataParallel(const DistributedDataParallel&) = delete;

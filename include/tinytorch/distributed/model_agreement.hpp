@@ -241,16 +241,18 @@ inline void check_same_across_ranks(const std::string& who,
     for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
     return static_cast<int64_t>(h);
   };
+  ProcessGroup& group = detail::default_group("check_same_across_ranks");
+  const char* op = "check_same_across_ranks";  // what the watchdog's report calls its collectives
   int64_t count = static_cast<int64_t>(values.size());
   std::vector<int64_t> counts(static_cast<size_t>(n));
-  all_gather(counts.data(), &count, 1);
+  group.all_gather(counts.data(), &count, 1, kInt64, Completion::Blocking, op);
   for (int r = 1; r < n; ++r)
     detail::check(counts[r] == counts[0], who, ": the ranks disagree on how many settings must match: rank 0 has ",
                   counts[0], ", rank ", r, " has ", counts[r]);
   std::vector<int64_t> mine(values.size());
   for (size_t i = 0; i < values.size(); ++i) mine[i] = fnv1a(values[i].first + '\0' + values[i].second);
   std::vector<int64_t> all(values.size() * static_cast<size_t>(n));
-  all_gather(all.data(), mine.data(), count);
+  group.all_gather(all.data(), mine.data(), count, kInt64, Completion::Blocking, op);
   std::string differ;
   for (size_t i = 0; i < values.size(); ++i) {
     int other = -1;

@@ -89,7 +89,8 @@ inline std::atomic<bool>& detail_debug_on() {
   std::cerr << rank_prefix() + "Watchdog caught collective operation timeout: " + what + " ran for " +
                    std::to_string(static_cast<int64_t>(waited_ms)) + " ms, longer than the timeout of " +
                    std::to_string(timeout.count()) +
-                   " ms (init_process_group's timeout; TINYTORCH_DIST_TIMEOUT=<seconds> sets it). Some rank never "
+                   " ms (the process group's timeout: init_process_group(backend, timeout), TINYTORCH_DIST_TIMEOUT="
+                   "<seconds>, or a program's --timeout). Some rank never "
                    "joined this collective: it stopped, died, is stuck elsewhere, or called another collective" +
                    (detail_debug_on() ? std::string(".\n")
                                       : std::string(" (TINYTORCH_DISTRIBUTED_DEBUG=DETAIL names it).\n"))
