@@ -255,27 +255,29 @@ kill_last_rank() {
   kill -9 "$p"
 }
 
-if [[ "$checks" == *b* ]] && fault_check b kill_last_rank; then
+# After fault_check: mpirun must have exited with its own error (not 0, not our timeout's 124)
+# and printed <pattern>. Usage: fault_verdict <check> <pattern> <why the pattern> <what happened>
+fault_verdict() {
   if ((rc == 0 || rc == 124)); then
-    fail b "expected mpirun's error exit, got $rc" "$out"
-  elif ! grep -q "exited on signal 9" "$out"; then
-    fail b "the output does not name the killed rank ('exited on signal 9')" "$out"
+    fail "$1" "expected mpirun's error exit, got $rc" "$out"
+  elif ! grep -q "$2" "$out"; then
+    fail "$1" "the output lacks '$2' ($3)" "$out"
   else
-    echo "ok   [b]: a rank killed on ${host_ip[-1]}: every rank ended, mpirun exit $rc, ${elapsed} s after the kill"
+    echo "ok   [$1]: $4: every rank ended, mpirun exit $rc, ${elapsed} s after the fault"
+    return 0
   fi
+  return 1
+}
+
+if [[ "$checks" == *b* ]] && fault_check b kill_last_rank; then
+  fault_verdict b "exited on signal 9" "it names the killed rank" "a rank killed on ${host_ip[-1]}"
 fi
 
 # Every rank learns of the collective timeout; -x passes the variable to the other hosts' ranks.
 fault_mpirun_options=(-x TINYTORCH_DIST_TIMEOUT=10)
 if [[ "$checks" == *c* ]] && fault_check c ip -n "${host_ns[-1]}" link set "${host_dev[-1]}" down; then
-  if ((rc == 0 || rc == 124)); then
-    fail c "expected mpirun's error exit, got $rc" "$out"
-  elif ! grep -q "Watchdog caught collective operation timeout" "$out"; then
-    fail c "no rank printed 'Watchdog caught collective operation timeout' (TINYTORCH_DIST_TIMEOUT=10)" "$out"
-  else
-    echo "ok   [c]: link of ${host_ip[-1]} cut: every rank ended, mpirun exit $rc, ${elapsed} s after the cut"
-    grep -m1 "Watchdog caught" "$out"
-  fi
+  fault_verdict c "Watchdog caught collective operation timeout" "TINYTORCH_DIST_TIMEOUT=10" \
+    "link of ${host_ip[-1]} cut" && grep -m1 "Watchdog caught" "$out"
 fi
 
 if ((failures)); then

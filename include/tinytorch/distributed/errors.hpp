@@ -9,7 +9,8 @@
 //      CUDA and NCCL calls get the same treatment (cuda_check / nccl_check in nccl_context.hpp).
 //   3. The last message thrown here is remembered (last_error()), so that ProcessGroupGuard can
 //      print it with the rank when the exception unwinds through it, before calling MPI_Abort.
-// And one way out when waiting any longer would be a hang: abort_job() prints "rank r: <why>"
+// The debug level (TINYTORCH_DISTRIBUTED_DEBUG, get_debug_level) lives here too: it decides how
+// much the layer checks and says. And one way out when waiting any longer would be a hang: abort_job() prints "rank r: <why>"
 // and calls MPI_Abort, which ends every rank of the job (ProcessGroupGuard and the collective
 // watchdog of work.hpp use it).
 //
@@ -17,6 +18,7 @@
 // (error handlers), PyTorch's c10d error messages ("rank r: ...").
 #pragma once
 
+#include <atomic>
 #include <cstdlib>
 #include <iostream>
 #include <mutex>
@@ -91,6 +93,36 @@ inline void mpi_check(int code, const char* call, const std::string& op) {
 }  // namespace tinytorch::distributed::detail
 
 namespace tinytorch::distributed {
+
+/// How much the distributed layer checks and reports (PyTorch's TORCH_DISTRIBUTED_DEBUG; ours
+/// is read from TINYTORCH_DISTRIBUTED_DEBUG=OFF|INFO|DETAIL by init_process_group).
+///   OFF     nothing extra (the default)
+///   INFO    each rank prints its group (rank, size, timeout) at init and DDP its buckets
+///   DETAIL  INFO, plus: before every collective the ranks agree on it (process_group.hpp),
+///           and DistributedDataParallel's forward checks that every rank runs it (unequal
+///           numbers of steps per rank are an error at the first forward too many)
+enum class DebugLevel { OFF, INFO, DETAIL };
+
+inline const char* debug_level_name(DebugLevel d) {
+  return d == DebugLevel::OFF ? "OFF" : d == DebugLevel::INFO ? "INFO" : "DETAIL";
+}
+
+namespace detail {
+inline std::atomic<int>& debug_level_storage() {
+  static std::atomic<int> level{static_cast<int>(DebugLevel::OFF)};
+  return level;
+}
+}  // namespace detail
+
+/// The debug level (torch.distributed.get_debug_level). Set from TINYTORCH_DISTRIBUTED_DEBUG by
+/// init_process_group, or by set_debug_level. Must be the same on every rank.
+inline DebugLevel get_debug_level() { return static_cast<DebugLevel>(detail::debug_level_storage().load()); }
+
+/// Sets the debug level for this process (torch.distributed.set_debug_level). Every rank must
+/// set the same level at the same point of the program (DETAIL adds a collective to each).
+inline void set_debug_level(DebugLevel level) {
+  detail::debug_level_storage() = static_cast<int>(level);
+}
 
 namespace detail {
 /// MPI_Abort(MPI_COMM_WORLD, errorcode) when MPI is running, else (no MPI, or MPI already

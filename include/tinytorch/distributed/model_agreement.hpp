@@ -233,15 +233,14 @@ namespace tinytorch::distributed {
 /// of pairs must agree too (else: the same error naming both counts). World size 1: nothing.
 inline void check_same_across_ranks(const std::string& who,
                                     const std::vector<std::pair<std::string, std::string>>& values) {
-  const int world = get_world_size();
-  if (world == 1) return;
-  const int n = world;
+  ProcessGroup& group = detail::default_group("check_same_across_ranks");
+  const int n = group.size();
+  if (n == 1) return;
   const auto fnv1a = [](const std::string& s) {
     uint64_t h = 1469598103934665603ull;
     for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
     return static_cast<int64_t>(h);
   };
-  ProcessGroup& group = detail::default_group("check_same_across_ranks");
   const char* op = "check_same_across_ranks";  // what the watchdog's report calls its collectives
   int64_t count = static_cast<int64_t>(values.size());
   std::vector<int64_t> counts(static_cast<size_t>(n));

@@ -100,15 +100,6 @@ enum class Backend { MPI, NCCL };
 ///   MIN  x = min_r x_r        (MPI_MIN, as MAX is MPI_MAX)
 enum class ReduceOp { SUM, AVG, MAX, MIN };
 
-/// How much the distributed layer checks and reports (PyTorch's TORCH_DISTRIBUTED_DEBUG; ours
-/// is read from TINYTORCH_DISTRIBUTED_DEBUG=OFF|INFO|DETAIL by init_process_group).
-///   OFF     nothing extra (the default)
-///   INFO    each rank prints its group (rank, size, timeout) at init and DDP its buckets
-///   DETAIL  INFO, plus: before every collective the ranks agree on it (see the file comment),
-///           and DistributedDataParallel's forward checks that every rank runs it (unequal
-///           numbers of steps per rank are an error at the first forward too many)
-enum class DebugLevel { OFF, INFO, DETAIL };
-
 /// How a ProcessGroup collective returns: Blocking (the data has moved when it returns; the
 /// Work is already complete) or Async (started; Work::wait() finishes it).
 enum class Completion { Blocking, Async };
@@ -125,19 +116,11 @@ inline const char* reduce_op_name(ReduceOp op) {
   return "?";
 }
 
-inline const char* debug_level_name(DebugLevel d) {
-  return d == DebugLevel::OFF ? "OFF" : d == DebugLevel::INFO ? "INFO" : "DETAIL";
-}
-
 /// PyTorch's default process-group timeout (torch.distributed.default_pg_timeout): 30 minutes.
 inline constexpr std::chrono::milliseconds kDefaultTimeout{30 * 60 * 1000};
 
 namespace detail {
 
-inline std::atomic<int>& debug_level_storage() {
-  static std::atomic<int> level{static_cast<int>(DebugLevel::OFF)};
-  return level;
-}
 
 /// Integer value of environment variable `name`, or -1 if it is unset or not a number.
 inline long env_int(const char* name) {
@@ -271,17 +254,6 @@ static_assert(sizeof(Fingerprint) == Fingerprint::kFields * sizeof(int64_t));
 
 }  // namespace detail
 
-/// The debug level (torch.distributed.get_debug_level). Set from TINYTORCH_DISTRIBUTED_DEBUG by
-/// init_process_group, or by set_debug_level. Must be the same on every rank.
-inline DebugLevel get_debug_level() { return static_cast<DebugLevel>(detail::debug_level_storage().load()); }
-
-/// Sets the debug level for this process (torch.distributed.set_debug_level). Every rank must
-/// set the same level at the same point of the program (DETAIL adds a collective to each).
-inline void set_debug_level(DebugLevel level) {
-  detail::debug_level_storage() = static_cast<int>(level);
-  detail::detail_debug_on() = level == DebugLevel::DETAIL;
-}
-
 /// One communicator and everything a collective on it needs: rank, size, timeout, sequence
 /// number (PyTorch's c10d::ProcessGroup, ProcessGroupMPI). Collectives take raw contiguous CPU
 /// buffers of `count` elements of `dtype` (the Tensor forms are in collectives.hpp):
@@ -400,12 +372,10 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
     const detail::Fingerprint fp = begin(name, detail::OpType::ALLREDUCE, dtype, count, -1, op);
     if (size_ == 1 || count == 0) return Work();
 #if TINYTORCH_WITH_MPI
-    std::function<void()> finish;
-    if (op == ReduceOp::AVG) finish = [buf, count, dtype, n = size_] { detail::divide_by(buf, count, dtype, n); };
     const int n = static_cast<int>(count);
     const MPI_Datatype t = detail::mpi_datatype(dtype);
     const MPI_Op mop = detail::mpi_op(op);
-    return issue(fp, name, how, std::move(finish), "MPI_Allreduce",
+    return issue(fp, name, how, average_after(op, buf, count, dtype), "MPI_Allreduce",
                  [&] { return MPI_Allreduce(MPI_IN_PLACE, buf, n, t, mop, comm_); }, "MPI_Iallreduce",
                  [&](MPI_Request* r) { return MPI_Iallreduce(MPI_IN_PLACE, buf, n, t, mop, comm_, r); });
 #else
@@ -477,12 +447,10 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
       return Work();
     }
 #if TINYTORCH_WITH_MPI
-    std::function<void()> finish;
-    if (op == ReduceOp::AVG) finish = [out, count, dtype, n = size_] { detail::divide_by(out, count, dtype, n); };
     const int n = static_cast<int>(count);
     const MPI_Datatype t = detail::mpi_datatype(dtype);
     const MPI_Op mop = detail::mpi_op(op);
-    return issue(fp, name, how, std::move(finish), "MPI_Reduce_scatter_block",
+    return issue(fp, name, how, average_after(op, out, count, dtype), "MPI_Reduce_scatter_block",
                  [&] { return MPI_Reduce_scatter_block(in, out, n, t, mop, comm_); }, "MPI_Ireduce_scatter_block",
                  [&](MPI_Request* r) { return MPI_Ireduce_scatter_block(in, out, n, t, mop, comm_, r); });
 #else
@@ -542,8 +510,9 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   /// The watchdog's description of a collective of this group; `name` is what the caller
   /// called it, when that says more than the op ("barrier in destroy_process_group").
   std::string describe(const detail::Fingerprint& fp, const char* name = nullptr) const {
-    std::string s = fp.describe() + " on group \"" + name_ + "\"";
-    if (name != nullptr && fp.describe().rfind(std::string(name) + " (", 0) != 0) s += ", called as " + std::string(name);
+    const std::string what = fp.describe();
+    std::string s = what + " on group \"" + name_ + "\"";
+    if (name != nullptr && what.rfind(std::string(name) + " (", 0) != 0) s += ", called as " + std::string(name);
     return s;
   }
 
@@ -570,6 +539,13 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   }
 
 #if TINYTORCH_WITH_MPI
+  /// The step after the data has arrived: AVG is MPI's SUM, then x[i] /= N (MPI has no
+  /// average); nothing for the other ops.
+  std::function<void()> average_after(ReduceOp op, void* x, int64_t count, DType dtype) const {
+    if (op != ReduceOp::AVG) return nullptr;
+    return [x, count, dtype, n = size_] { detail::divide_by(x, count, dtype, n); };
+  }
+
   /// DETAIL: all-gather every rank's fingerprint (polled, watched) and throw the same error on
   /// every rank if any differs from rank 0's, naming rank 0's and the first other one's.
   void agree(const detail::Fingerprint& fp, const char* name) {

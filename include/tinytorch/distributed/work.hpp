@@ -75,13 +75,6 @@ namespace detail {
 using Milliseconds = std::chrono::milliseconds;
 using SteadyClock = std::chrono::steady_clock;
 
-/// True while TINYTORCH_DISTRIBUTED_DEBUG=DETAIL is on (set by process_group.hpp; here so that the
-/// watchdog's report suggests DETAIL only when it is off).
-inline std::atomic<bool>& detail_debug_on() {
-  static std::atomic<bool> on{false};
-  return on;
-}
-
 /// The watchdog's verdict: prints the report on this rank, gives the other ranks one second to
 /// print theirs, and aborts the job. Never returns.
 [[noreturn]] inline void watchdog_abort(const std::string& what, double waited_ms, Milliseconds timeout) {
@@ -92,7 +85,7 @@ inline std::atomic<bool>& detail_debug_on() {
                    " ms (the process group's timeout: init_process_group(backend, timeout), TINYTORCH_DIST_TIMEOUT="
                    "<seconds>, or a program's --timeout). Some rank never "
                    "joined this collective: it stopped, died, is stuck elsewhere, or called another collective" +
-                   (detail_debug_on() ? std::string(".\n")
+                   (get_debug_level() == DebugLevel::DETAIL ? std::string(".\n")
                                       : std::string(" (TINYTORCH_DISTRIBUTED_DEBUG=DETAIL names it).\n"))
             << std::flush;
   std::this_thread::sleep_for(std::min(timeout, Milliseconds(1000)));
