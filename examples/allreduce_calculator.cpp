@@ -79,10 +79,23 @@ double ring_time(double M, int N, const Inputs& in) {
   return 2.0 * (N - 1) * in.alpha_us * 1e-6 + 2.0 * (N - 1) / N * M / beta;
 }
 
+/// Bytes in the decimal unit (B, kB, MB, GB, TB) that puts 1 <= value < 1000, e.g. "940.6 kB", "3.000 GB".
+std::string format_bytes(double bytes) {
+  const char* units[] = {"B", "kB", "MB", "GB", "TB"};
+  int u = 0;
+  while (u < 4 && bytes >= 1000.0) {
+    bytes /= 1000.0;
+    ++u;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.3f %s", bytes, units[u]);
+  return buf;
+}
+
 void report(const Inputs& in) {
   const double M = in.grad_gb > 0 ? in.grad_gb * 1e9 : in.params * in.bytes_per_param;
   const double Tc = in.compute_ms * 1e-3 * in.accum;  // compute per all-reduce
-  std::printf("gradients M = %.3f GB", M / 1e9);
+  std::printf("gradients M = %s", format_bytes(M).c_str());
   if (in.grad_gb <= 0) std::printf(" (%.3g params x %.0f bytes)", in.params, in.bytes_per_param);
   std::printf("; link %.1f GB/s", in.bandwidth_gbs);
   if (in.inter_bandwidth_gbs > 0)
