@@ -3,7 +3,9 @@
 // Free functions mirror torch.* and torch.nn.functional.*:
 //   add, sub, mul, div, neg, exp, log, pow, sqrt, abs, relu, sigmoid, tanh,
 //   sum, mean, max, argmax, matmul, mm, bmm, softmax, log_softmax, cat, stack,
-//   linear, mse_loss, nll_loss, cross_entropy.
+//   linear, mse_loss, nll_loss, cross_entropy;
+// and, in functional_more.hpp (included at the end): min, argmin, amax, amin, maximum, minimum,
+//   pow of tensors, floor_divide, remainder, fmod, comparisons with numbers, clamp, where.
 // Each records its autograd node (autograd/functions.hpp) when an input requires grad.
 // Tensor's methods and operators (declared in tensor.hpp) are defined at the end of this file in
 // terms of these functions, so `a * b`, `x.exp()` and `mul(a, b)` are the same op.
