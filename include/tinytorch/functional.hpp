@@ -1,9 +1,11 @@
 // tinytorch/functional.hpp — the differentiable API, and the definitions of Tensor's methods.
 //
 // Free functions mirror torch.* and torch.nn.functional.*:
-//   add, sub, mul, div, neg, exp, log, pow, sqrt, abs, relu, sigmoid, tanh, clamp,
+//   add, sub, mul, div, neg, exp, log, pow, sqrt, abs, relu, sigmoid, tanh,
 //   sum, mean, max, argmax, matmul, mm, bmm, softmax, log_softmax, cat, stack,
-//   linear, mse_loss, nll_loss, cross_entropy.
+//   linear, mse_loss, nll_loss, cross_entropy;
+// and, in functional_more.hpp (included at the end): min, argmin, amax, amin, maximum, minimum,
+//   pow of tensors, floor_divide, remainder, fmod, comparisons with numbers, clamp, where.
 // Each records its autograd node (autograd/functions.hpp) when an input requires grad.
 // Tensor's methods and operators (declared in tensor.hpp) are defined at the end of this file in
 // terms of these functions, so `a * b`, `x.exp()` and `mul(a, b)` are the same op.
@@ -39,14 +41,7 @@ inline Tensor abs(const Tensor& x) { return autograd::abs(x); }
 inline Tensor relu(const Tensor& x) { return autograd::relu(x); }
 inline Tensor sigmoid(const Tensor& x) { return autograd::sigmoid(x); }
 inline Tensor tanh(const Tensor& x) { return autograd::tanh(x); }
-/// Limits x to [min, max]; the gradient passes where min <= x <= max (torch.clamp).
-inline Tensor clamp(const Tensor& x, double min, double max) { return autograd::clamp(x, min, max); }
-inline Tensor clamp_min(const Tensor& x, double min) {
-  return autograd::clamp(x, min, std::numeric_limits<double>::infinity(), "ClampMinBackward0");
-}
-inline Tensor clamp_max(const Tensor& x, double max) {
-  return autograd::clamp(x, -std::numeric_limits<double>::infinity(), max, "ClampMaxBackward0");
-}
+// clamp, clamp_min, clamp_max: functional_more.hpp
 
 // ---- reductions -------------------------------------------------------------------------------
 inline Tensor sum(const Tensor& x) { return autograd::SumMean::forward(x, std::nullopt, false, false); }
@@ -338,9 +333,6 @@ inline Tensor Tensor::abs() const { return tinytorch::abs(*this); }
 inline Tensor Tensor::relu() const { return tinytorch::relu(*this); }
 inline Tensor Tensor::sigmoid() const { return tinytorch::sigmoid(*this); }
 inline Tensor Tensor::tanh() const { return tinytorch::tanh(*this); }
-inline Tensor Tensor::clamp(double lo, double hi) const { return tinytorch::clamp(*this, lo, hi); }
-inline Tensor Tensor::clamp_min(double lo) const { return tinytorch::clamp_min(*this, lo); }
-inline Tensor Tensor::clamp_max(double hi) const { return tinytorch::clamp_max(*this, hi); }
 inline Tensor Tensor::eq(const Tensor& o) const { return ops::binary(*this, o, backend::cpu::EqOp{}, "eq", true); }
 inline Tensor Tensor::ne(const Tensor& o) const { return ops::binary(*this, o, backend::cpu::NeOp{}, "ne", true); }
 inline Tensor Tensor::lt(const Tensor& o) const { return ops::binary(*this, o, backend::cpu::LtOp{}, "lt", true); }
@@ -489,3 +481,7 @@ inline Tensor& operator+=(Tensor& a, double b) { return a.add_(b); }
 inline Tensor& operator*=(Tensor& a, double b) { return a.mul_(b); }
 
 }  // namespace tinytorch
+
+// The second batch of ops (min/argmin/amin/amax, maximum/minimum, pow of tensors, floor_divide,
+// remainder, fmod, comparisons with numbers, clamp, where) and their Tensor methods.
+#include "functional_more.hpp"

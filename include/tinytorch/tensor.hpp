@@ -175,9 +175,6 @@ class Tensor {
   Tensor relu() const;
   Tensor sigmoid() const;
   Tensor tanh() const;
-  Tensor clamp(double min, double max) const;
-  Tensor clamp_min(double min) const;
-  Tensor clamp_max(double max) const;
   /// Comparisons return int64 0/1 tensors (tinytorch has no bool dtype; .sum() then counts,
   /// giving the same int64 result as PyTorch's bool.sum()). Not differentiable.
   Tensor eq(const Tensor& o) const;
@@ -203,6 +200,44 @@ class Tensor {
   Tensor mm(const Tensor& other) const;
   Tensor softmax(int64_t dim) const;
   Tensor log_softmax(int64_t dim) const;
+
+  // ---- min/max family, pow, division, comparisons with numbers, clamp, where ---------------
+  // (functional_more.hpp, where each is documented; shapes broadcast as in the section above)
+  Tensor min() const;
+  /// (values, indices) along dim; indices are int64, first index on ties.
+  std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
+  Tensor argmin() const;  ///< index into the flattened tensor
+  Tensor argmin(int64_t dim, bool keepdim = false) const;
+  Tensor amax(const std::vector<int64_t>& dim = {}, bool keepdim = false) const;  ///< {}: all dims
+  Tensor amin(const std::vector<int64_t>& dim = {}, bool keepdim = false) const;
+  Tensor maximum(const Tensor& other) const;
+  Tensor minimum(const Tensor& other) const;
+  Tensor max(const Tensor& other) const;  ///< maximum(other)
+  Tensor min(const Tensor& other) const;  ///< minimum(other)
+  Tensor pow(const Tensor& exponent) const;
+  Tensor floor_divide(const Tensor& other) const;
+  Tensor floor_divide(double other) const;
+  Tensor remainder(const Tensor& other) const;
+  Tensor remainder(double other) const;
+  Tensor fmod(const Tensor& other) const;
+  Tensor fmod(double other) const;
+  Tensor eq(double other) const;
+  Tensor ne(double other) const;
+  Tensor lt(double other) const;
+  Tensor le(double other) const;
+  Tensor gt(double other) const;
+  Tensor ge(double other) const;
+  /// Either bound may be std::nullopt (not both); clamp(min, max) with min > max gives max.
+  Tensor clamp(std::optional<double> min, std::optional<double> max = std::nullopt) const;
+  /// Tensor bounds, broadcast; an undefined Tensor() is an absent bound (not both).
+  Tensor clamp(const Tensor& min, const Tensor& max = Tensor()) const;
+  Tensor clamp_min(double min) const;
+  Tensor clamp_min(const Tensor& min) const;
+  Tensor clamp_max(double max) const;
+  Tensor clamp_max(const Tensor& max) const;
+  /// where(condition, *this, other) (Tensor.where).
+  Tensor where(const Tensor& condition, const Tensor& other) const;
+  Tensor where(const Tensor& condition, double other) const;
 
   // ---- in place, not differentiable (ops/) ------------------------------------------------
   // They throw on a tensor that requires grad while grad mode is on (tinytorch's autograd does
@@ -257,6 +292,27 @@ inline Tensor& operator/=(Tensor& a, const Tensor& b);
 inline Tensor& operator+=(Tensor& a, double b);
 inline Tensor& operator*=(Tensor& a, double b);
 inline std::ostream& operator<<(std::ostream& os, const Tensor& t);
+// % is torch.remainder; comparisons return int64 0/1 tensors (functional_more.hpp)
+inline Tensor operator%(const Tensor& a, const Tensor& b);
+inline Tensor operator%(const Tensor& a, double b);
+inline Tensor operator==(const Tensor& a, const Tensor& b);
+inline Tensor operator!=(const Tensor& a, const Tensor& b);
+inline Tensor operator<(const Tensor& a, const Tensor& b);
+inline Tensor operator<=(const Tensor& a, const Tensor& b);
+inline Tensor operator>(const Tensor& a, const Tensor& b);
+inline Tensor operator>=(const Tensor& a, const Tensor& b);
+inline Tensor operator==(const Tensor& a, double b);
+inline Tensor operator!=(const Tensor& a, double b);
+inline Tensor operator<(const Tensor& a, double b);
+inline Tensor operator<=(const Tensor& a, double b);
+inline Tensor operator>(const Tensor& a, double b);
+inline Tensor operator>=(const Tensor& a, double b);
+inline Tensor operator==(double a, const Tensor& b);
+inline Tensor operator!=(double a, const Tensor& b);
+inline Tensor operator<(double a, const Tensor& b);
+inline Tensor operator<=(double a, const Tensor& b);
+inline Tensor operator>(double a, const Tensor& b);
+inline Tensor operator>=(double a, const Tensor& b);
 
 // ---- creation (ops/creation.hpp) ------------------------------------------------------------
 inline Tensor empty(const Shape& shape, TensorOptions options = {});

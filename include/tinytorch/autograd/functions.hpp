@@ -287,13 +287,7 @@ inline Tensor pow(const Tensor& x, double p) {
                    [p](auto g, auto x, auto) { return p == 0 ? g * 0 : g * p * std::pow(x, p - 1); }, "pow",
                    "PowBackward0", x.dtype() == kInt64 && (p < 0 || p != std::floor(p)));
 }
-// y = clamp(x, lo, hi)  =>  dx = dy where lo <= x <= hi, else 0
-inline Tensor clamp(const Tensor& x, double lo, double hi, const char* node_name = "ClampBackward1") {
-  TT_CHECK(!(lo > hi), "clamp: min (", lo, ") must not be greater than max (", hi, ")");
-  return pointwise(x, cpu::ClampOp{lo, hi},
-                   [lo, hi](auto g, auto x, auto) { return (x >= lo && x <= hi) ? g : g * 0; }, "clamp",
-                   node_name, false);
-}
+// clamp (optional and tensor bounds): autograd/functions_more.hpp
 
 // ---------------------------------------------------------------------------------------------
 // Reductions
@@ -330,7 +324,8 @@ struct SumMean : Node {
 };
 
 /// values, indices = max(x, dim)  =>  dx[index] = dy, 0 elsewhere.
-/// max(x) over all elements      =>  dy shared evenly among all maximal elements (as PyTorch).
+/// max(x) over all elements      =>  dy shared evenly among all maximal elements (among the NaNs
+///                                    when the max is NaN), as PyTorch. min reuses this node (Min).
 struct Max : Node {
   Tensor indices;  // for the dim form
   Tensor x, y;     // for the all-elements form
@@ -363,7 +358,12 @@ struct Max : Node {
   }
   std::vector<Tensor> apply(const Tensor& dy) override {
     if (all) {
-      Tensor mask = ops::to_dtype(ops::binary(x, y, cpu::EqOp{}, "max_backward", true), dy.dtype());
+      // PyTorch's evenly_distribute_backward: the elements equal to the result share dy; when the
+      // result is NaN, the NaNs share it (x == NaN would match nothing and make 0/0).
+      const bool nan = std::isnan(y.item<double>());
+      Tensor mask = nan ? ops::unary(x, [](auto v) { return v != v ? 1 : 0; }, "max_backward")
+                        : ops::binary(x, y, cpu::EqOp{}, "max_backward", true);
+      mask = ops::to_dtype(mask, dy.dtype());
       Tensor count = ops::sum_all(mask);
       return {grad_math::mul(mask, grad_math::div(dy, count))};
     }

@@ -49,15 +49,6 @@ struct SigmoidOp {
     return e / (T(1) + e);
   }
 };
-struct ClampOp {
-  double lo, hi;  // use -inf / +inf for a one-sided clamp
-  // Compared in double: T(lo) for an infinite lo would be undefined for integer T. NaN passes.
-  template <class T> TT_HOST_DEVICE T operator()(T x) const {
-    if (static_cast<double>(x) < lo) return static_cast<T>(lo);
-    if (static_cast<double>(x) > hi) return static_cast<T>(hi);
-    return x;
-  }
-};
 struct PowScalarOp {
   double e;
   template <class T> TT_HOST_DEVICE T operator()(T x) const {

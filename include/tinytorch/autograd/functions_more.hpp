@@ -1,0 +1,421 @@
+// tinytorch/autograd/functions_more.hpp — the autograd nodes of the second batch of tensor ops:
+// min, amax/amin, maximum/minimum, pow of tensors, remainder/fmod (floor_divide has no
+// derivative), clamp with optional or tensor bounds, where.
+//
+// Same pattern as autograd/functions.hpp: a static forward() computes with ops/ and records the
+// node when an input requires grad; apply() maps dy = d loss/d out to d loss/d input_i. Broadcast
+// inputs get their gradient summed back to their own shape (ops::sum_to). Derivatives, as
+// PyTorch's tools/autograd/derivatives.yaml and FunctionsManual.cpp (1.13):
+//   min(x) (all)        dy shared evenly among the elements equal to the result (among the NaNs
+//                       when the result is NaN)                                  MinBackward1
+//   min(x, dim)         dx[index] = dy, 0 elsewhere                              MinBackward0
+//   amax/amin(x, dims)  dx = dy / count * (x == y), count = #ties in the slice   AmaxBackward0
+//   maximum(a, b)       da = dy where a > b, dy/2 where a == b, 0 where a < b
+//                       (a NaN passes dy to both), db mirrored                   MaximumBackward0
+//   a ** b              da = dy * b * a^(b-1) (0 where b == 0)
+//                       db = dy * a^b * ln a  (0 where a == 0 and b >= 0)         PowBackward1
+//   s ** b (s a number) db = dy * s^b * ln s  (0 where s == 0 and b >= 0)         PowBackward2
+//   remainder(a, b)     da = dy, db = -dy * floor(a / b)                          RemainderBackward1
+//   fmod(a, b)          da = dy, db = -dy * trunc(a / b)                          FmodBackward1
+//   remainder/fmod(a, s) da = dy                                      RemainderBackward0 / FmodBackward0
+//   floor_divide        no derivative: backward throws, as PyTorch  (torch::autograd::NotImplemented)
+//   clamp(x, lo, hi)    dx = dy where lo <= x <= hi (the bounds included), else 0   ClampBackward1
+//     tensor bounds     dlo = dy where x < lo and lo < hi; dhi = dy where x > hi or hi < lo
+//                                                                                 ClampBackward0
+//   where(c, a, b)      da = dy where c, db = dy where not c                      WhereBackward0
+// Chapter: chapters/02-autograd.md (planned). Reference: PyTorch tools/autograd/derivatives.yaml.
+#pragma once
+
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "../backend/cpu/elementwise_more.hpp"
+#include "../ops/elementwise_more.hpp"
+#include "../ops/reduce_more.hpp"
+#include "functions.hpp"
+
+namespace tinytorch::autograd {
+
+// ---------------------------------------------------------------------------------------------
+// min, amax / amin, maximum / minimum
+// ---------------------------------------------------------------------------------------------
+
+/// values, indices = min(x, dim)  =>  dx[index] = dy;  min(x)  =>  dy shared among the minima.
+/// The backward is Max's (autograd/functions.hpp): only the name differs.
+struct Min : Max {
+  std::string name() const override { return all ? "MinBackward1" : "MinBackward0"; }
+  static std::tuple<Tensor, Tensor> forward_dim(const Tensor& x, int64_t dim, bool keepdim) {
+    auto [values, indices] = ops::min_dim(x, dim, keepdim);
+    if (!any_requires_grad({&x})) return {values, indices};
+    auto n = std::make_shared<Min>();
+    n->saves_tensors = true;
+    n->indices = indices;
+    n->in_shape = x.sizes();
+    n->dim = x.dim() ? wrap_dim(dim, x.dim(), "min") : 0;
+    n->keepdim = keepdim;
+    return {record(values, n, {&x}), indices};
+  }
+  static Tensor forward_all(const Tensor& x) {
+    TT_CHECK(x.numel() > 0, "min(): Expected reduction dim to be specified for input.numel() == 0. "
+             "Specify the reduction dim with the 'dim' argument.");
+    Tensor values = std::get<0>(ops::min_dim(ops::reshape(x, {x.numel()}), 0, false));
+    if (!any_requires_grad({&x})) return values;
+    auto n = std::make_shared<Min>();
+    n->saves_tensors = true;
+    n->all = true;
+    n->x = x.detach();
+    n->y = values.detach();
+    return record(values, n, {&x});
+  }
+};
+
+/// y = amax(x, dims) or amin(x, dims)  =>  dx = dy / count * (x == y), count = number of elements
+/// equal to y in each reduced slice (a slice whose result is NaN gets NaN, as PyTorch's
+/// scale_grad_by_count).
+struct AmaxAmin : Node {
+  Tensor x, y;  // y with the reduced dims kept as size 1
+  Shape keep_shape;
+  bool is_max = true;
+  std::string name() const override { return is_max ? "AmaxBackward0" : "AminBackward0"; }
+  static Tensor forward(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, bool is_max) {
+    Tensor out = ops::amax_amin(x, dims, keepdim, is_max);
+    if (!any_requires_grad({&x})) return out;
+    auto n = std::make_shared<AmaxAmin>();
+    n->saves_tensors = true;
+    n->is_max = is_max;
+    n->x = x.detach();
+    n->keep_shape = x.sizes();
+    for (int64_t d : ops::reduction_dims(dims, x.dim(), is_max ? "amax" : "amin")) n->keep_shape[d] = 1;
+    n->y = ops::reshape(out.detach(), n->keep_shape);
+    return record(out, n, {&x});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    Tensor g = ops::reshape(dy, keep_shape);
+    Tensor mask = ops::to_dtype(ops::binary(x, y, cpu::EqOp{}, "amax_backward", true), dy.dtype());
+    Tensor count = ops::sum_to(mask, keep_shape);
+    return {grad_math::mul(grad_math::div(g, count), mask)};
+  }
+  void release_saved() override { x = y = Tensor(); }
+};
+
+/// y = maximum(a, b) / minimum(a, b)  =>  (maximum) da = dy where a > b, dy/2 where a == b, 0 where
+/// a < b; db the mirror image. Comparisons with a NaN are false, so a NaN passes dy to both.
+struct MaximumMinimum : Node {
+  Tensor a, b;
+  Shape sa, sb;
+  bool is_max = true;
+  std::string name() const override { return is_max ? "MaximumBackward0" : "MinimumBackward0"; }
+  static Tensor forward(const Tensor& a, const Tensor& b, bool is_max) {
+    Tensor out = is_max ? ops::binary(a, b, cpu::MaximumOp{}, "maximum")
+                        : ops::binary(a, b, cpu::MinimumOp{}, "minimum");
+    if (!any_requires_grad({&a, &b})) return out;
+    auto n = std::make_shared<MaximumMinimum>();
+    n->saves_tensors = true;
+    n->is_max = is_max;
+    n->a = a.detach();
+    n->b = b.detach();
+    n->sa = a.sizes();
+    n->sb = b.sizes();
+    return record(out, n, {&a, &b});
+  }
+  std::vector<Tensor> apply(const Tensor& dy0) override {
+    const Tensor dy = ops::contiguous(dy0);
+    const Shape& shape = dy.sizes();
+    const Tensor ac = ops::to_dtype(a, dy.dtype()), bc = ops::to_dtype(b, dy.dtype());
+    Tensor da = ops::make_tensor(shape, dy.dtype()), db = ops::make_tensor(shape, dy.dtype());
+    const bool mx = is_max;
+    dispatch_floating(dy.dtype(), "maximum_backward", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T *g = dy.data_ptr<T>(), *pa = ac.data_ptr<T>(), *pb = bc.data_ptr<T>();
+      T *oa = da.data_ptr<T>(), *ob = db.data_ptr<T>();
+      const Strides zero(shape.size(), 0);
+      cpu::strided_loop3(shape, zero, broadcast_strides(ac.sizes(), ac.strides(), shape),
+                         broadcast_strides(bc.sizes(), bc.strides(), shape),
+                         [&](int64_t i, int64_t, int64_t ia, int64_t ib) {
+                           const T x = pa[ia], y = pb[ib], gi = g[i];
+                           const T share = x == y ? gi / T(2) : gi;
+                           oa[i] = (mx ? x < y : x > y) ? T(0) : share;  // a lost
+                           ob[i] = (mx ? x > y : x < y) ? T(0) : share;  // b lost
+                         });
+    });
+    return {ops::sum_to(da, sa), ops::sum_to(db, sb)};
+  }
+  void release_saved() override { a = b = Tensor(); }
+};
+
+// ---------------------------------------------------------------------------------------------
+// pow with a tensor exponent
+// ---------------------------------------------------------------------------------------------
+
+/// y = a ** b  =>  da = dy * b * a^(b-1) (0 where b == 0),  db = dy * y * ln a (0 where a == 0 and b >= 0)
+struct PowTensor : Node {
+  Tensor a, b, y;
+  Shape sa, sb;
+  std::string name() const override { return "PowBackward1"; }
+  static Tensor forward(const Tensor& a, const Tensor& b) {
+    Tensor out = ops::pow_tensor(a, b);
+    if (!any_requires_grad({&a, &b})) return out;
+    auto n = std::make_shared<PowTensor>();
+    n->saves_tensors = true;
+    n->a = a.detach();
+    n->b = b.detach();
+    n->sa = a.sizes();
+    n->sb = b.sizes();
+    out = record(out, n, {&a, &b});
+    n->y = out.detach();
+    return out;
+  }
+  std::vector<Tensor> apply(const Tensor& dy0) override {
+    const Tensor dy = ops::contiguous(dy0), yc = ops::contiguous(ops::to_dtype(y, dy.dtype()));
+    const Shape& shape = dy.sizes();
+    const Tensor ac = ops::to_dtype(a, dy.dtype()), bc = ops::to_dtype(b, dy.dtype());
+    Tensor da = ops::make_tensor(shape, dy.dtype()), db = ops::make_tensor(shape, dy.dtype());
+    dispatch_floating(dy.dtype(), "pow_backward", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T *g = dy.data_ptr<T>(), *r = yc.data_ptr<T>(), *pa = ac.data_ptr<T>(), *pb = bc.data_ptr<T>();
+      T *oa = da.data_ptr<T>(), *ob = db.data_ptr<T>();
+      const Strides zero(shape.size(), 0);
+      cpu::strided_loop3(shape, zero, broadcast_strides(ac.sizes(), ac.strides(), shape),
+                         broadcast_strides(bc.sizes(), bc.strides(), shape),
+                         [&](int64_t i, int64_t, int64_t ia, int64_t ib) {
+                           const T x = pa[ia], e = pb[ib];
+                           oa[i] = e == T(0) ? T(0) : g[i] * (e * std::pow(x, e - T(1)));
+                           ob[i] = g[i] * ((x == T(0) && e >= T(0)) ? T(0) : r[i] * std::log(x));
+                         });
+    });
+    return {ops::sum_to(da, sa), ops::sum_to(db, sb)};
+  }
+  void release_saved() override { a = b = y = Tensor(); }
+};
+
+/// y = s ** b (s a number)  =>  db = dy * y * ln s  (0 where s == 0 and b >= 0)
+struct PowScalarBase : Node {
+  double s = 0;
+  Tensor b, y;
+  std::string name() const override { return "PowBackward2"; }
+  static Tensor forward(double s, const Tensor& b) {
+    ops::check_device(b, "pow");
+    Tensor out = ops::pow_tensor(ops::scalar_as_tensor(s, ops::scalar_result_type(b.dtype(), s)), b);
+    if (!any_requires_grad({&b})) return out;
+    auto n = std::make_shared<PowScalarBase>();
+    n->saves_tensors = true;
+    n->s = s;
+    n->b = b.detach();
+    out = record(out, n, {&b});
+    n->y = out.detach();
+    return out;
+  }
+  std::vector<Tensor> apply(const Tensor& dy0) override {
+    const Tensor dy = ops::contiguous(dy0);
+    const Tensor yc = ops::contiguous(ops::to_dtype(y, dy.dtype())), bc = ops::contiguous(ops::to_dtype(b, dy.dtype()));
+    Tensor db = ops::make_tensor(dy.sizes(), dy.dtype());
+    dispatch_floating(dy.dtype(), "pow_backward", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T log_s = static_cast<T>(std::log(s));  // PyTorch: Scalar::log() in double, then the tensor's type
+      const T *g = dy.data_ptr<T>(), *r = yc.data_ptr<T>(), *e = bc.data_ptr<T>();
+      T* o = db.data_ptr<T>();
+      for (int64_t i = 0; i < dy.numel(); ++i) o[i] = g[i] * ((s == 0 && e[i] >= T(0)) ? T(0) : r[i] * log_s);
+    });
+    return {db};
+  }
+  void release_saved() override { b = y = Tensor(); }
+};
+
+// ---------------------------------------------------------------------------------------------
+// floor_divide, remainder, fmod
+// ---------------------------------------------------------------------------------------------
+
+/// The grad_fn of an op PyTorch gives no derivative (floor_divide): the output requires grad, and
+/// backward through it throws "derivative for aten::<op> is not implemented", as in PyTorch.
+struct NotImplemented : Node {
+  std::string op;
+  std::string name() const override { return "torch::autograd::NotImplemented"; }
+  std::vector<Tensor> apply(const Tensor&) override {
+    throw Error(tinytorch::detail::str_cat(op, ": derivative for aten::", op, " is not implemented"));
+  }
+};
+
+inline Tensor floor_divide(const Tensor& a, const Tensor& b) {
+  Tensor out = ops::integer_division(a, b, cpu::FloorDivideOp{}, "floor_divide", true);
+  if (!any_requires_grad({&a, &b})) return out;
+  auto n = std::make_shared<NotImplemented>();
+  n->op = "floor_divide";
+  return record(out, n, {&a, &b});
+}
+inline Tensor floor_divide(const Tensor& a, double s) {
+  Tensor out = ops::integer_division(a, s, cpu::FloorDivideOp{}, "floor_divide", true);
+  if (!any_requires_grad({&a})) return out;
+  auto n = std::make_shared<NotImplemented>();
+  n->op = "floor_divide";
+  return record(out, n, {&a});
+}
+
+/// y = remainder(a, b) = a - floor(a/b) b  or  fmod(a, b) = a - trunc(a/b) b
+///   =>  da = dy,  db = -dy * floor(a/b)  (trunc(a/b) for fmod);  with a number b: da = dy only.
+struct RemainderFmod : Node {
+  Tensor a, b;  // tensor divisor only
+  Shape sa, sb;
+  bool fmod = false, scalar = false;
+  std::string name() const override {
+    return std::string(fmod ? "FmodBackward" : "RemainderBackward") + (scalar ? "0" : "1");
+  }
+  static Tensor forward(const Tensor& a, const Tensor& b, bool fmod) {
+    const char* op = fmod ? "fmod" : "remainder";
+    Tensor out = fmod ? ops::integer_division(a, b, cpu::FmodOp{}, op, false)
+                      : ops::integer_division(a, b, cpu::RemainderOp{}, op, false);
+    if (!any_requires_grad({&a, &b})) return out;
+    auto n = std::make_shared<RemainderFmod>();
+    n->saves_tensors = true;
+    n->fmod = fmod;
+    if (b.requires_grad()) {
+      n->a = a.detach();
+      n->b = b.detach();
+    }
+    n->sa = a.sizes();
+    n->sb = b.sizes();
+    return record(out, n, {&a, &b});
+  }
+  static Tensor forward(const Tensor& a, double s, bool fmod) {
+    const char* op = fmod ? "fmod" : "remainder";
+    Tensor out = fmod ? ops::integer_division(a, s, cpu::FmodOp{}, op, false)
+                      : ops::integer_division(a, s, cpu::RemainderOp{}, op, false);
+    if (!any_requires_grad({&a})) return out;
+    auto n = std::make_shared<RemainderFmod>();
+    n->fmod = fmod;
+    n->scalar = true;
+    n->sa = a.sizes();
+    return record(out, n, {&a});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    Tensor da = ops::sum_to(dy, sa);
+    if (scalar || !b.defined()) return {da, Tensor()};
+    const Tensor ac = ops::to_dtype(a, dy.dtype()), bc = ops::to_dtype(b, dy.dtype());
+    Tensor q = fmod ? ops::binary(ac, bc, cpu::TruncDivideOp{}, "fmod_backward")
+                    : ops::binary(ac, bc, cpu::FloorDivideOp{}, "remainder_backward");
+    return {da, ops::sum_to(grad_math::neg(grad_math::mul(dy, q)), sb)};
+  }
+  void release_saved() override { a = b = Tensor(); }
+};
+
+// ---------------------------------------------------------------------------------------------
+// clamp
+// ---------------------------------------------------------------------------------------------
+
+/// y = clamp(x, lo, hi) with number bounds (either may be absent)
+///   =>  dx = dy where lo <= x <= hi (bounds included, compared in y's dtype), else 0
+struct ClampScalar : Node {
+  Tensor x;  // in the output's dtype
+  std::optional<double> lo, hi;
+  const char* node_name = "ClampBackward1";
+  std::string name() const override { return node_name; }
+  static Tensor forward(const Tensor& x, std::optional<double> lo, std::optional<double> hi,
+                        const char* node_name = "ClampBackward1", const char* op = "clamp") {
+    Tensor out = ops::clamp_scalar(x, lo, hi, op);
+    if (!any_requires_grad({&x})) return out;
+    auto n = std::make_shared<ClampScalar>();
+    n->saves_tensors = true;
+    n->x = ops::contiguous(ops::to_dtype(x.detach(), out.dtype()));
+    n->lo = lo;
+    n->hi = hi;
+    n->node_name = node_name;
+    return record(out, n, {&x});
+  }
+  std::vector<Tensor> apply(const Tensor& dy0) override {
+    const Tensor dy = ops::contiguous(dy0), xc = ops::contiguous(ops::to_dtype(x, dy.dtype()));
+    Tensor dx = ops::make_tensor(dy.sizes(), dy.dtype());
+    dispatch_floating(dy.dtype(), "clamp_backward", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T l = static_cast<T>(lo ? *lo : 0.0), h = static_cast<T>(hi ? *hi : 0.0);
+      const T *g = dy.data_ptr<T>(), *xs = xc.data_ptr<T>();
+      T* o = dx.data_ptr<T>();
+      for (int64_t i = 0; i < dy.numel(); ++i)
+        o[i] = ((!lo || xs[i] >= l) && (!hi || xs[i] <= h)) ? g[i] : T(0);
+    });
+    return {dx};
+  }
+  void release_saved() override { x = Tensor(); }
+};
+
+/// y = clamp(x, lo, hi) with tensor bounds (either may be undefined = absent), broadcast
+///   =>  dx  = dy where lo <= x <= hi
+///       dlo = dy where x < lo (and lo < hi when hi is given)
+///       dhi = dy where x > hi (or hi < lo when lo is given)       (PyTorch's clamp_backward_min_max)
+struct ClampTensor : Node {
+  Tensor x, lo, hi;  // as given (detached); undefined when absent
+  Shape sx, slo, shi;
+  const char* node_name = "ClampBackward0";
+  std::string name() const override { return node_name; }
+  static Tensor forward(const Tensor& x, const Tensor& lo, const Tensor& hi, const char* node_name) {
+    Tensor out = ops::clamp_tensor(x, lo, hi);
+    if (!any_requires_grad({&x, &lo, &hi})) return out;
+    auto n = std::make_shared<ClampTensor>();
+    n->saves_tensors = true;
+    n->node_name = node_name;
+    n->x = x.detach();
+    n->sx = x.sizes();
+    if (lo.defined()) n->lo = lo.detach(), n->slo = lo.sizes();
+    if (hi.defined()) n->hi = hi.detach(), n->shi = hi.sizes();
+    if (!lo.defined()) return record(out, n, {&x, &hi});
+    if (!hi.defined()) return record(out, n, {&x, &lo});
+    return record(out, n, {&x, &lo, &hi});
+  }
+  std::vector<Tensor> apply(const Tensor& dy0) override {
+    const Tensor dy = ops::contiguous(dy0);
+    const Shape& shape = dy.sizes();
+    const bool has_lo = lo.defined(), has_hi = hi.defined();
+    const Tensor xc = ops::to_dtype(x, dy.dtype());
+    const Tensor lc = ops::to_dtype(has_lo ? lo : x, dy.dtype()), hc = ops::to_dtype(has_hi ? hi : x, dy.dtype());
+    Tensor dx = ops::make_tensor(shape, dy.dtype()), dl = ops::make_tensor(shape, dy.dtype()),
+           dh = ops::make_tensor(shape, dy.dtype());
+    dispatch_floating(dy.dtype(), "clamp_backward", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T *g = dy.data_ptr<T>(), *px = xc.data_ptr<T>(), *pl = lc.data_ptr<T>(), *ph = hc.data_ptr<T>();
+      T *ox = dx.data_ptr<T>(), *ol = dl.data_ptr<T>(), *oh = dh.data_ptr<T>();
+      cpu::strided_loop3(shape, broadcast_strides(xc.sizes(), xc.strides(), shape),
+                         broadcast_strides(lc.sizes(), lc.strides(), shape),
+                         broadcast_strides(hc.sizes(), hc.strides(), shape),
+                         [&](int64_t i, int64_t ix, int64_t il, int64_t ih) {
+                           const T v = px[ix], l = pl[il], h = ph[ih];
+                           ox[i] = ((!has_lo || v >= l) && (!has_hi || v <= h)) ? g[i] : T(0);
+                           ol[i] = (v < l && (!has_hi || l < h)) ? g[i] : T(0);
+                           oh[i] = (v > h || (has_lo && h < l)) ? g[i] : T(0);
+                         });
+    });
+    std::vector<Tensor> out{ops::sum_to(dx, sx)};
+    if (has_lo) out.push_back(ops::sum_to(dl, slo));
+    if (has_hi) out.push_back(ops::sum_to(dh, shi));
+    return out;
+  }
+  void release_saved() override { x = lo = hi = Tensor(); }
+};
+
+// ---------------------------------------------------------------------------------------------
+// where
+// ---------------------------------------------------------------------------------------------
+
+/// y = where(c, a, b)  =>  da = dy where c (else 0),  db = dy where not c   (each summed to its shape)
+struct Where : Node {
+  Tensor cond;
+  Shape sa, sb;
+  std::string name() const override { return "WhereBackward0"; }
+  static Tensor forward(const Tensor& cond, const Tensor& a, const Tensor& b) {
+    Tensor out = ops::where(cond, a, b);
+    if (!any_requires_grad({&a, &b})) return out;
+    auto n = std::make_shared<Where>();
+    n->saves_tensors = true;
+    n->cond = cond.detach();
+    n->sa = a.sizes();
+    n->sb = b.sizes();
+    return record(out, n, {&a, &b});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    const Tensor zero = ops::scalar_as_tensor(0.0, dy.dtype());
+    return {ops::sum_to(ops::where(cond, dy, zero), sa), ops::sum_to(ops::where(cond, zero, dy), sb)};
+  }
+  void release_saved() override { cond = Tensor(); }
+};
+
+}  // namespace tinytorch::autograd

@@ -1,0 +1,98 @@
+// tinytorch/ops/reduce_more.hpp — min/argmin over one dim; amax/amin over a list of dims. No autograd.
+//
+//   min_dim(x, d, keepdim) -> (values, indices): as max_dim (ops/reduce.hpp) with min; indices int64,
+//                             the first index on ties, a NaN wins (the first NaN).
+//   amax_amin(x, dims, keepdim, is_max): the max (or min) over every dim in `dims` at once; an empty
+//                             list means all dims. (A, B, C).amax({0, 2}) -> (B); keepdim -> (1, B, 1).
+//                             Computed by moving the reduced dims last (a permuted contiguous copy
+//                             (kept..., reduced...) viewed as (M, R)) and reducing each row of R.
+// Errors as PyTorch: a dim out of range, a dim listed twice ("dim 0 appears multiple times in the
+// list of dims"), an empty reduced dim ("Expected reduction dim 0 to have non-zero size").
+// Chapter: chapters/01-training-loop.md. Reference: torch.min / torch.argmin / torch.amax / torch.amin.
+#pragma once
+
+#include <algorithm>
+#include <tuple>
+#include <vector>
+
+#include "../backend/cpu/reduce.hpp"
+#include "../backend/cpu/reduce_more.hpp"
+#include "creation.hpp"
+#include "dispatch.hpp"
+#include "reduce.hpp"
+#include "shape.hpp"
+
+namespace tinytorch::ops {
+
+/// (values, indices) of the min along dim; indices int64, first index on ties (torch.min(x, dim)).
+inline std::tuple<Tensor, Tensor> min_dim(const Tensor& x0, int64_t dim, bool keepdim, const char* op = "min") {
+  check_device(x0, op);
+  const Tensor x = contiguous(x0);
+  dim = wrap_dim(dim, x.dim(), op);  // a 0-d tensor accepts dim 0 and -1 only
+  if (x.dim() == 0) return {clone(x), zeros({}, kInt64)};
+  TT_CHECK(x.sizes()[dim] > 0, op, "(): Expected reduction dim ", dim,
+           " to have non-zero size (input shape ", shape_str(x.sizes()), ")");
+  auto sp = detail::split_dim(x.sizes(), dim, keepdim);
+  Tensor values = make_tensor(sp.out_shape, x.dtype());
+  Tensor indices = make_tensor(sp.out_shape, kInt64);
+  dispatch(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    backend::cpu::min_dim_kernel(x.data_ptr<T>(), values.data_ptr<T>(), indices.data_ptr<int64_t>(),
+                                 sp.outer, sp.n, sp.inner);
+  });
+  return {values, indices};
+}
+
+/// `dims` wrapped into [0, ndim) and sorted; an empty list means every dim. Throws for a dim out
+/// of range or one listed twice (PyTorch: "dim 0 appears multiple times in the list of dims").
+inline std::vector<int64_t> reduction_dims(const std::vector<int64_t>& dims, int64_t ndim, const char* op) {
+  std::vector<bool> seen(static_cast<size_t>(ndim > 0 ? ndim : 1), false);
+  for (int64_t d : dims) {
+    const int64_t w = wrap_dim(d, ndim, op);
+    TT_CHECK(!seen[w], op, ": dim ", w, " appears multiple times in the list of dims");
+    seen[w] = true;
+  }
+  std::vector<int64_t> out;
+  for (int64_t d = 0; d < ndim; ++d)
+    if (dims.empty() || seen[d]) out.push_back(d);
+  return out;
+}
+
+/// torch.amax (is_max) / torch.amin of x over `dims` (empty: all dims), keeping them as size 1
+/// with keepdim. The result has x's dtype.
+inline Tensor amax_amin(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, bool is_max) {
+  const char* op = is_max ? "amax" : "amin";
+  check_device(x, op);
+  const std::vector<int64_t> red = reduction_dims(dims, x.dim(), op);
+  if (x.dim() == 0) return clone(x);
+  TT_CHECK(x.numel() > 0 || !dims.empty(), op, "(): Expected reduction dim to be specified for input.numel() == 0. "
+           "Specify the reduction dim with the 'dim' argument.");
+  for (int64_t d : red)
+    TT_CHECK(x.sizes()[d] > 0, op, "(): Expected reduction dim ", d, " to have non-zero size (input shape ",
+             shape_str(x.sizes()), ")");
+  std::vector<int64_t> perm;  // kept dims first, then the reduced ones
+  Shape out_shape;
+  int64_t rows = 1, cols = 1;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    const bool reduced = std::find(red.begin(), red.end(), d) != red.end();
+    if (!reduced) {
+      perm.push_back(d);
+      rows *= x.sizes()[d];
+    } else {
+      cols *= x.sizes()[d];
+    }
+    if (!reduced || keepdim) out_shape.push_back(reduced ? 1 : x.sizes()[d]);
+  }
+  perm.insert(perm.end(), red.begin(), red.end());
+  const Tensor xp = contiguous(permute(x, perm));  // (rows, cols) in row-major order
+  Tensor out = make_tensor(out_shape, x.dtype());
+  if (rows == 0) return out;
+  dispatch(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (is_max) backend::cpu::max_dim_kernel(xp.data_ptr<T>(), out.data_ptr<T>(), nullptr, rows, cols, 1);
+    else backend::cpu::min_dim_kernel(xp.data_ptr<T>(), out.data_ptr<T>(), nullptr, rows, cols, 1);
+  });
+  return out;
+}
+
+}  // namespace tinytorch::ops
