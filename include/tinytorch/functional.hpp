@@ -140,15 +140,67 @@ inline Tensor log_softmax(const Tensor& x, int64_t dim) { return autograd::Softm
 inline Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean) {
   return autograd::MseLoss::forward(input, target, reduction);
 }
-/// Negative log likelihood on log-probabilities (N, C) with int64 class indices (N).
-inline Tensor nll_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean) {
-  return autograd::NllLoss::forward(input, target, reduction);
+/// Negative log likelihood on log-probabilities (N, C) with int64 class indices (N) in [0, C)
+/// (torch.nn.functional.nll_loss):
+///   loss_i = -weight[t_i] * input[i, t_i],  0 where t_i == ignore_index
+///   reduction Mean: sum_i loss_i / sum_i weight[t_i] over the samples not ignored (nan when all
+///   are ignored, as PyTorch); Sum: sum_i loss_i; None: the (N) losses.
+/// weight: per-class weights (C) of the input's dtype, or undefined (all 1); it gets no gradient.
+/// Throws tinytorch::Error for a target outside [0, C) that is not ignore_index ("Target 3 is
+/// out of bounds"), a weight not of C elements, a weight that requires grad, wrong shapes/dtypes.
+inline Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index = -100,
+                       Reduction reduction = Reduction::Mean) {
+  return autograd::NllLoss::forward(input, target, reduction, weight, ignore_index);
 }
-/// Cross entropy on raw logits (N, C) and int64 class indices (N) = nll_loss(log_softmax(x, 1), t).
-/// Stable for large logits (log_softmax subtracts the row max).
-inline Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean) {
+inline Tensor nll_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean) {
+  return nll_loss(input, target, Tensor(), -100, reduction);
+}
+
+namespace detail {
+/// cross_entropy's label_smoothing argument check (PyTorch's wording). PyTorch silently treats a
+/// negative value as 0; tinytorch throws for it too (a typo should not train something else).
+inline void check_label_smoothing(double label_smoothing, const char* op) {
+  TT_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0, op, ": label_smoothing must be between 0.0 and 1.0. Got: ",
+           label_smoothing);
+}
+}  // namespace detail
+
+/// Cross entropy on raw logits (N, C) and int64 class indices (N) (torch.nn.functional.cross_entropy):
+///   label_smoothing = 0:  nll_loss(log_softmax(input, 1), target, weight, ignore_index, reduction)
+///   label_smoothing = e:  (1 - e) * that  +  (e / C) * smooth, with
+///       smooth_i = -sum_c weight[c] * log_softmax(input)[i, c]   (0 where t_i == ignore_index)
+///       reduced like the nll part (Mean divides by the same sum of weight[t_i], or by the count of
+///       samples not ignored when there is no weight), exactly as PyTorch's
+///       cross_entropy_loss_label_smoothing (aten/src/ATen/native/LossNLL.cpp).
+/// Stable for large logits (log_softmax subtracts the row max). weight: (C) or undefined.
+/// Throws tinytorch::Error for label_smoothing outside [0, 1], and as nll_loss.
+inline Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
+                            int64_t ignore_index = -100, Reduction reduction = Reduction::Mean,
+                            double label_smoothing = 0.0) {
   TT_CHECK(input.dim() == 2, "cross_entropy: expected input of shape (N, C), got ", shape_str(input.sizes()));
-  return nll_loss(log_softmax(input, 1), target, reduction);
+  detail::check_label_smoothing(label_smoothing, "cross_entropy");
+  const Tensor logp = log_softmax(input, 1);  // (N, C)
+  const Tensor nll = nll_loss(logp, target, weight, ignore_index, reduction);
+  if (label_smoothing == 0.0) return nll;
+  // smooth_i = -sum_c w_c logp[i, c], masked to 0 on ignored rows (a multiply by 0/1: an ignored
+  // row whose log-probabilities are infinite would give nan where PyTorch's masked_fill gives 0)
+  const int64_t C = input.sizes()[1];
+  const Tensor keep = target.ne(full_like(target, static_cast<double>(ignore_index))).to(logp.dtype());  // (N)
+  const Tensor smooth = neg(sum(weight.defined() ? mul(logp, weight) : logp, 1)) * keep;               // (N)
+  Tensor s = smooth;
+  if (reduction != Reduction::None) s = sum(smooth);
+  if (reduction == Reduction::Mean) {  // the nll part's denominator: sum of w[t_i], or the count
+    double denom = 0;
+    const std::vector<int64_t> t = target.tolist<int64_t>();
+    const std::vector<double> w = weight.defined() ? weight.tolist<double>() : std::vector<double>();
+    for (int64_t ti : t)
+      if (ti != ignore_index) denom += w.empty() ? 1.0 : w[static_cast<size_t>(ti)];
+    s = s / denom;
+  }
+  return nll * (1.0 - label_smoothing) + s * (label_smoothing / static_cast<double>(C));
+}
+inline Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean) {
+  return cross_entropy(input, target, Tensor(), -100, reduction, 0.0);
 }
 
 // =============================================================================================
