@@ -332,6 +332,10 @@ TEST_CASE("BatchNorm1d rejects bad input with PyTorch's messages, leaving its st
                       Contains("expected weight and bias of dtype torch.float64 (the input's), got torch.float32"));
   REQUIRE_THROWS_WITH(batch_norm(ones({2, 3}), Tensor(), Tensor(), ones({3}), ones({2}), true),
                       Contains("bias should contain 3 elements not 2"));
+  // an empty batch gives an empty output and leaves the running statistics alone (as PyTorch)
+  const auto mean_before = bn.running_mean.tolist<double>();
+  CHECK(bn(ones({0, 3})).sizes() == Shape{0, 3});
+  CHECK(bn.running_mean.tolist<double>() == mean_before);
   bn.eval();  // one sample is fine in evaluation
   CHECK(bn(ones({1, 3})).sizes() == Shape{1, 3});
 }

@@ -246,7 +246,7 @@ inline Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const 
   std::vector<double> batch_mean, batch_var;
   Tensor y = autograd::NativeBatchNorm::forward(input, weight, bias, running_mean, running_var, training, eps,
                                                 &batch_mean, &batch_var);
-  if (training) {
+  if (training && input.numel() > 0) {  // an empty batch leaves them alone (as PyTorch)
     NoGradGuard ng;
     for (auto [t, stat] : {std::pair<Tensor, const std::vector<double>*>{running_mean, &batch_mean},
                            std::pair<Tensor, const std::vector<double>*>{running_var, &batch_var}}) {

@@ -751,7 +751,11 @@ struct NllLoss : Node {
                " (the input's), got ", dtype_name(weight.dtype()));
       TT_CHECK(!(GradMode::is_enabled() && weight.requires_grad()), "nll_loss: The function 'nll_loss_forward' is "
                "not differentiable with respect to argument 'weight'. This input cannot have requires_grad True.");
-      w = weight.tolist<double>();
+      const Tensor wc = ops::contiguous(weight);
+      dispatch_floating(wc.dtype(), "nll_loss", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        w.assign(wc.data_ptr<T>(), wc.data_ptr<T>() + C);
+      });
     }
     const Tensor xc = ops::contiguous(x), tc = ops::contiguous(t);
     const int64_t* tp = tc.data_ptr<int64_t>();

@@ -34,6 +34,19 @@
 
 namespace tinytorch::autograd {
 
+namespace norm_detail {
+/// The elements of a floating-point tensor, row-major, as doubles.
+inline std::vector<double> values(const Tensor& t) {
+  const Tensor c = ops::contiguous(t);
+  std::vector<double> out;
+  dispatch_floating(c.dtype(), "normalization", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    out.assign(c.data_ptr<T>(), c.data_ptr<T>() + c.numel());
+  });
+  return out;
+}
+}  // namespace norm_detail
+
 /// y = batch_norm(x): statistics per channel over (N, L); x is (N, C, L) (L = 1 for (N, C)).
 /// With `use_input_stats` the batch's own mean and biased variance are used (training), else
 /// the given mean_in / var_in (running statistics, evaluation). Returns y and, through
@@ -54,8 +67,8 @@ struct NativeBatchNorm : Node {
     const int64_t N = x.sizes()[0], C = x.sizes()[1], L = x.numel() / std::max<int64_t>(1, N * C);
     const int64_t n = N * L;
     std::vector<double> mean(C), invstd(C), w(C, 1.0), b(C, 0.0);
-    if (weight.defined()) w = weight.tolist<double>();
-    if (bias.defined()) b = bias.tolist<double>();
+    if (weight.defined()) w = norm_detail::values(weight);
+    if (bias.defined()) b = norm_detail::values(bias);
     Tensor y = ops::make_tensor(x.sizes(), x.dtype());
     dispatch_floating(x.dtype(), "batch_norm", [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -81,8 +94,8 @@ struct NativeBatchNorm : Node {
           if (batch_var_unbiased) (*batch_var_unbiased)[c] = ss / static_cast<double>(n - 1);
         }
       } else {
-        mean = mean_in.tolist<double>();
-        std::vector<double> var = var_in.tolist<double>();
+        mean = norm_detail::values(mean_in);
+        std::vector<double> var = norm_detail::values(var_in);
         for (int64_t c = 0; c < C; ++c) invstd[c] = 1.0 / std::sqrt(var[c] + eps);
       }
       for (int64_t i = 0; i < N; ++i)
@@ -115,7 +128,7 @@ struct NativeBatchNorm : Node {
     const bool need_dx = next_edges[0].fn != nullptr;
     const bool need_dw = next_edges.size() > 1 && next_edges[1].fn != nullptr;
     const bool need_db = next_edges.size() > 2 && next_edges[2].fn != nullptr;
-    const std::vector<double> w = weight.defined() ? weight.tolist<double>() : std::vector<double>(C, 1.0);
+    const std::vector<double> w = weight.defined() ? norm_detail::values(weight) : std::vector<double>(C, 1.0);
     Tensor dx = need_dx ? ops::make_tensor(x.sizes(), x.dtype()) : Tensor();
     Tensor dw = need_dw ? ops::make_tensor({C}, dy.dtype()) : Tensor();
     Tensor db = need_db ? ops::make_tensor({C}, dy.dtype()) : Tensor();
@@ -172,8 +185,8 @@ struct NativeLayerNorm : Node {
     const int64_t K = numel_of(normalized_shape);
     const int64_t M = K == 0 ? 0 : x.numel() / K;
     std::vector<double> mean(M), rstd(M), w(K, 1.0), b(K, 0.0);
-    if (weight.defined()) w = weight.tolist<double>();
-    if (bias.defined()) b = bias.tolist<double>();
+    if (weight.defined()) w = norm_detail::values(weight);
+    if (bias.defined()) b = norm_detail::values(bias);
     Tensor y = ops::make_tensor(x.sizes(), x.dtype());
     dispatch_floating(x.dtype(), "layer_norm", [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -210,7 +223,7 @@ struct NativeLayerNorm : Node {
     const bool need_dx = next_edges[0].fn != nullptr;
     const bool need_dw = next_edges.size() > 1 && next_edges[1].fn != nullptr;
     const bool need_db = next_edges.size() > 2 && next_edges[2].fn != nullptr;
-    const std::vector<double> w = weight.defined() ? weight.tolist<double>() : std::vector<double>(K, 1.0);
+    const std::vector<double> w = weight.defined() ? norm_detail::values(weight) : std::vector<double>(K, 1.0);
     std::vector<double> dw(K, 0.0), db(K, 0.0);
     Tensor dx = need_dx ? ops::make_tensor(x.sizes(), x.dtype()) : Tensor();
     dispatch_floating(x.dtype(), "layer_norm_backward", [&](auto tag) {
