@@ -3,7 +3,7 @@
 // Free functions mirror torch.* and torch.nn.functional.*:
 //   add, sub, mul, div, neg, exp, log, pow, sqrt, abs, relu, sigmoid, tanh,
 //   sum, mean, max, argmax, matmul, mm, bmm, softmax, log_softmax, cat, stack,
-//   linear, mse_loss, nll_loss, cross_entropy;
+//   linear, mse_loss, nll_loss, cross_entropy, batch_norm, layer_norm;
 // and, in functional_more.hpp (included at the end): min, argmin, amax, amin, maximum, minimum,
 //   pow of tensors, floor_divide, remainder, fmod, comparisons with numbers, clamp, where.
 // Each records its autograd node (autograd/functions.hpp) when an input requires grad.
@@ -18,6 +18,7 @@
 
 #include "autograd/engine.hpp"
 #include "autograd/functions.hpp"
+#include "autograd/normalization.hpp"
 #include "ops/creation.hpp"
 #include "ops/print.hpp"
 
@@ -135,15 +136,151 @@ inline Tensor log_softmax(const Tensor& x, int64_t dim) { return autograd::Softm
 inline Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean) {
   return autograd::MseLoss::forward(input, target, reduction);
 }
-/// Negative log likelihood on log-probabilities (N, C) with int64 class indices (N).
-inline Tensor nll_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean) {
-  return autograd::NllLoss::forward(input, target, reduction);
+/// Negative log likelihood on log-probabilities (N, C) with int64 class indices (N) in [0, C)
+/// (torch.nn.functional.nll_loss):
+///   loss_i = -weight[t_i] * input[i, t_i],  0 where t_i == ignore_index
+///   reduction Mean: sum_i loss_i / sum_i weight[t_i] over the samples not ignored (nan when all
+///   are ignored, as PyTorch); Sum: sum_i loss_i; None: the (N) losses.
+/// weight: per-class weights (C) of the input's dtype, or undefined (all 1); it gets no gradient.
+/// Throws tinytorch::Error for a target outside [0, C) that is not ignore_index ("Target 3 is
+/// out of bounds"), a weight not of C elements, a weight that requires grad, wrong shapes/dtypes.
+inline Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index = -100,
+                       Reduction reduction = Reduction::Mean) {
+  return autograd::NllLoss::forward(input, target, reduction, weight, ignore_index);
 }
-/// Cross entropy on raw logits (N, C) and int64 class indices (N) = nll_loss(log_softmax(x, 1), t).
-/// Stable for large logits (log_softmax subtracts the row max).
-inline Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean) {
+inline Tensor nll_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean) {
+  return nll_loss(input, target, Tensor(), -100, reduction);
+}
+
+namespace detail {
+/// cross_entropy's label_smoothing argument check (PyTorch's wording). PyTorch silently treats a
+/// negative value as 0; tinytorch throws for it too (a typo should not train something else).
+inline void check_label_smoothing(double label_smoothing, const char* op) {
+  TT_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0, op, ": label_smoothing must be between 0.0 and 1.0. Got: ",
+           label_smoothing);
+}
+}  // namespace detail
+
+/// Cross entropy on raw logits (N, C) and int64 class indices (N) (torch.nn.functional.cross_entropy):
+///   label_smoothing = 0:  nll_loss(log_softmax(input, 1), target, weight, ignore_index, reduction)
+///   label_smoothing = e:  (1 - e) * that  +  (e / C) * smooth, with
+///       smooth_i = -sum_c weight[c] * log_softmax(input)[i, c]   (0 where t_i == ignore_index)
+///       reduced like the nll part (Mean divides by the same sum of weight[t_i], or by the count of
+///       samples not ignored when there is no weight), exactly as PyTorch's
+///       cross_entropy_loss_label_smoothing (aten/src/ATen/native/LossNLL.cpp).
+/// Stable for large logits (log_softmax subtracts the row max). weight: (C) or undefined.
+/// Throws tinytorch::Error for label_smoothing outside [0, 1], and as nll_loss.
+inline Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
+                            int64_t ignore_index = -100, Reduction reduction = Reduction::Mean,
+                            double label_smoothing = 0.0) {
   TT_CHECK(input.dim() == 2, "cross_entropy: expected input of shape (N, C), got ", shape_str(input.sizes()));
-  return nll_loss(log_softmax(input, 1), target, reduction);
+  detail::check_label_smoothing(label_smoothing, "cross_entropy");
+  const Tensor logp = log_softmax(input, 1);  // (N, C)
+  const Tensor nll = nll_loss(logp, target, weight, ignore_index, reduction);
+  if (label_smoothing == 0.0) return nll;
+  // smooth_i = -sum_c w_c logp[i, c], masked to 0 on ignored rows (a multiply by 0/1: an ignored
+  // row whose log-probabilities are infinite would give nan where PyTorch's masked_fill gives 0)
+  const int64_t C = input.sizes()[1];
+  const Tensor keep = target.ne(full_like(target, static_cast<double>(ignore_index))).to(logp.dtype());  // (N)
+  const Tensor smooth = neg(sum(weight.defined() ? mul(logp, weight) : logp, 1)) * keep;               // (N)
+  Tensor s = smooth;
+  if (reduction != Reduction::None) s = sum(smooth);
+  if (reduction == Reduction::Mean) {  // the nll part's denominator: sum of w[t_i], or the count
+    double denom = 0;
+    const std::vector<int64_t> t = target.tolist<int64_t>();
+    const std::vector<double> w = weight.defined() ? weight.tolist<double>() : std::vector<double>();
+    for (int64_t ti : t)
+      if (ti != ignore_index) denom += w.empty() ? 1.0 : w[static_cast<size_t>(ti)];
+    s = s / denom;
+  }
+  return nll * (1.0 - label_smoothing) + s * (label_smoothing / static_cast<double>(C));
+}
+inline Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean) {
+  return cross_entropy(input, target, Tensor(), -100, reduction, 0.0);
+}
+
+// ---- normalisation (torch.nn.functional.batch_norm / layer_norm; autograd/normalization.hpp) ----
+/// Batch normalisation of input (N, C, *) per channel c (torch.nn.functional.batch_norm):
+///   y = (x - mean_c) / sqrt(var_c + eps) * weight_c + bias_c
+/// training: mean_c and the biased var_c of this batch (over N and *), and running_mean /
+///   running_var (C), when given, are updated in place:
+///     running_mean = (1 - momentum) * running_mean + momentum * mean_c
+///     running_var  = (1 - momentum) * running_var  + momentum * var_c * n / (n - 1)  (unbiased)
+/// otherwise: running_mean and running_var are used (both required).
+/// weight, bias: (C) of the input's dtype, or undefined. Backward: NativeBatchNormBackward0.
+/// Throws tinytorch::Error (PyTorch's wording) for input with fewer than 2 dims, a tensor not of C
+/// elements ("running_mean should contain 3 elements not 4"), missing running stats in
+/// evaluation, and a single value per channel in training ("Expected more than 1 value per
+/// channel when training, got input size torch.Size([1, 3])").
+inline Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                         const Tensor& weight = Tensor(), const Tensor& bias = Tensor(), bool training = false,
+                         double momentum = 0.1, double eps = 1e-5) {
+  ops::check_device(input, "batch_norm");
+  TT_CHECK(input.dim() >= 2, "batch_norm: expected input of shape (N, C, *), got ", shape_str(input.sizes()));
+  TT_CHECK(input.is_floating_point(), "batch_norm: expected a floating point input, got ", dtype_name(input.dtype()));
+  const int64_t C = input.sizes()[1];
+  if (!training) {
+    TT_CHECK(running_mean.defined(), "batch_norm: running_mean must be defined in evaluation mode");
+    TT_CHECK(running_var.defined(), "batch_norm: running_var must be defined in evaluation mode");
+  }
+  const std::pair<const Tensor*, const char*> args[] = {
+      {&running_mean, "running_mean"}, {&running_var, "running_var"}, {&weight, "weight"}, {&bias, "bias"}};
+  for (const auto& [t, name] : args) {
+    if (!t->defined()) continue;
+    ops::check_device(*t, "batch_norm");
+    TT_CHECK(t->numel() == C, "batch_norm: ", name, " should contain ", C, " elements not ", t->numel());
+    TT_CHECK(t->is_floating_point(), "batch_norm: expected ", name, " of a floating point dtype, got ",
+             dtype_name(t->dtype()));
+  }
+  for (const Tensor* t : {&weight, &bias})
+    TT_CHECK(!t->defined() || t->dtype() == input.dtype(), "batch_norm: expected weight and bias of dtype ",
+             dtype_name(input.dtype()), " (the input's), got ", dtype_name(t->dtype()));
+  if (training)
+    TT_CHECK(input.numel() / std::max<int64_t>(C, 1) != 1, "Expected more than 1 value per channel when training, "
+             "got input size torch.Size(", shape_str(input.sizes()), ")");
+  std::vector<double> batch_mean, batch_var;
+  Tensor y = autograd::NativeBatchNorm::forward(input, weight, bias, running_mean, running_var, training, eps,
+                                                &batch_mean, &batch_var);
+  if (training && input.numel() > 0) {  // an empty batch leaves them alone (as PyTorch)
+    NoGradGuard ng;
+    for (auto [t, stat] : {std::pair<Tensor, const std::vector<double>*>{running_mean, &batch_mean},
+                           std::pair<Tensor, const std::vector<double>*>{running_var, &batch_var}}) {
+      if (!t.defined()) continue;
+      // r = (1 - momentum) * r + momentum * stat, in r's own dtype
+      ops::binary_(t, ops::reshape(tensor(*stat, t.dtype()), t.sizes()),
+                   [momentum](auto r, auto v) { return (1 - momentum) * r + momentum * v; }, "batch_norm");
+    }
+  }
+  return y;
+}
+
+/// Layer normalisation over the last dims, which must equal normalized_shape
+/// (torch.nn.functional.layer_norm): for every position of the leading dims,
+///   y = (x - mean) / sqrt(var + eps) * weight + bias     (mean, biased var over normalized_shape)
+/// weight, bias: of shape normalized_shape and the input's dtype, or undefined.
+/// Backward: NativeLayerNormBackward0. Throws tinytorch::Error (PyTorch's wording) for an empty
+/// normalized_shape, an input whose last dims differ ("Given normalized_shape=[3], expected input
+/// with shape [*, 3], but got input of size[2, 4]"), or weight / bias of another shape.
+inline Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight = Tensor(),
+                         const Tensor& bias = Tensor(), double eps = 1e-5) {
+  ops::check_device(input, "layer_norm");
+  const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  TT_CHECK(k >= 1, "layer_norm: Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
+           "element, but got normalized_shape = ", shape_str(normalized_shape));
+  const Shape& s = input.sizes();
+  TT_CHECK(input.dim() >= k && Shape(s.end() - k, s.end()) == normalized_shape, "layer_norm: Given normalized_shape=",
+           shape_str(normalized_shape), ", expected input with shape [*, ", shape_str(normalized_shape).substr(1),
+           ", but got input of size", shape_str(s));
+  TT_CHECK(input.is_floating_point(), "layer_norm: expected a floating point input, got ", dtype_name(input.dtype()));
+  for (const auto& [t, name] : {std::pair<const Tensor*, const char*>{&weight, "weight"}, {&bias, "bias"}}) {
+    if (!t->defined()) continue;
+    ops::check_device(*t, "layer_norm");
+    TT_CHECK(t->sizes() == normalized_shape, "layer_norm: Expected ", name, " to be of same shape as normalized_shape, "
+             "but got ", name, " of shape ", shape_str(t->sizes()), " and normalized_shape = ", shape_str(normalized_shape));
+    TT_CHECK(t->dtype() == input.dtype(), "layer_norm: expected ", name, " of dtype ", dtype_name(input.dtype()),
+             " (the input's), got ", dtype_name(t->dtype()));
+  }
+  return autograd::NativeLayerNorm::forward(input, normalized_shape, weight, bias, eps);
 }
 
 // =============================================================================================

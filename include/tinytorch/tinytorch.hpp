@@ -16,6 +16,9 @@
 #include "nn/container.hpp"
 #include "nn/loss.hpp"
 #include "nn/init.hpp"
+#include "nn/batchnorm.hpp"      // BatchNorm1d
+#include "nn/normalization.hpp"  // LayerNorm
+#include "nn/utils/clip_grad.hpp"
 #include "optim/optimizer.hpp"
 #include "optim/sgd.hpp"
 #include "optim/adam.hpp"

@@ -719,38 +719,77 @@ struct MseLoss : Node {
   void release_saved() override { diff = Tensor(); }
 };
 
-/// loss_i = -x[i, t_i] (x holds log-probabilities: (N, C); t: (N) int64)
-///   =>  dx[i, t_i] = -dloss_i (/ N for mean), 0 elsewhere.   (nn.NLLLoss)
+/// loss_i = -w[t_i] * x[i, t_i], 0 where t_i == ignore_index (x holds log-probabilities: (N, C);
+/// t: (N) int64; w: (C) class weights, 1 when undefined).
+/// Reductions: none -> loss (N); sum -> sum_i loss_i; mean -> sum_i loss_i / sum_i w[t_i] over the
+/// non-ignored i (the weighted mean; 0/0 = nan when every target is ignored, as PyTorch).
+///   =>  dx[i, t_i] = -w[t_i] * dloss_i   (dloss / total_weight for mean, dloss for sum), 0
+///       elsewhere and on ignored rows. The weight gets no gradient (as PyTorch).   (nn.NLLLoss)
 struct NllLoss : Node {
   Tensor target;
+  std::vector<double> w;  // per-class weight (empty: all 1)
   Shape in_shape;
   Reduction reduction = Reduction::Mean;
+  int64_t ignore_index = -100;
+  double total_weight = 0;
   std::string name() const override { return "NllLossBackward0"; }
-  static Tensor forward(const Tensor& x, const Tensor& t, Reduction reduction) {
+  static Tensor forward(const Tensor& x, const Tensor& t, Reduction reduction, const Tensor& weight = Tensor(),
+                        int64_t ignore_index = -100) {
     ops::check_device(x, "nll_loss");
     TT_CHECK(x.dim() == 2, "nll_loss: expected input of shape (N, C), got ", shape_str(x.sizes()));
     TT_CHECK(t.dtype() == kInt64, "nll_loss: expected target of dtype torch.int64 (class indices), got ",
              dtype_name(t.dtype()));
     TT_CHECK(t.dim() == 1 && t.sizes()[0] == x.sizes()[0], "nll_loss: expected target of shape (",
              x.sizes()[0], "), got ", shape_str(t.sizes()), " for input of shape ", shape_str(x.sizes()));
-    const Tensor xc = ops::contiguous(x), tc = ops::contiguous(t);
     const int64_t N = x.sizes()[0], C = x.sizes()[1];
+    std::vector<double> w;
+    if (weight.defined()) {
+      ops::check_device(weight, "nll_loss");
+      TT_CHECK(weight.dim() == 1 && weight.numel() == C, "nll_loss: weight tensor should be defined either for all ",
+               C, " classes or no classes but got weight tensor of shape: ", shape_str(weight.sizes()));
+      TT_CHECK(weight.dtype() == x.dtype(), "nll_loss: expected weight of dtype ", dtype_name(x.dtype()),
+               " (the input's), got ", dtype_name(weight.dtype()));
+      TT_CHECK(!(GradMode::is_enabled() && weight.requires_grad()), "nll_loss: The function 'nll_loss_forward' is "
+               "not differentiable with respect to argument 'weight'. This input cannot have requires_grad True.");
+      const Tensor wc = ops::contiguous(weight);
+      dispatch_floating(wc.dtype(), "nll_loss", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        w.assign(wc.data_ptr<T>(), wc.data_ptr<T>() + C);
+      });
+    }
+    const Tensor xc = ops::contiguous(x), tc = ops::contiguous(t);
     const int64_t* tp = tc.data_ptr<int64_t>();
     for (int64_t i = 0; i < N; ++i)
-      TT_CHECK(tp[i] >= 0 && tp[i] < C, "nll_loss: Target ", tp[i], " is out of bounds (", C,
-               " classes; sample ", i, ")");
+      TT_CHECK(tp[i] == ignore_index || (tp[i] >= 0 && tp[i] < C), "nll_loss: Target ", tp[i],
+               " is out of bounds (", C, " classes; sample ", i, ")");
     Tensor per = ops::make_tensor({N}, x.dtype());
+    double total_weight = 0;  // sum of w[t_i] over the non-ignored samples
     dispatch_floating(x.dtype(), "nll_loss", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      for (int64_t i = 0; i < N; ++i) per.data_ptr<T>()[i] = -xc.data_ptr<T>()[i * C + tp[i]];
+      for (int64_t i = 0; i < N; ++i) {
+        if (tp[i] == ignore_index) {
+          per.data_ptr<T>()[i] = T(0);
+          continue;
+        }
+        const T wi = w.empty() ? T(1) : static_cast<T>(w[tp[i]]);
+        per.data_ptr<T>()[i] = -xc.data_ptr<T>()[i * C + tp[i]] * wi;
+        total_weight += static_cast<double>(wi);
+      }
     });
-    Tensor out = reduction == Reduction::None ? per : ops::sum_all(per, reduction == Reduction::Mean);
+    Tensor out = per;
+    if (reduction != Reduction::None) {
+      out = ops::sum_all(per);
+      if (reduction == Reduction::Mean) out = ops::scalar(out, total_weight, cpu::DivOp{}, "nll_loss");
+    }
     if (!any_requires_grad({&x})) return out;
     auto n = std::make_shared<NllLoss>();
     n->saves_tensors = true;
     n->target = tc;
+    n->w = std::move(w);
     n->in_shape = x.sizes();
     n->reduction = reduction;
+    n->ignore_index = ignore_index;
+    n->total_weight = total_weight;
     return record(out, n, {&x});
   }
   std::vector<Tensor> apply(const Tensor& dy0) override {
@@ -762,9 +801,12 @@ struct NllLoss : Node {
       const T* g = dy.data_ptr<T>();
       T* o = dx.data_ptr<T>();
       const int64_t* tp = target.data_ptr<int64_t>();
-      T scale = reduction == Reduction::Mean ? T(1) / static_cast<T>(N) : T(1);
-      for (int64_t i = 0; i < N; ++i)
-        o[i * C + tp[i]] = reduction == Reduction::None ? -g[i] : -g[0] * scale;
+      const T g_all = reduction == Reduction::Mean ? g[0] / static_cast<T>(total_weight) : g[0];
+      for (int64_t i = 0; i < N; ++i) {
+        if (tp[i] == ignore_index) continue;
+        const T wi = w.empty() ? T(1) : static_cast<T>(w[tp[i]]);
+        o[i * C + tp[i]] = -(reduction == Reduction::None ? g[i] : g_all) * wi;
+      }
     });
     return {dx};
   }

@@ -5,9 +5,13 @@
 //                     Differs from PyTorch on purpose: a shape mismatch such as (N, 1) vs (N)
 //                     throws (PyTorch warns and broadcasts to (N, N), the classic silent bug).
 //   CrossEntropyLoss: logits (N, C) and int64 class indices (N) in [0, C):
-//                     loss_i = logsumexp(x_i) - x_i[t_i], reduced by mean or sum.
-//   NLLLoss:          log-probabilities (N, C) and int64 class indices (N).
+//                     loss_i = w[t_i] * (logsumexp(x_i) - x_i[t_i]), reduced by mean or sum;
+//                     optional class weights w (C), ignore_index (default -100), label_smoothing.
+//   NLLLoss:          log-probabilities (N, C) and int64 class indices (N); weight, ignore_index.
+//   The mean of a weighted loss divides by the sum of w[t_i] over the samples not ignored, not by
+//   N (functional.hpp, nll_loss and cross_entropy, has the formulas).
 // Losses take two tensors: call loss(input, target). Reduction: "mean" (default), "sum", "none".
+// The class weight is a buffer named "weight" (in state_dict), as PyTorch's _WeightedLoss.
 // Reference: torch.nn.MSELoss / CrossEntropyLoss / NLLLoss.
 #pragma once
 
@@ -50,25 +54,62 @@ class MSELoss : public Loss {
   std::string name() const override { return "MSELoss"; }
 };
 
+/// Cross entropy on logits (torch.nn.CrossEntropyLoss(weight, ignore_index, reduction,
+/// label_smoothing); size_average / reduce are long deprecated and left out).
+///   CrossEntropyLoss loss;                                    // mean, no weight
+///   CrossEntropyLoss loss(w, -100, Reduction::Mean, 0.1);     // class weights, label smoothing
+/// Throws tinytorch::Error for label_smoothing outside [0, 1] (here and at forward).
 class CrossEntropyLoss : public Loss {
  public:
+  Tensor weight;  ///< (C) class weights or undefined; registered as buffer "weight" when defined
+  int64_t ignore_index = -100;
+  double label_smoothing = 0.0;
   explicit CrossEntropyLoss(Reduction r = Reduction::Mean) : Loss(r) {}
   explicit CrossEntropyLoss(const std::string& r) : Loss(reduction_from_string(r)) {}
+  explicit CrossEntropyLoss(const Tensor& weight, int64_t ignore_index = -100, Reduction r = Reduction::Mean,
+                            double label_smoothing = 0.0)
+      : Loss(r), ignore_index(ignore_index), label_smoothing(label_smoothing) {
+    tinytorch::detail::check_label_smoothing(label_smoothing, "CrossEntropyLoss");
+    if (weight.defined()) this->weight = register_buffer("weight", weight);
+  }
+  CrossEntropyLoss(const Tensor& weight, int64_t ignore_index, const std::string& r, double label_smoothing = 0.0)
+      : CrossEntropyLoss(weight, ignore_index, reduction_from_string(r), label_smoothing) {}
   using Loss::forward;
   Tensor forward(const Tensor& input, const Tensor& target) override {
-    return cross_entropy(input, target, reduction);
+    return cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing);
   }
-  std::shared_ptr<Module> clone() const override { return clone_as<CrossEntropyLoss>(); }
+  std::shared_ptr<Module> clone() const override {
+    check_member(weight, "weight");
+    auto m = clone_as<CrossEntropyLoss>();
+    if (weight.defined()) m->weight = m->get_buffer("weight");
+    return m;
+  }
   std::string name() const override { return "CrossEntropyLoss"; }
 };
 
+/// Negative log likelihood on log-probabilities (torch.nn.NLLLoss(weight, ignore_index, reduction)).
 class NLLLoss : public Loss {
  public:
+  Tensor weight;  ///< (C) class weights or undefined; registered as buffer "weight" when defined
+  int64_t ignore_index = -100;
   explicit NLLLoss(Reduction r = Reduction::Mean) : Loss(r) {}
   explicit NLLLoss(const std::string& r) : Loss(reduction_from_string(r)) {}
+  explicit NLLLoss(const Tensor& weight, int64_t ignore_index = -100, Reduction r = Reduction::Mean)
+      : Loss(r), ignore_index(ignore_index) {
+    if (weight.defined()) this->weight = register_buffer("weight", weight);
+  }
+  NLLLoss(const Tensor& weight, int64_t ignore_index, const std::string& r)
+      : NLLLoss(weight, ignore_index, reduction_from_string(r)) {}
   using Loss::forward;
-  Tensor forward(const Tensor& input, const Tensor& target) override { return nll_loss(input, target, reduction); }
-  std::shared_ptr<Module> clone() const override { return clone_as<NLLLoss>(); }
+  Tensor forward(const Tensor& input, const Tensor& target) override {
+    return nll_loss(input, target, weight, ignore_index, reduction);
+  }
+  std::shared_ptr<Module> clone() const override {
+    check_member(weight, "weight");
+    auto m = clone_as<NLLLoss>();
+    if (weight.defined()) m->weight = m->get_buffer("weight");
+    return m;
+  }
   std::string name() const override { return "NLLLoss"; }
 };
 
