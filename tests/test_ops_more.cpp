@@ -633,3 +633,32 @@ TEST_CASE("clamp follows PyTorch at the edges: min > max, NaN bounds, int64 prom
   CHECK(i.clamp(-1e30, 1e30).dtype() == kFloat32);  // not an int64 value: no undefined cast
   CHECK(vals(i.clamp_min(-1e30)) == std::vector<double>{-5, 0, 3, 10});
 }
+
+// torch.result_type: a 0-d tensor does not raise a dimensioned tensor's dtype within its category.
+// Expected dtypes printed by PyTorch 1.13 (/usr/bin/python3):
+//   f32 = torch.ones(3); i = torch.ones(3, dtype=torch.int64)
+//   d0 = torch.tensor(2., dtype=torch.float64); f0 = torch.tensor(2.); i0 = torch.tensor(2)
+//   (f32+d0, i+d0, i+f0, d0+f0, f32+i0, i0*f32, where(c, f32, d0), clamp(i, min=f0), remainder(f32, d0))
+//   -> float32 float64 float32 float64 float32 float32 float32 float32 float32
+//   w = tensor(1.5, float64, requires_grad); x = ones(3, requires_grad); (x*w).sum().backward()
+//   -> w.grad = tensor(3., dtype=float64), x.grad = [1.5, 1.5, 1.5]
+TEST_CASE("binary ops follow torch.result_type: 0-d tensors rank below dimensioned ones", "[ops_more]") {
+  const Tensor f32 = ones({3}), i = ones({3}, kInt64);
+  const Tensor d0 = scalar_tensor(2.0, kFloat64), f0 = scalar_tensor(2.0), i0 = scalar_tensor(2.0, kInt64);
+  CHECK((f32 + d0).dtype() == kFloat32);
+  CHECK((i + d0).dtype() == kFloat64);
+  CHECK((i + f0).dtype() == kFloat32);
+  CHECK((d0 + f0).dtype() == kFloat64);
+  CHECK((f32 + i0).dtype() == kFloat32);
+  CHECK((i0 * f32).dtype() == kFloat32);
+  CHECK(where(tensor({1, 0, 1}, kInt64), f32, d0).dtype() == kFloat32);
+  CHECK(clamp(i, f0).dtype() == kFloat32);
+  CHECK(remainder(f32, d0).dtype() == kFloat32);
+
+  Tensor w = scalar_tensor(1.5, TensorOptions(kFloat64).requires_grad(true));
+  Tensor x = ones({3}, TensorOptions().requires_grad(true));
+  (x * w).sum().backward();
+  CHECK(w.grad().dtype() == kFloat64);
+  CHECK(w.grad().item() == 3.0);
+  CHECK(x.grad().tolist() == std::vector<double>{1.5, 1.5, 1.5});
+}

@@ -8,7 +8,9 @@
 //   same dtype -> that dtype; int64 with float -> the float; float32 with float64 -> float64.
 #pragma once
 
+#include <initializer_list>
 #include <memory>
+#include <optional>
 
 #include "../core/check.hpp"
 #include "../core/config.hpp"
@@ -57,10 +59,30 @@ inline Tensor make_view(const Tensor& t, Shape shape, Strides strides, int64_t o
   return Tensor(std::move(impl));
 }
 
+/// torch.promote_types: the smallest dtype both convert to (int64 < float32 < float64).
 inline DType promote_types(DType a, DType b) {
   if (a == b) return a;
   if (a == kFloat64 || b == kFloat64) return kFloat64;
   return kFloat32;
 }
+
+/// torch.result_type over the operands of one op (a binary op, clamp with tensor bounds, where).
+/// As PyTorch's type promotion, 0-d tensors do not raise the dimensioned tensors' dtype within its
+/// category (integral or floating): float32 (3) + float64 0-d -> float32, but int64 (3) + float64
+/// 0-d -> float64 (the 0-d tensor is of a higher category). Operands of one kind (all 0-d or all
+/// dimensioned) promote as promote_types. Reference: PyTorch's "Type promotion" doc
+/// (https://pytorch.org/docs/stable/tensor_attributes.html#type-promotion-doc), c10's
+/// ResultTypeState / combine_categories.
+inline DType result_type(std::initializer_list<const Tensor*> operands) {
+  std::optional<DType> dimensioned, zero_dim;
+  for (const Tensor* t : operands) {
+    std::optional<DType>& r = t->dim() == 0 ? zero_dim : dimensioned;
+    r = r ? promote_types(*r, t->dtype()) : t->dtype();
+  }
+  if (!dimensioned) return *zero_dim;
+  if (!zero_dim || is_floating_point(*dimensioned) || !is_floating_point(*zero_dim)) return *dimensioned;
+  return promote_types(*dimensioned, *zero_dim);
+}
+inline DType result_type(const Tensor& a, const Tensor& b) { return result_type({&a, &b}); }
 
 }  // namespace tinytorch::ops

@@ -23,12 +23,12 @@ inline bool dense_as(const Tensor& t, const Shape& shape) {
 }
 }  // namespace detail
 
-/// out = f(a, b) elementwise with broadcasting; out dtype = out_dtype (or the promoted dtype).
+/// out = f(a, b) elementwise with broadcasting; out dtype = result_type(a, b) (int64 for compare).
 template <class F>
 Tensor binary(const Tensor& a0, const Tensor& b0, F f, const char* op, bool compare = false) {
   check_device(a0, op);
   check_device(b0, op);
-  DType dt = promote_types(a0.dtype(), b0.dtype());
+  DType dt = result_type(a0, b0);  // torch.result_type: a 0-d operand ranks below a dimensioned one
   const Tensor a = to_dtype(a0, dt), b = to_dtype(b0, dt);
   Shape shape = broadcast_shapes(a.sizes(), b.sizes(), op);
   Tensor out = make_tensor(shape, compare ? kInt64 : dt);

@@ -84,7 +84,7 @@ template <class F>
 Tensor integer_division(const Tensor& a, const Tensor& b, F f, const char* op, bool floor) {
   check_device(a, op);
   check_device(b, op);
-  const DType dt = promote_types(a.dtype(), b.dtype());
+  const DType dt = result_type(a, b);
   if (dt == kInt64) {
     const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), op);
     const int64_t* pa = a.data_ptr<int64_t>();
@@ -158,7 +158,7 @@ inline Tensor clamp_tensor(const Tensor& x, const Tensor& lo, const Tensor& hi, 
   if (hi.defined()) check_device(hi, op);
   const Tensor& l = lo.defined() ? lo : x;  // an absent bound is read (and ignored) as x
   const Tensor& h = hi.defined() ? hi : x;
-  const DType dt = promote_types(x.dtype(), promote_types(l.dtype(), h.dtype()));
+  const DType dt = result_type({&x, &l, &h});
   const Shape shape = broadcast_shapes3(x.sizes(), l.sizes(), h.sizes(), op, "input", lo.defined() ? "min" : "input",
                                         hi.defined() ? "max" : "input");
   const Tensor xc = to_dtype(x, dt), lc = to_dtype(l, dt), hc = to_dtype(h, dt);
@@ -186,7 +186,7 @@ inline Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   check_condition(cond, "where");
   check_device(a, "where");
   check_device(b, "where");
-  const DType dt = promote_types(a.dtype(), b.dtype());
+  const DType dt = result_type(a, b);
   const Shape shape = broadcast_shapes3(cond.sizes(), a.sizes(), b.sizes(), "where", "condition", "input", "other");
   const Tensor ac = to_dtype(a, dt), bc = to_dtype(b, dt);
   Tensor out = make_tensor(shape, dt);
