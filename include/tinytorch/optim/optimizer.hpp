@@ -107,7 +107,21 @@ class Optimizer {
 
   /// One optimization step: for every parameter whose grad is defined, update(p, p.grad, state, group),
   /// under NoGradGuard. Parameters with an undefined grad (unused, frozen) are skipped and get no state.
-  virtual void step() {
+  /// Each updated parameter's version counter is bumped (as by PyTorch's in-place updates), so a
+  /// backward through a graph built before the step raises instead of using the new values.
+  /// Counts the call (step_count()), which LR schedulers check.
+  void step() {
+    ++step_count_;
+    step_impl();
+  }
+
+  /// Number of step() calls so far (PyTorch 1.13's optimizer._step_count, which
+  /// lr_scheduler.step() reads to warn when it is called before the first optimizer.step()).
+  int64_t step_count() const { return step_count_; }
+
+ protected:
+  /// The step itself (the loop above). A subclass with another loop overrides this, not step().
+  virtual void step_impl() {
     NoGradGuard no_grad;
     for (ParamGroup& group : param_groups_) {
       for (Tensor& p : group.params) {
@@ -117,6 +131,8 @@ class Optimizer {
       }
     }
   }
+
+ public:
 
   /// Resets the gradients of all parameters: to undefined (set_to_none=true, the PyTorch 2.x
   /// default: saves memory, and the next backward writes instead of adding) or to zeros.
@@ -191,6 +207,7 @@ class Optimizer {
 
   std::vector<ParamGroup> param_groups_;
   std::unordered_map<TensorImpl*, ParamState> state_;
+  int64_t step_count_ = 0;
 };
 
 }  // namespace tinytorch::optim
