@@ -7,6 +7,9 @@
 //   y = a * b   =>  da = dy * b,  db = dy * a
 // Broadcast inputs receive their gradient summed back to their own shape (ops::sum_to).
 // apply() runs with grad mode off, so it may use Tensor's operators freely.
+// Tensors backward reads are kept through Node::save(t) (node.hpp), not t.detach(): save also
+// remembers t's version, so that an in-place change of t before backward raises, as in PyTorch.
+// Save exactly what PyTorch's derivatives.yaml saves (Pointwise: Saves::Input / Output).
 // Node names are PyTorch's (MulBackward0, ...). Where tinytorch fuses what PyTorch records as
 // two nodes (Linear's addmm with W^T), the docstring says so.
 // Chapter: chapters/02-autograd.md (planned). Reference: PyTorch tools/autograd/derivatives.yaml.

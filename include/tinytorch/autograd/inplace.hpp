@@ -28,6 +28,13 @@
 //                        =>  dB = dB' with dB[idx] replaced by d f/d self (dB'[idx]),
 //                            d others = d f/d others (dB'[idx])
 // Shapes: AsStridedBackward0 maps the view's shape to the base's; CopySlices keeps the base's.
+// Where tinytorch differs, deliberately:
+//   - the outputs of chunk/split are plain narrow views here, so writing one in place is recorded
+//     (correct gradients) where PyTorch refuses ("output of a function that returns multiple
+//     views");
+//   - the version error's hint suggests clone() instead of PyTorch's anomaly mode (there is none).
+// As in PyTorch, a hook registered on a non-leaf before an in-place op stays on its old grad_fn:
+// it sees the gradient of the value before the write.
 // Chapter: chapters/02-autograd.md (planned).
 // Reference: PyTorch torch/csrc/autograd/VariableTypeUtils.h (check_inplace),
 // torch/csrc/autograd/variable.cpp (rebase_history, grad_fn of views),

@@ -47,8 +47,8 @@ struct SavedVersion {
   bool is_output = false;  ///< an output of the saving node (then named after that node) ...
   bool output_is_leaf = false;  ///< ... unless it needed no gradient (as max's indices)
   int output_nr = 0;
-  std::weak_ptr<TensorImpl> original;  ///< an input: named after its grad_fn when checked
-  std::string grad_fn_name;            ///< the input's grad_fn at save time (if it is gone by then)
+  std::weak_ptr<TensorImpl> original;  ///< an input: named after its grad_fn when checked ...
+  std::weak_ptr<Node> grad_fn_at_save;  ///< ... or, once it is gone, after its grad_fn at save time
 };
 
 struct Node {
@@ -93,7 +93,7 @@ struct Node {
     s.output_is_leaf = t.impl()->grad_fn == nullptr;
     if (!is_output) {
       s.original = t.impl_ptr();
-      if (t.impl()->grad_fn) s.grad_fn_name = t.impl()->grad_fn->name();
+      s.grad_fn_at_save = t.impl()->grad_fn;
     }
     saved_versions.push_back(std::move(s));
     return t.detach();
@@ -103,11 +103,13 @@ struct Node {
     for (const SavedVersion& s : saved_versions) {
       std::shared_ptr<Storage> storage = s.storage.lock();
       if (!storage || storage->version() == s.version) continue;
-      std::string fn = s.grad_fn_name;
+      std::string fn;
       if (s.is_output) {
         fn = s.output_is_leaf ? "" : name();
-      } else if (auto orig = s.original.lock()) {
-        fn = orig->grad_fn ? orig->grad_fn->name() : "";
+      } else {
+        auto orig = s.original.lock();
+        std::shared_ptr<Node> g = orig ? orig->grad_fn : s.grad_fn_at_save.lock();
+        if (g) fn = g->name();
       }
       std::string which = fn.empty() ? "" : ", which is output " + std::to_string(s.output_nr) + " of " + fn + ",";
       TT_CHECK(false, "one of the variables needed for gradient computation has been modified by an inplace "
