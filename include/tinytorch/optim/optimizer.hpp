@@ -11,6 +11,10 @@
 // state[p] is per-parameter memory (SGD's momentum buffer, Adam's moments and step count), keyed
 // by the parameter's TensorImpl*, created on the parameter's first update.
 // Learning-rate schedulers (lr_scheduler.hpp) write `param_groups()[i].lr` between steps.
+// Bookkeeping as PyTorch's: step() counts its calls (step_count(), which schedulers check to warn
+// when they are stepped first) and every parameter update bumps the parameter's version counter
+// (core/storage.hpp), so a backward through a graph built before the step raises instead of
+// differentiating with the new values.
 // Shapes: every state tensor has its parameter's shape and dtype.
 // Chapter: chapters/01-training-loop.md (the loop), chapters/03-optimizers.md (planned: the updates).
 // Reference: torch.optim.Optimizer (PyTorch 2.x: torch/optim/optimizer.py).
@@ -145,7 +149,8 @@ class Optimizer {
           p.set_grad(Tensor());
         } else {
           NoGradGuard no_grad;
-          grad.detach_();
+          if (grad.grad_fn()) grad.detach_();  // as PyTorch's zero_grad (detach_ refuses views)
+          else grad.impl()->requires_grad = false;
           grad.zero_();
         }
       }
