@@ -9,6 +9,8 @@
 // Each records its autograd node (autograd/functions.hpp) when an input requires grad.
 // Tensor's methods and operators (declared in tensor.hpp) are defined at the end of this file in
 // terms of these functions, so `a * b`, `x.exp()` and `mul(a, b)` are the same op.
+// In-place methods (add_, mul_, copy_, ...) follow PyTorch's autograd rules for in-place ops and
+// views, implemented in autograd/inplace.hpp: version counter, recorded history, CopySlices.
 // Chapter: chapters/01-training-loop.md. Reference: PyTorch 2.x documentation of each function.
 #pragma once
 
@@ -19,6 +21,7 @@
 #include "autograd/engine.hpp"
 #include "autograd/functions.hpp"
 #include "autograd/normalization.hpp"
+#include "autograd/inplace.hpp"
 #include "ops/creation.hpp"
 #include "ops/print.hpp"
 
@@ -336,6 +339,20 @@ template <typename T> std::vector<T> Tensor::tolist() const {
 }
 
 // ---- autograd ---------------------------------------------------------------------------------
+// A view's grad_fn is remade first when its base was changed by an in-place op since
+// (autograd/inplace.hpp); a view requires grad when its base does (PyTorch's view semantics).
+inline bool Tensor::requires_grad() const {
+  TensorImpl* i = checked();
+  if (i->view_base) autograd::refresh_view(i);
+  if (i->requires_grad || i->grad_fn) return true;
+  return i->view_base && (i->view_base->requires_grad || i->view_base->grad_fn);
+}
+inline const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const {
+  TensorImpl* i = checked();
+  if (i->view_base) autograd::refresh_view(i);
+  return i->grad_fn;
+}
+inline bool Tensor::is_leaf() const { return grad_fn() == nullptr; }
 inline Tensor& Tensor::requires_grad_(bool r) {
   TT_CHECK(is_leaf() || r, "requires_grad_: you can only change requires_grad flags of leaf variables. "
            "If you want to use a computed variable in a subgraph that doesn't require differentiation "
@@ -360,6 +377,7 @@ inline Tensor Tensor::detach() const {
 }
 inline Tensor& Tensor::detach_() {
   TT_CHECK(defined(), "detach_: undefined tensor");
+  TT_CHECK(!impl_->view_base, "detach_: Can't detach views in-place. Use detach() instead.");
   impl_->grad_fn.reset();
   impl_->requires_grad = false;
   return *this;
@@ -378,29 +396,36 @@ inline void Tensor::register_post_accumulate_grad_hook(PostAccumulateGradHook ho
 }
 
 // ---- views (differentiable) -------------------------------------------------------------------
-inline Tensor Tensor::view(const Shape& s) const { return autograd::Reshape::forward(*this, s, true); }
-inline Tensor Tensor::reshape(const Shape& s) const { return autograd::Reshape::forward(*this, s, false); }
+// Each result is marked as a view of *this (autograd::as_view) for the in-place rules.
+inline Tensor Tensor::view(const Shape& s) const {
+  return autograd::as_view(*this, autograd::Reshape::forward(*this, s, true));
+}
+inline Tensor Tensor::reshape(const Shape& s) const {
+  return autograd::as_view(*this, autograd::Reshape::forward(*this, s, false));
+}
 inline Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
-  return autograd::Transpose::forward(*this, d0, d1, "TransposeBackward0");
+  return autograd::as_view(*this, autograd::Transpose::forward(*this, d0, d1, "TransposeBackward0"));
 }
 inline Tensor Tensor::t() const {
   TT_CHECK(dim() <= 2, "t: expects a tensor with <= 2 dimensions, but self is ", dim(), "D (shape ",
            shape_str(sizes()), ")");
-  if (dim() < 2) return autograd::Transpose::forward(*this, 0, 0, "TBackward0");
-  return autograd::Transpose::forward(*this, 0, 1, "TBackward0");
+  if (dim() < 2) return autograd::as_view(*this, autograd::Transpose::forward(*this, 0, 0, "TBackward0"));
+  return autograd::as_view(*this, autograd::Transpose::forward(*this, 0, 1, "TBackward0"));
 }
-inline Tensor Tensor::permute(const std::vector<int64_t>& dims) const { return autograd::Permute::forward(*this, dims); }
+inline Tensor Tensor::permute(const std::vector<int64_t>& dims) const {
+  return autograd::as_view(*this, autograd::Permute::forward(*this, dims));
+}
 inline Tensor Tensor::unsqueeze(int64_t d) const {
-  return autograd::ShapeOnly::wrap(*this, ops::unsqueeze(*this, d), "UnsqueezeBackward0");
+  return autograd::as_view(*this, autograd::ShapeOnly::wrap(*this, ops::unsqueeze(*this, d), "UnsqueezeBackward0"));
 }
 inline Tensor Tensor::squeeze() const {
-  return autograd::ShapeOnly::wrap(*this, ops::squeeze(*this, std::nullopt), "SqueezeBackward0");
+  return autograd::as_view(*this, autograd::ShapeOnly::wrap(*this, ops::squeeze(*this, std::nullopt), "SqueezeBackward0"));
 }
 inline Tensor Tensor::squeeze(int64_t d) const {
-  return autograd::ShapeOnly::wrap(*this, ops::squeeze(*this, d), "SqueezeBackward1");
+  return autograd::as_view(*this, autograd::ShapeOnly::wrap(*this, ops::squeeze(*this, d), "SqueezeBackward1"));
 }
 inline Tensor Tensor::expand(const Shape& s) const {
-  return autograd::ShapeOnly::wrap(*this, ops::expand(*this, s), "ExpandBackward0");
+  return autograd::as_view(*this, autograd::ShapeOnly::wrap(*this, ops::expand(*this, s), "ExpandBackward0"));
 }
 inline Tensor Tensor::flatten(int64_t start, int64_t end) const {
   if (dim() == 0) return reshape({1});
@@ -416,10 +441,10 @@ inline Tensor Tensor::flatten(int64_t start, int64_t end) const {
   return reshape(s);
 }
 inline Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
-  return autograd::Slice::forward(*this, d, start, length, false);
+  return autograd::as_view(*this, autograd::Slice::forward(*this, d, start, length, false));
 }
 inline Tensor Tensor::select(int64_t d, int64_t index) const {
-  return autograd::Slice::forward(*this, d, index, 1, true);
+  return autograd::as_view(*this, autograd::Slice::forward(*this, d, index, 1, true));
 }
 inline std::vector<Tensor> Tensor::split(int64_t split_size, int64_t d) const {
   TT_CHECK(dim() > 0, "split: expected at least a 1-dimensional tensor");
@@ -492,87 +517,150 @@ inline Tensor Tensor::softmax(int64_t d) const { return tinytorch::softmax(*this
 inline Tensor Tensor::log_softmax(int64_t d) const { return tinytorch::log_softmax(*this, d); }
 
 // ---- in place ---------------------------------------------------------------------------------
+// Every in-place method runs the same steps (autograd/inplace.hpp explains them):
+//   record = autograd::check_inplace(...)     PyTorch's leaf / view errors; record in the graph?
+//   overlap checks (ops/elementwise.hpp)       PyTorch's "unsupported operation" errors
+//   node = record ? <Op>Inplace::make(...)     saves what backward needs, before the write
+//   the kernel writes *this
+//   autograd::finish_inplace(*this, node, ...) bumps _version(); rebases the history
 namespace detail {
-inline void check_inplace(const Tensor& t, const char* op) {
-  TT_CHECK(t.defined(), op, ": called on an undefined tensor");
-  if (!GradMode::is_enabled() || !t.requires_grad()) return;
-  TT_CHECK(!t.is_leaf(), op, ": a leaf Variable that requires grad is being used in an in-place operation. "
-           "Wrap the update in NoGradGuard (as optimizers do) or work on a detach()ed copy.");
-  TT_CHECK(false, op, ": in-place operation on a tensor that requires grad (made by ", t.grad_fn()->name(),
-           "): tinytorch's autograd does not track in-place changes; use the out-of-place op");
+using InputList = std::initializer_list<const Tensor*>;
+inline void check_write_overlap(const Tensor& self, InputList inputs, const char* op) {
+  ops::assert_no_internal_overlap(self, op);
+  for (const Tensor* t : inputs)
+    if (t->defined() && !t->is_same(self)) ops::assert_no_partial_overlap(self, *t, op);
+}
+// self += alpha * o (add_, sub_)
+inline Tensor& add_inplace(Tensor& self, const Tensor& o, double alpha, const char* op, const char* node_name) {
+  const bool record = autograd::check_inplace(self, {&o}, op);
+  check_write_overlap(self, {&o}, op);
+  auto node = record ? autograd::AddInplace::make(o, alpha, node_name) : nullptr;
+  if (alpha == 1) ops::binary_(self, o, backend::cpu::AddOp{}, op);
+  else ops::binary_(self, o, [alpha](auto a, auto b) { return a + alpha * b; }, op);
+  autograd::finish_inplace(self, std::move(node), {&o});
+  return self;
+}
+// self = f(self) for a number: add_(v) (AddBackward1), mul_(v) (MulBackward1), div_(v) (DivBackward1)
+template <class F, class MakeNode>
+Tensor& scalar_inplace(Tensor& self, F f, MakeNode make_node, const char* op) {
+  const bool record = autograd::check_inplace(self, {}, op);
+  ops::assert_no_internal_overlap(self, op);
+  std::shared_ptr<autograd::Node> node;
+  if (record) node = make_node();
+  ops::unary_(self, f, op);
+  autograd::finish_inplace(self, std::move(node), {});
+  return self;
+}
+// self = v everywhere (zero_, fill_): no overlap check, as PyTorch's fill_
+inline Tensor& fill_inplace(Tensor& self, double v, const char* op, const char* node_name) {
+  const bool record = autograd::check_inplace(self, {}, op);
+  auto node = record ? autograd::OverwriteInplace::make(node_name) : nullptr;
+  ops::unary_(self, [v](auto) { return v; }, op);
+  autograd::finish_inplace(self, std::move(node), {});
+  return self;
+}
+// self += value * (t1 op t2) (addcmul_, addcdiv_)
+template <class Op>
+Tensor& addc_inplace(Tensor& self, const Tensor& t1, const Tensor& t2, double value, Op op_fn, bool div,
+                     const char* op) {
+  const bool record = autograd::check_inplace(self, {&t1, &t2}, op);
+  check_write_overlap(self, {&t1, &t2}, op);
+  auto node = record ? autograd::AddcInplace::make(t1, t2, value, div) : nullptr;
+  const Tensor prod = ops::binary(t1, t2, op_fn, op);
+  if (value == 1) ops::binary_(self, prod, backend::cpu::AddOp{}, op);
+  else ops::binary_(self, prod, [value](auto a, auto b) { return a + value * b; }, op);
+  autograd::finish_inplace(self, std::move(node), {&t1, &t2});
+  return self;
 }
 }  // namespace detail
 
 inline Tensor& Tensor::add_(const Tensor& o, double alpha) {
-  detail::check_inplace(*this, "add_");
-  if (alpha == 1) ops::binary_(*this, o, backend::cpu::AddOp{}, "add_");
-  else ops::binary_(*this, o, [alpha](auto a, auto b) { return a + alpha * b; }, "add_");
-  return *this;
+  return detail::add_inplace(*this, o, alpha, "add_", "AddBackward0");
 }
 inline Tensor& Tensor::add_(double v) {
-  detail::check_inplace(*this, "add_");
-  ops::unary_(*this, [v](auto a) { return a + v; }, "add_");
-  return *this;
+  return detail::scalar_inplace(*this, [v](auto a) { return a + v; },
+                                [] { return std::make_shared<autograd::AddScalar>(); }, "add_");
 }
-inline Tensor& Tensor::sub_(const Tensor& o, double alpha) { return add_(o, -alpha); }
+inline Tensor& Tensor::sub_(const Tensor& o, double alpha) {
+  return detail::add_inplace(*this, o, -alpha, "sub_", "SubBackward0");
+}
 inline Tensor& Tensor::mul_(const Tensor& o) {
-  detail::check_inplace(*this, "mul_");
+  const bool record = autograd::check_inplace(*this, {&o}, "mul_");
+  detail::check_write_overlap(*this, {&o}, "mul_");
+  auto node = record ? autograd::MulInplace::make(*this, o) : nullptr;
   ops::binary_(*this, o, backend::cpu::MulOp{}, "mul_");
+  autograd::finish_inplace(*this, std::move(node), {&o});
   return *this;
 }
 inline Tensor& Tensor::mul_(double v) {
-  detail::check_inplace(*this, "mul_");
-  ops::unary_(*this, [v](auto a) { return a * v; }, "mul_");
-  return *this;
+  auto make_node = [v] {
+    auto n = std::make_shared<autograd::MulScalar>();
+    n->s = v;
+    return n;
+  };
+  return detail::scalar_inplace(*this, [v](auto a) { return a * v; }, make_node, "mul_");
 }
 // div_ is true division, as torch.div_: its result is floating point, which an int64 tensor cannot
 // hold, so int64 div_ raises as in PyTorch (and never runs an integer division, which would trap
 // on a zero divisor or INT64_MIN / -1).
 inline Tensor& Tensor::div_(const Tensor& o) {
-  detail::check_inplace(*this, "div_");
+  const bool record = autograd::check_inplace(*this, {&o}, "div_");
   TT_CHECK(is_floating_point(), "div_: result type ", scalar_type_name(o.is_floating_point() ? o.dtype() : kFloat32),
            " can't be cast to the desired output type ", scalar_type_name(dtype()));
+  detail::check_write_overlap(*this, {&o}, "div_");
+  auto node = record ? autograd::DivInplace::make(*this, o) : nullptr;
   ops::binary_(*this, o, backend::cpu::DivOp{}, "div_");
+  autograd::finish_inplace(*this, std::move(node), {&o});
   return *this;
 }
 inline Tensor& Tensor::div_(double v) {
-  detail::check_inplace(*this, "div_");
+  TT_CHECK(defined(), "div_: called on an undefined tensor");
   TT_CHECK(is_floating_point(), "div_: result type Float can't be cast to the desired output type ",
            scalar_type_name(dtype()));
-  ops::unary_(*this, [v](auto a) { return a / v; }, "div_");
-  return *this;
+  auto make_node = [v] {
+    auto n = std::make_shared<autograd::DivScalar>();
+    n->s = v;
+    return n;
+  };
+  return detail::scalar_inplace(*this, [v](auto a) { return a / v; }, make_node, "div_");
 }
 inline Tensor& Tensor::addcmul_(const Tensor& t1, const Tensor& t2, double value) {
-  detail::check_inplace(*this, "addcmul_");
-  return add_(ops::binary(t1, t2, backend::cpu::MulOp{}, "addcmul_"), value);
+  return detail::addc_inplace(*this, t1, t2, value, backend::cpu::MulOp{}, false, "addcmul_");
 }
 inline Tensor& Tensor::addcdiv_(const Tensor& t1, const Tensor& t2, double value) {
-  detail::check_inplace(*this, "addcdiv_");
+  TT_CHECK(defined(), "addcdiv_: called on an undefined tensor");
   TT_CHECK(t1.is_floating_point() || t2.is_floating_point(), "addcdiv_: Integer division with addcdiv is no "
            "longer supported (got int64 tensor1 and tensor2); use (input + value * tensor1 / tensor2)");
-  return add_(ops::binary(t1, t2, backend::cpu::DivOp{}, "addcdiv_"), value);
+  return detail::addc_inplace(*this, t1, t2, value, backend::cpu::DivOp{}, true, "addcdiv_");
 }
-inline Tensor& Tensor::zero_() { return fill_(0.0); }
-inline Tensor& Tensor::fill_(double v) {
-  detail::check_inplace(*this, "fill_");
-  ops::unary_(*this, [v](auto) { return v; }, "fill_");
-  return *this;
-}
+inline Tensor& Tensor::zero_() { return detail::fill_inplace(*this, 0.0, "zero_", "ZeroBackward0"); }
+inline Tensor& Tensor::fill_(double v) { return detail::fill_inplace(*this, v, "fill_", "FillBackward2"); }
 inline Tensor& Tensor::copy_(const Tensor& src) {
-  detail::check_inplace(*this, "copy_");
-  ops::binary_(*this, src, [](auto, auto b) { return b; }, "copy_");
+  const bool record = autograd::check_inplace(*this, {&src}, "copy_");
+  // As PyTorch: copying a tensor onto itself (the same elements in the same layout) does nothing.
+  const bool same = src.defined() && (is_same(src) || (impl()->storage == src.impl()->storage &&
+                    storage_offset() == src.storage_offset() && strides() == src.strides() &&
+                    sizes() == src.sizes() && dtype() == src.dtype()));
+  if (!same) detail::check_write_overlap(*this, {&src}, "copy_");
+  auto node = record ? autograd::CopyInplace::make(src) : nullptr;
+  if (!same) ops::binary_(*this, src, [](auto, auto b) { return b; }, "copy_");
+  autograd::finish_inplace(*this, std::move(node), {&src});
   return *this;
 }
 inline Tensor& Tensor::uniform_(double from, double to, Generator* gen) {
-  detail::check_inplace(*this, "uniform_");
+  const bool record = autograd::check_inplace(*this, {}, "uniform_");
+  ops::assert_no_internal_overlap(*this, "uniform_");
   Generator& g = gen ? *gen : default_generator();
   ops::unary_(*this, [&](auto) { return g.uniform(from, to); }, "uniform_");
+  autograd::finish_inplace(*this, record ? autograd::OverwriteInplace::make("UniformBackward0") : nullptr, {});
   return *this;
 }
 inline Tensor& Tensor::normal_(double mean, double std, Generator* gen) {
-  detail::check_inplace(*this, "normal_");
+  const bool record = autograd::check_inplace(*this, {}, "normal_");
+  ops::assert_no_internal_overlap(*this, "normal_");
   Generator& g = gen ? *gen : default_generator();
   ops::unary_(*this, [&](auto) { return mean + std * g.normal(); }, "normal_");
+  autograd::finish_inplace(*this, record ? autograd::OverwriteInplace::make("NormalBackward0") : nullptr, {});
   return *this;
 }
 
@@ -591,7 +679,12 @@ inline bool Tensor::equal(const Tensor& o) const { return sizes() == o.sizes() &
 inline std::string Tensor::str() const {
   if (!defined()) return "[ Tensor (undefined) ]";
   std::string suffix;
-  if (grad_fn()) suffix = "grad_fn=<" + grad_fn()->name() + ">";
+  if (grad_fn()) {  // as PyTorch's repr: <CopySlices> for the node named torch::autograd::CopySlices
+    std::string name = grad_fn()->name();
+    const std::string ns = "torch::autograd::";
+    if (name.compare(0, ns.size(), ns) == 0) name = name.substr(ns.size());
+    suffix = "grad_fn=<" + name + ">";
+  }
   else if (requires_grad()) suffix = "requires_grad=True";
   return detail::format_tensor(sizes(), tolist<double>(), dtype(), suffix);
 }

@@ -57,6 +57,15 @@ struct TensorImpl {
   std::weak_ptr<autograd::Node> grad_accumulator;  ///< leaves: the AccumulateGrad node, cached
   std::vector<TensorHook> hooks;  ///< leaves' register_hook (non-leaves keep theirs on grad_fn)
   std::vector<PostAccumulateGradHook> post_accumulate_grad_hooks;
+  // ---- views and in-place ops (autograd/inplace.hpp; PyTorch's DifferentiableViewMeta) ----
+  /// Set on a tensor made by a view method (view, narrow, t, expand, ...): the tensor it views,
+  /// followed to the root (a view of a view points at the first base). Null otherwise (detach()
+  /// shares the storage but is not a view for autograd).
+  std::shared_ptr<TensorImpl> view_base;
+  /// On a base: bumped each time an in-place op gives it a new grad_fn. On a view: the base's
+  /// count when the view's grad_fn was made; when they differ the view's grad_fn is remade.
+  uint64_t history = 0;
+  bool view_made_in_no_grad = false;  ///< views: made while grad mode was off
 };
 
 /// Options for the creation functions, as torch::TensorOptions:
@@ -115,15 +124,24 @@ class Tensor {
   template <typename T = double> std::vector<T> tolist() const;
 
   // ---- autograd (autograd/) ---------------------------------------------------------------
-  bool requires_grad() const { return checked()->requires_grad || impl_->grad_fn != nullptr; }
+  /// True for leaves marked with requires_grad_, for results of ops on such tensors, and for
+  /// views of a tensor that requires grad. (Defined in functional.hpp: a view whose base was
+  /// changed by an in-place op first gets its grad_fn remade, as PyTorch does.)
+  bool requires_grad() const;
   /// Marks a leaf as requiring grad (in place, returns *this). Throws on a non-leaf (as PyTorch).
   Tensor& requires_grad_(bool requires_grad = true);
   /// The accumulated gradient (undefined until a backward reaches this leaf).
   Tensor grad() const;
   void set_grad(const Tensor& g);
-  const std::shared_ptr<autograd::Node>& grad_fn() const { return checked()->grad_fn; }
+  const std::shared_ptr<autograd::Node>& grad_fn() const;
   /// Leaves are tensors the user created (no grad_fn). Gradients accumulate in leaves' .grad.
-  bool is_leaf() const { return checked()->grad_fn == nullptr; }
+  bool is_leaf() const;
+  /// The storage's version counter: the number of in-place writes to this tensor or to any tensor
+  /// sharing its storage (views, detach()) (PyTorch's `tensor._version`).
+  int64_t _version() const { return checked()->storage->version(); }
+  /// True for a tensor made by a view method (PyTorch's `_is_view()`); _base() is what it views.
+  bool _is_view() const { return checked()->view_base != nullptr; }
+  Tensor _base() const { return Tensor(checked()->view_base); }
   /// Computes gradients of this tensor w.r.t. the graph leaves. A scalar may omit `gradient`;
   /// otherwise it is the gradient of some outer loss w.r.t. this tensor (same shape).
   /// Throws if this tensor does not require grad, if a non-scalar has no gradient, or when the
@@ -242,6 +260,12 @@ class Tensor {
   // ---- in place, not differentiable (ops/) ------------------------------------------------
   // They throw on a tensor that requires grad while grad mode is on (tinytorch's autograd does
   // not track in-place changes; PyTorch does for non-leaves). Use them under NoGradGuard.
+  // ---- in place (functional.hpp, autograd in autograd/inplace.hpp) ------------------------
+  // As PyTorch: each bumps _version(); with grad mode on and a tensor that requires grad involved
+  // the op is recorded (the tensor's grad_fn becomes e.g. AddBackward0; on a view, its base's
+  // becomes CopySlices). A leaf that requires grad (or a view of one) throws while grad mode is
+  // on: update parameters under NoGradGuard, as optimizers do. Writes that would read and write
+  // the same memory location in another order throw PyTorch's "unsupported operation" errors.
   Tensor& add_(const Tensor& other, double alpha = 1.0);
   Tensor& add_(double value);
   Tensor& sub_(const Tensor& other, double alpha = 1.0);

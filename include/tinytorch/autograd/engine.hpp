@@ -9,6 +9,9 @@
 //      A node reached along two paths (a diamond, a reused tensor) thus sees both contributions
 //      before it runs.
 //   4. Without retain_graph each node frees its saved tensors; running it again raises.
+// Before a node runs, the tensors it saved are checked against their version counters: one that
+// was changed in place after the forward pass raises PyTorch's "modified by an inplace operation"
+// error (node.hpp, Node::check_saved_versions) instead of giving a wrong gradient.
 // Backward runs with grad mode off: gradients are plain tensors (no higher-order gradients).
 // Chapter: chapters/02-autograd.md (planned); model: karpathy/micrograd engine.py.
 #pragma once
@@ -105,6 +108,8 @@ inline void run_backward(const Tensor& root, const Tensor& gradient, bool retain
     if (seed.dtype() != root.dtype()) seed = ops::to_dtype(seed, root.dtype());
   }
   std::shared_ptr<Node> root_node = gradient_edge(root).fn;  // grad_fn, or a leaf's AccumulateGrad
+  TT_CHECK(root_node != nullptr, "backward: element 0 of tensors does not require grad and does not have a "
+           "grad_fn (a view made under NoGradGuard)");
   NoGradGuard no_grad;
   std::vector<Node*> order = topological_order(root_node.get());
   root_node->grad_buffer = seed;
@@ -119,10 +124,12 @@ inline void run_backward(const Tensor& root, const Tensor& gradient, bool retain
                "freed when you call .backward(). Specify retain_graph=true if you need to backward through "
                "the graph a second time (in ", node->name(), ")");
       if (!node->hooks.empty()) g = call_hooks(node->hooks, std::move(g), "the output of " + node->name());
+      node->check_saved_versions();  // a saved tensor changed in place since: raise, as PyTorch
       std::vector<Tensor> grads = node->apply(g);
       g = Tensor();
       if (!retain_graph) {
         node->release_saved();
+        node->saved_versions.clear();
         node->released = true;
       }
       for (size_t i = 0; i < grads.size() && i < node->next_edges.size(); ++i) {

@@ -7,6 +7,9 @@
 //   y = a * b   =>  da = dy * b,  db = dy * a
 // Broadcast inputs receive their gradient summed back to their own shape (ops::sum_to).
 // apply() runs with grad mode off, so it may use Tensor's operators freely.
+// Tensors backward reads are kept through Node::save(t) (node.hpp), not t.detach(): save also
+// remembers t's version, so that an in-place change of t before backward raises, as in PyTorch.
+// Save exactly what PyTorch's derivatives.yaml saves (Pointwise: Saves::Input / Output).
 // Node names are PyTorch's (MulBackward0, ...). Where tinytorch fuses what PyTorch records as
 // two nodes (Linear's addmm with W^T), the docstring says so.
 // Chapter: chapters/02-autograd.md (planned). Reference: PyTorch tools/autograd/derivatives.yaml.
@@ -94,9 +97,8 @@ struct Mul : Node {
     Tensor out = ops::binary(a, b, cpu::MulOp{}, "mul");
     if (!any_requires_grad({&a, &b})) return out;
     auto n = std::make_shared<Mul>();
-    n->saves_tensors = true;
-    if (b.requires_grad()) n->a = a.detach();
-    if (a.requires_grad()) n->b = b.detach();
+    if (b.requires_grad()) n->a = n->save(a);
+    if (a.requires_grad()) n->b = n->save(b);
     n->sa = a.sizes();
     n->sb = b.sizes();
     return record(out, n, {&a, &b});
@@ -120,16 +122,15 @@ struct Div : Node {
     Tensor out = ops::binary(af, b, cpu::DivOp{}, "div");
     if (!any_requires_grad({&a, &b})) return out;
     auto n = std::make_shared<Div>();
-    n->saves_tensors = true;
-    n->a = a.detach();
-    n->b = b.detach();
+    if (b.requires_grad()) n->a = n->save(a);  // as PyTorch: self only when other needs a gradient
+    n->b = n->save(b);
     n->sa = a.sizes();
     n->sb = b.sizes();
     return record(out, n, {&a, &b});
   }
   std::vector<Tensor> apply(const Tensor& dy) override {
-    Tensor da = ops::sum_to(grad_math::div(dy, b), sa);
-    Tensor db = ops::sum_to(grad_math::div(grad_math::mul(grad_math::neg(dy), a), grad_math::mul(b, b)), sb);
+    Tensor da = ops::sum_to(grad_math::div(dy, b), sa), db;
+    if (a.defined()) db = ops::sum_to(grad_math::div(grad_math::mul(grad_math::neg(dy), a), grad_math::mul(b, b)), sb);
     return {da, db};
   }
   void release_saved() override { a = b = Tensor(); }
@@ -204,8 +205,12 @@ struct Neg : Node {
   std::vector<Tensor> apply(const Tensor& dy) override { return {ops::unary(dy, cpu::NegOp{}, "neg")}; }
 };
 
+/// Which tensors a Pointwise node keeps: what its derivative reads (PyTorch saves exactly those, so
+/// an in-place change of the other one is no error there either).
+enum class Saves { Input, Output, Both };
+
 /// A unary op whose derivative needs its input x and/or output y. `Derivative` computes
-/// dx from (dy, x, y) elementwise.
+/// dx from (dy, x, y) elementwise (a value not saved reads as 0).
 template <class Fwd, class Deriv>
 struct Pointwise : Node {
   const char* node_name;
@@ -214,14 +219,14 @@ struct Pointwise : Node {
   Pointwise(const char* n, Deriv d) : node_name(n), deriv(d) {}
   std::string name() const override { return node_name; }
   static Tensor forward(const Tensor& in, Fwd f, Deriv d, const char* op, const char* node_name,
-                        bool float_only) {
+                        bool float_only, Saves saves = Saves::Both) {
     Tensor out = ops::unary(in, f, op, float_only);
     if (!any_requires_grad({&in})) return out;
     auto n = std::make_shared<Pointwise>(node_name, d);
     n->saves_tensors = true;
-    n->x = ops::contiguous(in.detach());
+    if (saves != Saves::Output) n->x = ops::contiguous(n->save(in));
     out = record(out, n, {&in});
-    n->y = out.detach();
+    if (saves != Saves::Input) n->y = n->save(out, /*is_output=*/true);
     return out;
   }
   std::vector<Tensor> apply(const Tensor& dy0) override {
@@ -230,11 +235,12 @@ struct Pointwise : Node {
     dispatch(dy.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* g = dy.data_ptr<T>();
-      const T* xs = x.data_ptr<T>();
-      const T* ys = y.data_ptr<T>();
+      const T* xs = x.defined() ? x.data_ptr<T>() : nullptr;
+      const T* ys = y.defined() ? y.data_ptr<T>() : nullptr;
       T* o = dx.data_ptr<T>();
       const int64_t n = dy.numel();
-      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(deriv(g[i], xs[i], ys[i]));
+      for (int64_t i = 0; i < n; ++i)
+        o[i] = static_cast<T>(deriv(g[i], xs ? xs[i] : T(0), ys ? ys[i] : T(0)));
     });
     return {dx};
   }
@@ -242,50 +248,53 @@ struct Pointwise : Node {
 };
 
 template <class Fwd, class Deriv>
-Tensor pointwise(const Tensor& in, Fwd f, Deriv d, const char* op, const char* node_name, bool float_only) {
-  return Pointwise<Fwd, Deriv>::forward(in, f, d, op, node_name, float_only);
+Tensor pointwise(const Tensor& in, Fwd f, Deriv d, const char* op, const char* node_name, bool float_only,
+                 Saves saves = Saves::Both) {
+  return Pointwise<Fwd, Deriv>::forward(in, f, d, op, node_name, float_only, saves);
 }
 
 // y = e^x         =>  dx = dy * y
 inline Tensor exp(const Tensor& x) {
-  return pointwise(x, cpu::ExpOp{}, [](auto g, auto, auto y) { return g * y; }, "exp", "ExpBackward0", true);
+  return pointwise(x, cpu::ExpOp{}, [](auto g, auto, auto y) { return g * y; }, "exp", "ExpBackward0", true,
+                   Saves::Output);
 }
 // y = ln x        =>  dx = dy / x
 inline Tensor log(const Tensor& x) {
-  return pointwise(x, cpu::LogOp{}, [](auto g, auto x, auto) { return g / x; }, "log", "LogBackward0", true);
+  return pointwise(x, cpu::LogOp{}, [](auto g, auto x, auto) { return g / x; }, "log", "LogBackward0", true,
+                   Saves::Input);
 }
 // y = sqrt(x)     =>  dx = dy / (2 y)
 inline Tensor sqrt(const Tensor& x) {
   return pointwise(x, cpu::SqrtOp{}, [](auto g, auto, auto y) { return g / (2 * y); }, "sqrt",
-                   "SqrtBackward0", true);
+                   "SqrtBackward0", true, Saves::Output);
 }
 // y = |x|         =>  dx = dy * sign(x)   (sign(0) = 0, as PyTorch)
 inline Tensor abs(const Tensor& x) {
   return pointwise(x, cpu::AbsOp{}, [](auto g, auto x, auto) { return x > 0 ? g : (x < 0 ? -g : g * 0); },
-                   "abs", "AbsBackward0", false);
+                   "abs", "AbsBackward0", false, Saves::Input);
 }
 // y = max(x, 0)   =>  dx = dy * (y > 0)
 // Written as PyTorch's threshold_backward (y <= 0 ? 0 : dy), so a NaN input passes dy, as there.
 inline Tensor relu(const Tensor& x) {
   return pointwise(x, cpu::ReluOp{}, [](auto g, auto, auto y) { return y <= 0 ? g * 0 : g; }, "relu",
-                   "ReluBackward0", false);
+                   "ReluBackward0", false, Saves::Output);
 }
 // y = 1/(1+e^-x)  =>  dx = dy * y * (1 - y)
 inline Tensor sigmoid(const Tensor& x) {
   return pointwise(x, cpu::SigmoidOp{}, [](auto g, auto, auto y) { return g * y * (1 - y); }, "sigmoid",
-                   "SigmoidBackward0", true);
+                   "SigmoidBackward0", true, Saves::Output);
 }
 // y = tanh x      =>  dx = dy * (1 - y^2)
 inline Tensor tanh(const Tensor& x) {
   return pointwise(x, cpu::TanhOp{}, [](auto g, auto, auto y) { return g * (1 - y * y); }, "tanh",
-                   "TanhBackward0", true);
+                   "TanhBackward0", true, Saves::Output);
 }
 // y = x^p         =>  dx = dy * p * x^(p-1)
 // An int64 x with a fractional or negative p computes in float32 (as a scalar op: int64 * 2.5).
 inline Tensor pow(const Tensor& x, double p) {
   return pointwise(x, cpu::PowScalarOp{p},
                    [p](auto g, auto x, auto) { return p == 0 ? g * 0 : g * p * std::pow(x, p - 1); }, "pow",
-                   "PowBackward0", x.dtype() == kInt64 && (p < 0 || p != std::floor(p)));
+                   "PowBackward0", x.dtype() == kInt64 && (p < 0 || p != std::floor(p)), Saves::Input);
 }
 // clamp (optional and tensor bounds): autograd/functions_more.hpp
 
@@ -337,8 +346,7 @@ struct Max : Node {
     auto [values, indices] = ops::max_dim(x, dim, keepdim);
     if (!any_requires_grad({&x})) return {values, indices};
     auto n = std::make_shared<Max>();
-    n->saves_tensors = true;
-    n->indices = indices;
+    n->indices = n->save(indices, /*is_output=*/true, /*output_nr=*/1);
     n->in_shape = x.sizes();
     n->dim = x.dim() ? wrap_dim(dim, x.dim(), "max") : 0;
     n->keepdim = keepdim;
@@ -350,11 +358,11 @@ struct Max : Node {
     Tensor values = std::get<0>(ops::max_dim(ops::reshape(x, {x.numel()}), 0, false));
     if (!any_requires_grad({&x})) return values;
     auto n = std::make_shared<Max>();
-    n->saves_tensors = true;
     n->all = true;
-    n->x = x.detach();
-    n->y = values.detach();  // not `values` itself: that would be a cycle values -> node -> values
-    return record(values, n, {&x});
+    n->x = n->save(x);
+    values = record(values, n, {&x});
+    n->y = n->save(values, /*is_output=*/true);  // a detached handle: `values` itself would be a cycle
+    return values;
   }
   std::vector<Tensor> apply(const Tensor& dy) override {
     if (all) {
@@ -572,9 +580,8 @@ struct Mm : Node {
     Tensor out = ops::mm(a, b);
     if (!any_requires_grad({&a, &b})) return out;
     auto n = std::make_shared<Mm>();
-    n->saves_tensors = true;
-    if (b.requires_grad()) n->a = a.detach();
-    if (a.requires_grad()) n->b = b.detach();
+    if (b.requires_grad()) n->a = n->save(a);
+    if (a.requires_grad()) n->b = n->save(b);
     return record(out, n, {&a, &b});
   }
   std::vector<Tensor> apply(const Tensor& dy) override {
@@ -607,9 +614,8 @@ struct Linear : Node {
     Tensor out = b.defined() ? ops::addmm(b, x, wt) : ops::mm(x, wt);
     if (!any_requires_grad({&x, &w, &b})) return out;
     auto n = std::make_shared<Linear>();
-    n->saves_tensors = true;
-    if (w.requires_grad()) n->x = x.detach();
-    if (x.requires_grad()) n->w = w.detach();
+    if (w.requires_grad()) n->x = n->save(x);
+    if (x.requires_grad()) n->w = n->save(w);
     n->has_bias = b.defined();
     return b.defined() ? record(out, n, {&x, &w, &b}) : record(out, n, {&x, &w});
   }
@@ -631,13 +637,15 @@ struct Bmm : Node {
     Tensor out = ops::bmm(a, b);
     if (!any_requires_grad({&a, &b})) return out;
     auto n = std::make_shared<Bmm>();
-    n->saves_tensors = true;
-    n->a = a.detach();
-    n->b = b.detach();
+    if (b.requires_grad()) n->a = n->save(a);
+    if (a.requires_grad()) n->b = n->save(b);
     return record(out, n, {&a, &b});
   }
   std::vector<Tensor> apply(const Tensor& dy) override {
-    return {ops::bmm(dy, ops::transpose(b, 1, 2)), ops::bmm(ops::transpose(a, 1, 2), dy)};
+    Tensor da, db;
+    if (b.defined()) da = ops::bmm(dy, ops::transpose(b, 1, 2));
+    if (a.defined()) db = ops::bmm(ops::transpose(a, 1, 2), dy);
+    return {da, db};
   }
   void release_saved() override { a = b = Tensor(); }
 };
@@ -669,7 +677,7 @@ struct Softmax : Node {
     n->dim = d;
     n->log = log;
     out = record(out, n, {&x0});
-    n->y = out.detach();
+    n->y = n->save(out, /*is_output=*/true);
     return out;
   }
   std::vector<Tensor> apply(const Tensor& dy0) override {
@@ -705,7 +713,8 @@ struct MseLoss : Node {
     Tensor out = reduction == Reduction::None ? sq : ops::sum_all(sq, reduction == Reduction::Mean);
     if (!any_requires_grad({&x, &t})) return out;
     auto n = std::make_shared<MseLoss>();
-    n->saves_tensors = true;
+    n->save(x);  // PyTorch keeps input and target; tinytorch keeps x - t, but watches both
+    n->save(t);
     n->diff = diff;
     n->reduction = reduction;
     return record(out, n, {&x, &t});
@@ -783,9 +792,10 @@ struct NllLoss : Node {
     }
     if (!any_requires_grad({&x})) return out;
     auto n = std::make_shared<NllLoss>();
-    n->saves_tensors = true;
+    n->save(x);  // watched (PyTorch keeps it); only the target is read back
     n->target = tc;
     n->w = std::move(w);
+    n->save(t);
     n->in_shape = x.sizes();
     n->reduction = reduction;
     n->ignore_index = ignore_index;

@@ -51,8 +51,7 @@ struct Min : Max {
     auto [values, indices] = ops::min_dim(x, dim, keepdim);
     if (!any_requires_grad({&x})) return {values, indices};
     auto n = std::make_shared<Min>();
-    n->saves_tensors = true;
-    n->indices = indices;
+    n->indices = n->save(indices, /*is_output=*/true, /*output_nr=*/1);
     n->in_shape = x.sizes();
     n->dim = x.dim() ? wrap_dim(dim, x.dim(), "min") : 0;
     n->keepdim = keepdim;
@@ -64,11 +63,11 @@ struct Min : Max {
     Tensor values = std::get<0>(ops::min_dim(ops::reshape(x, {x.numel()}), 0, false));
     if (!any_requires_grad({&x})) return values;
     auto n = std::make_shared<Min>();
-    n->saves_tensors = true;
     n->all = true;
-    n->x = x.detach();
-    n->y = values.detach();
-    return record(values, n, {&x});
+    n->x = n->save(x);
+    values = record(values, n, {&x});
+    n->y = n->save(values, /*is_output=*/true);  // a detached handle: `values` itself would be a cycle
+    return values;
   }
 };
 
@@ -84,13 +83,13 @@ struct AmaxAmin : Node {
     Tensor out = ops::amax_amin(x, dims, keepdim, is_max);
     if (!any_requires_grad({&x})) return out;
     auto n = std::make_shared<AmaxAmin>();
-    n->saves_tensors = true;
     n->is_max = is_max;
-    n->x = x.detach();
+    n->x = n->save(x);
     n->keep_shape = x.sizes();
     for (int64_t d : ops::reduction_dims(dims, x.dim(), is_max ? "amax" : "amin")) n->keep_shape[d] = 1;
-    n->y = ops::reshape(out.detach(), n->keep_shape);
-    return record(out, n, {&x});
+    out = record(out, n, {&x});
+    n->y = ops::reshape(n->save(out, /*is_output=*/true), n->keep_shape);
+    return out;
   }
   std::vector<Tensor> apply(const Tensor& dy) override {
     Tensor g = ops::reshape(dy, keep_shape);
@@ -113,10 +112,9 @@ struct MaximumMinimum : Node {
                         : ops::binary(a, b, cpu::MinimumOp{}, "minimum");
     if (!any_requires_grad({&a, &b})) return out;
     auto n = std::make_shared<MaximumMinimum>();
-    n->saves_tensors = true;
     n->is_max = is_max;
-    n->a = a.detach();
-    n->b = b.detach();
+    n->a = n->save(a);
+    n->b = n->save(b);
     n->sa = a.sizes();
     n->sb = b.sizes();
     return record(out, n, {&a, &b});
@@ -159,13 +157,12 @@ struct PowTensor : Node {
     Tensor out = ops::pow_tensor(a, b);
     if (!any_requires_grad({&a, &b})) return out;
     auto n = std::make_shared<PowTensor>();
-    n->saves_tensors = true;
-    n->a = a.detach();
-    n->b = b.detach();
+    n->a = n->save(a);
+    n->b = n->save(b);
     n->sa = a.sizes();
     n->sb = b.sizes();
     out = record(out, n, {&a, &b});
-    n->y = out.detach();
+    n->y = n->save(out, /*is_output=*/true);
     return out;
   }
   std::vector<Tensor> apply(const Tensor& dy0) override {
@@ -201,11 +198,10 @@ struct PowScalarBase : Node {
     Tensor out = ops::pow_tensor(ops::scalar_as_tensor(s, ops::scalar_result_type(b.dtype(), s)), b);
     if (!any_requires_grad({&b})) return out;
     auto n = std::make_shared<PowScalarBase>();
-    n->saves_tensors = true;
     n->s = s;
-    n->b = b.detach();
+    n->b = n->save(b);
     out = record(out, n, {&b});
-    n->y = out.detach();
+    n->y = n->save(out, /*is_output=*/true);
     return out;
   }
   std::vector<Tensor> apply(const Tensor& dy0) override {
@@ -271,8 +267,8 @@ struct RemainderFmod : Node {
     n->saves_tensors = true;
     n->fmod = fmod;
     if (b.requires_grad()) {
-      n->a = a.detach();
-      n->b = b.detach();
+      n->a = n->save(a);
+      n->b = n->save(b);
     }
     n->sa = a.sizes();
     n->sb = b.sizes();
@@ -316,8 +312,7 @@ struct ClampScalar : Node {
     Tensor out = ops::clamp_scalar(x, lo, hi, op);
     if (!any_requires_grad({&x})) return out;
     auto n = std::make_shared<ClampScalar>();
-    n->saves_tensors = true;
-    n->x = ops::contiguous(ops::to_dtype(x.detach(), out.dtype()));
+    n->x = ops::contiguous(ops::to_dtype(n->save(x), out.dtype()));
     n->lo = lo;
     n->hi = hi;
     n->node_name = node_name;
@@ -354,10 +349,10 @@ struct ClampTensor : Node {
     auto n = std::make_shared<ClampTensor>();
     n->saves_tensors = true;
     n->node_name = node_name;
-    n->x = x.detach();
+    n->x = n->save(x);
     n->sx = x.sizes();
-    if (lo.defined()) n->lo = lo.detach(), n->slo = lo.sizes();
-    if (hi.defined()) n->hi = hi.detach(), n->shi = hi.sizes();
+    if (lo.defined()) n->lo = n->save(lo), n->slo = lo.sizes();
+    if (hi.defined()) n->hi = n->save(hi), n->shi = hi.sizes();
     if (!lo.defined()) return record(out, n, {&x, &hi});
     if (!hi.defined()) return record(out, n, {&x, &lo});
     return record(out, n, {&x, &lo, &hi});
@@ -405,8 +400,7 @@ struct Where : Node {
     Tensor out = ops::where(cond, a, b);
     if (!any_requires_grad({&a, &b})) return out;
     auto n = std::make_shared<Where>();
-    n->saves_tensors = true;
-    n->cond = cond.detach();
+    n->cond = n->save(cond);
     n->sa = a.sizes();
     n->sb = b.sizes();
     return record(out, n, {&a, &b});

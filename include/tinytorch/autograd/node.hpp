@@ -8,6 +8,11 @@
 // leaf.grad, then fires the leaf's post-accumulate-grad hooks.
 // Each node has exactly one output (multi-output ops such as chunk are built from one-output
 // views), which keeps the engine a short read.
+// Saved tensors and in-place ops: a node keeps what its backward needs through save(t), which
+// remembers t's version (core/storage.hpp). Before apply() the engine compares it with the
+// current version and raises PyTorch's "one of the variables needed for gradient computation has
+// been modified by an inplace operation" instead of computing a wrong gradient from changed data.
+// In-place ops themselves are recorded by autograd/inplace.hpp.
 // Names print as PyTorch's: MulBackward0, AddmmBackward0, AccumulateGrad.
 // Chapter: chapters/02-autograd.md (planned); model: karpathy/micrograd engine.py.
 #pragma once
@@ -30,6 +35,20 @@ struct Node;
 struct Edge {
   std::shared_ptr<Node> fn;
   DType dtype = kFloat32;
+};
+
+/// What a node remembers about a tensor it saved for backward, to detect a later in-place write
+/// (PyTorch's SavedVariable, minus the data: the node keeps that in its own fields).
+struct SavedVersion {
+  std::weak_ptr<Storage> storage;  ///< expired: nobody can write to it any more
+  uint32_t version = 0;            ///< the storage's version when saved
+  Shape shape;
+  DType dtype = kFloat32;
+  bool is_output = false;  ///< an output of the saving node (then named after that node) ...
+  bool output_is_leaf = false;  ///< ... unless it needed no gradient (as max's indices)
+  int output_nr = 0;
+  std::weak_ptr<TensorImpl> original;  ///< an input: named after its grad_fn when checked ...
+  std::weak_ptr<Node> grad_fn_at_save;  ///< ... or, once it is gone, after its grad_fn at save time
 };
 
 struct Node {
@@ -55,10 +74,57 @@ struct Node {
   /// Frees saved tensors after a backward without retain_graph.
   virtual void release_saved() {}
 
+  /// Saves `t` for backward: returns t.detach() for the node to keep and remembers t's version,
+  /// which check_saved_versions() compares before apply(). `is_output`: t is this node's output
+  /// number `output_nr` (as PyTorch's SavedVariable(result, true)); save it after record() made
+  /// this node its grad_fn, so that the error message names the node. A node may also call it just
+  /// to watch an input it does not keep (PyTorch would keep it), so that an in-place change of
+  /// that input still raises as in PyTorch.
+  Tensor save(const Tensor& t, bool is_output = false, int output_nr = 0) {
+    saves_tensors = true;
+    if (!t.defined()) return t;
+    SavedVersion s;
+    s.storage = t.impl()->storage;
+    s.version = t.impl()->storage->version();
+    s.shape = t.sizes();
+    s.dtype = t.dtype();
+    s.is_output = is_output;
+    s.output_nr = output_nr;
+    s.output_is_leaf = t.impl()->grad_fn == nullptr;
+    if (!is_output) {
+      s.original = t.impl_ptr();
+      s.grad_fn_at_save = t.impl()->grad_fn;
+    }
+    saved_versions.push_back(std::move(s));
+    return t.detach();
+  }
+  /// Throws PyTorch's error when a tensor saved by save() was written in place since.
+  void check_saved_versions() const {
+    for (const SavedVersion& s : saved_versions) {
+      std::shared_ptr<Storage> storage = s.storage.lock();
+      if (!storage || storage->version() == s.version) continue;
+      std::string fn;
+      if (s.is_output) {
+        fn = s.output_is_leaf ? "" : name();
+      } else {
+        auto orig = s.original.lock();
+        std::shared_ptr<Node> g = orig ? orig->grad_fn : s.grad_fn_at_save.lock();
+        if (g) fn = g->name();
+      }
+      std::string which = fn.empty() ? "" : ", which is output " + std::to_string(s.output_nr) + " of " + fn + ",";
+      TT_CHECK(false, "one of the variables needed for gradient computation has been modified by an inplace "
+               "operation: [", tensor_type_name(s.dtype), " ", shape_str(s.shape), "]", which, " is at version ",
+               storage->version(), "; expected version ", s.version, " instead. Hint: the tensor was changed in "
+               "place (an in-place op, a write through a view or detach(), an optimizer step) after the forward "
+               "pass saved it for backward; clone() it before changing it, or change it after backward()");
+    }
+  }
+
   std::vector<Edge> next_edges;
   std::vector<TensorHook> hooks;  ///< register_hook on the tensor this node produced
   bool saves_tensors = false;     ///< set by nodes that keep inputs for backward
   bool released = false;          ///< saved tensors were freed by an earlier backward
+  std::vector<SavedVersion> saved_versions;  ///< filled by save()
 
   // Engine scratch space, valid during one backward pass.
   Tensor grad_buffer;
@@ -125,12 +191,20 @@ inline std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
   return get_or_create();
 }
 
-/// The edge a gradient for `t` should follow.
+/// The edge a gradient for `t` should follow. (A view made under NoGradGuard of a tensor that
+/// requires grad reports requires_grad() but has no grad_fn and is no leaf of its own: no edge,
+/// as PyTorch's grad_accumulator, which looks at the tensor's own flag.)
 inline Edge gradient_edge(const Tensor& t) {
   if (!t.defined() || !t.requires_grad()) return {nullptr};
   if (t.grad_fn()) return {t.grad_fn(), t.dtype()};
+  if (!t.impl()->requires_grad) return {nullptr};
   return {grad_accumulator(t), t.dtype()};
 }
+
+/// Records an in-place write to `t` that did not go through one of Tensor's in-place methods
+/// (raw-pointer kernels such as the optimizers' fast paths): bumps t's version counter
+/// (PyTorch's torch.autograd.graph.increment_version).
+inline void increment_version(const Tensor& t) { t.impl()->storage->bump_version(); }
 
 /// Connects `node` to `inputs` and makes it `out`'s grad_fn. Returns out.
 inline Tensor set_history(Tensor out, std::shared_ptr<Node> node, std::initializer_list<const Tensor*> inputs) {

@@ -109,9 +109,8 @@ struct NativeBatchNorm : Node {
     });
     if (!any_requires_grad({&x0, &weight, &bias})) return y;
     auto node = std::make_shared<NativeBatchNorm>();
-    node->saves_tensors = true;
-    node->x = x.detach();
-    if (weight.defined()) node->weight = weight.detach();
+    node->x = node->save(x);
+    if (weight.defined()) node->weight = node->save(weight);
     node->mean = std::move(mean);
     node->invstd = std::move(invstd);
     node->N = N;
@@ -205,9 +204,8 @@ struct NativeLayerNorm : Node {
     });
     if (!any_requires_grad({&x0, &weight, &bias})) return y;
     auto node = std::make_shared<NativeLayerNorm>();
-    node->saves_tensors = true;
-    node->x = x.detach();
-    if (weight.defined()) node->weight = weight.detach();
+    node->x = node->save(x);
+    if (weight.defined()) node->weight = node->save(weight);
     node->mean = std::move(mean);
     node->rstd = std::move(rstd);
     node->normalized_shape = normalized_shape;

@@ -6,9 +6,16 @@
 // 64-byte aligned and reused across training steps instead of returned to the system; smaller
 // ones come from plain malloc (16-byte aligned).
 // CUDA storage arrives with the CUDA backend; a CPU-only build throws if asked for it.
+// Storage also carries PyTorch's version counter (`tensor._version`): every in-place write to any
+// tensor on this storage (a view, a detach()ed alias, an optimizer step under no_grad) bumps it,
+// and autograd's saved tensors compare it with the value they saw in the forward pass
+// (autograd/node.hpp, Node::save). All views share one storage, so they share the counter, as
+// PyTorch's views and detach() share theirs. Chapter: chapters/02-autograd.md.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -43,7 +50,13 @@ class Storage {
   size_t nbytes() const { return nbytes_; }
   Device device() const { return device_; }
 
+  /// The number of in-place writes so far (PyTorch's version counter; 0 for fresh memory).
+  uint32_t version() const { return version_.load(std::memory_order_relaxed); }
+  /// Records one in-place write (PyTorch's VariableVersion::bump). Called by every in-place op.
+  void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
+
  private:
+  std::atomic<uint32_t> version_{0};
   void* data_ = nullptr;
   size_t nbytes_ = 0;
   Device device_;

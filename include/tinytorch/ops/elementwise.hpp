@@ -5,10 +5,22 @@
 //   unary(x, f):      out = f(x); float-only functions (exp, log, ...) turn int64 into float32
 //   scalar(a, s, f):  out = f(a, s) for a double s (kept in a's dtype; int64 * 2.5 -> float32)
 // Inputs are read through their strides (broadcast dims have stride 0): no copies.
-// Reference: PyTorch's broadcasting and type-promotion notes.
+// In place (binary_, unary_) and PyTorch's memory-overlap rules for them (ATen/MemoryOverlap.cpp),
+// which Tensor's in-place methods apply before writing:
+//   the written-to tensor may not repeat a location (an expanded tensor: stride 0, size > 1):
+//     "unsupported operation: more than one element of the written-to tensor refers to a single
+//     memory location";
+//   an input may not partly overlap it (a.add_(a.t()), b[1:].copy_(b[:-1])): "unsupported
+//   operation: some elements of the input tensor and the written-to tensor refer to a single
+//   memory location". The same elements in the same layout (a.add_(a)) are fine; layouts too
+//   irregular to decide ("too hard" for PyTorch too) are allowed, and binary_ then reads a copy of
+//   the input, so the result never depends on the loop order.
+// Reference: PyTorch's broadcasting and type-promotion notes, ATen/MemoryOverlap.cpp.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "../backend/cpu/elementwise.hpp"
 #include "dispatch.hpp"
@@ -76,7 +88,72 @@ Tensor scalar(const Tensor& a0, double s, F f, const char* op) {
   return out;
 }
 
+// ---- memory overlap (PyTorch's ATen/MemoryOverlap.cpp) ------------------------------------------
+
+/// True when the elements fill a block of memory without gaps or repeats, in some dim order
+/// (PyTorch's is_non_overlapping_and_dense: a permutation of contiguous strides).
+inline bool is_non_overlapping_and_dense(const Tensor& t) {
+  const Shape& sizes = t.sizes();
+  const Strides& strides = t.strides();
+  const size_t dim = sizes.size();
+  if (dim == 1) return sizes[0] < 2 || strides[0] == 1;
+  std::vector<size_t> perm(dim);
+  for (size_t i = 0; i < dim; ++i) perm[i] = i;
+  std::sort(perm.begin(), perm.end(), [&](size_t a, size_t b) {  // size-1 dims last, then by stride
+    if (sizes[a] < 2) return false;
+    if (sizes[b] < 2) return true;
+    return strides[a] < strides[b];
+  });
+  int64_t require_stride = 1;
+  for (size_t i = 0; i < dim; ++i) {
+    const int64_t size = sizes[perm[i]];
+    if (size < 2) return true;
+    if (strides[perm[i]] != require_stride) return false;
+    require_stride *= size;
+  }
+  return true;
+}
+
+enum class MemOverlap { No, Yes, TooHard };
+/// Whether two elements of `t` share a location: Yes only for a stride-0 dim of size > 1.
+inline MemOverlap has_internal_overlap(const Tensor& t) {
+  if (is_non_overlapping_and_dense(t)) return MemOverlap::No;
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.strides()[d] == 0 && t.sizes()[d] > 1) return MemOverlap::Yes;
+  return MemOverlap::TooHard;
+}
+/// Throws PyTorch's error when `t`, about to be written, repeats a location (e.g. after expand).
+inline void assert_no_internal_overlap(const Tensor& t, const char* op) {
+  TT_CHECK(has_internal_overlap(t) != MemOverlap::Yes, op, ": unsupported operation: more than one element of the "
+           "written-to tensor refers to a single memory location. Please clone() the tensor before performing the "
+           "operation. (shape ", shape_str(t.sizes()), ", strides ", shape_str(t.strides()), ")");
+}
+
+enum class MemOverlapStatus { Full, Partial, TooHard, No };
+/// How the memory of a and b overlaps: Full (the same elements in the same layout), Partial,
+/// No, or TooHard (one is not dense, so it is not worth deciding).
+inline MemOverlapStatus get_overlap_status(const Tensor& a, const Tensor& b) {
+  if (a.is_same(b)) return MemOverlapStatus::Full;
+  if (a.numel() == 0 || b.numel() == 0) return MemOverlapStatus::No;
+  if (!is_non_overlapping_and_dense(a) || !is_non_overlapping_and_dense(b)) return MemOverlapStatus::TooHard;
+  if (a.impl()->storage != b.impl()->storage) return MemOverlapStatus::No;
+  const int64_t ea = static_cast<int64_t>(element_size(a.dtype())), eb = static_cast<int64_t>(element_size(b.dtype()));
+  const int64_t a_begin = a.storage_offset() * ea, a_end = a_begin + a.numel() * ea;
+  const int64_t b_begin = b.storage_offset() * eb, b_end = b_begin + b.numel() * eb;
+  if (a_begin == b_begin && a_end == b_end)
+    return a.strides() == b.strides() ? MemOverlapStatus::Full : MemOverlapStatus::Partial;
+  if (a_begin < b_end && b_begin < a_end) return MemOverlapStatus::Partial;
+  return MemOverlapStatus::No;
+}
+/// Throws PyTorch's error when the input `in` partly overlaps `out`, which is about to be written.
+inline void assert_no_partial_overlap(const Tensor& out, const Tensor& in, const char* op) {
+  TT_CHECK(get_overlap_status(out, in) != MemOverlapStatus::Partial, op, ": unsupported operation: some elements "
+           "of the input tensor and the written-to tensor refer to a single memory location. Please clone() the "
+           "tensor before performing the operation.");
+}
+
 /// In place: self = f(self, other) with other broadcast to self's shape (self keeps its dtype).
+/// When other shares memory with self in any layout but the same one, it is read from a copy.
 template <class F>
 void binary_(Tensor& self, const Tensor& other0, F f, const char* op) {
   check_device(self, op);
@@ -84,7 +161,11 @@ void binary_(Tensor& self, const Tensor& other0, F f, const char* op) {
   Shape shape = broadcast_shapes(self.sizes(), other0.sizes(), op);
   TT_CHECK(shape == self.sizes(), op, ": output with shape ", shape_str(self.sizes()),
            " doesn't match the broadcast shape ", shape_str(shape));
-  const Tensor other = to_dtype(other0, self.dtype());
+  Tensor other = to_dtype(other0, self.dtype());
+  if (other.impl()->storage == self.impl()->storage) {
+    const MemOverlapStatus st = get_overlap_status(self, other);
+    if (st == MemOverlapStatus::Partial || st == MemOverlapStatus::TooHard) other = clone(other);
+  }
   Strides so = broadcast_strides(other.sizes(), other.strides(), shape);
   dispatch(self.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -173,6 +173,9 @@ class Adam : public Optimizer {
                      param.numel(), state.step, group.lr, beta1, beta2, group.eps, group.weight_decay,
                      group.amsgrad, decoupled_weight_decay_);
     });
+    // The in-place writes PyTorch makes: param.mul_ (AdamW's decay), then param.addcdiv_.
+    if (decoupled_weight_decay_ && group.weight_decay != 0) autograd::increment_version(param);
+    autograd::increment_version(param);
   }
 
   static void validate(const AdamOptions& o) {

@@ -22,13 +22,20 @@
 // PyTorch uses them (SequentialLR restarting a scheduler at a milestone, resuming, see below).
 // These are the PyTorch 2.x versions (`_is_initial`, `_update_lr`); for the cases tested they
 // give the same numbers as 1.13.
+// Order check: the first step() after construction, made before any optimizer.step(), prints
+// PyTorch's UserWarning ("Detected call of `lr_scheduler.step()` before `optimizer.step()`. ...")
+// on stderr, once per process (Python's default warning filter), and counts it in
+// detail::order_warnings() (for tests). PyTorch detects it the same way, from the optimizer's
+// step counter (Optimizer::step_count()).
 // Chapter: chapters/03-optimizers.md (planned): warmup and the linear scaling rule.
 // Reference: torch.optim.lr_scheduler (PyTorch 2.x torch/optim/lr_scheduler.py); Loshchilov &
 // Hutter, "SGDR" (ICLR 2017); Goyal et al., "Accurate, Large Minibatch SGD" (2017, warmup).
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,6 +50,21 @@ class SequentialLR;
 /// math.pi (the same double as M_PI, which standard C++17 does not define).
 constexpr double kPi = 3.141592653589793;
 
+namespace detail {
+/// PyTorch's warning text (torch/optim/lr_scheduler.py).
+inline const char* order_warning_text() {
+  return "Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch 1.1.0 and later, you should "
+         "call them in the opposite order: `optimizer.step()` before `lr_scheduler.step()`.  Failure to do this will "
+         "result in PyTorch skipping the first value of the learning rate schedule. See more details at "
+         "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate";
+}
+/// How many times a scheduler was stepped before its optimizer (the warning prints on the first).
+inline std::atomic<int64_t>& order_warnings() {
+  static std::atomic<int64_t> count{0};
+  return count;
+}
+}  // namespace detail
+
 /// Base class: keeps last_epoch and base_lrs, writes the lrs that get_lr() computes.
 /// A subclass implements get_lr() (and closed_form_lr() when it has one) and calls
 /// initial_step() at the end of its constructor (C++ cannot call the subclass's get_lr from the
@@ -54,7 +76,10 @@ class LRScheduler {
   LRScheduler& operator=(const LRScheduler&) = delete;
 
   /// Advances the schedule by one (last_epoch += 1) and writes the new lr into every param group.
+  /// Warns (once per process, on stderr) when this is the first call and the optimizer has not
+  /// stepped yet, as PyTorch does: the first lr of the schedule is then never used.
   virtual void step() {
+    warn_if_before_optimizer_step();
     ++step_count_;
     update_lr(std::nullopt);
   }
@@ -114,6 +139,12 @@ class LRScheduler {
     for (size_t i = 0; i < groups.size() && i < values.size(); ++i) groups[i].lr = values[i];
     last_lr_.clear();
     for (const ParamGroup& g : groups) last_lr_.push_back(g.lr);
+  }
+  /// PyTorch's check at the top of step(): the first call after the constructor's, with no
+  /// optimizer.step() yet.
+  void warn_if_before_optimizer_step() const {
+    if (step_count_ != 1 || optimizer_->step_count() >= 1) return;
+    if (detail::order_warnings()++ == 0) std::fprintf(stderr, "UserWarning: %s\n", detail::order_warning_text());
   }
   /// Each group's current lr.
   std::vector<double> group_lrs() const {

@@ -11,6 +11,10 @@
 // state[p] is per-parameter memory (SGD's momentum buffer, Adam's moments and step count), keyed
 // by the parameter's TensorImpl*, created on the parameter's first update.
 // Learning-rate schedulers (lr_scheduler.hpp) write `param_groups()[i].lr` between steps.
+// Bookkeeping as PyTorch's: step() counts its calls (step_count(), which schedulers check to warn
+// when they are stepped first) and every parameter update bumps the parameter's version counter
+// (core/storage.hpp), so a backward through a graph built before the step raises instead of
+// differentiating with the new values.
 // Shapes: every state tensor has its parameter's shape and dtype.
 // Chapter: chapters/01-training-loop.md (the loop), chapters/03-optimizers.md (planned: the updates).
 // Reference: torch.optim.Optimizer (PyTorch 2.x: torch/optim/optimizer.py).
@@ -107,7 +111,21 @@ class Optimizer {
 
   /// One optimization step: for every parameter whose grad is defined, update(p, p.grad, state, group),
   /// under NoGradGuard. Parameters with an undefined grad (unused, frozen) are skipped and get no state.
-  virtual void step() {
+  /// Each updated parameter's version counter is bumped (as by PyTorch's in-place updates), so a
+  /// backward through a graph built before the step raises instead of using the new values.
+  /// Counts the call (step_count()), which LR schedulers check.
+  void step() {
+    ++step_count_;
+    step_impl();
+  }
+
+  /// Number of step() calls so far (PyTorch 1.13's optimizer._step_count, which
+  /// lr_scheduler.step() reads to warn when it is called before the first optimizer.step()).
+  int64_t step_count() const { return step_count_; }
+
+ protected:
+  /// The step itself (the loop above). A subclass with another loop overrides this, not step().
+  virtual void step_impl() {
     NoGradGuard no_grad;
     for (ParamGroup& group : param_groups_) {
       for (Tensor& p : group.params) {
@@ -117,6 +135,8 @@ class Optimizer {
       }
     }
   }
+
+ public:
 
   /// Resets the gradients of all parameters: to undefined (set_to_none=true, the PyTorch 2.x
   /// default: saves memory, and the next backward writes instead of adding) or to zeros.
@@ -129,7 +149,8 @@ class Optimizer {
           p.set_grad(Tensor());
         } else {
           NoGradGuard no_grad;
-          grad.detach_();
+          if (grad.grad_fn()) grad.detach_();  // as PyTorch's zero_grad (detach_ refuses views)
+          else grad.impl()->requires_grad = false;
           grad.zero_();
         }
       }
@@ -191,6 +212,7 @@ class Optimizer {
 
   std::vector<ParamGroup> param_groups_;
   std::unordered_map<TensorImpl*, ParamState> state_;
+  int64_t step_count_ = 0;
 };
 
 }  // namespace tinytorch::optim

@@ -127,6 +127,7 @@ class SGD : public Optimizer {
       sgd_kernel<T>(param.data_ptr<T>(), grad.data_ptr<T>(), buf, param.numel(), group.lr, group.momentum,
                     group.dampening, group.weight_decay, group.nesterov, first_step);
     });
+    autograd::increment_version(param);  // one in-place write, as PyTorch's param.add_
   }
 
  private:
