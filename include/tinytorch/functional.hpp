@@ -24,8 +24,10 @@ namespace tinytorch {
 using autograd::Reduction;
 
 // ---- arithmetic -------------------------------------------------------------------------------
-/// a + alpha * b with broadcasting (torch.add).
-inline Tensor add(const Tensor& a, const Tensor& b, double alpha = 1.0) { return autograd::Add::forward(a, b, alpha); }
+/// a + alpha * b with broadcasting (torch.add). For int64 a and b the sum is exact and wraps modulo
+/// 2^64, and a floating alpha throws PyTorch's "For integral input tensors, argument alpha must not
+/// be a floating point number."
+inline Tensor add(const Tensor& a, const Tensor& b, Scalar alpha = 1);
 inline Tensor sub(const Tensor& a, const Tensor& b) { return autograd::Sub::forward(a, b); }
 inline Tensor mul(const Tensor& a, const Tensor& b) { return autograd::Mul::forward(a, b); }
 /// True division (int64 / int64 gives float32, as torch.div).
@@ -33,7 +35,10 @@ inline Tensor div(const Tensor& a, const Tensor& b) { return autograd::Div::forw
 inline Tensor neg(const Tensor& x) { return autograd::Neg::forward(x); }
 inline Tensor exp(const Tensor& x) { return autograd::exp(x); }
 inline Tensor log(const Tensor& x) { return autograd::log(x); }
-inline Tensor pow(const Tensor& x, double exponent) { return autograd::pow(x, exponent); }
+/// x^exponent (torch.pow). int64 x: an integral exponent gives int64, exact and wrapping modulo 2^64
+/// (3^41 -> -420491770248316829, as PyTorch), a negative one throws "Integers to negative integer
+/// powers are not allowed."; a floating exponent computes in float32.
+inline Tensor pow(const Tensor& x, Scalar exponent);
 inline Tensor sqrt(const Tensor& x) { return autograd::sqrt(x); }
 inline Tensor abs(const Tensor& x) { return autograd::abs(x); }
 inline Tensor relu(const Tensor& x) { return autograd::relu(x); }
@@ -332,7 +337,7 @@ inline Tensor Tensor::operator-() const { return tinytorch::neg(*this); }
 inline Tensor Tensor::neg() const { return tinytorch::neg(*this); }
 inline Tensor Tensor::exp() const { return tinytorch::exp(*this); }
 inline Tensor Tensor::log() const { return tinytorch::log(*this); }
-inline Tensor Tensor::pow(double e) const { return tinytorch::pow(*this, e); }
+inline Tensor Tensor::pow(Scalar e) const { return tinytorch::pow(*this, e); }
 inline Tensor Tensor::sqrt() const { return tinytorch::sqrt(*this); }
 inline Tensor Tensor::abs() const { return tinytorch::abs(*this); }
 inline Tensor Tensor::relu() const { return tinytorch::relu(*this); }
@@ -374,27 +379,71 @@ inline void check_inplace(const Tensor& t, const char* op) {
 }
 }  // namespace detail
 
-inline Tensor& Tensor::add_(const Tensor& o, double alpha) {
-  detail::check_inplace(*this, "add_");
-  if (alpha == 1) ops::binary_(*this, o, backend::cpu::AddOp{}, "add_");
-  else ops::binary_(*this, o, [alpha](auto a, auto b) { return a + alpha * b; }, "add_");
-  return *this;
+// In-place arithmetic on an int64 tensor follows PyTorch's casting rule: the result type of
+// (self, operand) must fit self, so a floating operand (a float tensor, or a floating Scalar as in
+// add_(1.0)) throws "result type Float can't be cast to the desired output type Long"; integral
+// operands compute exactly in int64, wrapping modulo 2^64 (never through a double).
+namespace detail {
+inline void check_inplace_result(const Tensor& self, bool floating_operand, DType result, const char* op) {
+  TT_CHECK(self.is_floating_point() || !floating_operand, op, ": result type ", scalar_type_name(result),
+           " can't be cast to the desired output type ", scalar_type_name(self.dtype()));
 }
-inline Tensor& Tensor::add_(double v) {
-  detail::check_inplace(*this, "add_");
-  ops::unary_(*this, [v](auto a) { return a + v; }, "add_");
-  return *this;
+inline void check_inplace_result(const Tensor& self, const Tensor& o, const char* op) {
+  check_inplace_result(self, o.is_floating_point(), o.dtype(), op);
 }
-inline Tensor& Tensor::sub_(const Tensor& o, double alpha) { return add_(o, -alpha); }
+inline void check_inplace_result(const Tensor& self, const Scalar& s, const char* op) {
+  check_inplace_result(self, s.is_floating_point(), kFloat32, op);
+}
+/// self += alpha * o (sign = -1: self -= alpha * o), exact for int64.
+inline Tensor& add_scaled_(Tensor& self, const Tensor& o, const Scalar& alpha, int sign, const char* op) {
+  check_inplace(self, op);
+  check_inplace_result(self, o, op);
+  if (self.dtype() == kInt64) {
+    TT_CHECK(alpha.is_integral(), op, ": For integral input tensors, argument alpha must not be a floating point "
+             "number.");
+    const int64_t k = sign > 0 ? alpha.to_int64() : Scalar::wrapping_neg(alpha.to_int64());
+    ops::binary_(self, o, [k](auto a, auto b) {
+      if constexpr (std::is_same_v<decltype(a), int64_t>) return wrapping_add(a, wrapping_mul(k, b));
+      else return a;  // not reached: self is int64
+    }, op);
+    return self;
+  }
+  const double k = sign * alpha.to_double();
+  if (k == 1) ops::binary_(self, o, backend::cpu::AddOp{}, op);
+  else ops::binary_(self, o, [k](auto a, auto b) { return a + k * b; }, op);
+  return self;
+}
+/// self = f(self, s): exact int64 (int_op, wrapping) for an int64 self, else in self's dtype.
+template <class IntOp, class FloatOp>
+Tensor& scalar_(Tensor& self, const Scalar& s, IntOp int_op, FloatOp float_op, const char* op) {
+  check_inplace(self, op);
+  check_inplace_result(self, s, op);
+  if (self.dtype() == kInt64) {
+    ops::scalar_int64_(self, s.to_int64(op), int_op, op);
+  } else {
+    const double v = s.to_double();
+    ops::unary_(self, [&](auto a) { return float_op(a, v); }, op);
+  }
+  return self;
+}
+}  // namespace detail
+
+inline Tensor& Tensor::add_(const Tensor& o, Scalar alpha) { return detail::add_scaled_(*this, o, alpha, 1, "add_"); }
+inline Tensor& Tensor::sub_(const Tensor& o, Scalar alpha) { return detail::add_scaled_(*this, o, alpha, -1, "sub_"); }
+inline Tensor& Tensor::add_(Scalar v) {
+  return detail::scalar_(*this, v, wrapping_add, [](auto a, double b) { return a + b; }, "add_");
+}
+inline Tensor& Tensor::sub_(Scalar v) {
+  return detail::scalar_(*this, v, wrapping_sub, [](auto a, double b) { return a - b; }, "sub_");
+}
 inline Tensor& Tensor::mul_(const Tensor& o) {
   detail::check_inplace(*this, "mul_");
+  detail::check_inplace_result(*this, o, "mul_");
   ops::binary_(*this, o, backend::cpu::MulOp{}, "mul_");
   return *this;
 }
-inline Tensor& Tensor::mul_(double v) {
-  detail::check_inplace(*this, "mul_");
-  ops::unary_(*this, [v](auto a) { return a * v; }, "mul_");
-  return *this;
+inline Tensor& Tensor::mul_(Scalar v) {
+  return detail::scalar_(*this, v, wrapping_mul, [](auto a, double b) { return a * b; }, "mul_");
 }
 // div_ is true division, as torch.div_: its result is floating point, which an int64 tensor cannot
 // hold, so int64 div_ raises as in PyTorch (and never runs an integer division, which would trap
@@ -406,27 +455,32 @@ inline Tensor& Tensor::div_(const Tensor& o) {
   ops::binary_(*this, o, backend::cpu::DivOp{}, "div_");
   return *this;
 }
-inline Tensor& Tensor::div_(double v) {
+inline Tensor& Tensor::div_(Scalar s) {
   detail::check_inplace(*this, "div_");
   TT_CHECK(is_floating_point(), "div_: result type Float can't be cast to the desired output type ",
            scalar_type_name(dtype()));
+  const double v = s.to_double();
   ops::unary_(*this, [v](auto a) { return a / v; }, "div_");
   return *this;
 }
-inline Tensor& Tensor::addcmul_(const Tensor& t1, const Tensor& t2, double value) {
+inline Tensor& Tensor::addcmul_(const Tensor& t1, const Tensor& t2, Scalar value) {
   detail::check_inplace(*this, "addcmul_");
   return add_(ops::binary(t1, t2, backend::cpu::MulOp{}, "addcmul_"), value);
 }
-inline Tensor& Tensor::addcdiv_(const Tensor& t1, const Tensor& t2, double value) {
+inline Tensor& Tensor::addcdiv_(const Tensor& t1, const Tensor& t2, Scalar value) {
   detail::check_inplace(*this, "addcdiv_");
   TT_CHECK(t1.is_floating_point() || t2.is_floating_point(), "addcdiv_: Integer division with addcdiv is no "
            "longer supported (got int64 tensor1 and tensor2); use (input + value * tensor1 / tensor2)");
   return add_(ops::binary(t1, t2, backend::cpu::DivOp{}, "addcdiv_"), value);
 }
 inline Tensor& Tensor::zero_() { return fill_(0.0); }
-inline Tensor& Tensor::fill_(double v) {
+inline Tensor& Tensor::fill_(Scalar s) {
   detail::check_inplace(*this, "fill_");
-  ops::unary_(*this, [v](auto) { return v; }, "fill_");
+  dispatch(dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T v = s.to<T>("fill_");  // exact for int64; throws beyond its range
+    ops::unary_(*this, [v](auto) { return v; }, "fill_");
+  });
   return *this;
 }
 inline Tensor& Tensor::copy_(const Tensor& src) {
@@ -434,16 +488,17 @@ inline Tensor& Tensor::copy_(const Tensor& src) {
   ops::binary_(*this, src, [](auto, auto b) { return b; }, "copy_");
   return *this;
 }
+// (The generator's lock is held once for the whole tensor: Generator::locked.)
 inline Tensor& Tensor::uniform_(double from, double to, Generator* gen) {
   detail::check_inplace(*this, "uniform_");
   Generator& g = gen ? *gen : default_generator();
-  ops::unary_(*this, [&](auto) { return g.uniform(from, to); }, "uniform_");
+  g.locked([&](Generator::Stream& s) { ops::unary_(*this, [&](auto) { return s.uniform(from, to); }, "uniform_"); });
   return *this;
 }
 inline Tensor& Tensor::normal_(double mean, double std, Generator* gen) {
   detail::check_inplace(*this, "normal_");
   Generator& g = gen ? *gen : default_generator();
-  ops::unary_(*this, [&](auto) { return mean + std * g.normal(); }, "normal_");
+  g.locked([&](Generator::Stream& s) { ops::unary_(*this, [&](auto) { return mean + std * s.normal(); }, "normal_"); });
   return *this;
 }
 
@@ -457,13 +512,19 @@ inline bool Tensor::allclose(const Tensor& o, double rtol, double atol) const {
   }
   return true;
 }
-inline bool Tensor::equal(const Tensor& o) const { return sizes() == o.sizes() && tolist<double>() == o.tolist<double>(); }
+inline bool Tensor::equal(const Tensor& o) const {
+  if (sizes() != o.sizes()) return false;
+  // two int64 tensors compare as int64 (as doubles, 2^53 + 1 would equal 2^53)
+  if (dtype() == kInt64 && o.dtype() == kInt64) return tolist<int64_t>() == o.tolist<int64_t>();
+  return tolist<double>() == o.tolist<double>();
+}
 
 inline std::string Tensor::str() const {
   if (!defined()) return "[ Tensor (undefined) ]";
   std::string suffix;
   if (grad_fn()) suffix = "grad_fn=<" + grad_fn()->name() + ">";
   else if (requires_grad()) suffix = "requires_grad=True";
+  if (dtype() == kInt64) return detail::format_tensor_int64(sizes(), tolist<int64_t>(), suffix);  // exact
   return detail::format_tensor(sizes(), tolist<double>(), dtype(), suffix);
 }
 inline std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
@@ -473,19 +534,64 @@ inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
 inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
 inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
-inline Tensor operator+(const Tensor& a, double b) { return autograd::AddScalar::forward(a, b); }
-inline Tensor operator-(const Tensor& a, double b) { return autograd::AddScalar::forward(a, -b, "SubBackward1"); }
-inline Tensor operator*(const Tensor& a, double b) { return autograd::MulScalar::forward(a, b); }
-inline Tensor operator/(const Tensor& a, double b) { return autograd::DivScalar::forward(a, b); }
-inline Tensor operator+(double a, const Tensor& b) { return b + a; }
-inline Tensor operator-(double a, const Tensor& b) { return autograd::RsubScalar::forward(b, a); }
-inline Tensor operator*(double a, const Tensor& b) { return b * a; }
-inline Tensor operator/(double a, const Tensor& b) { return pow(b, -1.0) * a; }
+// Tensor-Scalar arithmetic: an int64 tensor with an integral Scalar computes exactly in int64
+// (wrapping modulo 2^64; int64 never requires grad, so there is no node to record); with a
+// floating Scalar it computes in float32 (torch.result_type); float tensors use the double value.
+namespace detail {
+inline bool int64_exact(const Tensor& t, const Scalar& s) { return t.dtype() == kInt64 && s.is_integral(); }
+inline Tensor promote_for(const Tensor& t, const Scalar& s) {
+  return t.dtype() == kInt64 && s.is_floating_point() ? ops::to_dtype(t, kFloat32) : t;
+}
+}  // namespace detail
+inline Tensor operator+(const Tensor& a, Scalar b) {
+  if (detail::int64_exact(a, b)) return ops::scalar_int64(a, b.to_int64(), wrapping_add, "add");
+  return autograd::AddScalar::forward(detail::promote_for(a, b), b.to_double());
+}
+inline Tensor operator-(const Tensor& a, Scalar b) {
+  if (detail::int64_exact(a, b)) return ops::scalar_int64(a, b.to_int64(), wrapping_sub, "sub");
+  return autograd::AddScalar::forward(detail::promote_for(a, b), -b.to_double(), "SubBackward1");
+}
+inline Tensor operator*(const Tensor& a, Scalar b) {
+  if (detail::int64_exact(a, b)) return ops::scalar_int64(a, b.to_int64(), wrapping_mul, "mul");
+  return autograd::MulScalar::forward(detail::promote_for(a, b), b.to_double());
+}
+inline Tensor operator/(const Tensor& a, Scalar b) { return autograd::DivScalar::forward(a, b.to_double()); }
+inline Tensor operator+(Scalar a, const Tensor& b) { return b + a; }
+inline Tensor operator-(Scalar a, const Tensor& b) {
+  if (detail::int64_exact(b, a))
+    return ops::scalar_int64(b, a.to_int64(), [](int64_t x, int64_t s) { return wrapping_sub(s, x); }, "rsub");
+  return autograd::RsubScalar::forward(detail::promote_for(b, a), a.to_double());
+}
+inline Tensor operator*(Scalar a, const Tensor& b) { return b * a; }
+inline Tensor operator/(Scalar a, const Tensor& b) { return pow(b, -1.0) * a; }
+
+inline Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
+  const bool is_one = alpha.is_integral() ? alpha.to_int64() == 1 : alpha.to_double() == 1.0;
+  if (ops::promote_types(a.dtype(), b.dtype()) == kInt64 && !(is_one && alpha.is_integral())) {
+    TT_CHECK(alpha.is_integral(), "add: For integral input tensors, argument alpha must not be a floating point "
+             "number.");
+    const int64_t k = alpha.to_int64();
+    return ops::binary(a, b, [k](auto x, auto y) {
+      if constexpr (std::is_same_v<decltype(x), int64_t>) return wrapping_add(x, wrapping_mul(k, y));
+      else return x;  // not reached: both are int64
+    }, "add");
+  }
+  return autograd::Add::forward(a, b, alpha.to_double());
+}
+inline Tensor pow(const Tensor& x, Scalar exponent) {
+  if (x.dtype() == kInt64 && exponent.is_integral()) {
+    const int64_t e = exponent.to_int64();
+    TT_CHECK(e >= 0, "pow: Integers to negative integer powers are not allowed. (got exponent ", e,
+             " for an int64 tensor; pass ", e, ".0 for a float32 result)");
+    return ops::scalar_int64(x, e, wrapping_pow, "pow");
+  }
+  return autograd::pow(detail::promote_for(x, exponent), exponent.to_double());
+}
 inline Tensor& operator+=(Tensor& a, const Tensor& b) { return a.add_(b); }
 inline Tensor& operator-=(Tensor& a, const Tensor& b) { return a.sub_(b); }
 inline Tensor& operator*=(Tensor& a, const Tensor& b) { return a.mul_(b); }
 inline Tensor& operator/=(Tensor& a, const Tensor& b) { return a.div_(b); }
-inline Tensor& operator+=(Tensor& a, double b) { return a.add_(b); }
-inline Tensor& operator*=(Tensor& a, double b) { return a.mul_(b); }
+inline Tensor& operator+=(Tensor& a, Scalar b) { return a.add_(b); }
+inline Tensor& operator*=(Tensor& a, Scalar b) { return a.mul_(b); }
 
 }  // namespace tinytorch
