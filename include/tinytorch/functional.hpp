@@ -389,6 +389,7 @@ inline void check_inplace_result(const Tensor& self, bool floating_operand, DTyp
            " can't be cast to the desired output type ", scalar_type_name(self.dtype()));
 }
 inline void check_inplace_result(const Tensor& self, const Tensor& o, const char* op) {
+  ops::check_device(o, op);  // "<op>: got an undefined tensor"
   check_inplace_result(self, o.is_floating_point(), o.dtype(), op);
 }
 inline void check_inplace_result(const Tensor& self, const Scalar& s, const char* op) {
@@ -538,9 +539,12 @@ inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
 // (wrapping modulo 2^64; int64 never requires grad, so there is no node to record); with a
 // floating Scalar it computes in float32 (torch.result_type); float tensors use the double value.
 namespace detail {
-inline bool int64_exact(const Tensor& t, const Scalar& s) { return t.dtype() == kInt64 && s.is_integral(); }
+// (An undefined t passes through to the op, whose error names it.)
+inline bool int64_exact(const Tensor& t, const Scalar& s) {
+  return t.defined() && t.dtype() == kInt64 && s.is_integral();
+}
 inline Tensor promote_for(const Tensor& t, const Scalar& s) {
-  return t.dtype() == kInt64 && s.is_floating_point() ? ops::to_dtype(t, kFloat32) : t;
+  return t.defined() && t.dtype() == kInt64 && s.is_floating_point() ? ops::to_dtype(t, kFloat32) : t;
 }
 }  // namespace detail
 inline Tensor operator+(const Tensor& a, Scalar b) {
@@ -567,7 +571,8 @@ inline Tensor operator/(Scalar a, const Tensor& b) { return pow(b, -1.0) * a; }
 
 inline Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
   const bool is_one = alpha.is_integral() ? alpha.to_int64() == 1 : alpha.to_double() == 1.0;
-  if (ops::promote_types(a.dtype(), b.dtype()) == kInt64 && !(is_one && alpha.is_integral())) {
+  if (a.defined() && b.defined() &&  // (Add::forward names an undefined input)
+      ops::promote_types(a.dtype(), b.dtype()) == kInt64 && !(is_one && alpha.is_integral())) {
     TT_CHECK(alpha.is_integral(), "add: For integral input tensors, argument alpha must not be a floating point "
              "number.");
     const int64_t k = alpha.to_int64();
