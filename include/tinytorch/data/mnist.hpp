@@ -93,7 +93,7 @@ class IdxFile {
                          : S_ISCHR(st.st_mode)  ? "a character device"
                          : S_ISBLK(st.st_mode)  ? "a block device"
                          : S_ISSOCK(st.st_mode) ? "a socket"
-                                                : "not a regular file";
+                                                : "a special file";
       TT_CHECK(S_ISREG(st.st_mode), op, ": cannot read '", path, "': it is ", kind,
                ", not a regular file (IDX files are read from regular files only)");
       file_size_ = static_cast<uint64_t>(st.st_size);
