@@ -169,8 +169,9 @@ TEST_CASE("binary ops promote dtypes as PyTorch does", "[ch01][tensor]") {
   CHECK((i / i).dtype() == kFloat32);  // true division
   CHECK(vals(tensor({7}, kInt64) / tensor({2}, kInt64)) == std::vector<double>{3.5});
   CHECK((i / 2.0).dtype() == kFloat32);
-  // a double scalar keeps the tensor's dtype when integral (documented in ops/elementwise.hpp)
-  CHECK((i * 2.0).dtype() == kInt64);
+  // an integral scalar keeps int64, a floating one promotes to float32 (torch.result_type)
+  CHECK((i * 2).dtype() == kInt64);
+  CHECK((i * 2.0).dtype() == kFloat32);
   CHECK((i * 2.5).dtype() == kFloat32);
   CHECK(vals(tensor({3}, kInt64) * 2.5) == std::vector<double>{7.5});
   CHECK((f * 2.0).dtype() == kFloat32);
@@ -197,9 +198,11 @@ TEST_CASE("int64 pow with a fractional or negative exponent computes in float32"
   Tensor h = i.pow(0.5);
   CHECK(h.dtype() == kFloat32);
   CHECK(vals(h) == std::vector<double>{2, 3});
-  Tensor r = i.pow(-1);
+  Tensor r = i.pow(-1.0);
   CHECK(r.dtype() == kFloat32);
   CHECK(r.at<double>({0}) == Approx(0.25));
+  // an integral negative exponent is PyTorch's error (tests/test_robust.cpp has more)
+  REQUIRE_THROWS_WITH(i.pow(-1), Contains("Integers to negative integer powers are not allowed."));
 }
 
 TEST_CASE("clamp works on int64 tensors, including one-sided clamps", "[ch01][tensor]") {

@@ -30,8 +30,10 @@ namespace tinytorch {
 using autograd::Reduction;
 
 // ---- arithmetic -------------------------------------------------------------------------------
-/// a + alpha * b with broadcasting (torch.add).
-inline Tensor add(const Tensor& a, const Tensor& b, double alpha = 1.0) { return autograd::Add::forward(a, b, alpha); }
+/// a + alpha * b with broadcasting (torch.add). For int64 a and b the sum is exact and wraps modulo
+/// 2^64, and a floating alpha throws PyTorch's "For integral input tensors, argument alpha must not
+/// be a floating point number."
+inline Tensor add(const Tensor& a, const Tensor& b, Scalar alpha = 1);
 inline Tensor sub(const Tensor& a, const Tensor& b) { return autograd::Sub::forward(a, b); }
 inline Tensor mul(const Tensor& a, const Tensor& b) { return autograd::Mul::forward(a, b); }
 /// True division (int64 / int64 gives float32, as torch.div).
@@ -39,7 +41,10 @@ inline Tensor div(const Tensor& a, const Tensor& b) { return autograd::Div::forw
 inline Tensor neg(const Tensor& x) { return autograd::Neg::forward(x); }
 inline Tensor exp(const Tensor& x) { return autograd::exp(x); }
 inline Tensor log(const Tensor& x) { return autograd::log(x); }
-inline Tensor pow(const Tensor& x, double exponent) { return autograd::pow(x, exponent); }
+/// x^exponent (torch.pow). int64 x: an integral exponent gives int64, exact and wrapping modulo 2^64
+/// (3^41 -> -420491770248316829, as PyTorch), a negative one throws "Integers to negative integer
+/// powers are not allowed."; a floating exponent computes in float32.
+inline Tensor pow(const Tensor& x, Scalar exponent);
 inline Tensor sqrt(const Tensor& x) { return autograd::sqrt(x); }
 inline Tensor abs(const Tensor& x) { return autograd::abs(x); }
 inline Tensor relu(const Tensor& x) { return autograd::relu(x); }
@@ -489,7 +494,7 @@ inline Tensor Tensor::operator-() const { return tinytorch::neg(*this); }
 inline Tensor Tensor::neg() const { return tinytorch::neg(*this); }
 inline Tensor Tensor::exp() const { return tinytorch::exp(*this); }
 inline Tensor Tensor::log() const { return tinytorch::log(*this); }
-inline Tensor Tensor::pow(double e) const { return tinytorch::pow(*this, e); }
+inline Tensor Tensor::pow(Scalar e) const { return tinytorch::pow(*this, e); }
 inline Tensor Tensor::sqrt() const { return tinytorch::sqrt(*this); }
 inline Tensor Tensor::abs() const { return tinytorch::abs(*this); }
 inline Tensor Tensor::relu() const { return tinytorch::relu(*this); }
@@ -519,10 +524,16 @@ inline Tensor Tensor::log_softmax(int64_t d) const { return tinytorch::log_softm
 // ---- in place ---------------------------------------------------------------------------------
 // Every in-place method runs the same steps (autograd/inplace.hpp explains them):
 //   record = autograd::check_inplace(...)     PyTorch's leaf / view errors; record in the graph?
+//   check_inplace_result(...)                  PyTorch's casting rule (below)
 //   overlap checks (ops/elementwise.hpp)       PyTorch's "unsupported operation" errors
 //   node = record ? <Op>Inplace::make(...)     saves what backward needs, before the write
 //   the kernel writes *this
 //   autograd::finish_inplace(*this, node, ...) bumps _version(); rebases the history
+// In-place arithmetic on an int64 tensor follows PyTorch's casting rule: the result type of
+// (self, operand) must fit self, so a floating operand (a float tensor, or a floating Scalar as in
+// add_(1.0)) throws "result type Float can't be cast to the desired output type Long"; integral
+// operands compute exactly in int64, wrapping modulo 2^64 (never through a double). An int64
+// tensor never requires grad, so its path records nothing.
 namespace detail {
 using InputList = std::initializer_list<const Tensor*>;
 inline void check_write_overlap(const Tensor& self, InputList inputs, const char* op) {
@@ -530,75 +541,128 @@ inline void check_write_overlap(const Tensor& self, InputList inputs, const char
   for (const Tensor* t : inputs)
     if (t->defined() && !t->is_same(self)) ops::assert_no_partial_overlap(self, *t, op);
 }
-// self += alpha * o (add_, sub_)
-inline Tensor& add_inplace(Tensor& self, const Tensor& o, double alpha, const char* op, const char* node_name) {
+inline void check_inplace_result(const Tensor& self, bool floating_operand, DType result, const char* op) {
+  TT_CHECK(self.is_floating_point() || !floating_operand, op, ": result type ", scalar_type_name(result),
+           " can't be cast to the desired output type ", scalar_type_name(self.dtype()));
+}
+inline void check_inplace_result(const Tensor& self, const Tensor& o, const char* op) {
+  ops::check_device(o, op);  // "<op>: got an undefined tensor"
+  check_inplace_result(self, o.is_floating_point(), o.dtype(), op);
+}
+inline void check_inplace_result(const Tensor& self, const Scalar& s, const char* op) {
+  check_inplace_result(self, s.is_floating_point(), kFloat32, op);
+}
+// The kernel of self += k * o: exact and wrapping for an int64 self (k must be integral).
+inline void add_scaled_kernel(Tensor& self, const Tensor& o, const Scalar& k, const char* op) {
+  if (self.dtype() == kInt64) {
+    TT_CHECK(k.is_integral(), op, ": For integral input tensors, argument alpha must not be a floating point "
+             "number.");
+    const int64_t ki = k.to_int64();
+    ops::binary_(self, o, [ki](auto a, auto b) {
+      if constexpr (std::is_same_v<decltype(a), int64_t>) return wrapping_add(a, wrapping_mul(ki, b));
+      else return a;  // not reached: self is int64
+    }, op);
+    return;
+  }
+  const double kd = k.to_double();
+  if (kd == 1) ops::binary_(self, o, backend::cpu::AddOp{}, op);
+  else ops::binary_(self, o, [kd](auto a, auto b) { return a + kd * b; }, op);
+}
+inline Scalar negated(const Scalar& s) {
+  return s.is_integral() ? Scalar(Scalar::wrapping_neg(s.to_int64())) : Scalar(-s.to_double());
+}
+// self += alpha * o (add_, sub_: alpha already negated)
+inline Tensor& add_inplace(Tensor& self, const Tensor& o, const Scalar& alpha, const char* op, const char* node_name) {
   const bool record = autograd::check_inplace(self, {&o}, op);
+  check_inplace_result(self, o, op);
   check_write_overlap(self, {&o}, op);
-  auto node = record ? autograd::AddInplace::make(o, alpha, node_name) : nullptr;
-  if (alpha == 1) ops::binary_(self, o, backend::cpu::AddOp{}, op);
-  else ops::binary_(self, o, [alpha](auto a, auto b) { return a + alpha * b; }, op);
+  auto node = record ? autograd::AddInplace::make(o, alpha.to_double(), node_name) : nullptr;
+  add_scaled_kernel(self, o, alpha, op);
   autograd::finish_inplace(self, std::move(node), {&o});
   return self;
 }
-// self = f(self) for a number: add_(v) (AddBackward1), mul_(v) (MulBackward1), div_(v) (DivBackward1)
-template <class F, class MakeNode>
-Tensor& scalar_inplace(Tensor& self, F f, MakeNode make_node, const char* op) {
+// self = f(self, s) for a number: add_(v) (AddBackward1), sub_(v), mul_(v) (MulBackward1);
+// int_op (wrapping) for an int64 self, float_op(a, double) otherwise.
+template <class IntOp, class FloatOp, class MakeNode>
+Tensor& scalar_inplace(Tensor& self, const Scalar& s, IntOp int_op, FloatOp float_op, MakeNode make_node,
+                       const char* op) {
   const bool record = autograd::check_inplace(self, {}, op);
+  check_inplace_result(self, s, op);
   ops::assert_no_internal_overlap(self, op);
+  if (self.dtype() == kInt64) {
+    ops::scalar_int64_(self, s.to_int64(op), int_op, op);
+    autograd::finish_inplace(self, nullptr, {});
+    return self;
+  }
+  const double v = s.to_double();
   std::shared_ptr<autograd::Node> node;
-  if (record) node = make_node();
-  ops::unary_(self, f, op);
+  if (record) node = make_node(v);
+  ops::unary_(self, [&](auto a) { return float_op(a, v); }, op);
   autograd::finish_inplace(self, std::move(node), {});
   return self;
 }
-// self = v everywhere (zero_, fill_): no overlap check, as PyTorch's fill_
-inline Tensor& fill_inplace(Tensor& self, double v, const char* op, const char* node_name) {
+// self = v everywhere (zero_, fill_): no overlap check, as PyTorch's fill_; exact for int64
+// (a value beyond int64's range throws).
+inline Tensor& fill_inplace(Tensor& self, const Scalar& s, const char* op, const char* node_name) {
   const bool record = autograd::check_inplace(self, {}, op);
   auto node = record ? autograd::OverwriteInplace::make(node_name) : nullptr;
-  ops::unary_(self, [v](auto) { return v; }, op);
+  dispatch(self.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T v = s.to<T>(op);
+    ops::unary_(self, [v](auto) { return v; }, op);
+  });
   autograd::finish_inplace(self, std::move(node), {});
   return self;
 }
 // self += value * (t1 op t2) (addcmul_, addcdiv_)
 template <class Op>
-Tensor& addc_inplace(Tensor& self, const Tensor& t1, const Tensor& t2, double value, Op op_fn, bool div,
+Tensor& addc_inplace(Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar& value, Op op_fn, bool div,
                      const char* op) {
   const bool record = autograd::check_inplace(self, {&t1, &t2}, op);
   check_write_overlap(self, {&t1, &t2}, op);
-  auto node = record ? autograd::AddcInplace::make(t1, t2, value, div) : nullptr;
+  auto node = record ? autograd::AddcInplace::make(t1, t2, value.to_double(), div) : nullptr;
   const Tensor prod = ops::binary(t1, t2, op_fn, op);
-  if (value == 1) ops::binary_(self, prod, backend::cpu::AddOp{}, op);
-  else ops::binary_(self, prod, [value](auto a, auto b) { return a + value * b; }, op);
+  check_inplace_result(self, prod, op);
+  add_scaled_kernel(self, prod, value, op);
   autograd::finish_inplace(self, std::move(node), {&t1, &t2});
   return self;
 }
 }  // namespace detail
 
-inline Tensor& Tensor::add_(const Tensor& o, double alpha) {
+inline Tensor& Tensor::add_(const Tensor& o, Scalar alpha) {
   return detail::add_inplace(*this, o, alpha, "add_", "AddBackward0");
 }
-inline Tensor& Tensor::add_(double v) {
-  return detail::scalar_inplace(*this, [v](auto a) { return a + v; },
-                                [] { return std::make_shared<autograd::AddScalar>(); }, "add_");
+inline Tensor& Tensor::sub_(const Tensor& o, Scalar alpha) {
+  return detail::add_inplace(*this, o, detail::negated(alpha), "sub_", "SubBackward0");
 }
-inline Tensor& Tensor::sub_(const Tensor& o, double alpha) {
-  return detail::add_inplace(*this, o, -alpha, "sub_", "SubBackward0");
+inline Tensor& Tensor::add_(Scalar v) {
+  return detail::scalar_inplace(*this, v, wrapping_add, [](auto a, double b) { return a + b; },
+                                [](double) { return std::make_shared<autograd::AddScalar>(); }, "add_");
+}
+inline Tensor& Tensor::sub_(Scalar v) {
+  return detail::scalar_inplace(*this, v, wrapping_sub, [](auto a, double b) { return a - b; },
+                                [](double) {
+                                  auto n = std::make_shared<autograd::AddScalar>();
+                                  n->node_name = "SubBackward1";
+                                  return n;
+                                }, "sub_");
 }
 inline Tensor& Tensor::mul_(const Tensor& o) {
   const bool record = autograd::check_inplace(*this, {&o}, "mul_");
+  detail::check_inplace_result(*this, o, "mul_");
   detail::check_write_overlap(*this, {&o}, "mul_");
   auto node = record ? autograd::MulInplace::make(*this, o) : nullptr;
   ops::binary_(*this, o, backend::cpu::MulOp{}, "mul_");
   autograd::finish_inplace(*this, std::move(node), {&o});
   return *this;
 }
-inline Tensor& Tensor::mul_(double v) {
-  auto make_node = [v] {
+inline Tensor& Tensor::mul_(Scalar v) {
+  auto make_node = [](double s) {
     auto n = std::make_shared<autograd::MulScalar>();
-    n->s = v;
+    n->s = s;
     return n;
   };
-  return detail::scalar_inplace(*this, [v](auto a) { return a * v; }, make_node, "mul_");
+  return detail::scalar_inplace(*this, v, wrapping_mul, [](auto a, double b) { return a * b; }, make_node, "mul_");
 }
 // div_ is true division, as torch.div_: its result is floating point, which an int64 tensor cannot
 // hold, so int64 div_ raises as in PyTorch (and never runs an integer division, which would trap
@@ -613,28 +677,29 @@ inline Tensor& Tensor::div_(const Tensor& o) {
   autograd::finish_inplace(*this, std::move(node), {&o});
   return *this;
 }
-inline Tensor& Tensor::div_(double v) {
+inline Tensor& Tensor::div_(Scalar s) {
   TT_CHECK(defined(), "div_: called on an undefined tensor");
   TT_CHECK(is_floating_point(), "div_: result type Float can't be cast to the desired output type ",
            scalar_type_name(dtype()));
-  auto make_node = [v] {
+  auto make_node = [](double v) {
     auto n = std::make_shared<autograd::DivScalar>();
     n->s = v;
     return n;
   };
-  return detail::scalar_inplace(*this, [v](auto a) { return a / v; }, make_node, "div_");
+  return detail::scalar_inplace(*this, s, wrapping_mul /* not reached: self is floating */,
+                                [](auto a, double b) { return a / b; }, make_node, "div_");
 }
-inline Tensor& Tensor::addcmul_(const Tensor& t1, const Tensor& t2, double value) {
+inline Tensor& Tensor::addcmul_(const Tensor& t1, const Tensor& t2, Scalar value) {
   return detail::addc_inplace(*this, t1, t2, value, backend::cpu::MulOp{}, false, "addcmul_");
 }
-inline Tensor& Tensor::addcdiv_(const Tensor& t1, const Tensor& t2, double value) {
+inline Tensor& Tensor::addcdiv_(const Tensor& t1, const Tensor& t2, Scalar value) {
   TT_CHECK(defined(), "addcdiv_: called on an undefined tensor");
   TT_CHECK(t1.is_floating_point() || t2.is_floating_point(), "addcdiv_: Integer division with addcdiv is no "
            "longer supported (got int64 tensor1 and tensor2); use (input + value * tensor1 / tensor2)");
   return detail::addc_inplace(*this, t1, t2, value, backend::cpu::DivOp{}, true, "addcdiv_");
 }
-inline Tensor& Tensor::zero_() { return detail::fill_inplace(*this, 0.0, "zero_", "ZeroBackward0"); }
-inline Tensor& Tensor::fill_(double v) { return detail::fill_inplace(*this, v, "fill_", "FillBackward2"); }
+inline Tensor& Tensor::zero_() { return detail::fill_inplace(*this, Scalar(int64_t{0}), "zero_", "ZeroBackward0"); }
+inline Tensor& Tensor::fill_(Scalar v) { return detail::fill_inplace(*this, v, "fill_", "FillBackward2"); }
 inline Tensor& Tensor::copy_(const Tensor& src) {
   const bool record = autograd::check_inplace(*this, {&src}, "copy_");
   // As PyTorch: copying a tensor onto itself (the same elements in the same layout) does nothing.
@@ -647,11 +712,12 @@ inline Tensor& Tensor::copy_(const Tensor& src) {
   autograd::finish_inplace(*this, std::move(node), {&src});
   return *this;
 }
+// (The generator's lock is held once for the whole tensor: Generator::locked.)
 inline Tensor& Tensor::uniform_(double from, double to, Generator* gen) {
   const bool record = autograd::check_inplace(*this, {}, "uniform_");
   ops::assert_no_internal_overlap(*this, "uniform_");
   Generator& g = gen ? *gen : default_generator();
-  ops::unary_(*this, [&](auto) { return g.uniform(from, to); }, "uniform_");
+  g.locked([&](Generator::Stream& s) { ops::unary_(*this, [&](auto) { return s.uniform(from, to); }, "uniform_"); });
   autograd::finish_inplace(*this, record ? autograd::OverwriteInplace::make("UniformBackward0") : nullptr, {});
   return *this;
 }
@@ -659,7 +725,7 @@ inline Tensor& Tensor::normal_(double mean, double std, Generator* gen) {
   const bool record = autograd::check_inplace(*this, {}, "normal_");
   ops::assert_no_internal_overlap(*this, "normal_");
   Generator& g = gen ? *gen : default_generator();
-  ops::unary_(*this, [&](auto) { return mean + std * g.normal(); }, "normal_");
+  g.locked([&](Generator::Stream& s) { ops::unary_(*this, [&](auto) { return mean + std * s.normal(); }, "normal_"); });
   autograd::finish_inplace(*this, record ? autograd::OverwriteInplace::make("NormalBackward0") : nullptr, {});
   return *this;
 }
@@ -674,7 +740,12 @@ inline bool Tensor::allclose(const Tensor& o, double rtol, double atol) const {
   }
   return true;
 }
-inline bool Tensor::equal(const Tensor& o) const { return sizes() == o.sizes() && tolist<double>() == o.tolist<double>(); }
+inline bool Tensor::equal(const Tensor& o) const {
+  if (sizes() != o.sizes()) return false;
+  // two int64 tensors compare as int64 (as doubles, 2^53 + 1 would equal 2^53)
+  if (dtype() == kInt64 && o.dtype() == kInt64) return tolist<int64_t>() == o.tolist<int64_t>();
+  return tolist<double>() == o.tolist<double>();
+}
 
 inline std::string Tensor::str() const {
   if (!defined()) return "[ Tensor (undefined) ]";
@@ -686,6 +757,7 @@ inline std::string Tensor::str() const {
     suffix = "grad_fn=<" + name + ">";
   }
   else if (requires_grad()) suffix = "requires_grad=True";
+  if (dtype() == kInt64) return detail::format_tensor_int64(sizes(), tolist<int64_t>(), suffix);  // exact
   return detail::format_tensor(sizes(), tolist<double>(), dtype(), suffix);
 }
 inline std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
@@ -695,20 +767,69 @@ inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
 inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
 inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
-inline Tensor operator+(const Tensor& a, double b) { return autograd::AddScalar::forward(a, b); }
-inline Tensor operator-(const Tensor& a, double b) { return autograd::AddScalar::forward(a, -b, "SubBackward1"); }
-inline Tensor operator*(const Tensor& a, double b) { return autograd::MulScalar::forward(a, b); }
-inline Tensor operator/(const Tensor& a, double b) { return autograd::DivScalar::forward(a, b); }
-inline Tensor operator+(double a, const Tensor& b) { return b + a; }
-inline Tensor operator-(double a, const Tensor& b) { return autograd::RsubScalar::forward(b, a); }
-inline Tensor operator*(double a, const Tensor& b) { return b * a; }
-inline Tensor operator/(double a, const Tensor& b) { return pow(b, -1.0) * a; }
+// Tensor-Scalar arithmetic: an int64 tensor with an integral Scalar computes exactly in int64
+// (wrapping modulo 2^64; int64 never requires grad, so there is no node to record); with a
+// floating Scalar it computes in float32 (torch.result_type); float tensors use the double value.
+namespace detail {
+// (An undefined t passes through to the op, whose error names it.)
+inline bool int64_exact(const Tensor& t, const Scalar& s) {
+  return t.defined() && t.dtype() == kInt64 && s.is_integral();
+}
+inline Tensor promote_for(const Tensor& t, const Scalar& s) {
+  return t.defined() && t.dtype() == kInt64 && s.is_floating_point() ? ops::to_dtype(t, kFloat32) : t;
+}
+}  // namespace detail
+inline Tensor operator+(const Tensor& a, Scalar b) {
+  if (detail::int64_exact(a, b)) return ops::scalar_int64(a, b.to_int64(), wrapping_add, "add");
+  return autograd::AddScalar::forward(detail::promote_for(a, b), b.to_double());
+}
+inline Tensor operator-(const Tensor& a, Scalar b) {
+  if (detail::int64_exact(a, b)) return ops::scalar_int64(a, b.to_int64(), wrapping_sub, "sub");
+  return autograd::AddScalar::forward(detail::promote_for(a, b), -b.to_double(), "SubBackward1");
+}
+inline Tensor operator*(const Tensor& a, Scalar b) {
+  if (detail::int64_exact(a, b)) return ops::scalar_int64(a, b.to_int64(), wrapping_mul, "mul");
+  return autograd::MulScalar::forward(detail::promote_for(a, b), b.to_double());
+}
+inline Tensor operator/(const Tensor& a, Scalar b) { return autograd::DivScalar::forward(a, b.to_double()); }
+inline Tensor operator+(Scalar a, const Tensor& b) { return b + a; }
+inline Tensor operator-(Scalar a, const Tensor& b) {
+  if (detail::int64_exact(b, a))
+    return ops::scalar_int64(b, a.to_int64(), [](int64_t x, int64_t s) { return wrapping_sub(s, x); }, "rsub");
+  return autograd::RsubScalar::forward(detail::promote_for(b, a), a.to_double());
+}
+inline Tensor operator*(Scalar a, const Tensor& b) { return b * a; }
+inline Tensor operator/(Scalar a, const Tensor& b) { return pow(b, -1.0) * a; }
+
+inline Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
+  const bool is_one = alpha.is_integral() ? alpha.to_int64() == 1 : alpha.to_double() == 1.0;
+  if (a.defined() && b.defined() &&  // (Add::forward names an undefined input)
+      ops::promote_types(a.dtype(), b.dtype()) == kInt64 && !(is_one && alpha.is_integral())) {
+    TT_CHECK(alpha.is_integral(), "add: For integral input tensors, argument alpha must not be a floating point "
+             "number.");
+    const int64_t k = alpha.to_int64();
+    return ops::binary(a, b, [k](auto x, auto y) {
+      if constexpr (std::is_same_v<decltype(x), int64_t>) return wrapping_add(x, wrapping_mul(k, y));
+      else return x;  // not reached: both are int64
+    }, "add");
+  }
+  return autograd::Add::forward(a, b, alpha.to_double());
+}
+inline Tensor pow(const Tensor& x, Scalar exponent) {
+  if (x.dtype() == kInt64 && exponent.is_integral()) {
+    const int64_t e = exponent.to_int64();
+    TT_CHECK(e >= 0, "pow: Integers to negative integer powers are not allowed. (got exponent ", e,
+             " for an int64 tensor; pass ", e, ".0 for a float32 result)");
+    return ops::scalar_int64(x, e, wrapping_pow, "pow");
+  }
+  return autograd::pow(detail::promote_for(x, exponent), exponent.to_double());
+}
 inline Tensor& operator+=(Tensor& a, const Tensor& b) { return a.add_(b); }
 inline Tensor& operator-=(Tensor& a, const Tensor& b) { return a.sub_(b); }
 inline Tensor& operator*=(Tensor& a, const Tensor& b) { return a.mul_(b); }
 inline Tensor& operator/=(Tensor& a, const Tensor& b) { return a.div_(b); }
-inline Tensor& operator+=(Tensor& a, double b) { return a.add_(b); }
-inline Tensor& operator*=(Tensor& a, double b) { return a.mul_(b); }
+inline Tensor& operator+=(Tensor& a, Scalar b) { return a.add_(b); }
+inline Tensor& operator*=(Tensor& a, Scalar b) { return a.mul_(b); }
 
 }  // namespace tinytorch
 

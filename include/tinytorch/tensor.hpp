@@ -27,6 +27,7 @@
 #include "core/device.hpp"
 #include "core/dtype.hpp"
 #include "core/random.hpp"
+#include "core/scalar.hpp"
 #include "core/shape.hpp"
 #include "core/storage.hpp"
 
@@ -187,7 +188,10 @@ class Tensor {
   Tensor neg() const;
   Tensor exp() const;
   Tensor log() const;
-  Tensor pow(double exponent) const;
+  /// x^exponent. An int64 x with an integral exponent stays int64 (exact, wrapping modulo 2^64 as
+  /// PyTorch; a negative one throws "Integers to negative integer powers are not allowed."); a
+  /// floating exponent gives float32, as torch.pow.
+  Tensor pow(Scalar exponent) const;
   Tensor sqrt() const;
   Tensor abs() const;
   Tensor relu() const;
@@ -257,26 +261,27 @@ class Tensor {
   Tensor where(const Tensor& condition, const Tensor& other) const;
   Tensor where(const Tensor& condition, double other) const;
 
-  // ---- in place, not differentiable (ops/) ------------------------------------------------
-  // They throw on a tensor that requires grad while grad mode is on (tinytorch's autograd does
-  // not track in-place changes; PyTorch does for non-leaves). Use them under NoGradGuard.
   // ---- in place (functional.hpp, autograd in autograd/inplace.hpp) ------------------------
   // As PyTorch: each bumps _version(); with grad mode on and a tensor that requires grad involved
   // the op is recorded (the tensor's grad_fn becomes e.g. AddBackward0; on a view, its base's
   // becomes CopySlices). A leaf that requires grad (or a view of one) throws while grad mode is
   // on: update parameters under NoGradGuard, as optimizers do. Writes that would read and write
   // the same memory location in another order throw PyTorch's "unsupported operation" errors.
-  Tensor& add_(const Tensor& other, double alpha = 1.0);
-  Tensor& add_(double value);
-  Tensor& sub_(const Tensor& other, double alpha = 1.0);
+  // Scalars (core/scalar.hpp) follow PyTorch's type promotion: on an int64 tensor an integral
+  // scalar computes exactly in int64 (wrapping modulo 2^64), a floating one (add_(1.0)) throws
+  // "result type Float can't be cast to the desired output type Long".
+  Tensor& add_(const Tensor& other, Scalar alpha = 1);
+  Tensor& add_(Scalar value);
+  Tensor& sub_(const Tensor& other, Scalar alpha = 1);
+  Tensor& sub_(Scalar value);
   Tensor& mul_(const Tensor& other);
-  Tensor& mul_(double value);
+  Tensor& mul_(Scalar value);
   Tensor& div_(const Tensor& other);
-  Tensor& div_(double value);
-  Tensor& addcmul_(const Tensor& t1, const Tensor& t2, double value = 1.0);
-  Tensor& addcdiv_(const Tensor& t1, const Tensor& t2, double value = 1.0);
+  Tensor& div_(Scalar value);
+  Tensor& addcmul_(const Tensor& t1, const Tensor& t2, Scalar value = 1);
+  Tensor& addcdiv_(const Tensor& t1, const Tensor& t2, Scalar value = 1);
   Tensor& zero_();
-  Tensor& fill_(double value);
+  Tensor& fill_(Scalar value);  ///< exact for int64; a floating value is truncated toward zero there
   Tensor& copy_(const Tensor& src);  ///< src broadcast to this shape, converted to this dtype
   Tensor& uniform_(double from = 0.0, double to = 1.0, Generator* gen = nullptr);
   Tensor& normal_(double mean = 0.0, double std = 1.0, Generator* gen = nullptr);
@@ -301,20 +306,22 @@ inline Tensor operator+(const Tensor& a, const Tensor& b);
 inline Tensor operator-(const Tensor& a, const Tensor& b);
 inline Tensor operator*(const Tensor& a, const Tensor& b);
 inline Tensor operator/(const Tensor& a, const Tensor& b);
-inline Tensor operator+(const Tensor& a, double b);
-inline Tensor operator-(const Tensor& a, double b);
-inline Tensor operator*(const Tensor& a, double b);
-inline Tensor operator/(const Tensor& a, double b);
-inline Tensor operator+(double a, const Tensor& b);
-inline Tensor operator-(double a, const Tensor& b);
-inline Tensor operator*(double a, const Tensor& b);
-inline Tensor operator/(double a, const Tensor& b);
+// With a Scalar: int64 tensor and integral scalar -> int64 (exact, wrapping modulo 2^64); int64
+// tensor and floating scalar -> float32; t / s is true division (always floating), as in PyTorch.
+inline Tensor operator+(const Tensor& a, Scalar b);
+inline Tensor operator-(const Tensor& a, Scalar b);
+inline Tensor operator*(const Tensor& a, Scalar b);
+inline Tensor operator/(const Tensor& a, Scalar b);
+inline Tensor operator+(Scalar a, const Tensor& b);
+inline Tensor operator-(Scalar a, const Tensor& b);
+inline Tensor operator*(Scalar a, const Tensor& b);
+inline Tensor operator/(Scalar a, const Tensor& b);
 inline Tensor& operator+=(Tensor& a, const Tensor& b);
 inline Tensor& operator-=(Tensor& a, const Tensor& b);
 inline Tensor& operator*=(Tensor& a, const Tensor& b);
 inline Tensor& operator/=(Tensor& a, const Tensor& b);
-inline Tensor& operator+=(Tensor& a, double b);
-inline Tensor& operator*=(Tensor& a, double b);
+inline Tensor& operator+=(Tensor& a, Scalar b);
+inline Tensor& operator*=(Tensor& a, Scalar b);
 inline std::ostream& operator<<(std::ostream& os, const Tensor& t);
 // % is torch.remainder; comparisons return int64 0/1 tensors (functional_more.hpp)
 inline Tensor operator%(const Tensor& a, const Tensor& b);
@@ -342,13 +349,13 @@ inline Tensor operator>=(double a, const Tensor& b);
 inline Tensor empty(const Shape& shape, TensorOptions options = {});
 inline Tensor zeros(const Shape& shape, TensorOptions options = {});
 inline Tensor ones(const Shape& shape, TensorOptions options = {});
-inline Tensor full(const Shape& shape, double value, TensorOptions options = {});
+inline Tensor full(const Shape& shape, Scalar value, TensorOptions options = {});
 /// 1-D tensor from values; e.g. tensor({1, 2, 3}). Default dtype float32.
 inline Tensor tensor(const std::vector<double>& values, TensorOptions options = {});
 /// Tensor of `shape` from row-major values; throws when their count is not numel(shape).
 inline Tensor tensor(const std::vector<double>& values, const Shape& shape, TensorOptions options = {});
 /// 0-d tensor (torch.tensor(3.5)).
-inline Tensor scalar_tensor(double value, TensorOptions options = {});
+inline Tensor scalar_tensor(Scalar value, TensorOptions options = {});
 /// [0, end) / [start, end) with step, as torch.arange. Without a dtype the result is int64 when
 /// start, end and step are all integral values and float32 otherwise (PyTorch decides from the
 /// Python argument types; arange(0.0, 5.0) is float32 there but int64 here: pass kFloat32).
@@ -365,7 +372,7 @@ inline Tensor randperm(int64_t n, Generator* gen = nullptr);
 inline Tensor empty_like(const Tensor& t);
 inline Tensor zeros_like(const Tensor& t);
 inline Tensor ones_like(const Tensor& t);
-inline Tensor full_like(const Tensor& t, double value);
+inline Tensor full_like(const Tensor& t, Scalar value);
 
 // ---- functions over several tensors (functional.hpp) ----------------------------------------
 inline Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);

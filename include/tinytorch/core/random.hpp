@@ -9,66 +9,130 @@
 //   integer  in [low, high) by rejection (no modulo bias)
 // Streams do not match PyTorch's bit for bit (the issue allows this); tests inject weights when
 // they compare numbers with PyTorch.
+// Thread safety: each Generator holds a mutex that every draw takes, as PyTorch's generators do
+// (at::GeneratorImpl::mutex_, held by each random kernel), so two threads that build layers or call
+// randn at the same time do not race on the default generator; ops that draw many numbers take the
+// lock once (Generator::locked). See README.md, "Thread safety".
 // Chapter: chapters/01-training-loop.md ("Seeds and reproducibility").
 #pragma once
 
 #include <cmath>
 #include <cstdint>
+#include <mutex>
 #include <random>
 
 #include "check.hpp"
 
 namespace tinytorch {
 
+/// A random stream. Thread-safe: every member function locks the generator's mutex (as
+/// PyTorch's generators carry a mutex that each random op holds while it draws), so threads may
+/// share one Generator, the default one included. Which numbers each thread gets then depends on
+/// the order in which they draw; for reproducible multi-threaded runs give each thread its own
+/// Generator (or run it under a GeneratorGuard). An op that draws many numbers takes the lock
+/// once, through locked(), instead of once per number.
 class Generator {
  public:
-  explicit Generator(uint64_t seed = 5489u) : engine_(seed), seed_(seed) {}
+  /// The unsynchronised state and its draws. Reached only through Generator::locked(), which
+  /// holds the lock while the caller uses it.
+  class Stream {
+   public:
+    explicit Stream(uint64_t seed) : engine_(seed), seed_(seed) {}
+    uint64_t next_u64() { return engine_(); }
+    /// Uniform double in [0, 1).
+    double uniform() { return static_cast<double>(engine_() >> 11) * (1.0 / 9007199254740992.0); }
+    /// Uniform in [low, high).
+    double uniform(double low, double high) { return low + (high - low) * uniform(); }
+    /// Standard normal N(0, 1) (Box-Muller; the second value of each pair is kept for the next call).
+    double normal() {
+      if (has_spare_) {
+        has_spare_ = false;
+        return spare_;
+      }
+      double u1 = uniform(), u2 = uniform();
+      double r = std::sqrt(-2.0 * std::log(1.0 - u1));
+      double th = 6.283185307179586 * u2;
+      spare_ = r * std::sin(th);
+      has_spare_ = true;
+      return r * std::cos(th);
+    }
+    /// Uniform integer in [low, high), for any int64 bounds (high - low may exceed INT64_MAX:
+    /// the range is computed in uint64). Throws if low >= high.
+    int64_t randint(int64_t low, int64_t high) {
+      TT_CHECK(low < high, "randint: expected low < high, got low=", low, " high=", high);
+      const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);  // in [1, 2^64 - 1]
+      const uint64_t limit = UINT64_MAX - UINT64_MAX % range;  // a multiple of range: no modulo bias
+      uint64_t x;
+      do x = engine_(); while (x >= limit);
+      return static_cast<int64_t>(static_cast<uint64_t>(low) + x % range);  // modulo 2^64: no overflow
+    }
+
+   private:
+    friend class Generator;
+    std::mt19937_64 engine_;
+    uint64_t seed_;
+    bool has_spare_ = false;
+    double spare_ = 0;
+    uint64_t seed_version_ = 0;
+  };
+
+  explicit Generator(uint64_t seed = 5489u) : state_(seed) {}
+  /// A copy of `other`'s current state (a new, independent stream that repeats other's numbers).
+  Generator(const Generator& other) : state_(other.snapshot()) {}
+  Generator& operator=(const Generator& other) {
+    if (this != &other) {
+      Stream s = other.snapshot();
+      std::lock_guard<std::mutex> lock(mutex_);
+      state_ = s;
+    }
+    return *this;
+  }
+
+  /// Calls f(Stream&) with the lock held, and returns what f returns: the numbers f draws form
+  /// one unbroken run of this stream even while other threads draw too. f must not call this
+  /// Generator's own member functions (the mutex is not recursive: that would deadlock).
+  template <class F>
+  decltype(auto) locked(F&& f) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return f(state_);
+  }
 
   void manual_seed(uint64_t seed) {
-    engine_.seed(seed);
-    seed_ = seed;
-    has_spare_ = false;
-    ++seed_version_;
+    std::lock_guard<std::mutex> lock(mutex_);
+    state_.engine_.seed(seed);
+    state_.seed_ = seed;
+    state_.has_spare_ = false;
+    ++state_.seed_version_;
   }
-  uint64_t initial_seed() const { return seed_; }
+  uint64_t initial_seed() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return state_.seed_;
+  }
   /// How many times manual_seed was called: lets holders of derived generators (DataParallel's
   /// per-replica ones) notice a re-seed and re-seed theirs.
-  uint64_t seed_version() const { return seed_version_; }
+  uint64_t seed_version() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return state_.seed_version_;
+  }
 
-  uint64_t next_u64() { return engine_(); }
+  uint64_t next_u64() { return locked([](Stream& s) { return s.next_u64(); }); }
   /// Uniform double in [0, 1).
-  double uniform() { return static_cast<double>(engine_() >> 11) * (1.0 / 9007199254740992.0); }
+  double uniform() { return locked([](Stream& s) { return s.uniform(); }); }
   /// Uniform in [low, high).
-  double uniform(double low, double high) { return low + (high - low) * uniform(); }
-  /// Standard normal N(0, 1) (Box-Muller; the second value of each pair is kept for the next call).
-  double normal() {
-    if (has_spare_) {
-      has_spare_ = false;
-      return spare_;
-    }
-    double u1 = uniform(), u2 = uniform();
-    double r = std::sqrt(-2.0 * std::log(1.0 - u1));
-    double th = 6.283185307179586 * u2;
-    spare_ = r * std::sin(th);
-    has_spare_ = true;
-    return r * std::cos(th);
-  }
+  double uniform(double low, double high) { return locked([&](Stream& s) { return s.uniform(low, high); }); }
+  /// Standard normal N(0, 1).
+  double normal() { return locked([](Stream& s) { return s.normal(); }); }
   /// Uniform integer in [low, high). Throws if low >= high.
-  int64_t randint(int64_t low, int64_t high) {
-    TT_CHECK(low < high, "randint: expected low < high, got low=", low, " high=", high);
-    uint64_t range = static_cast<uint64_t>(high - low);
-    uint64_t limit = UINT64_MAX - UINT64_MAX % range;
-    uint64_t x;
-    do x = engine_(); while (x >= limit);
-    return low + static_cast<int64_t>(x % range);
-  }
+  int64_t randint(int64_t low, int64_t high) { return locked([&](Stream& s) { return s.randint(low, high); }); }
 
  private:
-  std::mt19937_64 engine_;
-  uint64_t seed_;
-  bool has_spare_ = false;
-  double spare_ = 0;
-  uint64_t seed_version_ = 0;
+  Stream snapshot() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return state_;
+  }
+
+  mutable std::mutex mutex_;
+  Stream state_;
 };
 
 namespace detail {
@@ -87,8 +151,9 @@ inline Generator& process_generator() {
 /// The default generator: what every random op uses when given no Generator, and what
 /// torch.manual_seed seeds. It is the process-wide one, unless this thread runs under a
 /// GeneratorGuard (DataParallel's replicas: see below).
-/// Not thread-safe: two threads drawing from one Generator race. Threads that need random
-/// numbers use their own Generator, or a GeneratorGuard.
+/// Thread-safe (see Generator): threads may draw from it concurrently, but then the numbers each
+/// one gets depend on timing. Threads that need reproducible numbers use their own Generator, or a
+/// GeneratorGuard.
 inline Generator& default_generator() {
   if (Generator* g = detail::thread_generator()) return *g;
   return detail::process_generator();

@@ -5,8 +5,11 @@
 //              0x00000801 (2049) for labels:  0x08 = unsigned byte, 0x01 = one dim
 //   dims   u32 each: images N, rows, cols (header 16 bytes); labels N (header 8 bytes)
 //   data   N*rows*cols pixels (0 = background, 255 = ink), row-major; or N labels (0..9)
-// Files may be gzip-compressed (*.gz, as distributed) or plain: zlib's gzopen/gzread reads both
-// transparently. Programs that include this header link with -lz.
+// Files may be gzip-compressed (*.gz, as distributed) or plain, recognised by their first bytes;
+// gzip is inflated with zlib (inflate), in steps. Programs that include this header link with -lz.
+// The header is read first and the data is read in steps, never more than the header promises: a
+// small .gz that inflates to gigabytes (a "gzip bomb"), /dev/zero or a FIFO is an Error naming the
+// file, not std::bad_alloc or a hang (only regular files are opened; detail::IdxFile).
 //
 //   read_idx_images(path) -> float32 (N, rows*cols) = pixel / 255 in [0, 1]   (N, 784) for MNIST,
 //                            the same numbers as torchvision's ToTensor() (then flattened)
@@ -22,15 +25,20 @@
 // The original MNIST digits use the same file names and format.
 //
 // Every problem is a tinytorch::Error naming the file and what is wrong with it: missing file
-// (with how to get the data), wrong magic number, bad dims, truncated data ("expected 47040000
-// bytes of pixel data (60000 images of 28x28), file ends after 1000"), trailing bytes, corrupt gzip.
+// (with how to get the data), not a regular file, wrong magic number, bad dims, truncated data
+// ("expected 47040000 bytes of pixel data (60000 images of 28x28), file ends after 1000"),
+// trailing bytes, corrupt or truncated gzip.
 //
 // Chapter: chapters/01-training-loop.md. Reference: yann.lecun.com/exdb/mnist ("FILE FORMATS"),
 // github.com/zalandoresearch/fashion-mnist, torchvision.datasets.MNIST (read_image_file).
 #pragma once
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -58,43 +66,143 @@ inline std::string default_data_dir(const std::optional<std::string>& cli = std:
 
 namespace detail {
 
-/// The whole (decompressed) content of a plain or gzip file. Throws naming `op` and `path` when
-/// the file cannot be opened or its gzip stream is corrupt or truncated.
-inline std::vector<unsigned char> read_file_maybe_gz(const std::string& path, const char* op) {
-  std::error_code ec;
-  TT_CHECK(!std::filesystem::is_directory(path, ec), op, ": cannot read '", path, "': it is a directory");
-  errno = 0;
-  gzFile f = gzopen(path.c_str(), "rb");
-  TT_CHECK(f != nullptr, op, ": cannot open '", path, "': ",
-           errno ? std::strerror(errno) : "out of memory");
-  gzbuffer(f, 1 << 17);
-  std::vector<unsigned char> bytes;
-  if (auto size = std::filesystem::file_size(path, ec); !ec) bytes.reserve(static_cast<size_t>(size));
-  constexpr unsigned kChunk = 1u << 20;
-  for (;;) {
-    const size_t old = bytes.size();
-    bytes.resize(old + kChunk);
-    const int got = gzread(f, bytes.data() + old, kChunk);
-    if (got < 0) {
-      int errnum = 0;
-      std::string msg = gzerror(f, &errnum);
-      gzclose(f);
-      if (msg.rfind(path + ": ", 0) == 0) msg.erase(0, path.size() + 2);
-      throw Error(tinytorch::detail::str_cat(op, ": ", path, ": read error after ", old,
-                                             " (decompressed) bytes: ", msg));
+/// One IDX file, plain or gzip, read as a stream of (decompressed) bytes, front to back, never
+/// more than the caller asks for: a small .gz that would inflate to gigabytes costs only what the
+/// IDX header says the file holds (plus at most kMaxExtraCount trailing bytes, counted for the
+/// error message). Every problem throws tinytorch::Error naming `op` and the file.
+///   - Only regular files are read. The file is opened with O_NONBLOCK and checked with fstat
+///     before anything is read, so a FIFO (which would block until a writer comes), /dev/zero
+///     (endless) or a directory is refused at once.
+///   - gzip is recognised by its magic bytes 1f 8b (not by the name) and inflated with zlib's
+///     inflate() in 64 KiB steps; several gzip members one after the other are one stream (as
+///     gunzip reads them); anything else after the last member is an error (gzread would ignore
+///     it silently); a stream that stops before its end is an error.
+class IdxFile {
+ public:
+  static constexpr uint64_t kMaxExtraCount = uint64_t(1) << 20;  ///< trailing bytes counted at most
+
+  IdxFile(const std::string& path, const char* op) : path_(path), op_(op) {
+    errno = 0;
+    fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    TT_CHECK(fd_ >= 0, op, ": cannot open '", path, "': ", std::strerror(errno));
+    try {
+      struct stat st {};
+      TT_CHECK(::fstat(fd_, &st) == 0, op, ": cannot stat '", path, "': ", std::strerror(errno));
+      TT_CHECK(!S_ISDIR(st.st_mode), op, ": cannot read '", path, "': it is a directory");
+      const char* kind = S_ISFIFO(st.st_mode)   ? "a FIFO (named pipe)"
+                         : S_ISCHR(st.st_mode)  ? "a character device"
+                         : S_ISBLK(st.st_mode)  ? "a block device"
+                         : S_ISSOCK(st.st_mode) ? "a socket"
+                                                : "a special file";
+      TT_CHECK(S_ISREG(st.st_mode), op, ": cannot read '", path, "': it is ", kind,
+               ", not a regular file (IDX files are read from regular files only)");
+      file_size_ = static_cast<uint64_t>(st.st_size);
+      ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);  // a regular file: reads never block anyway
+      in_.resize(1 << 16);
+      fill_input();
+      gzip_ = have_ >= 2 && in_[0] == 0x1f && in_[1] == 0x8b;
+      if (gzip_) {
+        TT_CHECK(inflateInit2(&zs_, 16 + MAX_WBITS) == Z_OK, op, ": ", path, ": zlib: inflateInit2 failed");
+        zs_ready_ = true;
+      }
+    } catch (...) {  // the destructor does not run for a constructor that throws
+      ::close(fd_);
+      throw;
     }
-    bytes.resize(old + static_cast<size_t>(got));
-    if (got == 0) break;
   }
-  int errnum = Z_OK;
-  std::string msg = gzerror(f, &errnum);
-  gzclose(f);
-  if (msg.rfind(path + ": ", 0) == 0) msg.erase(0, path.size() + 2);  // zlib prefixes the path
-  // A gzip stream cut short ends the reads early and leaves Z_BUF_ERROR ("unexpected end of file").
-  TT_CHECK(errnum == Z_OK || errnum == Z_STREAM_END, op, ": ", path, ": gzip data is truncated or corrupt (zlib: ",
-           msg, ") after ", bytes.size(), " decompressed bytes");
-  return bytes;
-}
+  ~IdxFile() {
+    if (zs_ready_) inflateEnd(&zs_);
+    if (fd_ >= 0) ::close(fd_);
+  }
+  IdxFile(const IdxFile&) = delete;
+  IdxFile& operator=(const IdxFile&) = delete;
+
+  bool gzip() const { return gzip_; }
+  uint64_t file_size() const { return file_size_; }  ///< on disk (compressed for gzip)
+  uint64_t position() const { return position_; }    ///< (decompressed) bytes read so far
+
+  /// Reads up to n bytes into buf; fewer only at the end of the data.
+  size_t read(unsigned char* buf, size_t n) {
+    size_t got = gzip_ ? inflate_some(buf, n) : read_plain(buf, n);
+    position_ += got;
+    return got;
+  }
+
+  /// Throws "<op>: <path>: <message>".
+  [[noreturn]] void fail(const std::string& message) const {
+    throw Error(tinytorch::detail::str_cat(op_, ": ", path_, ": ", message));
+  }
+
+ private:
+  // Reads more raw bytes into in_ (have_ of them, from start_ = 0). False at the end of the file.
+  bool fill_input() {
+    start_ = 0;
+    for (;;) {
+      const ssize_t r = ::read(fd_, in_.data(), in_.size());
+      if (r >= 0) {
+        have_ = static_cast<size_t>(r);
+        return r > 0;
+      }
+      if (errno != EINTR) fail(tinytorch::detail::str_cat("read error: ", std::strerror(errno)));
+    }
+  }
+
+  size_t read_plain(unsigned char* buf, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+      if (start_ == have_ && !fill_input()) break;
+      const size_t k = std::min(n - got, have_ - start_);
+      std::memcpy(buf + got, in_.data() + start_, k);
+      start_ += k;
+      got += k;
+    }
+    return got;
+  }
+
+  size_t inflate_some(unsigned char* buf, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+      if (start_ == have_ && !fill_input()) {  // no more compressed bytes
+        if (member_ended_) break;  // a clean end
+        fail(tinytorch::detail::str_cat("gzip data is truncated or corrupt (the compressed stream stops before its "
+                                        "end) after ", position_ + got, " decompressed bytes"));
+      }
+      if (member_ended_) {  // more bytes after a complete gzip member: another member, or garbage
+        if (in_[start_] != 0x1f || (have_ - start_ >= 2 && in_[start_ + 1] != 0x8b))
+          fail(tinytorch::detail::str_cat("gzip data is truncated or corrupt: the gzip stream is followed by bytes "
+                                          "that are not gzip data, after ", position_ + got,
+                                          " decompressed bytes (trailing garbage)"));
+        inflateReset(&zs_);
+        member_ended_ = false;
+      }
+      zs_.next_in = in_.data() + start_;
+      zs_.avail_in = static_cast<uInt>(have_ - start_);
+      zs_.next_out = buf + got;
+      zs_.avail_out = static_cast<uInt>(std::min<size_t>(n - got, size_t(1) << 30));
+      const uInt out_before = zs_.avail_out;
+      const int ret = inflate(&zs_, Z_NO_FLUSH);
+      got += out_before - zs_.avail_out;
+      start_ = have_ - zs_.avail_in;
+      if (ret == Z_STREAM_END) member_ended_ = true;
+      else if (ret != Z_OK && ret != Z_BUF_ERROR)
+        fail(tinytorch::detail::str_cat("gzip data is truncated or corrupt (zlib: ", zs_.msg ? zs_.msg : zError(ret),
+                                        ") after ", position_ + got, " decompressed bytes"));
+    }
+    return got;
+  }
+
+  std::string path_;
+  const char* op_;
+  int fd_ = -1;
+  uint64_t file_size_ = 0;
+  bool gzip_ = false;
+  z_stream zs_{};
+  bool zs_ready_ = false;
+  bool member_ended_ = false;
+  std::vector<unsigned char> in_;  // raw (compressed) input buffer
+  size_t start_ = 0, have_ = 0;    // unread raw bytes: in_[start_, have_)
+  uint64_t position_ = 0;
+};
 
 inline uint32_t read_be32(const unsigned char* p) {
   return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
@@ -107,88 +215,126 @@ inline std::string hex32(uint32_t v) {
   return s;
 }
 
-/// Reads and validates an IDX file of unsigned bytes with `ndims` dims. Returns the dims and the
-/// offset of the data in `bytes`.
-inline std::vector<uint64_t> parse_idx_header(const std::vector<unsigned char>& bytes, const std::string& path,
-                                              const char* op, uint32_t ndims, const char* what) {
+/// Reads and validates the header of an IDX file of unsigned bytes with `ndims` dims (and nothing
+/// more). Returns the dims.
+inline std::vector<uint64_t> read_idx_header(IdxFile& f, uint32_t ndims, const char* what) {
   const uint32_t expected_magic = 0x00000800u | ndims;
   const size_t header = 4 * (1 + static_cast<size_t>(ndims));
-  TT_CHECK(bytes.size() >= 4, op, ": ", path, ": file ends after ", bytes.size(),
-           " bytes, expected a ", header, "-byte IDX header");
-  const uint32_t magic = read_be32(bytes.data());
+  unsigned char h[16];
+  size_t got = f.read(h, 4);
+  if (got < 4)
+    f.fail(tinytorch::detail::str_cat("file ends after ", got, " bytes, expected a ", header, "-byte IDX header"));
+  const uint32_t magic = read_be32(h);
   if (magic != expected_magic) {
     std::string hint;
     if (magic == 0x00000803u) hint = " (this is an IDX image file)";
     else if (magic == 0x00000801u) hint = " (this is an IDX label file)";
-    else if (bytes[0] == 0x1f && bytes[1] == 0x8b) hint = " (gzip data that zlib could not decompress)";
     else hint = " (not an IDX file of unsigned bytes)";
-    throw Error(tinytorch::detail::str_cat(op, ": ", path, ": wrong magic number ", magic, " (", hex32(magic),
-                                           "), expected ", expected_magic, " (", hex32(expected_magic),
-                                           ") for IDX ", what, hint));
+    f.fail(tinytorch::detail::str_cat("wrong magic number ", magic, " (", hex32(magic), "), expected ", expected_magic,
+                                      " (", hex32(expected_magic), ") for IDX ", what, hint));
   }
-  TT_CHECK(bytes.size() >= header, op, ": ", path, ": file ends after ", bytes.size(),
-           " bytes, expected a ", header, "-byte IDX header");
+  got += f.read(h + 4, header - 4);
+  if (got < header)
+    f.fail(tinytorch::detail::str_cat("file ends after ", got, " bytes, expected a ", header, "-byte IDX header"));
   std::vector<uint64_t> dims(ndims);
-  for (uint32_t i = 0; i < ndims; ++i) dims[i] = read_be32(bytes.data() + 4 * (1 + i));
+  for (uint32_t i = 0; i < ndims; ++i) dims[i] = read_be32(h + 4 * (1 + i));
   return dims;
 }
 
-/// Checks that exactly `expected` data bytes follow the header.
-inline void check_data_size(const std::vector<unsigned char>& bytes, size_t header, uint64_t expected,
-                            const std::string& path, const char* op, const std::string& what) {
-  const uint64_t have = bytes.size() - header;
-  TT_CHECK(have >= expected, op, ": ", path, ": expected ", expected, " bytes of ", what, ", file ends after ", have);
-  TT_CHECK(have == expected, op, ": ", path, ": expected ", expected, " bytes of ", what, ", but the file has ",
-           have - expected, " extra bytes after them (corrupt file or wrong header)");
+/// Reads exactly `expected` data bytes after the header, then checks that the file ends there.
+/// Memory grows with what is actually read, never with what the header claims, and never past it.
+inline std::vector<unsigned char> read_idx_data(IdxFile& f, uint64_t expected, const std::string& what) {
+  const uint64_t header = f.position();
+  if (!f.gzip()) {  // the size on disk says it all, before anything is read
+    const uint64_t have = f.file_size() - header;
+    if (have < expected)
+      f.fail(tinytorch::detail::str_cat("expected ", expected, " bytes of ", what, ", file ends after ", have));
+    if (have > expected)
+      f.fail(tinytorch::detail::str_cat("expected ", expected, " bytes of ", what, ", but the file has ",
+                                        have - expected, " extra bytes after them (corrupt file or wrong header)"));
+  }
+  std::vector<unsigned char> data;
+  try {
+    constexpr uint64_t kStep = uint64_t(1) << 24;  // 16 MiB
+    data.reserve(static_cast<size_t>(std::min(expected, kStep)));
+    while (data.size() < expected) {
+      const size_t old = data.size();
+      const size_t want = static_cast<size_t>(std::min<uint64_t>(expected - old, kStep));
+      if (data.capacity() < old + want)  // grow geometrically, but never past what the header says
+        data.reserve(static_cast<size_t>(std::min<uint64_t>(expected, std::max<uint64_t>(2 * data.capacity(), old + want))));
+      data.resize(old + want);
+      const size_t got = f.read(data.data() + old, want);
+      data.resize(old + got);
+      if (got < want)
+        f.fail(tinytorch::detail::str_cat("expected ", expected, " bytes of ", what, ", file ends after ", data.size()));
+    }
+  } catch (const std::bad_alloc&) {
+    f.fail(tinytorch::detail::str_cat("out of memory after reading ", data.size(), " of the ", expected, " bytes of ",
+                                      what));
+  }
+  // Trailing bytes: count them, up to kMaxExtraCount (a gzip bomb is not inflated further).
+  unsigned char scratch[1 << 14];
+  uint64_t extra = 0;
+  while (extra <= IdxFile::kMaxExtraCount) {
+    const size_t got = f.read(scratch, sizeof scratch);
+    if (got == 0) break;
+    extra += got;
+  }
+  if (extra > IdxFile::kMaxExtraCount)
+    f.fail(tinytorch::detail::str_cat("expected ", expected, " bytes of ", what, ", but the file has more than ",
+                                      IdxFile::kMaxExtraCount, " extra bytes after them (corrupt file or wrong header)"));
+  if (extra > 0)
+    f.fail(tinytorch::detail::str_cat("expected ", expected, " bytes of ", what, ", but the file has ", extra,
+                                      " extra bytes after them (corrupt file or wrong header)"));
+  return data;
 }
 
 }  // namespace detail
 
 namespace detail {
 inline Tensor read_idx_images(const std::string& path, uint64_t& rows, uint64_t& cols) {
-  constexpr const char* op = "read_idx_images";
-  const std::vector<unsigned char> bytes = detail::read_file_maybe_gz(path, op);
-  const std::vector<uint64_t> dims = detail::parse_idx_header(bytes, path, op, 3, "images");
+  IdxFile f(path, "read_idx_images");
+  const std::vector<uint64_t> dims = read_idx_header(f, 3, "images");
   const uint64_t n = dims[0];
   rows = dims[1];
   cols = dims[2];
-  TT_CHECK(rows > 0 && cols > 0, op, ": ", path, ": invalid image size ", rows, "x", cols, " in the IDX header");
+  if (rows == 0 || cols == 0)
+    f.fail(tinytorch::detail::str_cat("invalid image size ", rows, "x", cols, " in the IDX header"));
   const uint64_t pixels = rows * cols;  // < 2^64: both < 2^32
-  TT_CHECK(n <= (uint64_t(1) << 40) / pixels, op, ": ", path, ": IDX header claims ", n, " images of ", rows, "x",
-           cols, ", more than any file can hold (corrupt header)");
-  detail::check_data_size(bytes, 16, n * pixels, path, op,
-                          tinytorch::detail::str_cat("pixel data (", n, " images of ", rows, "x", cols, ")"));
+  if (n > (uint64_t(1) << 40) / pixels)
+    f.fail(tinytorch::detail::str_cat("IDX header claims ", n, " images of ", rows, "x", cols,
+                                      ", more than any file can hold (corrupt header)"));
+  const std::vector<unsigned char> bytes =
+      read_idx_data(f, n * pixels, tinytorch::detail::str_cat("pixel data (", n, " images of ", rows, "x", cols, ")"));
   Tensor out = empty({static_cast<int64_t>(n), static_cast<int64_t>(pixels)}, kFloat32);  // (N, rows*cols)
   float* dst = out.data_ptr<float>();
-  const unsigned char* src = bytes.data() + 16;
   float lut[256];
   for (int v = 0; v < 256; ++v) lut[v] = static_cast<float>(v) / 255.0f;  // exactly float(v)/255, as ToTensor
-  const uint64_t total = n * pixels;
-  for (uint64_t i = 0; i < total; ++i) dst[i] = lut[src[i]];
+  for (size_t i = 0; i < bytes.size(); ++i) dst[i] = lut[bytes[i]];
   return out;
 }
 }  // namespace detail
 
 /// Reads an IDX image file (magic 2051), plain or gzip.
 /// Returns float32 (N, rows*cols) with values pixel/255 in [0, 1] — (N, 784) for MNIST.
-/// Throws tinytorch::Error naming the file: cannot open, wrong magic number, zero rows or cols,
-/// data shorter or longer than N*rows*cols bytes, corrupt gzip stream.
+/// Throws tinytorch::Error naming the file: cannot open, not a regular file (a FIFO, a device such
+/// as /dev/zero, a directory), wrong magic number, zero rows or cols, data shorter or longer than
+/// N*rows*cols bytes, corrupt or truncated gzip stream, bytes after it.
 inline Tensor read_idx_images(const std::string& path) {
   uint64_t rows = 0, cols = 0;
   return detail::read_idx_images(path, rows, cols);
 }
 
 /// Reads an IDX label file (magic 2049), plain or gzip. Returns int64 (N).
-/// Throws tinytorch::Error naming the file: cannot open, wrong magic number, data shorter or longer
-/// than N bytes, corrupt gzip stream.
+/// Throws tinytorch::Error naming the file, as read_idx_images (data shorter or longer than N bytes).
 inline Tensor read_idx_labels(const std::string& path) {
-  constexpr const char* op = "read_idx_labels";
-  const std::vector<unsigned char> bytes = detail::read_file_maybe_gz(path, op);
-  const uint64_t n = detail::parse_idx_header(bytes, path, op, 1, "labels")[0];
-  detail::check_data_size(bytes, 8, n, path, op, tinytorch::detail::str_cat("label data (", n, " labels)"));
+  detail::IdxFile f(path, "read_idx_labels");
+  const uint64_t n = detail::read_idx_header(f, 1, "labels")[0];
+  const std::vector<unsigned char> bytes =
+      detail::read_idx_data(f, n, tinytorch::detail::str_cat("label data (", n, " labels)"));
   Tensor out = empty({static_cast<int64_t>(n)}, kInt64);  // (N)
   int64_t* dst = out.data_ptr<int64_t>();
-  for (uint64_t i = 0; i < n; ++i) dst[i] = bytes[8 + i];
+  for (uint64_t i = 0; i < n; ++i) dst[i] = bytes[i];
   return out;
 }
 

@@ -47,7 +47,8 @@ class Dropout : public Module {
   double p;
   /// nullptr: the default generator, which under DataParallel is each replica's own. A Generator
   /// given here is shared by clones; DataParallel refuses to replicate such a Dropout (its
-  /// replicas' threads would race on the one Generator).
+  /// replicas' threads would share the one Generator: no data race, it is locked, but which
+  /// replica gets which numbers would depend on thread timing, and runs would not repeat).
   Generator* gen;
   /// Throws tinytorch::Error unless 0 <= p <= 1.
   explicit Dropout(double p = 0.5, Generator* gen = nullptr) : p(p), gen(gen) {
@@ -69,7 +70,8 @@ class Dropout : public Module {
   std::shared_ptr<Module> clone() const override {
     TT_CHECK(gen == nullptr || !tinytorch::detail::ReplicateClone::active(),
              "Dropout: cannot be replicated by DataParallel with its own Generator (the replicas' threads would "
-             "share it: a data race); construct it without one, and each replica draws from its own generator");
+             "share it, and the masks would depend on thread timing); construct it without one, and each replica draws "
+             "from its own generator");
     return clone_as<Dropout>();
   }
   std::string name() const override { return "Dropout"; }

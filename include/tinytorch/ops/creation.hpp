@@ -23,6 +23,9 @@ inline Tensor finish(Tensor t, const TensorOptions& o, const char* op) {
   }
   return t;
 }
+/// A tensor whose element i is f(i) converted to the dtype: exactly for int64 from an integer,
+/// and through Scalar::to for a double (an int64 tensor refuses NaN and values beyond its range,
+/// whose C++ conversion would be undefined).
 template <class F>
 Tensor fill_with(const Shape& shape, const TensorOptions& o, const char* op, F f) {
   Tensor t = ops::make_tensor(shape, o.dtype_, o.device_);
@@ -30,7 +33,7 @@ Tensor fill_with(const Shape& shape, const TensorOptions& o, const char* op, F f
     using T = typename decltype(tag)::type;
     T* p = t.data_ptr<T>();
     const int64_t n = t.numel();
-    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(f(i));
+    for (int64_t i = 0; i < n; ++i) p[i] = Scalar(f(i)).to<T>(op);
   });
   return finish(t, o, op);
 }
@@ -39,8 +42,18 @@ Tensor fill_with(const Shape& shape, const TensorOptions& o, const char* op, F f
 inline Tensor empty(const Shape& shape, TensorOptions o) {
   return detail::finish(ops::make_tensor(shape, o.dtype_, o.device_), o, "empty");
 }
-inline Tensor full(const Shape& shape, double value, TensorOptions o) {
-  return detail::fill_with(shape, o, "full", [&](int64_t) { return value; });
+/// An int64 tensor gets the exact integer (full({1}, INT64_MAX, kInt64)); a floating value is
+/// truncated toward zero for int64, and one beyond int64's range throws (Scalar::to_int64).
+inline Tensor full(const Shape& shape, Scalar value, TensorOptions o) {
+  Tensor t = ops::make_tensor(shape, o.dtype_, o.device_);
+  dispatch(o.dtype_, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T v = value.to<T>("full");
+    T* p = t.data_ptr<T>();
+    const int64_t n = t.numel();
+    for (int64_t i = 0; i < n; ++i) p[i] = v;
+  });
+  return detail::finish(t, o, "full");
 }
 inline Tensor zeros(const Shape& shape, TensorOptions o) { return full(shape, 0.0, o); }
 inline Tensor ones(const Shape& shape, TensorOptions o) { return full(shape, 1.0, o); }
@@ -53,7 +66,7 @@ inline Tensor tensor(const std::vector<double>& values, const Shape& shape, Tens
 inline Tensor tensor(const std::vector<double>& values, TensorOptions o) {
   return tensor(values, Shape{static_cast<int64_t>(values.size())}, o);
 }
-inline Tensor scalar_tensor(double value, TensorOptions o) { return full({}, value, o); }
+inline Tensor scalar_tensor(Scalar value, TensorOptions o) { return full({}, value, o); }
 
 inline Tensor arange(double start, double end, double step, std::optional<DType> dtype) {
   TT_CHECK(step != 0, "arange: step must be nonzero");
@@ -67,20 +80,29 @@ inline Tensor arange(double start, double end, double step, std::optional<DType>
 inline Tensor arange(int64_t end, std::optional<DType> dtype) {
   return arange(0.0, static_cast<double>(end), 1.0, dtype);
 }
+// The random ops hold the generator's lock once for the whole tensor (Generator::locked).
 inline Tensor rand(const Shape& shape, TensorOptions o, Generator* gen) {
   Generator& g = gen ? *gen : default_generator();
   TT_CHECK(is_floating_point(o.dtype_), "rand: expected a floating point dtype, got ", dtype_name(o.dtype_));
-  return detail::fill_with(shape, o, "rand", [&](int64_t) { return g.uniform(); });
+  return g.locked([&](Generator::Stream& s) {
+    return detail::fill_with(shape, o, "rand", [&](int64_t) { return s.uniform(); });
+  });
 }
 inline Tensor randn(const Shape& shape, TensorOptions o, Generator* gen) {
   Generator& g = gen ? *gen : default_generator();
   TT_CHECK(is_floating_point(o.dtype_), "randn: expected a floating point dtype, got ", dtype_name(o.dtype_));
-  return detail::fill_with(shape, o, "randn", [&](int64_t) { return g.normal(); });
+  return g.locked([&](Generator::Stream& s) {
+    return detail::fill_with(shape, o, "randn", [&](int64_t) { return s.normal(); });
+  });
 }
+/// Any int64 bounds with low < high, randint(INT64_MIN, INT64_MAX) included; int64 values are
+/// stored exactly (never through a double).
 inline Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions o, Generator* gen) {
   Generator& g = gen ? *gen : default_generator();
   TT_CHECK(low < high, "randint: expected low < high, got low=", low, ", high=", high);
-  return detail::fill_with(shape, o, "randint", [&](int64_t) { return static_cast<double>(g.randint(low, high)); });
+  return g.locked([&](Generator::Stream& s) {
+    return detail::fill_with(shape, o, "randint", [&](int64_t) { return s.randint(low, high); });
+  });
 }
 inline Tensor randperm(int64_t n, Generator* gen) {
   TT_CHECK(n >= 0, "randperm: n must be non-negative, got ", n);
@@ -88,13 +110,15 @@ inline Tensor randperm(int64_t n, Generator* gen) {
   Tensor t = ops::make_tensor({n}, kInt64);
   int64_t* p = t.data_ptr<int64_t>();
   for (int64_t i = 0; i < n; ++i) p[i] = i;
-  for (int64_t i = n - 1; i > 0; --i) std::swap(p[i], p[g.randint(0, i + 1)]);  // Fisher-Yates
+  g.locked([&](Generator::Stream& s) {
+    for (int64_t i = n - 1; i > 0; --i) std::swap(p[i], p[s.randint(0, i + 1)]);  // Fisher-Yates
+  });
   return t;
 }
 
 inline Tensor empty_like(const Tensor& t) { return empty(t.sizes(), t.dtype()); }
 inline Tensor zeros_like(const Tensor& t) { return zeros(t.sizes(), t.dtype()); }
 inline Tensor ones_like(const Tensor& t) { return ones(t.sizes(), t.dtype()); }
-inline Tensor full_like(const Tensor& t, double value) { return full(t.sizes(), value, t.dtype()); }
+inline Tensor full_like(const Tensor& t, Scalar value) { return full(t.sizes(), value, t.dtype()); }
 
 }  // namespace tinytorch

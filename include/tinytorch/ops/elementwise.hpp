@@ -4,6 +4,8 @@
 //   compare(a, b, f): same, but out is int64 0/1 (tinytorch has no bool dtype)
 //   unary(x, f):      out = f(x); float-only functions (exp, log, ...) turn int64 into float32
 //   scalar(a, s, f):  out = f(a, s) for a double s (kept in a's dtype; int64 * 2.5 -> float32)
+//   scalar_int64(a, s, f), scalar_int64_(self, s, f): int64 tensor with an int64 scalar, exact
+//                     (functional.hpp picks these for an integral Scalar, core/scalar.hpp)
 // Inputs are read through their strides (broadcast dims have stride 0): no copies.
 // In place (binary_, unary_) and PyTorch's memory-overlap rules for them (ATen/MemoryOverlap.cpp),
 // which Tensor's in-place methods apply before writing:
@@ -21,6 +23,7 @@
 #include <algorithm>
 #include <cmath>
 #include <vector>
+#include <type_traits>
 
 #include "../backend/cpu/elementwise.hpp"
 #include "dispatch.hpp"
@@ -151,6 +154,21 @@ inline void assert_no_partial_overlap(const Tensor& out, const Tensor& in, const
            "of the input tensor and the written-to tensor refer to a single memory location. Please clone() the "
            "tensor before performing the operation.");
 }
+/// out = f(a, s) for an int64 tensor a and an int64 scalar s, computed in int64 (exact: the
+/// scalar never passes through a double; f is expected to wrap modulo 2^64, as AddOp does).
+template <class F>
+Tensor scalar_int64(const Tensor& a0, int64_t s, F f, const char* op) {
+  check_device(a0, op);
+  TT_CHECK(a0.dtype() == kInt64, op, ": expected an int64 tensor, got ", dtype_name(a0.dtype()));
+  const Tensor a = contiguous(a0);
+  Tensor out = make_tensor(a.sizes(), kInt64);
+  backend::cpu::scalar_kernel(a.data_ptr<int64_t>(), s, out.data_ptr<int64_t>(), a.numel(), f);
+  return out;
+}
+
+/// In place: self = f(self, s) for an int64 self and an int64 scalar s (exact, any strides).
+template <class F>
+void scalar_int64_(Tensor& self, int64_t s, F f, const char* op);
 
 /// In place: self = f(self, other) with other broadcast to self's shape (self keeps its dtype).
 /// When other shares memory with self in any layout but the same one, it is read from a copy.
@@ -198,6 +216,15 @@ void unary_(Tensor& self, F f, const char* op) {
     backend::cpu::strided_loop2(self.sizes(), self.strides(), zero,
                                 [&](int64_t, int64_t os, int64_t) { s[os] = static_cast<T>(f(s[os])); });
   });
+}
+
+template <class F>
+void scalar_int64_(Tensor& self, int64_t s, F f, const char* op) {
+  TT_CHECK(self.dtype() == kInt64, op, ": expected an int64 tensor, got ", dtype_name(self.dtype()));
+  unary_(self, [&](auto x) {
+    if constexpr (std::is_same_v<decltype(x), int64_t>) return f(x, s);
+    else return x;  // not reached: self is int64
+  }, op);
 }
 
 }  // namespace tinytorch::ops

@@ -26,8 +26,10 @@
 // Numbers are formatted as Python's str.format does ("{:.4f}", "{:.4e}", "{:.0f}"): printf gives
 // the same digits (both round the exact binary value correctly) except that Python always prints
 // "nan" and "inf"/"-inf", which we special-case. A float32 tensor is formatted through the double
-// of each float32 value, exactly as PyTorch does via Tensor.item(); int64 values arrive as doubles
-// too, so they must lie within +-2^53.
+// of each float32 value, exactly as PyTorch does via Tensor.item(). int64 tensors are printed from
+// their int64 values (format_tensor_int64): exact over the whole range, 2^53 + 1 included; the
+// double overloads, given an int64 dtype, print each value rounded to an integer (exact within
+// +-2^53).
 //
 // Chapter: chapters/01-training-loop.md. Reference: torch/_tensor_str.py; tests/test_print.cpp
 // compares against repr() output recorded by tests/reference/gen_print.py.
@@ -38,6 +40,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../core/dtype.hpp"
@@ -65,8 +68,14 @@ inline std::string py_format_float(double v, int prec, char conversion /* 'f' or
   return out;
 }
 
-/// Python's "{}".format(int) for an int64 value carried as a double.
-inline std::string py_format_int(double v) { return std::to_string(static_cast<long long>(v)); }
+/// Python's "{}".format(int).
+inline std::string py_format_int(int64_t v) { return std::to_string(static_cast<long long>(v)); }
+/// The same for an int64 value carried as a double (exact within +-2^53; NaN and values beyond
+/// int64's range, which no int64 tensor holds, print as "nan" / "inf" / "-inf").
+inline std::string py_format_int(double v) {
+  if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) return py_format_float(v, 0, 'f');
+  return py_format_int(static_cast<int64_t>(v));
+}
 
 /// Left-pads s with spaces to `width` characters (no-op when already wider).
 inline std::string pad_left(const std::string& s, size_t width) {
@@ -125,7 +134,15 @@ class Formatter {
     }
   }
 
+  /// An int64 tensor's formatter: "{}" of each value, width = longest.
+  explicit Formatter(const std::vector<int64_t>& shown) : floating_(false) {
+    for (int64_t v : shown) max_width_ = std::max(max_width_, py_format_int(v).size());
+  }
+
   size_t width() const { return max_width_; }
+
+  /// One int64 element, right-aligned to width().
+  std::string format(int64_t v) const { return pad_left(py_format_int(v), max_width_); }
 
   /// One element, right-aligned to width().
   std::string format(double v) const {
@@ -153,9 +170,11 @@ class Formatter {
 // --- walking a row-major tensor ----------------------------------------------------------------
 
 /// A read-only view of the row-major data: element (i0, ..., in-1) is values[sum_k i_k*strides[k]].
+/// V is double (floating tensors) or int64_t (int64 tensors, printed exactly).
+template <class V>
 struct PrintView {
   const Shape& shape;
-  const std::vector<double>& values;
+  const std::vector<V>& values;
   Strides strides;
 };
 
@@ -174,8 +193,8 @@ inline std::vector<int64_t> shown_indices(int64_t size, bool summarize) {
 }
 
 /// get_summarized_data: collects the values that will be printed (what _Formatter looks at).
-inline void collect_shown(const PrintView& t, size_t d, int64_t offset, bool summarize,
-                          std::vector<double>& out) {
+template <class V>
+void collect_shown(const PrintView<V>& t, size_t d, int64_t offset, bool summarize, std::vector<V>& out) {
   if (d == t.shape.size()) {
     out.push_back(t.values[static_cast<size_t>(offset)]);
     return;
@@ -186,8 +205,8 @@ inline void collect_shown(const PrintView& t, size_t d, int64_t offset, bool sum
 
 /// _vector_str: a 1-D row "[a, b, c]", wrapped so that a line holds
 /// max(1, floor((linewidth - indent) / (width + 2))) elements; continuation lines start at indent+1.
-inline std::string vector_str(const PrintView& t, int64_t offset, int indent, bool summarize,
-                              const Formatter& fmt) {
+template <class V>
+std::string vector_str(const PrintView<V>& t, int64_t offset, int indent, bool summarize, const Formatter& fmt) {
   const size_t d = t.shape.size() - 1;
   const double element_length = static_cast<double>(fmt.width() + 2);  // ", " included
   const int64_t per_line =
@@ -206,8 +225,9 @@ inline std::string vector_str(const PrintView& t, int64_t offset, int indent, bo
 }
 
 /// _tensor_str_with_formatter: the sub-tensor starting at dim d, `offset`.
-inline std::string tensor_str_rec(const PrintView& t, size_t d, int64_t offset, int indent,
-                                  bool summarize, const Formatter& fmt) {
+template <class V>
+std::string tensor_str_rec(const PrintView<V>& t, size_t d, int64_t offset, int indent, bool summarize,
+                           const Formatter& fmt) {
   const size_t dims_left = t.shape.size() - d;
   if (dims_left == 0) return fmt.format(t.values[static_cast<size_t>(offset)]);  // _scalar_str
   if (dims_left == 1) return vector_str(t, offset, indent, summarize, fmt);
@@ -224,24 +244,35 @@ inline std::string tensor_str_rec(const PrintView& t, size_t d, int64_t offset, 
   return out + "]";
 }
 
-/// _tensor_str: the bracketed data of a tensor, e.g. "[[1., 2.],\n        [3., 4.]]" or "3.5000".
-/// `values` is row-major with numel(shape) entries (float32 data as the doubles of its floats).
-/// `indent` is the column where the body starts (7 = len("tensor(")). Empty tensors give "[]".
-inline std::string format_tensor_body(const Shape& shape, const std::vector<double>& values,
-                                      DType dtype, int indent = 7) {
+/// _tensor_str for values of type V (double or int64_t); see format_tensor_body.
+template <class V>
+std::string format_tensor_body_impl(const Shape& shape, const std::vector<V>& values, DType dtype, int indent) {
   const int64_t numel = numel_of(shape);
   TT_CHECK(static_cast<int64_t>(values.size()) == numel, "format_tensor: shape ", shape_str(shape),
            " has ", numel, " elements but ", values.size(), " values were given");
   if (numel == 0) return "[]";
 
   const bool summarize = numel > kPrintThreshold;
-  PrintView t{shape, values, contiguous_strides(shape)};
-  std::vector<double> shown;
+  PrintView<V> t{shape, values, contiguous_strides(shape)};
+  std::vector<V> shown;
   if (summarize) {
     collect_shown(t, 0, 0, true, shown);
   }
-  Formatter fmt(summarize ? shown : values, is_floating_point(dtype));
-  return tensor_str_rec(t, 0, 0, indent, summarize, fmt);
+  const std::vector<V>& look_at = summarize ? shown : values;
+  if constexpr (std::is_same_v<V, int64_t>) {
+    (void)dtype;
+    return tensor_str_rec(t, 0, 0, indent, summarize, Formatter(look_at));
+  } else {
+    return tensor_str_rec(t, 0, 0, indent, summarize, Formatter(look_at, is_floating_point(dtype)));
+  }
+}
+
+/// _tensor_str: the bracketed data of a tensor, e.g. "[[1., 2.],\n        [3., 4.]]" or "3.5000".
+/// `values` is row-major with numel(shape) entries (float32 data as the doubles of its floats).
+/// `indent` is the column where the body starts (7 = len("tensor(")). Empty tensors give "[]".
+inline std::string format_tensor_body(const Shape& shape, const std::vector<double>& values,
+                                      DType dtype, int indent = 7) {
+  return format_tensor_body_impl(shape, values, dtype, indent);
 }
 
 /// _add_suffixes: appends ", suffix" for each suffix, or ",\n" + indent spaces + suffix when the
@@ -266,15 +297,10 @@ inline std::string add_suffixes(const std::string& tensor_str, const std::vector
   return out + ")";
 }
 
-/// _str_intern for a dense CPU tensor: what print(t) / repr(t) shows, e.g.
-///   format_tensor({2}, {0.1, 0.2}, kFloat64, "requires_grad=True")
-///     == "tensor([0.1000, 0.2000], dtype=torch.float64, requires_grad=True)"
-/// Suffix order follows PyTorch: size= (empty, non-1-D only), dtype= (float64 always; int64 only
-/// when empty), then suffix_kwargs -- the caller's already formatted "grad_fn=<MulBackward0>" or
-/// "requires_grad=True" (empty string for none), treated as one suffix.
-/// Throws tinytorch::Error when values.size() != numel(shape).
-inline std::string format_tensor(const Shape& shape, const std::vector<double>& values, DType dtype,
-                                 const std::string& suffix_kwargs) {
+/// (The implementation of format_tensor and format_tensor_int64 below.)
+template <class V>
+std::string format_tensor_impl(const Shape& shape, const std::vector<V>& values, DType dtype,
+                               const std::string& suffix_kwargs) {
   const std::string prefix = "tensor(";
   const int indent = static_cast<int>(prefix.size());
   std::vector<std::string> suffixes;
@@ -289,10 +315,28 @@ inline std::string format_tensor(const Shape& shape, const std::vector<double>& 
   } else {
     // float32 (default dtype) and int64 are "default dtypes" and are never named.
     if (dtype == DType::Float64) suffixes.push_back("dtype=" + dtype_name(dtype));
-    body = format_tensor_body(shape, values, dtype, indent);
+    body = format_tensor_body_impl(shape, values, dtype, indent);
   }
   if (!suffix_kwargs.empty()) suffixes.push_back(suffix_kwargs);
   return add_suffixes(prefix + body, suffixes, indent);
+}
+
+/// _str_intern for a dense CPU tensor (format_tensor_impl<V>, V = double or int64_t): what print(t) / repr(t) shows, e.g.
+///   format_tensor({2}, {0.1, 0.2}, kFloat64, "requires_grad=True")
+///     == "tensor([0.1000, 0.2000], dtype=torch.float64, requires_grad=True)"
+/// Suffix order follows PyTorch: size= (empty, non-1-D only), dtype= (float64 always; int64 only
+/// when empty), then suffix_kwargs -- the caller's already formatted "grad_fn=<MulBackward0>" or
+/// "requires_grad=True" (empty string for none), treated as one suffix.
+/// Throws tinytorch::Error when values.size() != numel(shape).
+inline std::string format_tensor(const Shape& shape, const std::vector<double>& values, DType dtype,
+                                 const std::string& suffix_kwargs) {
+  return format_tensor_impl(shape, values, dtype, suffix_kwargs);
+}
+/// format_tensor for an int64 tensor, from its int64 values: exact for every int64
+/// ("tensor([9007199254740993])", where a double would print 9007199254740992).
+inline std::string format_tensor_int64(const Shape& shape, const std::vector<int64_t>& values,
+                                       const std::string& suffix_kwargs) {
+  return format_tensor_impl(shape, values, DType::Int64, suffix_kwargs);
 }
 
 }  // namespace detail

@@ -10,16 +10,35 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "../../core/config.hpp"
+#include "../../core/scalar.hpp"  // wrapping_add/sub/mul/pow: int64 arithmetic modulo 2^64
 
 namespace tinytorch::backend::cpu {
 
 // ---- functors ---------------------------------------------------------------------------------
-struct AddOp { template <class T> TT_HOST_DEVICE T operator()(T a, T b) const { return a + b; } };
-struct SubOp { template <class T> TT_HOST_DEVICE T operator()(T a, T b) const { return a - b; } };
-struct MulOp { template <class T> TT_HOST_DEVICE T operator()(T a, T b) const { return a * b; } };
+// int64 add, sub, mul and neg wrap modulo 2^64 as PyTorch's (INT64_MAX + 1 == INT64_MIN) without
+// C++'s undefined behaviour on signed overflow (core/scalar.hpp).
+struct AddOp {
+  template <class T> TT_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, int64_t>) return wrapping_add(a, b);
+    else return a + b;
+  }
+};
+struct SubOp {
+  template <class T> TT_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, int64_t>) return wrapping_sub(a, b);
+    else return a - b;
+  }
+};
+struct MulOp {
+  template <class T> TT_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, int64_t>) return wrapping_mul(a, b);
+    else return a * b;
+  }
+};
 struct DivOp { template <class T> TT_HOST_DEVICE T operator()(T a, T b) const { return a / b; } };
 struct PowOp { template <class T> TT_HOST_DEVICE T operator()(T a, T b) const { return std::pow(a, b); } };
 struct MaxOp { template <class T> TT_HOST_DEVICE T operator()(T a, T b) const { return a > b ? a : b; } };
@@ -30,12 +49,17 @@ struct LeOp { template <class T> TT_HOST_DEVICE int64_t operator()(T a, T b) con
 struct GtOp { template <class T> TT_HOST_DEVICE int64_t operator()(T a, T b) const { return a > b; } };
 struct GeOp { template <class T> TT_HOST_DEVICE int64_t operator()(T a, T b) const { return a >= b; } };
 
-struct NegOp { template <class T> TT_HOST_DEVICE T operator()(T x) const { return -x; } };
+struct NegOp {
+  template <class T> TT_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_same_v<T, int64_t>) return Scalar::wrapping_neg(x);  // -INT64_MIN == INT64_MIN
+    else return -x;
+  }
+};
 struct ExpOp { template <class T> TT_HOST_DEVICE T operator()(T x) const { return std::exp(x); } };
 struct LogOp { template <class T> TT_HOST_DEVICE T operator()(T x) const { return std::log(x); } };
 struct SqrtOp { template <class T> TT_HOST_DEVICE T operator()(T x) const { return std::sqrt(x); } };
-struct AbsOp {  // |-0.0| = +0.0 as torch.abs (the sign bit is cleared); NaN stays NaN
-  template <class T> TT_HOST_DEVICE T operator()(T x) const { return x < T(0) ? -x : (x == T(0) ? T(0) : x); }
+struct AbsOp {  // |-0.0| = +0.0 as torch.abs (the sign bit is cleared); NaN stays NaN; |INT64_MIN| == INT64_MIN
+  template <class T> TT_HOST_DEVICE T operator()(T x) const { return x < T(0) ? NegOp{}(x) : (x == T(0) ? T(0) : x); }
 };
 struct ReluOp {  // NaN stays NaN and -0.0 stays -0.0, as torch.relu (x < 0 is false for both)
   template <class T> TT_HOST_DEVICE T operator()(T x) const { return x < T(0) ? T(0) : x; }
@@ -50,11 +74,16 @@ struct SigmoidOp {
   }
 };
 struct PowScalarOp {
-  double e;
+  double e;  // for int64 x: integral and in [0, 2^63) (the caller checks; tinytorch::pow takes the
+             // exact int64 path, wrapping_pow with an int64 exponent, for an integral Scalar)
   template <class T> TT_HOST_DEVICE T operator()(T x) const {
-    if (e == 2.0) return x * x;
-    if (e == 1.0) return x;
-    return static_cast<T>(std::pow(static_cast<double>(x), e));
+    if constexpr (std::is_same_v<T, int64_t>) {
+      return wrapping_pow(x, static_cast<int64_t>(e));
+    } else {
+      if (e == 2.0) return x * x;
+      if (e == 1.0) return x;
+      return static_cast<T>(std::pow(static_cast<double>(x), e));
+    }
   }
 };
 

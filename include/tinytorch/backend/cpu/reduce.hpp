@@ -12,9 +12,18 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "../../core/scalar.hpp"  // wrapping_add: int64 sums wrap modulo 2^64, as PyTorch's
+
 namespace tinytorch::backend::cpu {
 
 template <class T> using acc_t = std::conditional_t<std::is_same_v<T, float>, double, T>;
+
+/// acc + v; for int64 modulo 2^64 (an overflowing sum wraps as in PyTorch, without the undefined
+/// behaviour of a signed overflow).
+template <class A, class T> A accumulate(A acc, T v) {
+  if constexpr (std::is_same_v<A, int64_t>) return wrapping_add(acc, v);
+  else return acc + v;
+}
 
 /// out[o, i] = sum_k x[o, k, i] (scale multiplies the result: 1 for sum, 1/n for mean).
 template <class T>
@@ -24,13 +33,16 @@ void sum_dim_kernel(const T* x, T* out, int64_t outer, int64_t n, int64_t inner,
     T* yo = out + o * inner;
     if (inner == 1) {
       acc_t<T> acc = 0;
-      for (int64_t k = 0; k < n; ++k) acc += xo[k];
-      yo[0] = static_cast<T>(scale == 1.0 ? acc : acc * scale);
+      for (int64_t k = 0; k < n; ++k) acc = accumulate(acc, xo[k]);
+      // (scale == 1 for int64: mean is floating only; a product with a double would round int64
+      // sums beyond 2^53)
+      if (scale == 1.0) yo[0] = static_cast<T>(acc);
+      else yo[0] = static_cast<T>(acc * scale);
       continue;
     }
     for (int64_t i = 0; i < inner; ++i) yo[i] = 0;
     for (int64_t k = 0; k < n; ++k)
-      for (int64_t i = 0; i < inner; ++i) yo[i] += xo[k * inner + i];
+      for (int64_t i = 0; i < inner; ++i) yo[i] = accumulate(yo[i], xo[k * inner + i]);
     if (scale != 1.0)
       for (int64_t i = 0; i < inner; ++i) yo[i] = static_cast<T>(yo[i] * scale);
   }
