@@ -84,7 +84,7 @@ class BatchNorm1d : public Module {
     Tensor y = batch_norm(x, rm, rv, weight, bias, use_batch_stats, factor, eps);
     if (update) {  // after the call, so that an input it rejects leaves the count alone
       NoGradGuard ng;
-      num_batches_tracked.add_(1.0);
+      num_batches_tracked.add_(1);  // an int64 buffer: an integral Scalar (add_(1.0) throws, as PyTorch)
     }
     return y;
   }
