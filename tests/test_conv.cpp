@@ -362,6 +362,8 @@ TEST_CASE("nn::MaxPool2d: forward and repr", "[conv]") {
   Tensor x = randn({2, 3, 6, 6});
   CHECK(pool(x).allclose(max_pool2d(x, 2), 0, 0));
   CHECK(pool(x).sizes() == Shape{2, 3, 3, 3});
+  CHECK(max_pool2d(x, 3, 2, 1).allclose(nn::MaxPool2d(3, 2, 1)(x), 0, 0));  // stride as a plain int
+  CHECK(max_pool2d(x, 3, 2, 1).sizes() == Shape{2, 3, 3, 3});
   CHECK(pool.parameters().empty());
 }
 

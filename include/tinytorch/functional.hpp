@@ -172,8 +172,10 @@ inline Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bi
 /// 2-D max pooling as torch.nn.functional.max_pool2d: input (N, C, H, W) or (C, H, W); each window
 /// of kernel_size (dilated by `dilation`, stepped by `stride`, which defaults to kernel_size) over
 /// the input padded with -inf by `padding` gives its maximum; ceil_mode rounds the output size up.
-/// The gradient goes to the first maximum of each window. Throws tinytorch::Error with PyTorch's
-/// messages ("pad should be at most half of effective kernel size", "Output size is too small").
+/// The gradient goes to the first maximum of each window. kernel_size, padding, dilation: an int or
+/// {h, w}; stride: an int, Size2{h, w} (std::optional needs the type named) or std::nullopt.
+/// Throws tinytorch::Error with PyTorch's messages ("pad should be at most half of effective kernel
+/// size", "Output size is too small"), and for int64 inputs. grad_fn: MaxPool2DWithIndicesBackward0.
 inline Tensor max_pool2d(const Tensor& input, Size2 kernel_size, std::optional<Size2> stride = std::nullopt,
                          Size2 padding = 0, Size2 dilation = 1, bool ceil_mode = false) {
   return std::get<0>(autograd::MaxPool2dWithIndices::forward(input, kernel_size, stride, padding, dilation, ceil_mode));
