@@ -1,7 +1,13 @@
-// examples/train_mnist.cpp — the main job: an MLP on Fashion-MNIST, in one process or with
-// DistributedDataParallel over N processes.
+// examples/train_mnist.cpp — the main job: an MLP (or, with --model cnn, a small CNN) on
+// Fashion-MNIST, in one process or with DistributedDataParallel over N processes.
 //
-// Model: 784 -> 256 -> 128 -> 10 (ReLU between; --hidden changes the middle), CrossEntropyLoss.
+// Model (--model mlp, the default): 784 -> 256 -> 128 -> 10 (ReLU between; --hidden changes the
+//       middle), CrossEntropyLoss.
+// --model cnn: images as (B, 1, 28, 28) through Conv2d(1, 8, 3, padding=1) - ReLU - MaxPool2d(2)
+//       - Conv2d(8, 16, 3, padding=1) - ReLU - MaxPool2d(2) - Flatten - Linear(16*7*7, 10)
+//       (LeNet-like; --hidden is ignored), same loss and recipe. PyTorch trains the same net with
+//       the same recipe in tests/reference/gen_cnn_mnist.py (its accuracies are recorded there and
+//       in tests/reference/cnn_mnist_ref.cmake, which the ctest train_mnist_cnn_limit compares with).
 // Data: Fashion-MNIST IDX files (Debian's dataset-fashion-mnist), images scaled to [0, 1] and
 //       normalised with mean 0.2860, std 0.3530: x' = (x - 0.2860) / 0.3530.
 // Recipe (defaults): batch 64, SGD(lr=0.02, momentum=0.9), CosineAnnealingLR over all
@@ -39,7 +45,7 @@
 //   compares one host with several).
 // --timeout SECONDS: how long any collective may wait for the other ranks before the watchdog
 //   reports it and ends the job (default: TINYTORCH_DIST_TIMEOUT, else 30 minutes as PyTorch).
-// Under mpirun the ranks first check that the flags that must match (--epochs, --batch-size,
+// Under mpirun the ranks first check that the flags that must match (--model, --epochs, --batch-size,
 //   --limit, --lr, --momentum, --hidden, --seed, --no-scale-lr, --warmup-*, --trace, --dp, whether
 //   --save is given) are the
 //   same on every rank; if not, every rank exits with a message naming each flag that differs.
@@ -77,6 +83,7 @@ struct Config {
   double lr = 0.02;
   double momentum = 0.9;
   std::vector<int64_t> hidden{256, 128};
+  std::string model = "mlp";  // "mlp" or "cnn"
   uint64_t seed = 0;
   int threads = 1;
   int64_t limit = 0;  // 0: all training images
@@ -103,7 +110,8 @@ std::vector<std::pair<std::string, std::string>> flags_that_must_match(const Con
     }
     return std::string(b);
   };
-  return {{"--epochs", std::to_string(c.epochs)},
+  return {{"--model", c.model},
+          {"--epochs", std::to_string(c.epochs)},
           {"--batch-size", std::to_string(c.batch_size)},
           {"--limit", c.limit == 0 ? "(all)" : std::to_string(c.limit)},
           {"--lr", real(c.lr)},
@@ -131,6 +139,17 @@ std::shared_ptr<tt::nn::Sequential> make_mlp(const std::vector<int64_t>& hidden)
   }
   model->push_back(std::make_shared<tt::nn::Linear>(in, 10));
   return model;
+}
+
+/// The LeNet-like CNN of --model cnn, for (B, 1, 28, 28) images:
+///   (B,1,28,28) -conv-> (B,8,28,28) -pool-> (B,8,14,14) -conv-> (B,16,14,14) -pool-> (B,16,7,7)
+///   -flatten-> (B,784) -linear-> (B,10).  9,098 parameters (the default MLP has 235,146).
+std::shared_ptr<tt::nn::Sequential> make_cnn() {
+  return std::make_shared<tt::nn::Sequential>(
+      std::make_shared<tt::nn::Conv2d>(1, 8, 3, 1, 1), std::make_shared<tt::nn::ReLU>(),
+      std::make_shared<tt::nn::MaxPool2d>(2), std::make_shared<tt::nn::Conv2d>(8, 16, 3, 1, 1),
+      std::make_shared<tt::nn::ReLU>(), std::make_shared<tt::nn::MaxPool2d>(2), std::make_shared<tt::nn::Flatten>(),
+      std::make_shared<tt::nn::Linear>(16 * 7 * 7, 10));
 }
 
 /// Number of correct predictions of `model` on (x, y), in batches of 1000, without autograd.
@@ -162,6 +181,11 @@ int run(const Config& cfg) {
   }
   train_x = (train_x - kMean) / kStd;  // (N, 784)
   test_x = (test_x - kMean) / kStd;
+  const bool cnn = cfg.model == "cnn";
+  if (cnn) {  // the CNN sees images: (N, 1, 28, 28)
+    train_x = train_x.view({-1, 1, 28, 28});
+    test_x = test_x.view({-1, 1, 28, 28});
+  }
 
   // Data: one process shuffles everything; N ranks each take a DistributedSampler shard.
   auto train_data = std::make_shared<tt::data::TensorDataset>(train_x, train_y);
@@ -188,7 +212,7 @@ int run(const Config& cfg) {
            "cannot be combined with mpirun (world size ", world, "); use one or the other");
   std::shared_ptr<dist::Trace> trace;
   if (!cfg.trace.empty()) trace = std::make_shared<dist::Trace>(rank, dist::common_origin_us());
-  auto model = make_mlp(cfg.hidden);
+  auto model = cnn ? make_cnn() : make_mlp(cfg.hidden);
   std::shared_ptr<tt::nn::Module> net;
   if (cfg.dp > 0) {
     net = std::make_shared<tt::nn::DataParallel>(model, std::vector<tt::Device>(cfg.dp, tt::Device::cpu()));
@@ -248,6 +272,12 @@ int run(const Config& cfg) {
       std::printf("DataParallel over %d CPU replicas: each batch of %lld split into chunks of at most %lld\n", cfg.dp,
                   (long long)cfg.batch_size, (long long)((cfg.batch_size + cfg.dp - 1) / cfg.dp));
     if (!schedule_text.empty()) std::printf("%s\n", schedule_text.c_str());
+    if (cnn) {  // one line: "model: Conv2d(1, 8, ...) - ReLU() - ... - Linear(...)"
+      std::string layers;
+      for (const auto& child : model->named_children())
+        layers += (layers.empty() ? "" : " - ") + child.second->name() + "(" + child.second->extra_repr() + ")";
+      std::printf("model: %s\n", layers.c_str());
+    }
     std::fflush(stdout);
   }
 
@@ -342,7 +372,7 @@ int run(const Config& cfg) {
 
 int main(int argc, char** argv) {
   Config cfg;
-  CLI::App app{"tinytorch train_mnist: an MLP on Fashion-MNIST (one process, or DDP under mpirun)"};
+  CLI::App app{"tinytorch train_mnist: an MLP or a CNN on Fashion-MNIST (one process, or DDP under mpirun)"};
   app.add_option("--data-dir", cfg.data_dir,
                  "directory with the IDX files (default: $TINYTORCH_DATA, else /usr/share/datasets/fashion-mnist)");
   app.add_option("--epochs", cfg.epochs, "training epochs")->check(flags::integer_in(1, 1000000));
@@ -351,7 +381,9 @@ int main(int argc, char** argv) {
   app.add_option("--lr", cfg.lr, "peak learning rate of one process (cosine-annealed to 0)")
       ->check(flags::real_in(0, flags::kInf, flags::kLowOpen));
   app.add_option("--momentum", cfg.momentum, "SGD momentum")->check(flags::real_in(0, 1, flags::kHighOpen));
-  app.add_option("--hidden", cfg.hidden, "hidden layer sizes, e.g. 256,128")
+  app.add_option("--model", cfg.model, "mlp (784-256-128-10) or cnn (2 x Conv2d-ReLU-MaxPool2d, then Linear)")
+      ->check(CLI::IsMember({"mlp", "cnn"}));
+  app.add_option("--hidden", cfg.hidden, "hidden layer sizes of the MLP, e.g. 256,128 (not used by --model cnn)")
       ->delimiter(',')
       ->check(flags::integer_in(1, 100000));
   app.add_option("--seed", cfg.seed, "seed for initial weights and shuffling")->check(flags::seed());

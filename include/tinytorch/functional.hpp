@@ -3,7 +3,7 @@
 // Free functions mirror torch.* and torch.nn.functional.*:
 //   add, sub, mul, div, neg, exp, log, pow, sqrt, abs, relu, sigmoid, tanh,
 //   sum, mean, max, argmax, matmul, mm, bmm, softmax, log_softmax, cat, stack,
-//   linear, mse_loss, nll_loss, cross_entropy, batch_norm, layer_norm;
+//   linear, mse_loss, nll_loss, cross_entropy, batch_norm, layer_norm, conv2d, max_pool2d;
 // and, in functional_more.hpp (included at the end): min, argmin, amax, amin, maximum, minimum,
 //   pow of tensors, floor_divide, remainder, fmod, comparisons with numbers, clamp, where.
 // Each records its autograd node (autograd/functions.hpp) when an input requires grad.
@@ -18,6 +18,7 @@
 #include <limits>
 #include <sstream>
 
+#include "autograd/conv.hpp"
 #include "autograd/engine.hpp"
 #include "autograd/functions.hpp"
 #include "autograd/normalization.hpp"
@@ -289,6 +290,43 @@ inline Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, con
              " (the input's), got ", dtype_name(t->dtype()));
   }
   return autograd::NativeLayerNorm::forward(input, normalized_shape, weight, bias, eps);
+}
+
+// ---- convolution and pooling (autograd/conv.hpp, ops/conv.hpp) --------------------------------
+/// 2-D convolution (cross-correlation) as torch.nn.functional.conv2d:
+///   input (N, C_in, H, W) or unbatched (C_in, H, W); weight (C_out, C_in/groups, kH, kW);
+///   bias (C_out) or undefined; output (N, C_out, H_out, W_out) (or (C_out, H_out, W_out)),
+///   H_out = floor((H + 2 padding - dilation (kH - 1) - 1) / stride) + 1.
+/// stride, padding, dilation: an int or {h, w}. PyTorch's padding="same"/"valid" strings and
+/// padding_mode are not supported. Throws tinytorch::Error with PyTorch's messages for bad sizes
+/// (channels that do not match, a kernel larger than the padded input, non-positive stride, ...),
+/// and for int64 inputs. grad_fn: ConvolutionBackward0 (unbatched: SqueezeBackward1, as PyTorch).
+inline Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(), Size2 stride = 1,
+                     Size2 padding = 0, Size2 dilation = 1, int64_t groups = 1) {
+  TT_CHECK(input.dim() == 3 || input.dim() == 4, "conv2d: Expected 3D (unbatched) or 4D (batched) input to conv2d, "
+           "but got input of size: ", shape_str(input.sizes()));
+  if (input.dim() == 3)
+    return conv2d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0);
+  return autograd::Convolution::forward(input, weight, bias, stride, padding, dilation, groups);
+}
+/// 2-D max pooling as torch.nn.functional.max_pool2d: input (N, C, H, W) or (C, H, W); each window
+/// of kernel_size (dilated by `dilation`, stepped by `stride`, which defaults to kernel_size) over
+/// the input padded with -inf by `padding` gives its maximum; ceil_mode rounds the output size up.
+/// The gradient goes to the first maximum of each window. kernel_size, padding, dilation: an int or
+/// {h, w}; stride: an int, Size2{h, w} (std::optional needs the type named) or std::nullopt.
+/// Throws tinytorch::Error with PyTorch's messages ("pad should be at most half of effective kernel
+/// size", "Output size is too small"), and for int64 inputs. grad_fn: MaxPool2DWithIndicesBackward0.
+inline Tensor max_pool2d(const Tensor& input, Size2 kernel_size, std::optional<Size2> stride = std::nullopt,
+                         Size2 padding = 0, Size2 dilation = 1, bool ceil_mode = false) {
+  return std::get<0>(autograd::MaxPool2dWithIndices::forward(input, kernel_size, stride, padding, dilation, ceil_mode));
+}
+/// max_pool2d and the int64 indices of each maximum, flat in its input plane (h * W + w), as
+/// torch.nn.functional.max_pool2d(..., return_indices=True).
+inline std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, Size2 kernel_size,
+                                                          std::optional<Size2> stride = std::nullopt,
+                                                          Size2 padding = 0, Size2 dilation = 1,
+                                                          bool ceil_mode = false) {
+  return autograd::MaxPool2dWithIndices::forward(input, kernel_size, stride, padding, dilation, ceil_mode);
 }
 
 // =============================================================================================

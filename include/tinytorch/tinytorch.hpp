@@ -14,6 +14,8 @@
 #include "nn/linear.hpp"
 #include "nn/activation.hpp"
 #include "nn/container.hpp"
+#include "nn/conv.hpp"
+#include "nn/pooling.hpp"
 #include "nn/loss.hpp"
 #include "nn/init.hpp"
 #include "nn/batchnorm.hpp"      // BatchNorm1d
