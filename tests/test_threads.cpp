@@ -84,24 +84,25 @@ void check_gemm_threads(double tol) {
     int64_t M, N, K;
   };
   // Rows split (M >= N), columns split (M small), GEMV-like (N = 1, M = 1), odd sizes that leave
-  // leftovers after the aligned blocks, and the MLP's products.
-  const Size sizes[] = {{1000, 3, 700}, {3, 1000, 700}, {4096, 1, 300}, {1, 4096, 300}, {257, 255, 129},
-                        {37, 1001, 61}, {64, 256, 784}, {1024, 10, 128}, {256, 784, 64}, {17, 53, 2000}};
+  // leftovers after the aligned blocks, K above Eigen's k-block (576 floats with AVX2: several
+  // passes over K), MLP-like products. Each has at least 2 x 2^18 multiply-adds, so it is split.
+  const Size sizes[] = {{1000, 3, 200}, {3, 1000, 200}, {4096, 1, 160}, {1, 4096, 160}, {129, 127, 65},
+                        {37, 1001, 31},  {64, 256, 64},  {520, 10, 128},  {17, 53, 1200}, {40, 40, 700}};
   unsigned seed = 1;
   for (const Size& s : sizes)
     for (int t = 0; t < 4; ++t)
-      for (int ab = 0; ab < 2; ++ab) {
+      for (int ab = 0; ab < (t == 0 ? 2 : 1); ++ab) {  // alpha, beta: (1, 0); and (0.5, 1.5) once
         const T alpha = ab ? T(0.5) : T(1), beta = ab ? T(1.5) : T(0);
         GemmCase<T> c(s.M, s.N, s.K, t & 1, t & 2, alpha, beta, seed++);
         CAPTURE(s.M, s.N, s.K, c.ta, c.tb, alpha, beta);
         const std::vector<T> one = c.run(1);
         const uint64_t jobs = pool_jobs();
-        for (int threads : {2, 3, 4, 7}) {
+        for (int threads : {2, 3}) {
           CAPTURE(threads);
           const std::vector<T> many = c.run(threads);
           REQUIRE(std::memcmp(one.data(), many.data(), one.size() * sizeof(T)) == 0);
         }
-        CHECK(pool_jobs() >= jobs + 4);  // every one of these products was split
+        CHECK(pool_jobs() >= jobs + 2);  // every one of these products was split
         const std::vector<T> ref = c.naive();
         double worst = 0;
         for (size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::abs(double(one[i]) - double(ref[i])));

@@ -48,6 +48,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdint>
@@ -123,6 +124,9 @@ inline bool& in_parallel_region_flag() {
 class ThreadPool {
  public:
   using TaskFn = void (*)(void* ctx, int64_t task);
+  /// How long a worker that finished a job polls for the next one, and the caller for the
+  /// workers' last chunks, before blocking (see the top of this file).
+  static constexpr int kSpinMicros = 20;
 
   static ThreadPool& instance() { return *slot(); }
 
@@ -159,7 +163,7 @@ class ThreadPool {
     next_task_.store(0, std::memory_order_relaxed);
     error_ = nullptr;
     open_ = true;
-    ++generation_;
+    generation_.store(generation_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
     jobs_.fetch_add(1, std::memory_order_relaxed);
     const size_t wake = std::min(want, workers_.size());
     lock.unlock();
@@ -167,9 +171,10 @@ class ThreadPool {
 
     run_tasks(fn, ctx, tasks);  // the caller takes chunks too
 
+    spin_until([this] { return active_.load(std::memory_order_acquire) == 0; });
     lock.lock();
     open_ = false;  // a worker that wakes from now on skips this job
-    done_.wait(lock, [this] { return active_ == 0; });
+    done_.wait(lock, [this] { return active_.load(std::memory_order_relaxed) == 0; });
     std::exception_ptr error = error_;
     error_ = nullptr;
     lock.unlock();
@@ -193,6 +198,21 @@ class ThreadPool {
     return pool;
   }
 
+  /// Polls done() for up to kSpinMicros (then the caller blocks on a condition variable).
+  template <class Done>
+  static void spin_until(const Done& done) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicros);
+    for (;;) {
+      for (int i = 0; i < 32; ++i) {
+        if (done()) return;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+      }
+      if (std::chrono::steady_clock::now() >= until) return;
+    }
+  }
+
   void run_tasks(TaskFn fn, void* ctx, int64_t tasks) {
     for (int64_t t; (t = next_task_.fetch_add(1, std::memory_order_relaxed)) < tasks;) {
       try {
@@ -207,10 +227,13 @@ class ThreadPool {
   void worker_loop() {
     in_parallel_region_flag() = true;  // a parallel_for inside a chunk runs inline
     std::unique_lock<std::mutex> lock(mutex_);
-    uint64_t seen = generation_;
+    uint64_t seen = generation_.load(std::memory_order_relaxed);
     for (;;) {
-      wake_.wait(lock, [&] { return generation_ != seen; });
-      seen = generation_;
+      lock.unlock();
+      spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
+      lock.lock();
+      wake_.wait(lock, [&] { return generation_.load(std::memory_order_relaxed) != seen; });
+      seen = generation_.load(std::memory_order_relaxed);
       if (!open_) continue;  // woke too late: the caller already finished this job
       ++active_;
       const TaskFn fn = fn_;
@@ -236,8 +259,8 @@ class ThreadPool {
   std::atomic<int64_t> next_task_{0};
   std::exception_ptr error_;
   bool open_ = false;
-  uint64_t generation_ = 0;
-  int active_ = 0;  // workers inside the current job
+  std::atomic<uint64_t> generation_{0};  // written under mutex_; read without it while spinning
+  std::atomic<int> active_{0};           // workers inside the current job (changed under mutex_)
 };
 
 }  // namespace detail
@@ -257,6 +280,29 @@ inline void set_num_threads(int n) {
 /// True inside a parallel_for's chunk (on a worker or on the caller). at::in_parallel_region.
 inline bool in_parallel_region() { return detail::in_parallel_region_flag(); }
 
+namespace detail {
+/// Runs f(t) for every t in [0, tasks), taken dynamically by the caller and up to
+/// get_num_threads() - 1 workers, and returns true; or returns false without calling f at all
+/// when that is not possible (tasks < 2, one thread set, a nested call, the pool busy): the caller
+/// then does the work itself, as one piece. Rethrows the first exception of f.
+template <class F>
+bool try_parallel_tasks(int64_t tasks, const F& f) {
+  if (tasks < 2 || in_parallel_region()) return false;
+  ThreadPool& pool = ThreadPool::instance();
+  if (pool.num_threads() < 2 || !pool.try_acquire()) return false;
+  struct Region {  // the caller is in the region while its tasks run; the pool is released after
+    ThreadPool& pool;
+    explicit Region(ThreadPool& p) : pool(p) { in_parallel_region_flag() = true; }
+    ~Region() {
+      in_parallel_region_flag() = false;
+      pool.release();
+    }
+  } region(pool);
+  pool.run(tasks, [](void* ctx, int64_t t) { (*static_cast<const F*>(ctx))(t); }, const_cast<F*>(&f));
+  return true;
+}
+}  // namespace detail
+
 /// Calls f(b, e) for chunks [b, e) covering [begin, end), in parallel (see the top of this file).
 /// f must be safe to run concurrently on disjoint chunks. grain_size >= 0: at most
 /// ceil((end - begin) / grain_size) chunks; throws tinytorch::Error when it is negative.
@@ -266,37 +312,15 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain_size, const F& f) {
   TT_CHECK(grain_size >= 0, "parallel_for: expected grain_size >= 0, got ", grain_size);
   if (begin >= end) return;
   const int64_t n = end - begin;
-  if (n <= grain_size || n == 1 || in_parallel_region()) {
-    f(begin, end);
-    return;
-  }
-  detail::ThreadPool& pool = detail::ThreadPool::instance();
-  const int threads = pool.num_threads();
   const int64_t max_tasks = grain_size > 0 ? (n + grain_size - 1) / grain_size : n;
-  const int64_t tasks = std::min<int64_t>(threads, max_tasks);
-  if (tasks <= 1 || !pool.try_acquire()) {  // one thread, or the pool is busy: inline
-    f(begin, end);
-    return;
-  }
-  struct Job {
-    const F* f;
-    int64_t begin, end, chunk;
-  } job{&f, begin, end, (n + tasks - 1) / tasks};
-  const int64_t real_tasks = (n + job.chunk - 1) / job.chunk;  // tasks whose chunk is not empty
-  auto task = [](void* ctx, int64_t t) {
-    const Job& j = *static_cast<const Job*>(ctx);
-    const int64_t b = j.begin + t * j.chunk;
-    (*j.f)(b, std::min(j.end, b + j.chunk));
-  };
-  struct Region {  // the caller is in the region while its chunks run; the pool is released after
-    detail::ThreadPool& pool;
-    explicit Region(detail::ThreadPool& p) : pool(p) { detail::in_parallel_region_flag() = true; }
-    ~Region() {
-      detail::in_parallel_region_flag() = false;
-      pool.release();
-    }
-  } region(pool);
-  pool.run(real_tasks, task, &job);
+  const int64_t tasks = n <= grain_size ? 1 : std::min<int64_t>(get_num_threads(), max_tasks);
+  const int64_t chunk = (n + tasks - 1) / tasks;
+  const int64_t used = (n + chunk - 1) / chunk;  // chunks that are not empty
+  const bool split = detail::try_parallel_tasks(used, [&](int64_t t) {
+    const int64_t b = begin + t * chunk;
+    f(b, std::min(end, b + chunk));
+  });
+  if (!split) f(begin, end);  // small, one thread, nested, or the pool busy: inline, in one piece
 }
 
 }  // namespace tinytorch

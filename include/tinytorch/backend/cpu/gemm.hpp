@@ -90,9 +90,11 @@ void gemm(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, boo
   }
   const int64_t dim = split_rows ? M : N, align = split_rows ? kRowAlign : kColAlign;
   const int64_t units = dim / align;  // the last block also takes the dim % align leftovers
-  const int64_t tasks = std::min<int64_t>({threads, units, static_cast<int64_t>(std::min(work / kGemmGrain, 1e9))});
-  const int64_t grain = (units + tasks - 1) / tasks;  // units per block: parallel_for makes `tasks` blocks
-  parallel_for(0, units, grain, [&](int64_t u0, int64_t u1) {
+  const int64_t blocks = std::min<int64_t>({threads, units, static_cast<int64_t>(std::min(work / kGemmGrain, 1e9))});
+  const int64_t per_block = (units + blocks - 1) / blocks;
+  const int64_t used = (units + per_block - 1) / per_block;
+  const bool split = ::tinytorch::detail::try_parallel_tasks(used, [&](int64_t t) {
+    const int64_t u0 = t * per_block, u1 = std::min(units, u0 + per_block);
     const int64_t i0 = u0 * align, i1 = u1 == units ? dim : u1 * align;
     if (split_rows)
       gemm_serial(i1 - i0, N, K, alpha, trans_a ? A + i0 : A + i0 * lda, lda, trans_a, B, ldb, trans_b, beta,
@@ -101,6 +103,7 @@ void gemm(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, boo
       gemm_serial(M, i1 - i0, K, alpha, A, lda, trans_a, trans_b ? B + i0 * ldb : B + i0, ldb, trans_b, beta,
                   C + i0, ldc);
   });
+  if (!split) gemm_serial(M, N, K, alpha, A, lda, trans_a, B, ldb, trans_b, beta, C, ldc);
 }
 
 /// The reference triple loop (accumulates in double).
