@@ -26,7 +26,9 @@
 #include <dlfcn.h>
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -47,6 +49,20 @@ double mlp_flops(int64_t batch) {  // forward + weight gradients, + input gradie
 void set_flops(benchmark::State& state, double flops) {
   state.counters["GFLOP"] = benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
+
+/// CPU time of the whole process (all threads) per iteration, as counter "cpu_us": a thread that
+/// busy-waits shows up here even when the wall time looks fine.
+struct ProcessCpu {
+  static double now_us() {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
+  }
+  double t0 = now_us();
+  void report(benchmark::State& state) const {
+    state.counters["cpu_us"] = (now_us() - t0) / static_cast<double>(std::max<int64_t>(1, state.iterations()));
+  }
+};
 
 /// Sets every library's thread count: ours, ATen's (OpenMP) and OpenBLAS's.
 void set_threads(int n) {
@@ -69,6 +85,7 @@ void BM_Mlp_tinytorch(benchmark::State& state, int64_t batch, int threads) {
   tt::nn::CrossEntropyLoss loss_fn;
   tt::Tensor x = tt::rand({batch, kIn});
   tt::Tensor y = tt::randint(0, kOut, {batch});
+  ProcessCpu cpu;
   for (auto _ : state) {
     opt.zero_grad();
     tt::Tensor loss = loss_fn(model->forward(x), y);
@@ -76,6 +93,7 @@ void BM_Mlp_tinytorch(benchmark::State& state, int64_t batch, int threads) {
     opt.step();
     benchmark::DoNotOptimize(loss.impl());
   }
+  cpu.report(state);
   set_flops(state, mlp_flops(batch));
 }
 
@@ -87,6 +105,7 @@ void BM_Linear21_tinytorch(benchmark::State& state) {
   tt::nn::MSELoss loss_fn;
   tt::Tensor x = tt::rand({4, 2});
   tt::Tensor y = tt::rand({4, 1});
+  ProcessCpu cpu;
   for (auto _ : state) {
     opt.zero_grad();
     tt::Tensor loss = loss_fn(model->forward(x), y);
@@ -94,6 +113,7 @@ void BM_Linear21_tinytorch(benchmark::State& state) {
     opt.step();
     benchmark::DoNotOptimize(loss.impl());
   }
+  cpu.report(state);
 }
 
 // ---- libtorch ------------------------------------------------------------------------------------
@@ -116,6 +136,7 @@ void BM_Mlp_libtorch(benchmark::State& state, int64_t batch, int threads) {
   const std::vector<torch::Tensor> params = model->parameters();
   torch::Tensor x = torch::rand({batch, kIn});
   torch::Tensor y = torch::randint(0, kOut, {batch}, torch::kLong);
+  ProcessCpu cpu;
   for (auto _ : state) {
     zero_grad_to_none(params);
     torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(x), y);
@@ -123,6 +144,7 @@ void BM_Mlp_libtorch(benchmark::State& state, int64_t batch, int threads) {
     opt.step();
     benchmark::DoNotOptimize(loss.data_ptr());
   }
+  cpu.report(state);
   set_flops(state, mlp_flops(batch));
   cool_down(threads);
 }
@@ -135,6 +157,7 @@ void BM_Linear21_libtorch(benchmark::State& state) {
   const std::vector<torch::Tensor> params = model->parameters();
   torch::Tensor x = torch::rand({4, 2});
   torch::Tensor y = torch::rand({4, 1});
+  ProcessCpu cpu;
   for (auto _ : state) {
     zero_grad_to_none(params);
     torch::Tensor loss = torch::mse_loss(model->forward(x), y);
@@ -142,6 +165,7 @@ void BM_Linear21_libtorch(benchmark::State& state) {
     opt.step();
     benchmark::DoNotOptimize(loss.data_ptr());
   }
+  cpu.report(state);
 }
 
 // ---- raw Eigen: the same math by hand (bench/bench_mlp.cpp's floor, with threaded products) -------
@@ -175,6 +199,7 @@ void BM_Mlp_rawEigen(benchmark::State& state, int64_t batch, int threads) {
   std::vector<int> y(batch);
   for (int64_t i = 0; i < batch; ++i) y[i] = static_cast<int>(i % kOut);
   Mat h1(batch, kH1), h2(batch, kH2), z(batch, kOut), dz(batch, kOut), dh2(batch, kH2), dh1(batch, kH1);
+  ProcessCpu cpu;
   for (auto _ : state) {
     // forward: h = relu(x W^T + b)
     product(h1, x, false, l1.W, true);
@@ -210,6 +235,7 @@ void BM_Mlp_rawEigen(benchmark::State& state, int64_t batch, int threads) {
     l2.sgd(0.02f, 0.9f);
     l3.sgd(0.02f, 0.9f);
   }
+  cpu.report(state);
   set_flops(state, mlp_flops(batch));
 }
 
@@ -218,6 +244,7 @@ void BM_Linear21_rawEigen(benchmark::State& state) {
   Mat W = Mat::Random(1, 2), dW(1, 2);
   Vec b = Vec::Random(1), db(1);
   Mat x = Mat::Random(4, 2), y = Mat::Random(4, 1), p(4, 1), dp(4, 1);
+  ProcessCpu cpu;
   for (auto _ : state) {
     p.noalias() = x * W.transpose();
     p.rowwise() += b;
@@ -230,33 +257,47 @@ void BM_Linear21_rawEigen(benchmark::State& state) {
     W.noalias() -= 0.01f * dW;
     b.noalias() -= 0.01f * db;
   }
+  cpu.report(state);
 }
 
 // ---- the summary: medians and ratios --------------------------------------------------------------
 /// Console output as usual, plus each benchmark's median kept for the summary table.
 class SummaryReporter : public benchmark::ConsoleReporter {
  public:
-  std::map<std::string, double> median_us;  // "MLP/batch:64/threads:1/tinytorch" -> µs
+  struct Median {
+    double wall_us = NAN, cpu_us = NAN;  // cpu_us: all threads of the process, per step
+  };
+  std::map<std::string, Median> medians;  // "MLP/batch:64/threads:1/tinytorch" -> medians
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
-    for (const Run& r : runs)
-      if (r.run_type == Run::RT_Aggregate && r.aggregate_name == "median")
-        median_us[r.run_name.function_name] = r.GetAdjustedRealTime();  // every benchmark is in µs
+    for (const Run& r : runs) {
+      if (r.run_type != Run::RT_Aggregate || r.aggregate_name != "median") continue;
+      Median& m = medians[r.run_name.function_name];
+      m.wall_us = r.GetAdjustedRealTime();  // every benchmark reports in µs
+      auto it = r.counters.find("cpu_us");
+      if (it != r.counters.end()) m.cpu_us = it->second.value;
+    }
   }
   void print_summary() const {
-    std::printf("\nSummary (medians; tinytorch / libtorch < 1: tinytorch is faster):\n");
-    std::printf("%-26s %12s %12s %12s %10s %10s\n", "step", "tinytorch", "libtorch", "raw Eigen", "tt/torch",
-                "tt/raw");
+    std::printf("\nSummary: medians of the wall time per step, their ratios (< 1: tinytorch is faster), and in\n"
+                "brackets the CPU time of all the process's threads per step (busy-waiting shows there):\n");
+    std::printf("%-27s %20s %20s %20s %9s %7s\n", "step", "tinytorch", "libtorch", "raw Eigen", "tt/torch", "tt/raw");
     for (const char* cfg : {"MLP/batch:64/threads:1", "MLP/batch:64/threads:2", "MLP/batch:1024/threads:1",
                             "MLP/batch:1024/threads:2", "Linear21/batch:4/threads:1"}) {
       const std::string c = cfg;
       auto get = [&](const char* impl) {
-        auto it = median_us.find(c + "/" + impl);
-        return it == median_us.end() ? NAN : it->second;
+        auto it = medians.find(c + "/" + impl);
+        return it == medians.end() ? Median{} : it->second;
       };
-      const double t = get("tinytorch"), l = get("libtorch"), r = get("rawEigen");
-      if (std::isnan(t) && std::isnan(l) && std::isnan(r)) continue;
-      std::printf("%-26s %9.2f us %9.2f us %9.2f us %9.2fx %9.2fx\n", cfg, t, l, r, t / l, t / r);
+      const Median t = get("tinytorch"), l = get("libtorch"), r = get("rawEigen");
+      if (std::isnan(t.wall_us) && std::isnan(l.wall_us) && std::isnan(r.wall_us)) continue;
+      auto cell = [](const Median& m) {
+        char b[64];
+        std::snprintf(b, sizeof b, "%.4g us [%.4g]", m.wall_us, m.cpu_us);
+        return std::string(b);
+      };
+      std::printf("%-27s %20s %20s %20s %8.2fx %6.2fx\n", cfg, cell(t).c_str(), cell(l).c_str(), cell(r).c_str(),
+                  t.wall_us / l.wall_us, t.wall_us / r.wall_us);
     }
     std::printf("load average: ");
     if (FILE* f = std::fopen("/proc/loadavg", "r")) {
