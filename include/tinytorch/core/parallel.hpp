@@ -6,42 +6,57 @@
 //                                             once (the caller is one of them); returns when every
 //                                             chunk is done.
 // The chunks, as PyTorch's at::parallel_for: n = end - begin, tasks = min(get_num_threads(),
-// ceil(n / grain_size)), chunk = ceil(n / tasks) (the last chunk may be shorter). So grain_size
-// is roughly the work below which a second thread is not worth waking. It runs f(begin, end) inline, on the calling
-// thread, when n <= grain_size, when one thread is set, when called from inside a parallel_for
-// (a nested call), or when another thread is using the pool right now (DataParallel's replica
-// threads, several user threads): nothing ever waits for the pool, so nothing can deadlock on it.
-// The first exception thrown by f is rethrown in the caller, after every chunk has finished.
-//
-// Why our own pool and not Eigen's OpenMP threads (Eigen 3.4's matrix product is parallel only
-// through OpenMP). An OpenMP team busy-waits between parallel regions (libgomp spins up to
-// GOMP_SPINCOUNT before it sleeps; OpenBLAS's pthread workers spin too), which is fast on an idle
-// machine and very slow on a shared one: on this project's 2-core machine, with other programs
-// using the cores, a step of a 2-thread OpenMP Eigen run took up to 40x the 1-thread time, the
-// spinning thread taking the core the working thread needed. Here a worker that has no task
-// blocks on a condition variable (no spinning at all); the caller wakes at most tasks-1 workers
-// and takes chunks itself, dynamically (an atomic counter): if a worker is slow to start because
-// its core is busy, the caller does that worker's chunk too. Under load the worst case is close
-// to one thread, never a multiple of it. Cost: a wake-up of a sleeping worker is a futex call,
-// a few microseconds, so only large work is split (GRAIN_SIZE elements for elementwise loops;
-// the matrix product splits from 2^18 multiply-adds per thread, see backend/cpu/gemm.hpp).
-// Measured (bench/bench_vs_libtorch.cpp, MLP 784-256-128-10 step, this 2-core machine) — see
-// the measurement block at the end of this comment.
+// ceil(n / grain_size)), chunk = ceil(n / tasks) (the last chunk may be shorter): grain_size is
+// about the work below which a second thread is not worth waking. f(begin, end) runs inline, on
+// the calling thread, when n <= grain_size, when one thread is set, when called from inside a
+// parallel_for (nested), or when another thread is using the pool right now (DataParallel's
+// replica threads, several user threads): nothing ever waits for the pool, so nothing can
+// deadlock on it. The first exception thrown by f is rethrown in the caller, after every chunk
+// has finished.
 //
 // get_num_threads(): set_num_threads(n) if called, else OMP_NUM_THREADS (a positive integer; the
 // first number of a list like "4,2"; anything else is ignored with a warning on stderr, as
 // PyTorch does), else the number of CPUs this process may run on (sched_getaffinity: under
 // `taskset -c 0` it is 1), else std::thread::hardware_concurrency(). PyTorch's default is the
-// number of physical cores; we count what the scheduler lets us use.
-// Workers are started on first use (get_num_threads() - 1 of them) and live until the process
-// ends; after fork() the child starts with a fresh pool (no workers are copied by fork).
+// number of physical cores; we count what the scheduler lets us use. Workers are started on
+// first use (get_num_threads() - 1 of them) and live until the process ends; after fork() the
+// child starts with a fresh pool (fork copies no threads).
 //
-// Measurements (medians, build/bin/bench_vs_libtorch, 2-core AMD EPYC VM shared with other
-// compilers; load average in brackets):
-//   MEASUREMENTS_PLACEHOLDER
+// Why our own pool and not Eigen's OpenMP threads (Eigen 3.4's matrix product is parallel only
+// through OpenMP). An OpenMP team busy-waits: libgomp spins up to GOMP_SPINCOUNT (300000) after
+// each parallel region, Eigen's parallel GEMM threads spin on each other's packed blocks inside
+// the product, OpenBLAS's pthread workers spin ~0.1 s before they sleep. On an idle machine that
+// is fast; on a shared one the spinning thread takes the core the working thread needs.
+// Here nothing holds a core for long:
+//   * a worker with no task polls for kSpinMicros = 20 us, then blocks on a condition variable;
+//     the caller, done with its own chunks, polls 20 us for the workers' last ones, then blocks;
+//   * the caller wakes at most tasks-1 workers and takes chunks itself (an atomic counter): a
+//     worker slow to start because its core is busy finds its chunk already done;
+//   * chunks are independent (no barrier inside a matrix product: one Eigen call per chunk).
+// Why 20 us: waking a sleeping worker costs ~100 us on this project's VM (two 50 us tasks take
+// 111 us on 1 thread, 110 us on 2 threads that always sleep, 65 us with the 20 us poll); polling
+// longer gains a little on idle cores and loses more beside a busy process (MLP step, batch 64,
+// 2 threads / 1 thread, idle / loaded: 0 us 0.99x / 1.10x; 20 us 0.94x / 1.11x; 50 us 0.90x /
+// 1.15x; 100 us 0.87x / 1.21x). Only large work is split (GRAIN_SIZE elements for loops; the
+// matrix product from 2^18 multiply-adds per thread, see backend/cpu/gemm.hpp).
+//
+// Measured on this project's 2-core AMD EPYC KVM guest shared with ~6 other builds (load average
+// 4-7); medians of interleaved repetitions; "idle": our process in a session of autogroup nice
+// -20, so the other builds yield to it; "+yes": also a `yes > /dev/null` at our priority.
+// Time of a training step (MLP 784-256-128-10, SGD momentum) on 2 threads / on 1 thread:
+//                                          batch 64         batch 1024
+//   tinytorch, this pool, idle               0.94x            0.62x
+//   tinytorch, this pool, +yes               1.11x            1.01x
+//   raw Eigen step, Eigen's OpenMP, idle     0.91x            0.51x
+//   raw Eigen step, Eigen's OpenMP, +yes     1.23x .. 2.14x   1.16x .. 1.32x (2x the CPU time)
+//   libtorch 1.13 (OpenMP + OpenBLAS), idle  9.9x             1.98x
+//   libtorch, +yes                           18.4x            7.0x
+//   libtorch, plain shared machine (load 5)  16.9x            9.5x
+//   tinytorch, plain shared machine          1.12x            1.25x
+// (bench/bench_vs_libtorch.cpp prints these steps, and the CPU time of all threads per step.)
 //
 // Reference: PyTorch's ATen/Parallel.h (at::parallel_for, at::set_num_threads, GRAIN_SIZE,
-// at::in_parallel_region) and ParallelNative.cpp (caller takes part, exceptions rethrown);
+// at::in_parallel_region) and ParallelNative.cpp (the caller takes part, exceptions rethrown);
 // libgomp's GOMP_SPINCOUNT / OMP_WAIT_POLICY documentation for the busy-waiting.
 // Chapter: chapters/01-training-loop.md ("How fast is it?").
 #pragma once
@@ -54,10 +69,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <mutex>
-#include <string>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -119,8 +132,8 @@ inline bool& in_parallel_region_flag() {
   return flag;
 }
 
-/// The process-wide pool. One parallel_for uses it at a time (try_acquire); workers block on a
-/// condition variable between jobs and never spin.
+/// The process-wide pool. One parallel_for uses it at a time (try_acquire); between jobs a worker
+/// polls for kSpinMicros, then blocks on a condition variable.
 class ThreadPool {
  public:
   using TaskFn = void (*)(void* ctx, int64_t task);
