@@ -43,6 +43,8 @@
 //   to PATH with tinytorch::save and every rank waits at a barrier (chapter 06, "Checkpoints");
 //   two runs that trained the same weights write byte-identical files (tests/mpi/multihost_test.sh
 //   compares one host with several).
+// --threads N: threads for the matrix products (core/parallel.hpp; default OMP_NUM_THREADS, else
+//   this process's CPUs divided among the ranks on this machine); printed as "threads: N".
 // --timeout SECONDS: how long any collective may wait for the other ranks before the watchdog
 //   reports it and ends the job (default: TINYTORCH_DIST_TIMEOUT, else 30 minutes as PyTorch).
 // Under mpirun the ranks first check that the flags that must match (--model, --epochs, --batch-size,
@@ -85,7 +87,7 @@ struct Config {
   std::vector<int64_t> hidden{256, 128};
   std::string model = "mlp";  // "mlp" or "cnn"
   uint64_t seed = 0;
-  int threads = 1;
+  int threads = 0;  // 0: OMP_NUM_THREADS, else the CPUs (shared among the ranks on one machine)
   int64_t limit = 0;  // 0: all training images
   bool no_scale_lr = false;
   int warmup_epochs = 0;
@@ -169,7 +171,12 @@ int run(const Config& cfg) {
   const bool distributed = world > 1;
   const bool is_main = rank == 0;
   tt::manual_seed(cfg.seed);
-  Eigen::setNbThreads(cfg.threads);
+  // Intra-op threads for the matrix products (core/parallel.hpp): --threads, else OMP_NUM_THREADS,
+  // else the CPUs shared among this machine's ranks (torchrun sets OMP_NUM_THREADS for the same reason).
+  if (cfg.threads > 0) tt::set_num_threads(cfg.threads);
+  else if (distributed && std::getenv("OMP_NUM_THREADS") == nullptr)
+    tt::set_num_threads(std::max(1, tt::get_num_threads() / dist::get_local_world_size()));
+  if (is_main) std::printf("threads: %d per process (--threads)\n", tt::get_num_threads());
   const std::string dir = tt::data::default_data_dir(cfg.data_dir.empty() ? std::nullopt
                                                                           : std::optional<std::string>(cfg.data_dir));
   tt::data::MNIST train_set(dir, true), test_set(dir, false);
@@ -387,7 +394,8 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->check(flags::integer_in(1, 100000));
   app.add_option("--seed", cfg.seed, "seed for initial weights and shuffling")->check(flags::seed());
-  app.add_option("--threads", cfg.threads, "Eigen threads for the matrix products (needs OpenMP)")
+  app.add_option("--threads", cfg.threads,
+                 "threads for the matrix products (default: $OMP_NUM_THREADS, else the CPUs / ranks on this machine)")
       ->check(flags::integer_in(1, 1024));
   app.add_option("--limit", cfg.limit, "train on the first N training images only")
       ->check(flags::integer_in(1, 1000000000));

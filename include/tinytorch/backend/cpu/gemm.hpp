@@ -6,17 +6,37 @@
 // A transposed *view* (x.t()) of a row-major matrix is a row-major matrix read transposed, so
 // the autograd's  dA = dC B^T  and  dB = A^T dC  need no copies.
 // gemm_naive is the triple loop the fast kernel is tested against (DESIGN.md: every fast kernel
-// has a naive twin). Eigen runs single-threaded unless the program enables its threads.
-// Reference: BLAS sgemm; Eigen's Map and noalias() documentation.
+// has a naive twin).
+//
+// Threads (core/parallel.hpp): Eigen itself runs single-threaded (its own threading needs OpenMP,
+// which busy-waits; see parallel.hpp). gemm splits C into blocks of whole rows (when M >= N) or
+// whole columns, one single-threaded Eigen product per block, through parallel_for:
+//   rows [r0, r1):  C[r0:r1, :] = alpha * op(A)[r0:r1, :] op(B) + beta * C[r0:r1, :]
+//   cols [c0, c1):  C[:, c0:c1] = alpha * op(A) op(B)[:, c0:c1] + beta * C[:, c0:c1]
+// Splitting the longer side means each thread re-reads (packs) the smaller operand only. A block
+// gets at least kGemmGrain = 2^18 multiply-adds (OpenBLAS's threshold, GEMM_MULTITHREAD_THRESHOLD
+// x 65536), so small products never pay a worker's wake-up. Results do not depend on the number
+// of threads, bit for bit (tests/test_threads.cpp): Eigen picks its k-blocking from K alone, and
+// the split points are multiples of the block sizes of Eigen's kernels (8 rows of C, and
+// gebp_traits::mr columns, 24 floats with AVX), so every element is summed in the same order.
+// Reference: BLAS sgemm; Eigen's Map and noalias() documentation; Eigen 3.4's
+// GeneralBlockPanelKernel.h (evaluateProductBlockingSizesHeuristic, gebp_kernel).
 #pragma once
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cstdint>
+
+#include "../../core/parallel.hpp"
 
 namespace tinytorch::backend::cpu {
 
+/// Fewest multiply-adds worth a thread of their own in gemm (OpenBLAS: 4 x 65536).
+constexpr int64_t kGemmGrain = int64_t(1) << 18;
+
+/// gemm on the calling thread only (one Eigen product).
 template <class T>
-void gemm(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, bool trans_a,
+void gemm_serial(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, bool trans_a,
           const T* B, int64_t ldb, bool trans_b, T beta, T* C, int64_t ldc) {
   using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using ColMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
@@ -44,6 +64,46 @@ void gemm(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, boo
   };
   if (trans_a) with_b(Eigen::Map<const ColMat, 0, Stride>(A, M, K, Stride(lda)));
   else with_b(Eigen::Map<const RowMat, 0, Stride>(A, M, K, Stride(lda)));
+}
+
+/// C = alpha * op(A) op(B) + beta * C (see the top of this file), on up to get_num_threads()
+/// threads.
+template <class T>
+void gemm(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, bool trans_a,
+          const T* B, int64_t ldb, bool trans_b, T beta, T* C, int64_t ldc) {
+  const double work = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+  const int threads = get_num_threads();
+  if (threads <= 1 || work < 2.0 * kGemmGrain || in_parallel_region()) {
+    gemm_serial(M, N, K, alpha, A, lda, trans_a, B, ldb, trans_b, beta, C, ldc);
+    return;
+  }
+  // Block sizes of Eigen's kernels along our rows and columns (C row-major is Eigen's transposed
+  // product: our rows are its nr = 4 columns, and its GEMV handles 8 rows at a time; our columns
+  // are its mr rows).
+  constexpr int64_t kRowAlign = 8;
+  constexpr int64_t kColAlign = Eigen::internal::gebp_traits<T, T>::mr;
+  const bool rows_ok = M >= 2 * kRowAlign, cols_ok = N >= 2 * kColAlign;
+  const bool split_rows = rows_ok && (M >= N || !cols_ok);
+  if (!split_rows && !cols_ok) {
+    gemm_serial(M, N, K, alpha, A, lda, trans_a, B, ldb, trans_b, beta, C, ldc);
+    return;
+  }
+  const int64_t dim = split_rows ? M : N, align = split_rows ? kRowAlign : kColAlign;
+  const int64_t units = dim / align;  // the last block also takes the dim % align leftovers
+  const int64_t blocks = std::min<int64_t>({threads, units, static_cast<int64_t>(std::min(work / kGemmGrain, 1e9))});
+  const int64_t per_block = (units + blocks - 1) / blocks;
+  const int64_t used = (units + per_block - 1) / per_block;
+  const bool split = ::tinytorch::detail::try_parallel_tasks(used, [&](int64_t t) {
+    const int64_t u0 = t * per_block, u1 = std::min(units, u0 + per_block);
+    const int64_t i0 = u0 * align, i1 = u1 == units ? dim : u1 * align;
+    if (split_rows)
+      gemm_serial(i1 - i0, N, K, alpha, trans_a ? A + i0 : A + i0 * lda, lda, trans_a, B, ldb, trans_b, beta,
+                  C + i0 * ldc, ldc);
+    else
+      gemm_serial(M, i1 - i0, K, alpha, A, lda, trans_a, trans_b ? B + i0 * ldb : B + i0, ldb, trans_b, beta,
+                  C + i0, ldc);
+  });
+  if (!split) gemm_serial(M, N, K, alpha, A, lda, trans_a, B, ldb, trans_b, beta, C, ldc);
 }
 
 /// The reference triple loop (accumulates in double).

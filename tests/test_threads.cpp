@@ -1,0 +1,333 @@
+// tests/test_threads.cpp — intra-op threads (core/parallel.hpp) and the threaded matrix product
+// (backend/cpu/gemm.hpp).
+//
+//   set_num_threads / get_num_threads: torch's names, error for n < 1, OMP_NUM_THREADS default;
+//   parallel_for: every index once, chunks of at least grain_size, inline when small, nested or
+//     busy, the first exception rethrown, idle workers use no CPU (they sleep, never spin);
+//   gemm, mm, a training step: bit-for-bit the same results on 1 and N threads, and the split
+//     really happens for large products (the pool's job counter), not for small ones;
+//   several threads calling mm at once (DataParallel's replicas) and parallel_for inside
+//     parallel_for: no deadlock, right results.
+// Tagged [threads]: scripts/test.sh also runs this file under ThreadSanitizer.
+// Chapter: chapters/01-training-loop.md ("How fast is it?"). Reference: PyTorch's ATen/Parallel.h.
+#include <catch2/catch.hpp>
+#include <tinytorch/tinytorch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+using namespace tinytorch;
+
+namespace {
+
+/// Restores the number of threads at the end of a test.
+struct ThreadsGuard {
+  int saved = get_num_threads();
+  ~ThreadsGuard() { set_num_threads(saved); }
+};
+
+uint64_t pool_jobs() { return detail::ThreadPool::instance().jobs(); }
+
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/// C (M, N) with leading dimension ldc, from gemm on `threads` threads; operands filled from `seed`.
+template <class T>
+struct GemmCase {
+  int64_t M, N, K;
+  bool ta, tb;
+  T alpha, beta;
+  int64_t lda, ldb, ldc;
+  std::vector<T> A, B, C0;
+  GemmCase(int64_t m, int64_t n, int64_t k, bool ta_, bool tb_, T alpha_, T beta_, unsigned seed)
+      : M(m), N(n), K(k), ta(ta_), tb(tb_), alpha(alpha_), beta(beta_) {
+    lda = (ta ? M : K) + 3;  // padded rows: the kernel must honour the leading dimensions
+    ldb = (tb ? K : N) + 1;
+    ldc = N + 5;
+    std::mt19937 g(seed);
+    std::uniform_real_distribution<double> u(-1, 1);
+    A.resize((ta ? K : M) * lda);
+    B.resize((tb ? N : K) * ldb);
+    C0.resize(M * ldc);
+    for (auto& v : A) v = static_cast<T>(u(g));
+    for (auto& v : B) v = static_cast<T>(u(g));
+    for (auto& v : C0) v = static_cast<T>(u(g));
+  }
+  std::vector<T> run(int threads) const {
+    set_num_threads(threads);
+    std::vector<T> C = C0;
+    backend::cpu::gemm<T>(M, N, K, alpha, A.data(), lda, ta, B.data(), ldb, tb, beta, C.data(), ldc);
+    return C;
+  }
+  std::vector<T> naive() const {
+    std::vector<T> C = C0;
+    backend::cpu::gemm_naive<T>(M, N, K, alpha, A.data(), lda, ta, B.data(), ldb, tb, beta, C.data(), ldc);
+    return C;
+  }
+};
+
+template <class T>
+void check_gemm_threads(double tol) {
+  ThreadsGuard guard;
+  struct Size {
+    int64_t M, N, K;
+  };
+  // Rows split (M >= N), columns split (M small), GEMV-like (N = 1, M = 1), odd sizes that leave
+  // leftovers after the aligned blocks, K above Eigen's k-block (576 floats with AVX2: several
+  // passes over K), MLP-like products. Each has at least 2 x 2^18 multiply-adds, so it is split.
+  const Size sizes[] = {{1000, 3, 200}, {3, 1000, 200}, {4096, 1, 160}, {1, 4096, 160}, {129, 127, 65},
+                        {37, 1001, 31},  {64, 256, 64},  {520, 10, 128},  {17, 53, 1200}, {40, 40, 700}};
+  unsigned seed = 1;
+  for (const Size& s : sizes)
+    for (int t = 0; t < 4; ++t)
+      for (int ab = 0; ab < (t == 0 ? 2 : 1); ++ab) {  // alpha, beta: (1, 0); and (0.5, 1.5) once
+        const T alpha = ab ? T(0.5) : T(1), beta = ab ? T(1.5) : T(0);
+        GemmCase<T> c(s.M, s.N, s.K, t & 1, t & 2, alpha, beta, seed++);
+        CAPTURE(s.M, s.N, s.K, c.ta, c.tb, alpha, beta);
+        const std::vector<T> one = c.run(1);
+        const uint64_t jobs = pool_jobs();
+        for (int threads : {2, 3}) {
+          CAPTURE(threads);
+          const std::vector<T> many = c.run(threads);
+          REQUIRE(std::memcmp(one.data(), many.data(), one.size() * sizeof(T)) == 0);
+        }
+        CHECK(pool_jobs() >= jobs + 2);  // every one of these products was split
+        const std::vector<T> ref = c.naive();
+        double worst = 0;
+        for (size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::abs(double(one[i]) - double(ref[i])));
+        CHECK(worst <= tol * s.K);
+      }
+}
+
+}  // namespace
+
+TEST_CASE("set_num_threads / get_num_threads (torch.set_num_threads)", "[threads]") {
+  ThreadsGuard guard;
+  CHECK(get_num_threads() >= 1);
+  set_num_threads(3);
+  CHECK(get_num_threads() == 3);
+  set_num_threads(1);
+  CHECK(get_num_threads() == 1);
+  CHECK_THROWS_WITH(set_num_threads(0), "set_num_threads: expected a positive number of threads, got 0");
+  CHECK_THROWS_WITH(set_num_threads(-2), "set_num_threads: expected a positive number of threads, got -2");
+  CHECK(get_num_threads() == 1);  // unchanged by the refused calls
+}
+
+TEST_CASE("the default number of threads: OMP_NUM_THREADS, else the CPUs this process may use", "[threads]") {
+  const char* old = std::getenv("OMP_NUM_THREADS");
+  const std::string saved = old ? old : "";
+  const int cpus = detail::available_cpus();
+  CHECK(cpus >= 1);
+  CHECK(cpus <= static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  unsetenv("OMP_NUM_THREADS");
+  CHECK(detail::default_num_threads() == cpus);
+  setenv("OMP_NUM_THREADS", "3", 1);
+  CHECK(detail::default_num_threads() == 3);
+  setenv("OMP_NUM_THREADS", "4,2", 1);  // a list of nesting levels: the first one counts
+  CHECK(detail::default_num_threads() == 4);
+  for (const char* bad : {"0", "-1", "abc", "2x", "99999999999999999999"}) {
+    CAPTURE(bad);
+    setenv("OMP_NUM_THREADS", bad, 1);
+    CHECK(detail::default_num_threads() == cpus);  // ignored, with a warning on stderr
+  }
+  if (old) setenv("OMP_NUM_THREADS", saved.c_str(), 1);
+  else unsetenv("OMP_NUM_THREADS");
+}
+
+TEST_CASE("parallel_for visits every index once, in at most ceil(n / grain_size) chunks", "[threads]") {
+  ThreadsGuard guard;
+  for (int threads : {1, 2, 3, 8})
+    for (int64_t n : {0, 1, 7, 100, 1000, 4097})
+      for (int64_t grain : {0, 1, 10, 64, 5000}) {
+        CAPTURE(threads, n, grain);
+        set_num_threads(threads);
+        std::vector<std::atomic<int>> seen(n);
+        std::mutex m;
+        std::vector<std::pair<int64_t, int64_t>> chunks;
+        const bool pooled = threads > 1 && n > std::max<int64_t>(grain, 1);
+        std::atomic<int> region_wrong{0};  // Catch2's CHECK is not thread-safe: count, check after
+        parallel_for(5, 5 + n, grain, [&](int64_t b, int64_t e) {
+          if (in_parallel_region() != pooled) ++region_wrong;
+          for (int64_t i = b; i < e; ++i) seen[i - 5].fetch_add(1);
+          std::lock_guard<std::mutex> g(m);
+          chunks.emplace_back(b, e);
+        });
+        for (int64_t i = 0; i < n; ++i) REQUIRE(seen[i].load() == 1);
+        CHECK(region_wrong.load() == 0);
+        CHECK(chunks.size() <= static_cast<size_t>(threads));
+        if (grain > 0) CHECK(static_cast<int64_t>(chunks.size()) <= (n + grain - 1) / grain);
+        if (n == 0) CHECK(chunks.empty());
+        if (n > 0 && n <= grain) CHECK(chunks.size() == 1);
+        std::sort(chunks.begin(), chunks.end());  // equal chunks, the last one possibly shorter
+        for (size_t i = 0; i + 2 < chunks.size(); ++i)
+          CHECK(chunks[i].second - chunks[i].first == chunks[i + 1].second - chunks[i + 1].first);
+        CHECK(!in_parallel_region());
+      }
+  CHECK_THROWS_WITH(parallel_for(0, 10, -1, [](int64_t, int64_t) {}), "parallel_for: expected grain_size >= 0, got -1");
+}
+
+TEST_CASE("parallel_for uses the pool's workers and rethrows the first exception", "[threads]") {
+  ThreadsGuard guard;
+  set_num_threads(4);
+  std::mutex m;
+  std::vector<std::thread::id> ids;
+  const uint64_t jobs = pool_jobs();
+  parallel_for(0, 4, 1, [&](int64_t, int64_t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // long enough for the workers to join in
+    std::lock_guard<std::mutex> g(m);
+    ids.push_back(std::this_thread::get_id());
+  });
+  CHECK(pool_jobs() == jobs + 1);
+  std::sort(ids.begin(), ids.end());
+  CHECK(std::unique(ids.begin(), ids.end()) - ids.begin() >= 2);
+
+  CHECK_THROWS_WITH(parallel_for(0, 100, 1,
+                                 [](int64_t b, int64_t e) {
+                                   if (b <= 50 && 50 < e) throw Error("chunk with 50 failed");
+                                 }),
+                    "chunk with 50 failed");
+  CHECK(!in_parallel_region());
+  std::atomic<int64_t> sum{0};  // the pool still works
+  parallel_for(0, 1000, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) sum += i;
+  });
+  CHECK(sum.load() == 999 * 1000 / 2);
+}
+
+TEST_CASE("parallel_for inside parallel_for, and from several threads at once, runs inline (no deadlock)",
+          "[threads]") {
+  ThreadsGuard guard;
+  set_num_threads(3);
+  std::atomic<int64_t> sum{0};
+  std::atomic<int> not_inline{0};
+  parallel_for(0, 30, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const auto outer = std::this_thread::get_id();
+      parallel_for(0, 100, 1, [&](int64_t bb, int64_t ee) {
+        // nested: one call, inline, on the same thread
+        if (std::this_thread::get_id() != outer || bb != 0 || ee != 100) ++not_inline;
+        for (int64_t j = bb; j < ee; ++j) sum += j;
+      });
+    }
+  });
+  CHECK(sum.load() == 30 * 4950);
+  CHECK(not_inline.load() == 0);
+
+  std::vector<std::thread> users;
+  std::atomic<int> wrong{0};
+  for (int u = 0; u < 4; ++u)
+    users.emplace_back([&, u] {
+      for (int rep = 0; rep < 50; ++rep) {
+        std::atomic<int64_t> s{0};
+        parallel_for(0, 1000 + u, 7, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) s += i;
+        });
+        if (s.load() != int64_t(999 + u) * (1000 + u) / 2) ++wrong;
+      }
+    });
+  for (auto& t : users) t.join();
+  CHECK(wrong.load() == 0);
+}
+
+TEST_CASE("idle workers sleep: no CPU time used between parallel_for calls", "[threads]") {
+  ThreadsGuard guard;
+  set_num_threads(4);
+  parallel_for(0, 4, 1, [](int64_t, int64_t) { std::this_thread::sleep_for(std::chrono::milliseconds(5)); });
+  const double cpu0 = process_cpu_seconds();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const double used = process_cpu_seconds() - cpu0;
+  CHECK(used < 0.05);  // spinning workers would use ~0.3 s each here (OpenMP-style busy-waiting)
+}
+
+TEST_CASE("gemm gives the same bits on 1 and N threads (float32)", "[threads]") { check_gemm_threads<float>(1e-5); }
+
+TEST_CASE("gemm gives the same bits on 1 and N threads (float64)", "[threads]") { check_gemm_threads<double>(1e-13); }
+
+TEST_CASE("gemm splits only products worth a thread", "[threads]") {
+  ThreadsGuard guard;
+  set_num_threads(2);
+  GemmCase<float> small(64, 64, 63, false, false, 1.f, 0.f, 7);  // 258048 < 2 x 2^18 multiply-adds
+  uint64_t jobs = pool_jobs();
+  small.run(2);
+  CHECK(pool_jobs() == jobs);
+  GemmCase<float> big(64, 64, 128, false, false, 1.f, 0.f, 7);  // 2 x 2^18: two blocks
+  jobs = pool_jobs();
+  big.run(2);
+  CHECK(pool_jobs() == jobs + 1);
+  GemmCase<float> thin(7, 7, 20000, false, false, 1.f, 0.f, 7);  // neither side long enough to split
+  jobs = pool_jobs();
+  thin.run(2);
+  CHECK(pool_jobs() == jobs);
+}
+
+TEST_CASE("a training step gives the same bits on 1 and 2 threads", "[threads]") {
+  ThreadsGuard guard;
+  auto train = [](int threads) {
+    set_num_threads(threads);
+    manual_seed(0);
+    auto model = std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(784, 96), std::make_shared<nn::ReLU>(),
+                                                  std::make_shared<nn::Linear>(96, 10));
+    optim::SGD opt(model->parameters(), 0.05, 0.9);
+    nn::CrossEntropyLoss loss_fn;
+    Tensor x = randn({128, 784});
+    Tensor y = randint(0, 10, {128});
+    std::vector<float> losses;
+    for (int step = 0; step < 3; ++step) {
+      opt.zero_grad();
+      Tensor loss = loss_fn(model->forward(x), y);
+      loss.backward();
+      opt.step();
+      losses.push_back(loss.item<float>());
+    }
+    std::vector<float> out = losses;
+    for (const Tensor& p : model->parameters()) {
+      Tensor c = p.contiguous();
+      out.insert(out.end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+    }
+    return out;
+  };
+  const uint64_t jobs = pool_jobs();
+  const std::vector<float> one = train(1);
+  CHECK(pool_jobs() == jobs);
+  const std::vector<float> two = train(2);
+  CHECK(pool_jobs() > jobs);
+  REQUIRE(one.size() == two.size());
+  CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
+}
+
+TEST_CASE("mm from several threads at once (DataParallel's replicas) and inside parallel_for", "[threads]") {
+  ThreadsGuard guard;
+  set_num_threads(2);
+  Generator g(3);
+  Tensor a = randn({160, 128}, {}, &g), b = randn({128, 96}, {}, &g);
+  set_num_threads(1);
+  const Tensor expected = mm(a, b);
+  set_num_threads(2);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> users;
+  for (int u = 0; u < 3; ++u)
+    users.emplace_back([&] {
+      for (int rep = 0; rep < 10; ++rep) {
+        Tensor c = mm(a, b);
+        if (std::memcmp(c.data_ptr<float>(), expected.data_ptr<float>(), c.numel() * sizeof(float)) != 0) ++wrong;
+      }
+    });
+  for (auto& t : users) t.join();
+  CHECK(wrong.load() == 0);
+  parallel_for(0, 4, 1, [&](int64_t, int64_t) {
+    Tensor c = mm(a, b);  // inline on this thread
+    if (std::memcmp(c.data_ptr<float>(), expected.data_ptr<float>(), c.numel() * sizeof(float)) != 0) ++wrong;
+  });
+  CHECK(wrong.load() == 0);
+}
