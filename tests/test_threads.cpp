@@ -183,10 +183,18 @@ TEST_CASE("parallel_for uses the pool's workers and rethrows the first exception
   std::mutex m;
   std::vector<std::thread::id> ids;
   const uint64_t jobs = pool_jobs();
+  std::atomic<int> started{0};
   parallel_for(0, 4, 1, [&](int64_t, int64_t) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // long enough for the workers to join in
-    std::lock_guard<std::mutex> g(m);
-    ids.push_back(std::this_thread::get_id());
+    {
+      std::lock_guard<std::mutex> g(m);
+      ids.push_back(std::this_thread::get_id());
+    }
+    // Wait (up to 10 s, for a loaded machine) until another thread has taken a chunk too: the
+    // caller holds its first chunk, so a worker must take the next one.
+    ++started;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (started.load() < 2 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
   });
   CHECK(pool_jobs() == jobs + 1);
   std::sort(ids.begin(), ids.end());
