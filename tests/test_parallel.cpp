@@ -82,7 +82,7 @@ class Counter : public nn::Module {
   Tensor count;
   Counter() { count = register_buffer("count", zeros({1}, kInt64)); }
   Tensor forward(const Tensor& x) override {
-    count.add_(1.0);
+    count.add_(1);  // an int64 buffer: an integral Scalar (add_(1.0) throws, as PyTorch)
     return x;
   }
   std::shared_ptr<Module> clone() const override {
