@@ -23,6 +23,8 @@
 #include <tinytorch/data/dataloader.hpp>
 #include <tinytorch/data/mnist.hpp>
 
+#include "idx_files.hpp"
+
 using namespace tinytorch;
 using namespace tinytorch::data;
 using Catch::Matchers::Contains;
@@ -30,31 +32,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using Bytes = std::vector<unsigned char>;
-
-void put_be32(Bytes& b, uint32_t v) {
-  for (int shift = 24; shift >= 0; shift -= 8) b.push_back(static_cast<unsigned char>(v >> shift));
-}
-
-// An IDX image file: magic 2051, N, rows, cols, then `pixels` (which may be shorter or longer than
-// N*rows*cols, to make broken files).
-Bytes idx_images(uint32_t n, uint32_t rows, uint32_t cols, const Bytes& pixels, uint32_t magic = 0x803) {
-  Bytes b;
-  put_be32(b, magic);
-  put_be32(b, n);
-  put_be32(b, rows);
-  put_be32(b, cols);
-  b.insert(b.end(), pixels.begin(), pixels.end());
-  return b;
-}
-Bytes idx_labels(const Bytes& labels, uint32_t n, uint32_t magic = 0x801) {
-  Bytes b;
-  put_be32(b, magic);
-  put_be32(b, n);
-  b.insert(b.end(), labels.begin(), labels.end());
-  return b;
-}
-Bytes idx_labels(const Bytes& labels) { return idx_labels(labels, static_cast<uint32_t>(labels.size())); }
+using namespace tt_test;  // Bytes, idx_images, idx_labels (tests/idx_files.hpp)
 
 // Deterministic pixels: pixel k of the file is (7*k + 3) % 256.
 Bytes pattern(size_t count) {
@@ -63,38 +41,7 @@ Bytes pattern(size_t count) {
   return b;
 }
 
-void write_plain(const fs::path& p, const Bytes& b) {
-  std::ofstream f(p, std::ios::binary);
-  f.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-  REQUIRE(f.good());
-}
-void write_gz(const fs::path& p, const Bytes& b) {
-  gzFile f = gzopen(p.string().c_str(), "wb");
-  REQUIRE(f != nullptr);
-  if (!b.empty()) REQUIRE(gzwrite(f, b.data(), static_cast<unsigned>(b.size())) == static_cast<int>(b.size()));
-  REQUIRE(gzclose(f) == Z_OK);
-}
-Bytes read_raw(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return Bytes(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
 
-// A fresh directory under the system temp dir, removed with everything in it at scope exit.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("tinytorch_test_mnist_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
 
 // Restores an environment variable at scope exit.
 struct EnvGuard {

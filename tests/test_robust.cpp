@@ -26,6 +26,7 @@
 
 #include <tinytorch/tinytorch.hpp>
 
+#include "idx_files.hpp"
 #include "reference/robust_ref.hpp"
 
 using namespace tinytorch;
@@ -36,66 +37,10 @@ namespace ref = robust_reference;
 
 namespace {
 
-using Bytes = std::vector<unsigned char>;
+using namespace tt_test;  // Bytes, idx_images, idx_labels, TempDir, write_plain, write_gz (tests/idx_files.hpp)
 
-void put_be32(Bytes& b, uint32_t v) {
-  for (int shift = 24; shift >= 0; shift -= 8) b.push_back(static_cast<unsigned char>(v >> shift));
-}
-Bytes image_header(uint32_t n, uint32_t rows, uint32_t cols) {
-  Bytes b;
-  put_be32(b, 0x803);
-  put_be32(b, n);
-  put_be32(b, rows);
-  put_be32(b, cols);
-  return b;
-}
-Bytes label_header(uint32_t n) {
-  Bytes b;
-  put_be32(b, 0x801);
-  put_be32(b, n);
-  return b;
-}
-
-// A fresh directory under the system temp dir, removed with everything in it at scope exit.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("tinytorch_test_robust_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
-
-void write_plain(const std::string& p, const Bytes& b) {
-  std::ofstream f(p, std::ios::binary);
-  f.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-  REQUIRE(f.good());
-}
-Bytes read_raw(const std::string& p) {
-  std::ifstream f(p, std::ios::binary);
-  return Bytes(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
-// A gzip file holding `head`, then `zeros` zero bytes (zlib compresses zeros about 1000:1: a
-// "gzip bomb" of 64 MiB is a file of about 64 KiB).
-void write_gz(const std::string& p, const Bytes& head, uint64_t zeros = 0) {
-  gzFile f = gzopen(p.c_str(), "wb");
-  REQUIRE(f != nullptr);
-  if (!head.empty()) REQUIRE(gzwrite(f, head.data(), static_cast<unsigned>(head.size())) == static_cast<int>(head.size()));
-  const std::vector<unsigned char> block(1 << 20, 0);
-  while (zeros > 0) {
-    const unsigned k = static_cast<unsigned>(std::min<uint64_t>(zeros, block.size()));
-    REQUIRE(gzwrite(f, block.data(), k) == static_cast<int>(k));
-    zeros -= k;
-  }
-  REQUIRE(gzclose(f) == Z_OK);
-}
+Bytes image_header(uint32_t n, uint32_t rows, uint32_t cols) { return idx_images(n, rows, cols, {}); }
+Bytes label_header(uint32_t n) { return idx_labels({}, n); }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -57,8 +57,9 @@ inline Tensor sum_all(const Tensor& x, bool mean = false) {
   return r;
 }
 
-/// (values, indices) of the max along dim; indices int64, first index on ties.
-inline std::tuple<Tensor, Tensor> max_dim(const Tensor& x0, int64_t dim, bool keepdim, const char* op = "max") {
+/// (values, indices) of the max (is_max) or min along dim; indices int64, first index on ties,
+/// NaN wins (torch.max(x, dim) / torch.min(x, dim)). `op` names the caller in errors.
+inline std::tuple<Tensor, Tensor> extreme_dim(const Tensor& x0, int64_t dim, bool keepdim, bool is_max, const char* op) {
   check_device(x0, op);
   const Tensor x = contiguous(x0);
   dim = wrap_dim(dim, x.dim(), op);  // a 0-d tensor accepts dim 0 and -1 only
@@ -70,10 +71,19 @@ inline std::tuple<Tensor, Tensor> max_dim(const Tensor& x0, int64_t dim, bool ke
   Tensor indices = make_tensor(sp.out_shape, kInt64);
   dispatch(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    backend::cpu::max_dim_kernel(x.data_ptr<T>(), values.data_ptr<T>(), indices.data_ptr<int64_t>(),
-                                 sp.outer, sp.n, sp.inner);
+    if (is_max)
+      backend::cpu::extreme_dim_kernel(x.data_ptr<T>(), values.data_ptr<T>(), indices.data_ptr<int64_t>(), sp.outer,
+                                       sp.n, sp.inner, std::greater<T>());
+    else
+      backend::cpu::extreme_dim_kernel(x.data_ptr<T>(), values.data_ptr<T>(), indices.data_ptr<int64_t>(), sp.outer,
+                                       sp.n, sp.inner, std::less<T>());
   });
   return {values, indices};
+}
+
+/// (values, indices) of the max along dim; indices int64, first index on ties.
+inline std::tuple<Tensor, Tensor> max_dim(const Tensor& x, int64_t dim, bool keepdim, const char* op = "max") {
+  return extreme_dim(x, dim, keepdim, /*is_max=*/true, op);
 }
 
 /// Sums g down to `shape` (the inverse of broadcasting `shape` to g's shape).

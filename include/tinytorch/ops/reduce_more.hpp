@@ -25,22 +25,8 @@
 namespace tinytorch::ops {
 
 /// (values, indices) of the min along dim; indices int64, first index on ties (torch.min(x, dim)).
-inline std::tuple<Tensor, Tensor> min_dim(const Tensor& x0, int64_t dim, bool keepdim, const char* op = "min") {
-  check_device(x0, op);
-  const Tensor x = contiguous(x0);
-  dim = wrap_dim(dim, x.dim(), op);  // a 0-d tensor accepts dim 0 and -1 only
-  if (x.dim() == 0) return {clone(x), zeros({}, kInt64)};
-  TT_CHECK(x.sizes()[dim] > 0, op, "(): Expected reduction dim ", dim,
-           " to have non-zero size (input shape ", shape_str(x.sizes()), ")");
-  auto sp = detail::split_dim(x.sizes(), dim, keepdim);
-  Tensor values = make_tensor(sp.out_shape, x.dtype());
-  Tensor indices = make_tensor(sp.out_shape, kInt64);
-  dispatch(x.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    backend::cpu::min_dim_kernel(x.data_ptr<T>(), values.data_ptr<T>(), indices.data_ptr<int64_t>(),
-                                 sp.outer, sp.n, sp.inner);
-  });
-  return {values, indices};
+inline std::tuple<Tensor, Tensor> min_dim(const Tensor& x, int64_t dim, bool keepdim, const char* op = "min") {
+  return extreme_dim(x, dim, keepdim, /*is_max=*/false, op);
 }
 
 /// `dims` wrapped into [0, ndim) and sorted; an empty list means every dim. Throws for a dim out

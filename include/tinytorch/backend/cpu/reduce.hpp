@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <type_traits>
 
 #include "../../core/scalar.hpp"  // wrapping_add: int64 sums wrap modulo 2^64, as PyTorch's
@@ -48,10 +49,11 @@ void sum_dim_kernel(const T* x, T* out, int64_t outer, int64_t n, int64_t inner,
   }
 }
 
-/// values[o, i] = max_k x[o, k, i], indices[o, i] = first argmax (NaN wins, as in PyTorch).
-template <class T>
-void max_dim_kernel(const T* x, T* values, int64_t* indices, int64_t outer, int64_t n,
-                    int64_t inner) {
+/// values[o, i] = the best x[o, k, i] over k by `better(v, best)` (std::greater: max, std::less:
+/// min), indices[o, i] = its first index (NaN wins, as in PyTorch); either output may be null.
+template <class T, class Better>
+void extreme_dim_kernel(const T* x, T* values, int64_t* indices, int64_t outer, int64_t n, int64_t inner,
+                        Better better) {
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
       const T* p = x + o * n * inner + i;
@@ -60,11 +62,16 @@ void max_dim_kernel(const T* x, T* values, int64_t* indices, int64_t outer, int6
       for (int64_t k = 1; k < n; ++k) {
         T v = p[k * inner];
         bool best_nan = best != best;
-        if (!best_nan && (v > best || v != v)) { best = v; arg = k; }
+        if (!best_nan && (better(v, best) || v != v)) { best = v; arg = k; }
       }
       if (values) values[o * inner + i] = best;
       if (indices) indices[o * inner + i] = arg;
     }
+}
+/// values[o, i] = max_k x[o, k, i], indices[o, i] = first argmax (NaN wins, as in PyTorch).
+template <class T>
+void max_dim_kernel(const T* x, T* values, int64_t* indices, int64_t outer, int64_t n, int64_t inner) {
+  extreme_dim_kernel(x, values, indices, outer, n, inner, std::greater<T>());
 }
 
 }  // namespace tinytorch::backend::cpu

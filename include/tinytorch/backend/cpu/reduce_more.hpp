@@ -10,26 +10,17 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+
+#include "reduce.hpp"
 
 namespace tinytorch::backend::cpu {
 
 /// values[o, i] = min_k x[o, k, i], indices[o, i] = first argmin (NaN wins, as in PyTorch).
-/// The twin of max_dim_kernel (backend/cpu/reduce.hpp); either output pointer may be null.
+/// The twin of max_dim_kernel: both are extreme_dim_kernel (backend/cpu/reduce.hpp).
 template <class T>
 void min_dim_kernel(const T* x, T* values, int64_t* indices, int64_t outer, int64_t n, int64_t inner) {
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < inner; ++i) {
-      const T* p = x + o * n * inner + i;
-      T best = p[0];
-      int64_t arg = 0;
-      for (int64_t k = 1; k < n; ++k) {
-        T v = p[k * inner];
-        bool best_nan = best != best;
-        if (!best_nan && (v < best || v != v)) { best = v; arg = k; }
-      }
-      if (values) values[o * inner + i] = best;
-      if (indices) indices[o * inner + i] = arg;
-    }
+  extreme_dim_kernel(x, values, indices, outer, n, inner, std::less<T>());
 }
 
 }  // namespace tinytorch::backend::cpu
