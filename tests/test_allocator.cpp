@@ -100,3 +100,12 @@ TEST_CASE("impossible sizes are errors, not tiny buffers", "[ch01][allocator]") 
   CHECK(tinytorch::cpu_memory_stats().allocated_bytes == before.allocated_bytes);
   CHECK(tinytorch::cpu_memory_stats().misses == before.misses);
 }
+
+TEST_CASE("zero-element shapes whose strides overflow int64 get PyTorch's wrapped strides", "[ch01][allocator]") {
+  // contiguous_strides multiplied in int64 and overflowed (undefined behaviour, found by
+  // tests/fuzz/fuzz_checkpoint under UBSan); now modulo 2^64 like PyTorch:
+  // torch.empty(0, 2**38, 2**31).stride() == (0, 2147483648, 1).
+  const tinytorch::Tensor t = tinytorch::empty({0, int64_t{1} << 38, int64_t{1} << 31});
+  CHECK(t.numel() == 0);
+  CHECK(t.strides() == tinytorch::Strides{0, int64_t{1} << 31, 1});
+}

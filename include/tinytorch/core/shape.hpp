@@ -43,13 +43,17 @@ inline int64_t numel_of(const Shape& s) {
   return n;
 }
 
-/// Row-major strides for a shape.
+/// Row-major strides for a shape (a size 0 counts as 1, as in PyTorch). The product is taken
+/// modulo 2^64, as PyTorch's int64 arithmetic wraps: it can overflow only for a zero-element
+/// shape (any other shape was refused for its numel first), whose strides address nothing, e.g.
+/// [0, 2^38, 2^31] -> strides [0, 2^31, 1] in both. (Signed overflow here was undefined
+/// behaviour, found by tests/fuzz/fuzz_checkpoint under UBSan.)
 inline Strides contiguous_strides(const Shape& s) {
   Strides st(s.size());
-  int64_t acc = 1;
+  uint64_t acc = 1;
   for (size_t i = s.size(); i-- > 0;) {
-    st[i] = acc;
-    acc *= s[i] > 0 ? s[i] : 1;
+    st[i] = static_cast<int64_t>(acc);
+    acc *= s[i] > 0 ? static_cast<uint64_t>(s[i]) : 1;
   }
   return st;
 }
