@@ -290,6 +290,11 @@ TEST_CASE("int64 overflow wraps as PyTorch's", "[robust][tensor]") {
   Tensor c = i64(INT64_MIN);
   c.sub_(1);
   CHECK(item64(c) == ref::min_isub_1);
+  // matmul: the int64 gemm sums modulo 2^64 (plain and transposed operand)
+  CHECK(item64(mm(cat({i64(int64_t(1) << 62), i64(3)}).view({1, 2}), cat({i64(4), i64(5)}).view({2, 1}))) ==
+        ref::mm_wrap);
+  Tensor w = cat({i64(INT64_MAX), i64(2), i64(7), i64(1)}).view({2, 2});
+  CHECK(item64(mm(w.t(), cat({i64(3), i64(INT64_MIN)}).view({2, 1}))[1]) == ref::mm_wrap_t);
 }
 
 TEST_CASE("randint accepts any int64 bounds and stores values exactly", "[robust][tensor]") {

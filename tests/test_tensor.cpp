@@ -805,7 +805,8 @@ TEST_CASE("gemm matches gemm_naive on random sizes, transposes, strides, alpha a
   gemm_case<float>(g, 3, 4, 0, true, true, 1, 1.0f, 0.5f);
   gemm_case<float>(g, 1, 1, 1, true, false, 0, 1.0f, 0.0f);
   gemm_case<double>(g, 64, 65, 67, true, true, 3, 1.0, 0.0);
-  gemm_case<int64_t>(g, 5, 6, 7, false, true, 1, 1, 0);
+  for (int t = 0; t < 4; ++t)  // int64: our own wrapping loop, every transpose pair, alpha and beta
+    gemm_case<int64_t>(g, 5 + t, 6, 7, t & 1, t & 2, t, t == 0 ? 1 : 3, t < 2 ? 0 : 2);
 }
 
 TEST_CASE("mm reads transposed and strided operands like their contiguous copies", "[ch01][tensor]") {

@@ -26,6 +26,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "../../core/parallel.hpp"
 
@@ -34,36 +35,55 @@ namespace tinytorch::backend::cpu {
 /// Fewest multiply-adds worth a thread of their own in gemm (OpenBLAS: 4 x 65536).
 constexpr int64_t kGemmGrain = int64_t(1) << 18;
 
+/// int64 gemm: our own loop, in the order i, k, j (unit stride over B's and C's rows), summed
+/// modulo 2^64 in uint64 as PyTorch's integer matmul wraps, without signed-overflow undefined
+/// behaviour. Integer products are rare (indices, counts) and need no Eigen kernel; leaving them
+/// out of Eigen also leaves a third of its GEMM templates out of every translation unit.
+inline void gemm_serial_int64(int64_t M, int64_t N, int64_t K, int64_t alpha, const int64_t* A, int64_t lda,
+                              bool trans_a, const int64_t* B, int64_t ldb, bool trans_b, int64_t beta,
+                              int64_t* C, int64_t ldc) {
+  using U = uint64_t;
+  for (int64_t i = 0; i < M; ++i) {
+    U* c = reinterpret_cast<U*>(C + i * ldc);
+    for (int64_t j = 0; j < N; ++j) c[j] = beta == 0 ? U(0) : c[j] * U(beta);
+    for (int64_t k = 0; k < K; ++k) {
+      const U a = U(trans_a ? A[k * lda + i] : A[i * lda + k]) * U(alpha);
+      if (trans_b)
+        for (int64_t j = 0; j < N; ++j) c[j] += a * U(B[j * ldb + k]);
+      else
+        for (int64_t j = 0; j < N; ++j) c[j] += a * U(B[k * ldb + j]);
+    }
+  }
+}
+
 /// gemm on the calling thread only (one Eigen product).
+/// beta is applied first (beta = 0 writes zeros and never reads C, as BLAS), then one form,
+/// C += alpha * op(A) op(B), for every alpha: Eigen folds alpha into its kernel (and alpha = 1
+/// multiplies exactly), so one instantiation per transpose combination serves all calls; four
+/// forms each would cost every translation unit four times the template work for no other result.
 template <class T>
 void gemm_serial(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, bool trans_a,
           const T* B, int64_t ldb, bool trans_b, T beta, T* C, int64_t ldc) {
-  using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  using ColMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
-  using Stride = Eigen::OuterStride<>;
-  Eigen::Map<RowMat, 0, Stride> c(C, M, N, Stride(ldc));
-  if (M == 0 || N == 0) return;
-  if (K == 0) {
-    if (beta == T(0)) c.setZero(); else c *= beta;
-    return;
+  if constexpr (std::is_same_v<T, int64_t>) {
+    gemm_serial_int64(M, N, K, alpha, A, lda, trans_a, B, ldb, trans_b, beta, C, ldc);
+  } else {
+    using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    using ColMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
+    using Stride = Eigen::OuterStride<>;
+    Eigen::Map<RowMat, 0, Stride> c(C, M, N, Stride(ldc));
+    if (M == 0 || N == 0) return;
+    if (beta == T(0)) c.setZero();
+    else if (beta != T(1)) c *= beta;
+    if (K == 0) return;
+    // A stored row-major (M,K) reads as op(A) directly; stored (K,M) row-major is (M,K) col-major.
+    auto run = [&](const auto& a, const auto& b) { c.noalias() += alpha * (a * b); };
+    auto with_b = [&](const auto& a) {
+      if (trans_b) run(a, Eigen::Map<const ColMat, 0, Stride>(B, K, N, Stride(ldb)));
+      else run(a, Eigen::Map<const RowMat, 0, Stride>(B, K, N, Stride(ldb)));
+    };
+    if (trans_a) with_b(Eigen::Map<const ColMat, 0, Stride>(A, M, K, Stride(lda)));
+    else with_b(Eigen::Map<const RowMat, 0, Stride>(A, M, K, Stride(lda)));
   }
-  // A stored row-major (M,K) reads as op(A) directly; stored (K,M) row-major is (M,K) col-major.
-  auto run = [&](const auto& a, const auto& b) {
-    if (beta == T(0)) {
-      if (alpha == T(1)) c.noalias() = a * b;
-      else c.noalias() = alpha * (a * b);
-    } else {
-      if (beta != T(1)) c *= beta;
-      if (alpha == T(1)) c.noalias() += a * b;
-      else c.noalias() += alpha * (a * b);
-    }
-  };
-  auto with_b = [&](const auto& a) {
-    if (trans_b) run(a, Eigen::Map<const ColMat, 0, Stride>(B, K, N, Stride(ldb)));
-    else run(a, Eigen::Map<const RowMat, 0, Stride>(B, K, N, Stride(ldb)));
-  };
-  if (trans_a) with_b(Eigen::Map<const ColMat, 0, Stride>(A, M, K, Stride(lda)));
-  else with_b(Eigen::Map<const RowMat, 0, Stride>(A, M, K, Stride(lda)));
 }
 
 /// C = alpha * op(A) op(B) + beta * C (see the top of this file), on up to get_num_threads()
