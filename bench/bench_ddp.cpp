@@ -342,6 +342,7 @@ int main(int argc, char** argv) {
     }
   }
   dist::ProcessGroupGuard pg(dist::Backend::MPI);
+  tt::set_num_threads(1);  // 1 thread per rank, as described above (core/parallel.hpp)
   try {
     dist::check_same_command_line("bench_ddp", argc, argv);  // every rank must run the same measurement
     return run(o);

@@ -183,6 +183,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   dist::ProcessGroupGuard pg(dist::Backend::MPI);
+  tt::set_num_threads(1);  // 1 thread per rank and per replica, as described above (core/parallel.hpp)
   try {
     dist::check_same_command_line("bench_dp", argc, argv);  // every rank must run the same measurement
     return run(o);

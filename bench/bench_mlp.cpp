@@ -32,6 +32,7 @@ void set_flops(benchmark::State& state, double flops) {
 
 // ---- tinytorch ------------------------------------------------------------------------------
 void BM_MlpStep_tinytorch(benchmark::State& state) {
+  tt::set_num_threads(1);  // as the raw-Eigen floor (bench_vs_libtorch.cpp compares 2 threads)
   tt::manual_seed(0);
   auto model = std::make_shared<tt::nn::Sequential>(
       std::make_shared<tt::nn::Linear>(kIn, kH1), std::make_shared<tt::nn::ReLU>(),
@@ -52,6 +53,7 @@ void BM_MlpStep_tinytorch(benchmark::State& state) {
 }
 
 void BM_Linear21Step_tinytorch(benchmark::State& state) {
+  tt::set_num_threads(1);
   tt::manual_seed(0);
   auto model = std::make_shared<tt::nn::Linear>(2, 1);
   tt::optim::SGD opt(model->parameters(), 0.01);

@@ -291,9 +291,10 @@ class SummaryReporter : public benchmark::ConsoleReporter {
       };
       const Median t = get("tinytorch"), l = get("libtorch"), r = get("rawEigen");
       if (std::isnan(t.wall_us) && std::isnan(l.wall_us) && std::isnan(r.wall_us)) continue;
-      auto cell = [](const Median& m) {
+      auto cell = [](const Median& m) {  // "1736 us [1733]", "7.71 us [7.68]"
         char b[64];
-        std::snprintf(b, sizeof b, "%.4g us [%.4g]", m.wall_us, m.cpu_us);
+        const int digits = m.wall_us >= 100 ? 0 : 2;
+        std::snprintf(b, sizeof b, "%.*f us [%.*f]", digits, m.wall_us, digits, m.cpu_us);
         return std::string(b);
       };
       std::printf("%-27s %20s %20s %20s %8.2fx %6.2fx\n", cfg, cell(t).c_str(), cell(l).c_str(), cell(r).c_str(),

@@ -171,11 +171,9 @@ int run(const Config& cfg) {
   const bool distributed = world > 1;
   const bool is_main = rank == 0;
   tt::manual_seed(cfg.seed);
-  // Intra-op threads for the matrix products (core/parallel.hpp): --threads, else OMP_NUM_THREADS,
-  // else the CPUs shared among this machine's ranks (torchrun sets OMP_NUM_THREADS for the same reason).
+  // Threads for the matrix products: --threads, else core/parallel.hpp's default (OMP_NUM_THREADS,
+  // else the CPUs shared among the ranks mpirun started on this machine).
   if (cfg.threads > 0) tt::set_num_threads(cfg.threads);
-  else if (distributed && std::getenv("OMP_NUM_THREADS") == nullptr)
-    tt::set_num_threads(std::max(1, tt::get_num_threads() / dist::get_local_world_size()));
   if (is_main) std::printf("threads: %d per process (--threads)\n", tt::get_num_threads());
   const std::string dir = tt::data::default_data_dir(cfg.data_dir.empty() ? std::nullopt
                                                                           : std::optional<std::string>(cfg.data_dir));

@@ -92,6 +92,11 @@ TEST_CASE("impossible sizes are errors, not tiny buffers", "[ch01][allocator]") 
   CHECK_THROWS_WITH(tinytorch::empty({(int64_t{1} << 61) - 2}, tinytorch::TensorOptions(tinytorch::kFloat64)),
                     Catch::EndsWith("needs more than 2^63 bytes"));
   CHECK(tinytorch::empty({0, int64_t{1} << 62}).numel() == 0);  // zero elements: nothing to allocate
+  // PyTorch multiplies the sizes left to right: an overflow before a 0 is still an error
+  // ("Storage size calculation overflowed with sizes=[274877906944, 2147483648, 0]").
+  CHECK_THROWS_WITH(tinytorch::empty({int64_t{1} << 38, int64_t{1} << 31, 0}),
+                    Catch::StartsWith("empty: shape [274877906944, 2147483648, 0]"));
+  CHECK(tinytorch::empty({0, int64_t{1} << 38, int64_t{1} << 31}).numel() == 0);
   // 2^62 bytes fit in int64 but in no address space: PyTorch's out-of-memory message, and the
   // allocator's statistics are unchanged.
   const auto before = tinytorch::cpu_memory_stats();

@@ -124,7 +124,8 @@ TEST_CASE("set_num_threads / get_num_threads (torch.set_num_threads)", "[threads
   CHECK(get_num_threads() == 1);  // unchanged by the refused calls
 }
 
-TEST_CASE("the default number of threads: OMP_NUM_THREADS, else the CPUs this process may use", "[threads]") {
+TEST_CASE("the default number of threads: OMP_NUM_THREADS, else the CPUs this process may use / local ranks",
+          "[threads]") {
   const char* old = std::getenv("OMP_NUM_THREADS");
   const std::string saved = old ? old : "";
   const int cpus = detail::available_cpus();
@@ -141,6 +142,18 @@ TEST_CASE("the default number of threads: OMP_NUM_THREADS, else the CPUs this pr
     setenv("OMP_NUM_THREADS", bad, 1);
     CHECK(detail::default_num_threads() == cpus);  // ignored, with a warning on stderr
   }
+  // Under mpirun the CPUs are shared among the ranks on this machine (at least 1 each).
+  unsetenv("OMP_NUM_THREADS");
+  const char* old_local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const std::string saved_local = old_local ? old_local : "";
+  setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2", 1);
+  CHECK(detail::default_num_threads() == std::max(1, cpus / 2));
+  setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "1000", 1);
+  CHECK(detail::default_num_threads() == 1);
+  setenv("OMP_NUM_THREADS", "3", 1);  // OMP_NUM_THREADS still wins
+  CHECK(detail::default_num_threads() == 3);
+  if (old_local) setenv("OMPI_COMM_WORLD_LOCAL_SIZE", saved_local.c_str(), 1);
+  else unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
   if (old) setenv("OMP_NUM_THREADS", saved.c_str(), 1);
   else unsetenv("OMP_NUM_THREADS");
 }

