@@ -14,11 +14,13 @@
 #include <vector>
 
 #include "check.hpp"
+#include "small_vector.hpp"
 
 namespace tinytorch {
 
-using Shape = std::vector<int64_t>;    ///< sizes of each dim
-using Strides = std::vector<int64_t>;  ///< element strides of each dim
+/// Sizes of each dim. Up to 6 dims live inside the object (no heap allocation; core/small_vector.hpp).
+using Shape = SmallVector<int64_t, 6>;
+using Strides = SmallVector<int64_t, 6>;  ///< element strides of each dim
 
 /// "[2, 3]" — how shapes appear in error messages (PyTorch prints torch.Size([2, 3])).
 inline std::string shape_str(const Shape& s) {
