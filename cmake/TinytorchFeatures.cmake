@@ -12,6 +12,8 @@
 #   TINYTORCH_HAVE_BENCHMARK  benchmark::benchmark
 #   TINYTORCH_HAVE_CLI11      tt_cli11 links CLI11 (tt_cli11 always exists, empty without CLI11)
 #   TINYTORCH_HAVE_CATCH2     Catch2::Catch2 (Catch2 v2, header <catch2/catch.hpp>)
+#   TINYTORCH_HAVE_LIBFUZZER  the compiler links -fsanitize=fuzzer,address,undefined (clang++ with
+#                             Debian's libclang-rt-<v>-dev): tests/fuzz builds fuzz_idx, fuzz_checkpoint
 
 function(tt_feature_line found name detail)
   if(found)
@@ -146,4 +148,32 @@ if(Catch2_FOUND AND TARGET Catch2::Catch2)
 else()
   set(TINYTORCH_HAVE_CATCH2 OFF)
   tt_feature_line(FALSE "Catch2" "Catch2 v2 not found; unit tests are skipped (apt install catch2)")
+endif()
+
+# ---- libFuzzer (tests/fuzz) ------------------------------------------------------------------
+# clang++ plus its runtime libraries (Debian: clang, libclang-rt-14-dev). GCC has no libFuzzer:
+# a g++ build only replays tests/fuzz's corpus and regressions (fuzz_*_replay).
+set(TINYTORCH_HAVE_LIBFUZZER OFF)
+if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+  tt_feature_line(FALSE "libFuzzer" "needs clang++, the compiler is ${CMAKE_CXX_COMPILER_ID} ${CMAKE_CXX_COMPILER_VERSION}; scripts/test.sh's build-asan uses clang++")
+elseif(TINYTORCH_SANITIZER MATCHES "thread|memory")
+  tt_feature_line(FALSE "libFuzzer" "TINYTORCH_SANITIZER=${TINYTORCH_SANITIZER} cannot be combined with address")
+else()
+  include(CheckCXXSourceCompiles)
+  set(CMAKE_REQUIRED_FLAGS "-fsanitize=fuzzer,address,undefined")
+  set(CMAKE_REQUIRED_QUIET ON)
+  check_cxx_source_compiles("
+#include <cstddef>
+#include <cstdint>
+extern \"C\" int LLVMFuzzerTestOneInput(const uint8_t*, size_t) { return 0; }" TINYTORCH_LIBFUZZER_LINKS)
+  unset(CMAKE_REQUIRED_FLAGS)
+  unset(CMAKE_REQUIRED_QUIET)
+  if(TINYTORCH_LIBFUZZER_LINKS)
+    set(TINYTORCH_HAVE_LIBFUZZER ON)
+    tt_feature_line(TRUE "libFuzzer" "clang ${CMAKE_CXX_COMPILER_VERSION}: fuzz_idx, fuzz_checkpoint")
+  else()
+    string(REGEX MATCH "^[0-9]+" _tt_clang_major "${CMAKE_CXX_COMPILER_VERSION}")
+    tt_feature_line(FALSE "libFuzzer" "clang++ cannot link -fsanitize=fuzzer (apt install libclang-rt-${_tt_clang_major}-dev)")
+    unset(_tt_clang_major)
+  endif()
 endif()

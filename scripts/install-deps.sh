@@ -14,6 +14,9 @@
 #   libbenchmark-dev          bench/ (Google Benchmark)
 #   libcli11-dev              examples' command-line options
 #   openmpi-bin libopenmpi-dev  distributed training, tests/mpi
+#   clang libclang-rt-14-dev  scripts/test.sh's build-asan: clang++ and its sanitizer/libFuzzer
+#                             runtimes (tests/fuzz; the -rt package is only a Recommends of clang,
+#                             which --no-install-recommends skips). 14 = Debian 12's clang.
 #   dataset-fashion-mnist     /usr/share/datasets/fashion-mnist, used by train_mnist
 set -euo pipefail
 
@@ -22,6 +25,7 @@ TT_DEBIAN_PACKAGES=(
   libeigen3-dev zlib1g-dev
   catch2 libbenchmark-dev libcli11-dev
   openmpi-bin libopenmpi-dev
+  clang libclang-rt-14-dev
   dataset-fashion-mnist
 )
 

@@ -3,15 +3,40 @@
 #
 #   scripts/test.sh                      # install missing packages, configure, build, ctest
 #   TT_SKIP_DEPS=1 scripts/test.sh       # skip the package step
+#   TT_SKIP_TSAN=1 TT_SKIP_ASAN=1 TT_SKIP_FUZZ=1 scripts/test.sh   # only the main build
+#   TT_FUZZ_SECONDS=300 scripts/test.sh  # fuzz longer (default 30 s per target)
 #   BUILD_DIR=build-dbg CMAKE_ARGS="-DCMAKE_BUILD_TYPE=Debug" scripts/test.sh
 #
-# Steps: scripts/install-deps.sh; cmake -S . -B build -DCMAKE_BUILD_TYPE=Release;
-# cmake --build build -j$(nproc); the tests labelled "threads" (DataParallel's replicas run in
-# threads) under ThreadSanitizer, in a second build directory ($BUILD_DIR-tsan:
-# -DTINYTORCH_SANITIZER=thread, only target tt_thread_tests; a race report fails the test;
-# TT_SKIP_TSAN=1 skips it); last, ctest --test-dir build --output-on-failure -j2.
+# Steps (CI: 2 cores, budget 45 min from a clean clone):
+#   1. scripts/install-deps.sh (Debian packages).
+#   2. cmake -S . -B build -DCMAKE_BUILD_TYPE=Release; cmake --build build -j$(nproc).
+#   3. ThreadSanitizer ($BUILD_DIR-tsan, -DTINYTORCH_SANITIZER=thread, only target
+#      tt_thread_tests): the tests labelled "threads" (DataParallel's replicas run in threads);
+#      a race report fails the test. TT_SKIP_TSAN=1 skips it.
+#   4. AddressSanitizer + UndefinedBehaviorSanitizer ($BUILD_DIR-asan, clang++ when installed,
+#      else g++; -DTINYTORCH_SANITIZER=address,undefined: -O0 (the MPI tests -O1),
+#      -fno-sanitize-recover=all; only target tt_sanitizer_tests, i.e. every Catch2 executable,
+#      unit and MPI, and the fuzz replays): ctest -L sanitizer. Any ASan, LSan or UBSan report
+#      fails its test (ASAN_OPTIONS / UBSAN_OPTIONS in tests/CMakeLists.txt). The MPI tests run
+#      under mpirun on 2, 3 and 4 ranks like in the main build and end with
+#      destroy_process_group (tests/mpi/mpi_main.cpp); Open MPI's own never-freed allocations
+#      are suppressed by library in tests/sanitizers/lsan_mpi.supp (leak checking stays on).
+#      Tests must therefore also compile with clang++ 14 in C++17 mode. Not instrumented: the
+#      *failure_test.sh jobs (they kill ranks on purpose, MPI_Abort skips LeakSanitizer),
+#      mpi_multihost, examples, benches, header checks. TT_SKIP_ASAN=1 skips it.
+#   5. Fuzzing, in the same build directory (configured with clang++ when it is installed: GCC
+#      has no libFuzzer): fuzz_idx (the IDX reader) and fuzz_checkpoint (tinytorch::load), built
+#      with -fsanitize=fuzzer,address,undefined, each run for TT_FUZZ_SECONDS (default 30) from a
+#      scratch copy of tests/fuzz/corpus/<x> (ctest -L fuzz, in parallel with step 4's tests).
+#      A crash fails the step; tests/fuzz/CMakeLists.txt says how it becomes a regression test.
+#      Without clang++ a ✗ line says so and only the replays run. TT_SKIP_FUZZ=1 skips it.
+#   6. ctest --test-dir build --output-on-failure -j2 (everything, incl. the fuzz replays).
 # MPI tests are RUN_SERIAL, so -j2 never runs two mpiruns at once. GPU tests that find no GPU
 # show as "Skipped" (exit 77). Exits non-zero when any step fails.
+# Cost on the 2-core CI machine: about 21 min for steps 1-3 + 6; steps 4+5 add about 10 min
+# (measured: building build-asan takes about 780 s of CPU, i.e. 6.5 min on 2 cores; its ctest
+# 2.5 min, with the 30 s of fuzzing running beside the unit tests). TT_SKIP_ASAN=1 TT_SKIP_FUZZ=1
+# save all of it.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -31,6 +56,30 @@ if [[ "${TT_SKIP_TSAN:-0}" == "0" ]]; then
     -DTINYTORCH_BUILD_EXAMPLES=OFF -DTINYTORCH_BUILD_BENCH=OFF -DTINYTORCH_ENABLE_CUDA=OFF "${cmake_args[@]}"
   cmake --build "$TSAN_DIR" -j"$(nproc)" --target tt_thread_tests
   ctest --test-dir "$TSAN_DIR" --output-on-failure -L threads
+fi
+
+# Steps 4 and 5 share one build directory. clang++ builds both when it is there (one compiler
+# for the instrumented tests and the fuzzers: one configure, one build); else g++ builds the
+# ASan tests and CMake prints "✗ libFuzzer".
+run_asan=$([[ "${TT_SKIP_ASAN:-0}" == "0" ]] && echo 1 || echo 0)
+run_fuzz=$([[ "${TT_SKIP_FUZZ:-0}" == "0" ]] && echo 1 || echo 0)
+if ((run_asan || run_fuzz)); then
+  ASAN_DIR="${BUILD_DIR}-asan"
+  asan_cxx=()
+  if command -v clang++ >/dev/null 2>&1; then
+    asan_cxx=(-DCMAKE_CXX_COMPILER=clang++)
+  elif ((run_fuzz)); then
+    echo "scripts/test.sh: ✗ fuzzing: clang++ not found (scripts/install-deps.sh installs it); only the replays run" >&2
+  fi
+  cmake -S . -B "$ASAN_DIR" -DCMAKE_BUILD_TYPE=Release -DTINYTORCH_SANITIZER=address,undefined \
+    "${asan_cxx[@]}" -DTINYTORCH_FUZZ_SECONDS="${TT_FUZZ_SECONDS:-30}" \
+    -DTINYTORCH_BUILD_EXAMPLES=OFF -DTINYTORCH_BUILD_BENCH=OFF -DTINYTORCH_ENABLE_CUDA=OFF "${cmake_args[@]}"
+  targets=() labels=()
+  if ((run_asan)); then targets+=(tt_sanitizer_tests); labels+=(sanitizer); fi
+  if ((run_fuzz)); then targets+=(tt_fuzz_targets); labels+=(fuzz); fi
+  cmake --build "$ASAN_DIR" -j"$(nproc)" --target "${targets[@]}"
+  label_re="^($(IFS='|'; echo "${labels[*]}"))\$"
+  ctest --test-dir "$ASAN_DIR" --output-on-failure -j2 -L "$label_re"
 fi
 
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j2

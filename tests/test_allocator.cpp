@@ -105,3 +105,32 @@ TEST_CASE("impossible sizes are errors, not tiny buffers", "[ch01][allocator]") 
   CHECK(tinytorch::cpu_memory_stats().allocated_bytes == before.allocated_bytes);
   CHECK(tinytorch::cpu_memory_stats().misses == before.misses);
 }
+
+TEST_CASE("zero-element shapes whose strides overflow int64 get PyTorch's wrapped strides", "[ch01][allocator]") {
+  // contiguous_strides multiplied in int64 and overflowed (undefined behaviour, found by
+  // tests/fuzz/fuzz_checkpoint under UBSan); now modulo 2^64 like PyTorch:
+  // torch.empty(0, 2**38, 2**31).stride() == (0, 2147483648, 1).
+  const tinytorch::Tensor t = tinytorch::empty({0, int64_t{1} << 38, int64_t{1} << 31});
+  CHECK(t.numel() == 0);
+  CHECK(t.strides() == tinytorch::Strides{0, int64_t{1} << 31, 1});
+}
+
+TEST_CASE("buffers up to Storage::kInlineBytes live in the Storage itself", "[ch01][allocator]") {
+  using tinytorch::Storage;
+  const auto before = tinytorch::cpu_memory_stats();
+  tinytorch::Tensor small = tinytorch::zeros({Storage::kInlineBytes / 4});  // float32: exactly inline
+  tinytorch::Tensor larger = tinytorch::zeros({Storage::kInlineBytes / 4 + 1});
+  tinytorch::Tensor none = tinytorch::empty({0});
+  const auto* s = small.impl()->storage.get();
+  const auto* p = static_cast<const char*>(s->data());
+  const bool inside = p >= reinterpret_cast<const char*>(s) && p < reinterpret_cast<const char*>(s + 1);
+  CHECK(inside == !std::getenv("TINYTORCH_NO_MEMORY_CACHING"));  // that mode takes all from the system
+  CHECK(reinterpret_cast<uintptr_t>(p) % 16 == 0);  // as malloc's
+  const auto* l = larger.impl()->storage.get();
+  const auto* q = static_cast<const char*>(l->data());
+  CHECK_FALSE((q >= reinterpret_cast<const char*>(l) && q < reinterpret_cast<const char*>(l + 1)));
+  CHECK(none.impl()->storage->data() == nullptr);
+  CHECK(small.sum().item<float>() == 0.0f);
+  CHECK(larger.sum().item<float>() == 0.0f);
+  CHECK(tinytorch::cpu_memory_stats().allocated_bytes == before.allocated_bytes);  // small: not cached
+}

@@ -301,7 +301,8 @@ TEST_CASE("DistributedSampler: the documented examples", "[ch06][ch01][data]") {
 }
 
 TEST_CASE("DistributedSampler: shuffle properties", "[ch06][ch01][data]") {
-  for (auto [L, W] : std::vector<std::pair<int64_t, int64_t>>{{10, 4}, {100, 8}, {7, 3}, {64, 4}, {2, 5}}) {
+  for (auto LW : std::vector<std::pair<int64_t, int64_t>>{{10, 4}, {100, 8}, {7, 3}, {64, 4}, {2, 5}}) {
+    const int64_t L = LW.first, W = LW.second;  // not a structured binding: C++17 lambdas cannot capture those (clang)
     for (bool drop_last : {false, true}) {
       INFO("L=" << L << " W=" << W << " drop_last=" << drop_last);
       auto shards = [&](uint64_t seed, int64_t epoch) {

@@ -275,6 +275,22 @@ TEST_CASE("load: zero-element tensors round trip (no memcpy from or to a null po
   CHECK(sd[1].second.dtype() == tinytorch::kFloat64);
 }
 
+TEST_CASE("load: a zero-element entry whose other sizes overflow int64 loads (found by fuzz_checkpoint)",
+          "[ch06][serialization]") {
+  // Shape [0, 2^38, 2^31]: zero elements, but the row-major strides overflow int64. load() used to
+  // reach signed overflow (undefined behaviour) in contiguous_strides; the strides now wrap as
+  // PyTorch's do (torch.empty(0, 2**38, 2**31).stride() == (0, 2**31, 1)). The fuzzer's input is
+  // tests/fuzz/regressions/checkpoint/zero_dim_strides_overflow (replayed by fuzz_checkpoint_replay).
+  TempDir dir;
+  const std::string p = dir.file("zero_dim_overflow.tt");
+  write_bytes(p, header(1) + entry_head("w", 0, {0, int64_t{1} << 38, int64_t{1} << 31}));
+  const auto sd = tinytorch::load(p);
+  REQUIRE(sd.size() == 1);
+  CHECK(sd[0].second.numel() == 0);
+  CHECK(sd[0].second.sizes() == tinytorch::Shape{0, int64_t{1} << 38, int64_t{1} << 31});
+  CHECK(sd[0].second.strides() == tinytorch::Strides{0, int64_t{1} << 31, 1});
+}
+
 TEST_CASE("load: a file replaced by a concurrent save is read whole, never as truncated",
           "[ch06][serialization][threads]") {
   // load() used to stat the path, then open it again: a save renaming a larger file over it in

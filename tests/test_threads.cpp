@@ -21,6 +21,7 @@
 #include <ctime>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -188,6 +189,28 @@ TEST_CASE("parallel_for visits every index once, in at most ceil(n / grain_size)
         CHECK(!in_parallel_region());
       }
   CHECK_THROWS_WITH(parallel_for(0, 10, -1, [](int64_t, int64_t) {}), "parallel_for: expected grain_size >= 0, got -1");
+}
+
+TEST_CASE("workers started by a parallel_for take part in that same parallel_for", "[threads]") {
+  // A new worker used to read the pool's generation after the job that started it had bumped it,
+  // and slept through that job: the first parallel_for after set_num_threads(n) ran on the caller
+  // alone. 8 threads: more than any other test starts, so at least some workers are new here.
+  ThreadsGuard guard;
+  set_num_threads(8);
+  std::mutex m;
+  std::set<std::thread::id> ids;
+  std::atomic<int> started{0};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  parallel_for(0, 8, 1, [&](int64_t, int64_t) {
+    {
+      std::lock_guard<std::mutex> g(m);
+      ids.insert(std::this_thread::get_id());
+    }
+    ++started;  // every chunk waits until all 8 have started: only 8 threads get there
+    while (started.load() < 8 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  CHECK(ids.size() == 8);
 }
 
 TEST_CASE("parallel_for uses the pool's workers and rethrows the first exception", "[threads]") {

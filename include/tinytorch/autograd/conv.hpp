@@ -59,7 +59,7 @@ struct MaxPool2dWithIndices : Node {
     auto [out, idx] = ops::max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode);
     if (!any_requires_grad({&x})) return {out, idx};
     auto n = std::make_shared<MaxPool2dWithIndices>();
-    n->save(x);  // watched, as PyTorch saves self: an in-place change of x before backward raises
+    n->watch(x);  // watched, as PyTorch saves self: an in-place change of x before backward raises
     n->indices = n->save(idx, /*is_output=*/true, /*output_nr=*/1);
     n->input_shape = x.sizes();
     n->dtype = x.dtype();

@@ -73,8 +73,11 @@ inline std::vector<Node*> topological_order(Node* root) {
   static std::atomic<uint64_t> passes{0};
   const uint64_t mark = ++passes;
   std::vector<Node*> post;
+  std::vector<std::pair<Node*, size_t>> stack;  // (node, next edge to visit)
+  post.reserve(32);  // one allocation each for a small graph instead of one per doubling
+  stack.reserve(32);
   root->visit_mark = mark;
-  std::vector<std::pair<Node*, size_t>> stack{{root, 0}};  // (node, next edge to visit)
+  stack.push_back({root, 0});
   while (!stack.empty()) {
     auto& [node, i] = stack.back();
     if (i < node->next_edges.size()) {

@@ -713,8 +713,8 @@ struct MseLoss : Node {
     Tensor out = reduction == Reduction::None ? sq : ops::sum_all(sq, reduction == Reduction::Mean);
     if (!any_requires_grad({&x, &t})) return out;
     auto n = std::make_shared<MseLoss>();
-    n->save(x);  // PyTorch keeps input and target; tinytorch keeps x - t, but watches both
-    n->save(t);
+    n->watch(x);  // PyTorch keeps input and target; tinytorch keeps x - t, but watches both
+    n->watch(t);
     n->diff = diff;
     n->reduction = reduction;
     return record(out, n, {&x, &t});
@@ -723,7 +723,8 @@ struct MseLoss : Node {
     double scale = reduction == Reduction::Mean ? 2.0 / static_cast<double>(diff.numel()) : 2.0;
     Tensor dx = reduction == Reduction::None ? grad_math::scale(grad_math::mul(diff, dy), 2.0)
                                               : grad_math::mul(diff, grad_math::scale(dy, scale));
-    return {dx, grad_math::neg(dx)};
+    Tensor dt = next_edges[1].fn ? grad_math::neg(dx) : Tensor();  // only when the target needs it
+    return {dx, dt};
   }
   void release_saved() override { diff = Tensor(); }
 };
@@ -792,10 +793,10 @@ struct NllLoss : Node {
     }
     if (!any_requires_grad({&x})) return out;
     auto n = std::make_shared<NllLoss>();
-    n->save(x);  // watched (PyTorch keeps it); only the target is read back
+    n->watch(x);  // PyTorch keeps it; only the target is read back
     n->target = tc;
     n->w = std::move(w);
-    n->save(t);
+    n->watch(t);
     n->in_shape = x.sizes();
     n->reduction = reduction;
     n->ignore_index = ignore_index;

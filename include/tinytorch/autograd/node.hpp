@@ -79,10 +79,16 @@ struct Node {
   /// number `output_nr` (as PyTorch's SavedVariable(result, true)); save it after record() made
   /// this node its grad_fn, so that the error message names the node. A node may also call it just
   /// to watch an input it does not keep (PyTorch would keep it), so that an in-place change of
-  /// that input still raises as in PyTorch.
+  /// that input still raises as in PyTorch (watch() does that without making the detached copy).
   Tensor save(const Tensor& t, bool is_output = false, int output_nr = 0) {
+    watch(t, is_output, output_nr);
+    return t.defined() ? t.detach() : t;
+  }
+  /// The bookkeeping half of save(): remembers t's version for check_saved_versions() without
+  /// keeping t, for a node that watches a tensor it does not read back.
+  void watch(const Tensor& t, bool is_output = false, int output_nr = 0) {
     saves_tensors = true;
-    if (!t.defined()) return t;
+    if (!t.defined()) return;
     SavedVersion s;
     s.storage = t.impl()->storage;
     s.version = t.impl()->storage->version();
@@ -95,8 +101,8 @@ struct Node {
       s.original = t.impl_ptr();
       s.grad_fn_at_save = t.impl()->grad_fn;
     }
+    if (saved_versions.empty()) saved_versions.reserve(2);  // most nodes save one or two tensors
     saved_versions.push_back(std::move(s));
-    return t.detach();
   }
   /// Throws PyTorch's error when a tensor saved by save() was written in place since.
   void check_saved_versions() const {
@@ -132,10 +138,14 @@ struct Node {
 
  private:
   // Moves the children that `node` alone keeps alive into `stack` (shared children stay: dropping
-  // this reference does not destroy them). No allocation when there are none.
+  // this reference does not destroy them). No allocation when there are none, one (room for 8)
+  // for most graphs rather than one per doubling.
   static void take_sole_children(Node& node, std::vector<std::shared_ptr<Node>>& stack) {
-    for (Edge& e : node.next_edges)
-      if (e.fn && e.fn.use_count() == 1) stack.push_back(std::move(e.fn));
+    for (Edge& e : node.next_edges) {
+      if (!e.fn || e.fn.use_count() != 1) continue;
+      if (stack.capacity() == 0) stack.reserve(8);
+      stack.push_back(std::move(e.fn));
+    }
   }
 };
 

@@ -125,6 +125,9 @@ class CpuCachingAllocator {
     stats_.cached_bytes = 0;
   }
 
+  /// False under TINYTORCH_NO_MEMORY_CACHING: every block then comes from the system and goes back.
+  bool caching() const { return caching_; }
+
   CpuMemoryStats stats() {
     std::lock_guard<std::mutex> lock(mu_);
     return stats_;

@@ -180,9 +180,13 @@ class ThreadPool {
   void run(int64_t tasks, TaskFn fn, void* ctx) {
     std::unique_lock<std::mutex> lock(mutex_);
     const size_t want = static_cast<size_t>(std::min<int64_t>(tasks - 1, num_threads() - 1));
-    while (workers_.size() < want) {  // started on first use; a failure just means fewer helpers
+    // Workers start on first use (a failure just means fewer helpers). A new worker starts from
+    // the generation before this job's, so it takes part in the job that started it: reading the
+    // generation itself, after this call bumps it below, it would sleep through its first job.
+    const uint64_t before = generation_.load(std::memory_order_relaxed);
+    while (workers_.size() < want) {
       try {
-        workers_.emplace_back([this] { worker_loop(); });
+        workers_.emplace_back([this, before] { worker_loop(before); });
       } catch (const std::system_error&) {
         break;
       }
@@ -254,10 +258,10 @@ class ThreadPool {
     }
   }
 
-  void worker_loop() {
+  /// `seen`: the last generation this worker need not run (the one before the job that started it).
+  void worker_loop(uint64_t seen) {
     in_parallel_region_flag() = true;  // a parallel_for inside a chunk runs inline
     std::unique_lock<std::mutex> lock(mutex_);
-    uint64_t seen = generation_.load(std::memory_order_relaxed);
     for (;;) {
       lock.unlock();
       spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });

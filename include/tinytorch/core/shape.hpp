@@ -14,11 +14,13 @@
 #include <vector>
 
 #include "check.hpp"
+#include "small_vector.hpp"
 
 namespace tinytorch {
 
-using Shape = std::vector<int64_t>;    ///< sizes of each dim
-using Strides = std::vector<int64_t>;  ///< element strides of each dim
+/// Sizes of each dim. Up to 6 dims live inside the object (no heap allocation; core/small_vector.hpp).
+using Shape = SmallVector<int64_t, 6>;
+using Strides = SmallVector<int64_t, 6>;  ///< element strides of each dim
 
 /// "[2, 3]" — how shapes appear in error messages (PyTorch prints torch.Size([2, 3])).
 inline std::string shape_str(const Shape& s) {
@@ -43,13 +45,17 @@ inline int64_t numel_of(const Shape& s) {
   return n;
 }
 
-/// Row-major strides for a shape.
+/// Row-major strides for a shape (a size 0 counts as 1, as in PyTorch). The product is taken
+/// modulo 2^64, as PyTorch's int64 arithmetic wraps: it can overflow only for a zero-element
+/// shape (any other shape was refused for its numel first), whose strides address nothing, e.g.
+/// [0, 2^38, 2^31] -> strides [0, 2^31, 1] in both. (Signed overflow here was undefined
+/// behaviour, found by tests/fuzz/fuzz_checkpoint under UBSan.)
 inline Strides contiguous_strides(const Shape& s) {
   Strides st(s.size());
-  int64_t acc = 1;
+  uint64_t acc = 1;
   for (size_t i = s.size(); i-- > 0;) {
-    st[i] = acc;
-    acc *= s[i] > 0 ? s[i] : 1;
+    st[i] = static_cast<int64_t>(acc);
+    acc *= s[i] > 0 ? static_cast<uint64_t>(s[i]) : 1;
   }
   return st;
 }

@@ -4,7 +4,9 @@
 // (transpose, narrow, view, ...) shares the same Storage with a different shape/strides/offset.
 // CPU memory comes from the caching allocator (core/allocator.hpp): buffers of 4 KiB and more are
 // 64-byte aligned and reused across training steps instead of returned to the system; smaller
-// ones come from plain malloc (16-byte aligned).
+// ones come from plain malloc (16-byte aligned), and the smallest (up to kInlineBytes: a scalar, a
+// bias, a loss) live inside the Storage object itself, which std::make_shared allocates together
+// with its reference counts: one heap allocation per tensor buffer instead of two.
 // CUDA storage arrives with the CUDA backend; a CPU-only build throws if asked for it.
 // Storage also carries PyTorch's version counter (`tensor._version`): every in-place write to any
 // tensor on this storage (a view, a detach()ed alias, an optimizer step under no_grad) bumps it,
@@ -30,11 +32,20 @@ namespace tinytorch {
 
 class Storage {
  public:
+  /// Buffers up to this size are kept inside the Storage object (16-byte aligned, as malloc's).
+  static constexpr size_t kInlineBytes = 32;
+
   /// Allocates `nbytes` on `device` (contents uninitialised). Throws tinytorch::Error for CUDA in a
   /// translation unit not compiled by nvcc, and when the memory is not there.
   Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
     TT_CHECK(device.is_cpu(), "Storage: device ", device.str(),
              " needs the CUDA backend; compile this program with nvcc (TINYTORCH_WITH_CUDA=0 here)");
+    // Inline unless TINYTORCH_NO_MEMORY_CACHING asks for every buffer to come from the system
+    // (so that valgrind or AddressSanitizer see each use after free). 0 bytes: nullptr, as before.
+    if (nbytes > 0 && nbytes <= kInlineBytes && detail::CpuCachingAllocator::get().caching()) {
+      data_ = inline_;
+      return;
+    }
     try {
       data_ = detail::CpuCachingAllocator::get().allocate(nbytes);
     } catch (const std::bad_alloc&) {
@@ -42,7 +53,9 @@ class Storage {
       TT_CHECK(false, "DefaultCPUAllocator: not enough memory: you tried to allocate ", nbytes, " bytes.");
     }
   }
-  ~Storage() { detail::CpuCachingAllocator::get().deallocate(data_, nbytes_); }
+  ~Storage() {
+    if (data_ != inline_) detail::CpuCachingAllocator::get().deallocate(data_, nbytes_);
+  }
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
@@ -60,6 +73,7 @@ class Storage {
   void* data_ = nullptr;
   size_t nbytes_ = 0;
   Device device_;
+  alignas(16) unsigned char inline_[kInlineBytes];
 };
 
 }  // namespace tinytorch

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../../core/config.hpp"
+#include "../../core/shape.hpp"  // Shape, Strides
 #include "../../core/scalar.hpp"  // wrapping_add/sub/mul/pow: int64 arithmetic modulo 2^64
 
 namespace tinytorch::backend::cpu {
@@ -98,14 +99,14 @@ void unary_kernel(const T* x, U* y, int64_t n, F f) {
 /// Walks a multi-index over `shape` in row-major order, tracking each operand's offset.
 /// Calls body(out_index, off_a, off_b) once per element.
 template <class Body>
-void strided_loop2(const std::vector<int64_t>& shape, const std::vector<int64_t>& sa,
-                   const std::vector<int64_t>& sb, Body body) {
+void strided_loop2(const Shape& shape, const Strides& sa,
+                   const Strides& sb, Body body) {
   const int nd = static_cast<int>(shape.size());
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   if (n == 0) return;
   if (nd == 0) { body(0, 0, 0); return; }
-  std::vector<int64_t> idx(nd, 0);
+  Shape idx(nd, 0);  // the multi-index over the outer dims
   const int64_t inner = shape[nd - 1], ia = sa[nd - 1], ib = sb[nd - 1];
   int64_t oa = 0, ob = 0;
   for (int64_t i = 0; i < n; i += inner) {
@@ -123,8 +124,8 @@ void strided_loop2(const std::vector<int64_t>& shape, const std::vector<int64_t>
 /// out[i] = f(a[.], b[.]) with a and b read through (broadcast) strides; out contiguous.
 /// `contiguous` says both a and b are dense with the output's shape (no broadcasting).
 template <class T, class U, class F>
-void binary_kernel(const T* a, const std::vector<int64_t>& sa, const T* b,
-                   const std::vector<int64_t>& sb, U* out, const std::vector<int64_t>& shape,
+void binary_kernel(const T* a, const Strides& sa, const T* b,
+                   const Strides& sb, U* out, const Shape& shape,
                    bool contiguous, F f) {
   if (contiguous) {
     int64_t n = 1;
@@ -143,9 +144,9 @@ void scalar_kernel(const T* a, T s, U* out, int64_t n, F f) {
 
 /// Copies a strided source into a dense destination, converting the element type.
 template <class S, class D>
-void copy_kernel(const S* src, const std::vector<int64_t>& ss, D* dst,
-                 const std::vector<int64_t>& shape) {
-  std::vector<int64_t> zero(shape.size(), 0);
+void copy_kernel(const S* src, const Strides& ss, D* dst,
+                 const Shape& shape) {
+  Strides zero(shape.size(), 0);
   strided_loop2(shape, ss, zero, [&](int64_t i, int64_t os, int64_t) { dst[i] = static_cast<D>(src[os]); });
 }
 

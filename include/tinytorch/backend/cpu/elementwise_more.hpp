@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "../../core/config.hpp"
+#include "../../core/shape.hpp"  // Shape, Strides
 
 namespace tinytorch::backend::cpu {
 
@@ -154,14 +155,14 @@ struct ClampTensorOp {
 /// Walks a multi-index over `shape` in row-major order tracking three operands' offsets (strides
 /// s0, s1, s2; a broadcast dim has stride 0). Calls body(out_index, off0, off1, off2).
 template <class Body>
-void strided_loop3(const std::vector<int64_t>& shape, const std::vector<int64_t>& s0,
-                   const std::vector<int64_t>& s1, const std::vector<int64_t>& s2, Body body) {
+void strided_loop3(const Shape& shape, const Strides& s0,
+                   const Strides& s1, const Strides& s2, Body body) {
   const int nd = static_cast<int>(shape.size());
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   if (n == 0) return;
   if (nd == 0) { body(0, 0, 0, 0); return; }
-  std::vector<int64_t> idx(nd, 0);
+  Shape idx(nd, 0);  // the multi-index over the outer dims
   const int64_t inner = shape[nd - 1], i0 = s0[nd - 1], i1 = s1[nd - 1], i2 = s2[nd - 1];
   int64_t o0 = 0, o1 = 0, o2 = 0;
   for (int64_t i = 0; i < n; i += inner) {
@@ -178,8 +179,8 @@ void strided_loop3(const std::vector<int64_t>& shape, const std::vector<int64_t>
 
 /// out[i] = f(a[.], b[.], c[.]) with the operands read through (broadcast) strides; out contiguous.
 template <class A, class B, class C, class U, class F>
-void ternary_kernel(const A* a, const std::vector<int64_t>& sa, const B* b, const std::vector<int64_t>& sb,
-                    const C* c, const std::vector<int64_t>& sc, U* out, const std::vector<int64_t>& shape, F f) {
+void ternary_kernel(const A* a, const Strides& sa, const B* b, const Strides& sb,
+                    const C* c, const Strides& sc, U* out, const Shape& shape, F f) {
   strided_loop3(shape, sa, sb, sc, [&](int64_t i, int64_t oa, int64_t ob, int64_t oc) {
     out[i] = f(a[oa], b[ob], c[oc]);
   });
