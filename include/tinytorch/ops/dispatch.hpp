@@ -33,17 +33,16 @@ inline Tensor make_tensor(const Shape& shape, DType dtype, Device device = Devic
   // (2^38, 2^31, 0) is refused, (0, 2^38, 2^31) is an empty tensor.
   const int64_t esize = static_cast<int64_t>(element_size(dtype));
   int64_t numel = 1, bytes = 0;
-  bool overflow = false, empty = false;
+  bool overflow = false;
   for (int64_t d : shape) {
     TT_CHECK(d >= 0, "empty: negative dimension in shape ", shape_str(shape));
-    empty |= d == 0;
     overflow |= __builtin_mul_overflow(numel, d, &numel);
   }
   overflow |= __builtin_mul_overflow(numel, esize, &bytes);
   TT_CHECK(!overflow, "empty: shape ", shape_str(shape), " of ", dtype_name(dtype),
            " needs more than 2^63 bytes");
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(empty ? 0 : static_cast<size_t>(bytes), device);
+  impl->storage = std::make_shared<Storage>(static_cast<size_t>(bytes), device);  // 0 for an empty shape
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;
