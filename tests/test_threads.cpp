@@ -37,6 +37,26 @@ struct ThreadsGuard {
 
 uint64_t pool_jobs() { return detail::ThreadPool::instance().jobs(); }
 
+/// The threads that ran the chunks of parallel_for(0, chunks, 1): each chunk records its thread,
+/// then waits (up to 10 s in all, for a loaded machine) until `wait_for` chunks have started. A
+/// chunk that waits holds its thread, so only other threads can start the next chunks.
+std::set<std::thread::id> threads_running_chunks(int64_t chunks, int wait_for) {
+  std::mutex m;
+  std::set<std::thread::id> ids;
+  std::atomic<int> started{0};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  parallel_for(0, chunks, 1, [&](int64_t, int64_t) {
+    {
+      std::lock_guard<std::mutex> g(m);
+      ids.insert(std::this_thread::get_id());
+    }
+    ++started;
+    while (started.load() < wait_for && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  return ids;
+}
+
 double process_cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -197,44 +217,18 @@ TEST_CASE("workers started by a parallel_for take part in that same parallel_for
   // alone. 8 threads: more than any other test starts, so at least some workers are new here.
   ThreadsGuard guard;
   set_num_threads(8);
-  std::mutex m;
-  std::set<std::thread::id> ids;
-  std::atomic<int> started{0};
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  parallel_for(0, 8, 1, [&](int64_t, int64_t) {
-    {
-      std::lock_guard<std::mutex> g(m);
-      ids.insert(std::this_thread::get_id());
-    }
-    ++started;  // every chunk waits until all 8 have started: only 8 threads get there
-    while (started.load() < 8 && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  });
-  CHECK(ids.size() == 8);
+  // every chunk waits until all 8 have started: only 8 threads get there
+  CHECK(threads_running_chunks(8, 8).size() == 8);
 }
 
 TEST_CASE("parallel_for uses the pool's workers and rethrows the first exception", "[threads]") {
   ThreadsGuard guard;
   set_num_threads(4);
-  std::mutex m;
-  std::vector<std::thread::id> ids;
   const uint64_t jobs = pool_jobs();
-  std::atomic<int> started{0};
-  parallel_for(0, 4, 1, [&](int64_t, int64_t) {
-    {
-      std::lock_guard<std::mutex> g(m);
-      ids.push_back(std::this_thread::get_id());
-    }
-    // Wait (up to 10 s, for a loaded machine) until another thread has taken a chunk too: the
-    // caller holds its first chunk, so a worker must take the next one.
-    ++started;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (started.load() < 2 && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  });
+  // the caller holds its first chunk until another has started, so a worker must take one
+  const auto ids = threads_running_chunks(4, 2);
   CHECK(pool_jobs() == jobs + 1);
-  std::sort(ids.begin(), ids.end());
-  CHECK(std::unique(ids.begin(), ids.end()) - ids.begin() >= 2);
+  CHECK(ids.size() >= 2);
 
   CHECK_THROWS_WITH(parallel_for(0, 100, 1,
                                  [](int64_t b, int64_t e) {
