@@ -43,77 +43,63 @@ Inputs& inputs() {
 
 Eigen::Map<const Eigen::ArrayXf> eig(const tt::Tensor& t) { return {t.data_ptr<float>(), t.numel()}; }
 
-void BM_Add_tinytorch(benchmark::State& state) {
-  auto& in = inputs();
+/// Times `op()`, which returns the tensor it wrote; `tensors`: how many tensors of kN floats one
+/// call reads and writes (for the GB/s counter).
+template <class Op>
+void time_tinytorch(benchmark::State& state, int tensors, Op op) {
   for (auto _ : state) {
-    tt::Tensor c = in.a + in.b;
+    const tt::Tensor c = op();
     benchmark::DoNotOptimize(c.data_ptr<float>());
   }
-  set_bytes(state, 3);
+  set_bytes(state, tensors);
+}
+
+/// Times `op(c)`, which writes the preallocated Eigen output c (initially a copy of a).
+template <class Op>
+void time_eigen(benchmark::State& state, int tensors, Op op) {
+  Eigen::ArrayXf c = eig(inputs().a);
+  for (auto _ : state) {
+    op(c);
+    benchmark::DoNotOptimize(c.data());
+  }
+  set_bytes(state, tensors);
+}
+
+void BM_Add_tinytorch(benchmark::State& state) {
+  auto& in = inputs();
+  time_tinytorch(state, 3, [&] { return in.a + in.b; });
 }
 void BM_Add_rawEigen(benchmark::State& state) {
   auto& in = inputs();
-  Eigen::ArrayXf c(kN);
-  for (auto _ : state) {
-    c = eig(in.a) + eig(in.b);
-    benchmark::DoNotOptimize(c.data());
-  }
-  set_bytes(state, 3);
+  time_eigen(state, 3, [&](Eigen::ArrayXf& c) { c = eig(in.a) + eig(in.b); });
 }
 
 void BM_MulScalar_tinytorch(benchmark::State& state) {
   auto& in = inputs();
-  for (auto _ : state) {
-    tt::Tensor c = in.a * 2.0;
-    benchmark::DoNotOptimize(c.data_ptr<float>());
-  }
-  set_bytes(state, 2);
+  time_tinytorch(state, 2, [&] { return in.a * 2.0; });
 }
 void BM_MulScalar_rawEigen(benchmark::State& state) {
   auto& in = inputs();
-  Eigen::ArrayXf c(kN);
-  for (auto _ : state) {
-    c = eig(in.a) * 2.0f;
-    benchmark::DoNotOptimize(c.data());
-  }
-  set_bytes(state, 2);
+  time_eigen(state, 2, [&](Eigen::ArrayXf& c) { c = eig(in.a) * 2.0f; });
 }
 
 void BM_Relu_tinytorch(benchmark::State& state) {
   auto& in = inputs();
-  for (auto _ : state) {
-    tt::Tensor c = tt::relu(in.a);
-    benchmark::DoNotOptimize(c.data_ptr<float>());
-  }
-  set_bytes(state, 2);
+  time_tinytorch(state, 2, [&] { return tt::relu(in.a); });
 }
 void BM_Relu_rawEigen(benchmark::State& state) {
   auto& in = inputs();
-  Eigen::ArrayXf c(kN);
-  for (auto _ : state) {
-    c = eig(in.a).max(0.0f);
-    benchmark::DoNotOptimize(c.data());
-  }
-  set_bytes(state, 2);
+  time_eigen(state, 2, [&](Eigen::ArrayXf& c) { c = eig(in.a).max(0.0f); });
 }
 
 void BM_AddInplace_tinytorch(benchmark::State& state) {
   auto& in = inputs();
   tt::Tensor c = in.a.clone();
-  for (auto _ : state) {
-    c.add_(in.b);
-    benchmark::DoNotOptimize(c.data_ptr<float>());
-  }
-  set_bytes(state, 3);
+  time_tinytorch(state, 3, [&]() -> tt::Tensor& { return c.add_(in.b); });
 }
 void BM_AddInplace_rawEigen(benchmark::State& state) {
   auto& in = inputs();
-  Eigen::ArrayXf c = eig(in.a);
-  for (auto _ : state) {
-    c += eig(in.b);
-    benchmark::DoNotOptimize(c.data());
-  }
-  set_bytes(state, 3);
+  time_eigen(state, 3, [&](Eigen::ArrayXf& c) { c += eig(in.b); });
 }
 
 }  // namespace
