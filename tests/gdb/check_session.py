@@ -11,6 +11,8 @@
 #   3. stops at `loss.backward();` in examples/single_loop.hpp (chapter 01's loop), prints the
 #      training tensors, and checks that `step` goes to tinytorch::Tensor::backward and a second
 #      `step` to the engine (tinytorch::autograd::run_backward), not into std:: or Eigen code;
+#      then stops at each `node->apply(g)` of the engine's loop and prints the node and its
+#      gradient (the session chapter 01 shows);
 #   4. opens the core file and prints main's tensors again: the printers read memory only and
 #      call no function of the program (a core file has no process to call into);
 #   5. checks that the printer understands every autograd node's name() in include/.
@@ -90,13 +92,31 @@ LOOP_TENSORS = [
 ]
 
 
-def backward_line():
-    path = os.path.join(ROOT, "examples", "single_loop.hpp")
+# The engine's loop (autograd/engine.hpp, at `node->apply(g)`): each node in topological order and
+# the gradient it receives — chapter 01's hand computation: d loss/d preds = [-1.9, -1.775],
+# d loss/d bias = -3.675, d loss/d W = [-2.7875, -2.725].
+ENGINE_STEPS = [
+    ("<MseLossBackward0 next_functions=(AddmmBackward0, None)>",
+     "tensor(1., shape=(), dtype=float32, device=cpu, requires_grad=false)"),
+    ("<AddmmBackward0 next_functions=(None, torch::autograd::AccumulateGrad, torch::autograd::AccumulateGrad)>",
+     "tensor([[-1.9], [-1.775]], shape=(2, 1), dtype=float32, device=cpu, requires_grad=false)"),
+    ("<torch::autograd::AccumulateGrad variable=tensor([0.1], shape=(1,), dtype=float32, device=cpu, "
+     "requires_grad=true)>",
+     "tensor([-3.675], shape=(1,), dtype=float32, device=cpu, requires_grad=false)"),
+    ("<torch::autograd::AccumulateGrad variable=tensor([[0.25, -0.5]], shape=(1, 2), dtype=float32, device=cpu, "
+     "requires_grad=true)>",
+     "tensor([[-2.7875, -2.725]], shape=(1, 2), dtype=float32, device=cpu, requires_grad=false)"),
+]
+
+
+def line_of(relative_path, text):
+    """The number of the first line of ROOT/relative_path that starts with `text` (stripped)."""
+    path = os.path.join(ROOT, relative_path)
     with open(path, encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
-            if line.strip().startswith("loss.backward();"):
+            if line.strip().startswith(text):
                 return number
-    raise RuntimeError("no `loss.backward();` line in " + path)
+    raise RuntimeError("no line starting with %r in %s" % (text, path))
 
 
 def check_node_names():
@@ -154,7 +174,7 @@ def main():
     run("generate-core-file " + core)
 
     # 3. chapter 01's loop, at loss.backward(); then step into the engine.
-    run("break single_loop.hpp:%d" % backward_line())
+    run("break single_loop.hpp:%d" % line_of("examples/single_loop.hpp", "loss.backward();"))
     run("continue")
     expect_frame("breakpoint at loss.backward()", "examples::train_two_samples", "examples/single_loop.hpp")
     for cmd, value in LOOP_TENSORS:
@@ -164,6 +184,13 @@ def main():
     run("step")
     expect_frame("second step", "tinytorch::autograd::run_backward", "include/tinytorch/autograd/engine.hpp")
     expect("print root", LOOP_TENSORS[3][1])
+    run("break engine.hpp:%d" % line_of("include/tinytorch/autograd/engine.hpp",
+                                         "std::vector<Tensor> grads = node->apply(g);"))
+    for node, grad in ENGINE_STEPS:
+        run("continue")
+        expect_frame("engine loop", "tinytorch::autograd::run_backward", "include/tinytorch/autograd/engine.hpp")
+        expect("print *node", node)
+        expect("print g", grad)
     run("kill")
 
     # 4. the same tensors from the core file: no process to call into.

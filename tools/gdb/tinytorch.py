@@ -14,7 +14,9 @@
 #                          Tensor::at() reads them; "tensor(undefined)" for Tensor().
 #   tinytorch::TensorImpl  the same line, then its fields (grad, grad_fn, storage, ...)
 #   Shape, Strides         (any tinytorch::SmallVector) [2, 3]
-#   tinytorch::autograd::Node   <AddmmBackward0 next_functions=(torch::autograd::AccumulateGrad, None)>
+#   tinytorch::autograd::Node   <AddmmBackward0 next_functions=(None, torch::autograd::AccumulateGrad)>
+#                          (seen as a Node: `print *node`, `print *t.impl_._M_ptr->grad_fn._M_ptr`);
+#                          an AccumulateGrad shows the leaf it feeds: <... variable=tensor(...)>
 #
 # Everything is read from the program's memory: no function of the program is called (no
 # Tensor::str(), no virtual name()), so the printers also work on a core file and never change
@@ -62,10 +64,11 @@ class _ElementsParameter(gdb.Parameter):
         return "tinytorch tensors print at most %s values (0: all)" % svalue
 
 
-try:
+# gdb runs a sourced script in __main__, so a second `source` (say, by hand after .gdbinit) sees
+# the first one's globals: the parameter and the skip list are then not made twice.
+_FIRST_LOAD = "_ELEMENTS" not in globals()
+if _FIRST_LOAD:
     _ELEMENTS = _ElementsParameter()
-except RuntimeError:  # sourced twice: keep the first one
-    _ELEMENTS = None
 
 
 def _elements_limit():
@@ -395,8 +398,9 @@ class SmallVectorPrinter:
 
 
 class NodePrinter:
-    """tinytorch::autograd::Node seen through a Node* or shared_ptr<Node>:
-    <AddmmBackward0 next_functions=(torch::autograd::AccumulateGrad, None)>."""
+    """tinytorch::autograd::Node (static type Node; a derived struct prints its fields as usual):
+    <AddmmBackward0 next_functions=(None, torch::autograd::AccumulateGrad)>, PyTorch's
+    grad_fn.next_functions; an AccumulateGrad shows its leaf (PyTorch's .variable)."""
 
     def __init__(self, val):
         self.val = val
@@ -404,6 +408,9 @@ class NodePrinter:
     def to_string(self):
         try:
             name = node_name(self.val.address)
+            leaf = _accumulate_grad_leaf(self.val)
+            if leaf is not None:  # AccumulateGrad: no next functions; show the leaf it feeds
+                return "<%s variable=%s>" % (name, tensor_summary(leaf))
             edges = self.val["next_edges"]
             begin, end = edges["_M_impl"]["_M_start"], edges["_M_impl"]["_M_finish"]
             nexts = []
@@ -413,6 +420,21 @@ class NodePrinter:
             return "<%s next_functions=(%s)>" % (name, ", ".join(nexts))
         except (gdb.error, gdb.MemoryError) as e:
             return "<invalid tinytorch node: %s>" % e
+
+
+def _accumulate_grad_leaf(node):
+    """For an AccumulateGrad node: its leaf's TensorImpl* (0 once the leaf is gone); else None."""
+    try:
+        dyn = node.dynamic_type
+    except gdb.error:
+        return None
+    if _short_struct_name(str(dyn.strip_typedefs())) != "AccumulateGrad":
+        return None
+    leaf = node.address.cast(dyn.pointer()).dereference()["leaf"]  # std::weak_ptr<TensorImpl>
+    counts = leaf["_M_refcount"]["_M_pi"]
+    if int(counts) == 0 or int(counts.dereference()["_M_use_count"]) == 0:
+        return gdb.Value(0).cast(leaf["_M_ptr"].type)
+    return leaf["_M_ptr"]
 
 
 def build_pretty_printer():
@@ -427,7 +449,9 @@ def build_pretty_printer():
 
 gdb.printing.register_pretty_printer(None, build_pretty_printer(), replace=True)
 
-if not os.environ.get("TINYTORCH_GDB_NO_SKIP"):
+if not _FIRST_LOAD:
+    print("tinytorch: pretty-printers reloaded")
+elif not os.environ.get("TINYTORCH_GDB_NO_SKIP"):
     gdb.execute("source " + os.path.join(_HERE, "skip.gdb"), to_string=True)  # quietly
     print("tinytorch: pretty-printers for Tensor, Shape, Node; `step` skips std::, Eigen:: (tools/gdb/skip.gdb)")
 else:
