@@ -15,7 +15,8 @@
 #      gradient (the session chapter 01 shows);
 #   4. opens the core file and prints main's tensors again: the printers read memory only and
 #      call no function of the program (a core file has no process to call into);
-#   5. checks that the printer understands every autograd node's name() in include/.
+#   5. checks that the printer understands every autograd node's name() in include/, and that the
+#      breakpoint lines chapter 01's copy of this session shows are still those lines.
 # Each printed value must equal the expected text exactly. Exits gdb with status 1 on a mismatch.
 # Expected values: the numbers the program stores, each printed as the shortest text that reads
 # back as the same float32/float64 (0.1, not 0.100000001); the loop's are chapter 01's (PyTorch's:
@@ -119,6 +120,21 @@ def line_of(relative_path, text):
     raise RuntimeError("no line starting with %r in %s" % (text, path))
 
 
+def check_chapter_lines():
+    """chapters/01-training-loop.md shows this session: its breakpoint lines must be today's."""
+    path = os.path.join(ROOT, "chapters", "01-training-loop.md")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    for spec, relative_path, line_text in (
+            ("single_loop.hpp", "examples/single_loop.hpp", "loss.backward();"),
+            ("engine.hpp", "include/tinytorch/autograd/engine.hpp", "std::vector<Tensor> grads = node->apply(g);")):
+        shown = re.findall(r"\(gdb\) break %s:(\d+)" % re.escape(spec), text)
+        actual = line_of(relative_path, line_text)
+        if not shown or any(int(n) != actual for n in shown):
+            failures.append("chapter 01 breaks at %s:%s; %r is on line %d now" %
+                            (spec, "/".join(shown) or "(none)", line_text, actual))
+
+
 def check_node_names():
     """Every Node in include/ has a name() the printer can evaluate, whatever its fields hold."""
     # gdb runs a -x / sourced .py file in __main__: tinytorch.py's functions are there.
@@ -201,8 +217,9 @@ def main():
         expect(cmd, value)
     os.remove(core)
 
-    # 5. every autograd node's name().
+    # 5. every autograd node's name(); chapter 01's copy of the session.
     check_node_names()
+    check_chapter_lines()
 
 
 try:
