@@ -261,8 +261,10 @@ def node_name(node_ptr):
 # ---- tensors ---------------------------------------------------------------------------------
 
 def _read_values(impl, dims, dtype, limit):
-    """The first `limit` (None: all) elements in row-major order, read through strides/offset."""
-    name, size, fmt = _DTYPES[dtype]
+    """The first `limit` (None: all) elements in row-major order, read through strides/offset as
+    Tensor::at() reads them: element (i0, ..., ik) is storage[offset + sum_j i_j * strides[j]].
+    Raises ValueError when the view reaches outside its storage (a garbage or dangling tensor)."""
+    _name, size, fmt = _DTYPES[dtype]
     strides = [int(s) for s in _small_vector(impl["strides"])]
     if len(strides) != len(dims):
         raise ValueError("shape and strides differ in length")
@@ -274,15 +276,27 @@ def _read_values(impl, dims, dtype, limit):
     for d in dims:
         numel *= d
     count = numel if limit is None else min(numel, limit)
+    if count == 0:
+        return [], numel
+    # The elements the view can reach: [lo, hi]. Read that span once (at most 16 MiB), not each
+    # element on its own: printing all of a 784x256 weight stays quick.
+    lo = offset + sum(min(0, (d - 1) * s) for d, s in zip(dims, strides))
+    hi = offset + sum(max(0, (d - 1) * s) for d, s in zip(dims, strides))
+    if lo < 0 or (hi + 1) * size > nbytes:
+        raise ValueError("view [%d, %d] reaches outside its storage of %d bytes" % (lo, hi, nbytes))
     inferior = gdb.selected_inferior()
+    span = None
+    if (hi - lo + 1) * size <= 16 << 20:
+        span = bytes(inferior.read_memory(base + lo * size, (hi - lo + 1) * size))
     values = []
     index = [0] * len(dims)
     for _ in range(count):
         element = offset + sum(i * s for i, s in zip(index, strides))
-        if element < 0 or (element + 1) * size > nbytes:
-            raise ValueError("element %d lies outside its storage of %d bytes" % (element, nbytes))
-        raw = bytes(inferior.read_memory(base + element * size, size))
-        values.append(struct.unpack(fmt, raw)[0])
+        if span is not None:
+            values.append(struct.unpack_from(fmt, span, (element - lo) * size)[0])
+        else:
+            raw = bytes(inferior.read_memory(base + element * size, size))
+            values.append(struct.unpack(fmt, raw)[0])
         for k in reversed(range(len(dims))):  # next row-major index
             index[k] += 1
             if index[k] < dims[k]:
