@@ -29,6 +29,10 @@
 # choosing between literals (all ? "MaxBackward1" : "MaxBackward0"), and `std::string(...) + (...)`.
 # A node whose name() is something else prints as its C++ struct name.
 #
+# Needs a gdb with Python (Debian's gdb) and libstdc++'s layout of std::shared_ptr and
+# std::vector (g++, or clang++ with libstdc++). Tested by ctest gdb_pretty_printer
+# (tests/gdb/check_session.py), also on a core file.
+#
 # It also sources tools/gdb/skip.gdb (what `step` steps over: the C++ standard library, Eigen,
 # tinytorch's handle copies) unless TINYTORCH_GDB_NO_SKIP is set in gdb's environment.
 #
@@ -44,9 +48,9 @@ import gdb.printing
 _HERE = os.path.dirname(os.path.abspath(os.path.expanduser(__file__)))
 _INCLUDE = os.path.normpath(os.path.join(_HERE, "..", "..", "include", "tinytorch"))
 
-# tinytorch::DType and DeviceType, in declaration order (core/dtype.hpp, core/device.hpp):
-# (name, element size in bytes, struct format).
-_DTYPES = {0: ("float32", 4, "f"), 1: ("float64", 8, "d"), 2: ("int64", 8, "q")}
+# tinytorch::DType's enumerators (core/dtype.hpp), by name as PyTorch spells the dtype:
+# (element size in bytes, Python struct format). A dtype missing here prints without values.
+_DTYPES = {"float32": (4, "f"), "float64": (8, "d"), "int64": (8, "q"), "float16": (2, "e")}
 _MAX_DIMS = 64  # more dims than this: not a tensor (an uninitialised local, a dangling handle)
 
 
@@ -105,10 +109,10 @@ def _float_str(x, fmt):
     with PyTorch's "1." for an integral value."""
     if x != x or x in (float("inf"), float("-inf")):
         return repr(x)
-    if fmt == "f":
+    if fmt in ("f", "e"):  # float32, float16: fewest digits that round back to the same value
         for digits in range(1, 10):
             s = "%.*g" % (digits, x)
-            if struct.unpack("f", struct.pack("f", float(s)))[0] == x:
+            if struct.unpack(fmt, struct.pack(fmt, float(s)))[0] == x:
                 break
         s = repr(float(s))  # Python's spelling of those digits: 100000.0, not 1e+05
     else:
@@ -260,11 +264,11 @@ def node_name(node_ptr):
 
 # ---- tensors ---------------------------------------------------------------------------------
 
-def _read_values(impl, dims, dtype, limit):
+def _read_values(impl, dims, dtype_name, limit):
     """The first `limit` (None: all) elements in row-major order, read through strides/offset as
     Tensor::at() reads them: element (i0, ..., ik) is storage[offset + sum_j i_j * strides[j]].
     Raises ValueError when the view reaches outside its storage (a garbage or dangling tensor)."""
-    _name, size, fmt = _DTYPES[dtype]
+    size, fmt = _DTYPES[dtype_name]
     strides = [int(s) for s in _small_vector(impl["strides"])]
     if len(strides) != len(dims):
         raise ValueError("shape and strides differ in length")
@@ -338,8 +342,9 @@ def tensor_summary(impl_ptr):
     impl = impl_ptr.dereference()
     try:
         dims = [int(d) for d in _small_vector(impl["shape"])]
-        dtype = int(impl["dtype"])
-        if dtype not in _DTYPES or any(d < 0 for d in dims):
+        # "tinytorch::DType::Float32" -> "float32" (an uninitialised value prints as a number)
+        dtype_name = str(impl["dtype"]).rsplit("::", 1)[-1].lower()
+        if not re.match(r"^[a-z]\w*$", dtype_name) or any(d < 0 for d in dims):
             raise ValueError("bad dtype or shape")
         requires_grad = bool(impl["requires_grad"])
         grad_fn = _shared_ptr_get(impl["grad_fn"])
@@ -351,13 +356,14 @@ def tensor_summary(impl_ptr):
         device_str = "cpu" if on_cpu else "cuda:%d" % int(device["index"])
     except (gdb.error, gdb.MemoryError, ValueError) as e:
         return "<invalid tinytorch tensor at 0x%x: %s>" % (int(impl_ptr), e)
-    dtype_name, _size, fmt = _DTYPES[dtype]
     if not on_cpu:
         data = "<data on %s>" % device_str
+    elif dtype_name not in _DTYPES:
+        data = "<values of dtype %s: not known to tools/gdb/tinytorch.py>" % dtype_name
     else:
         try:
-            values, numel = _read_values(impl, dims, dtype, _elements_limit())
-            data = _nest(values, dims, numel, fmt)
+            values, numel = _read_values(impl, dims, dtype_name, _elements_limit())
+            data = _nest(values, dims, numel, _DTYPES[dtype_name][1])
         except (gdb.error, gdb.MemoryError, ValueError) as e:
             data = "<unreadable: %s>" % e
     parts = [data, "shape=" + _shape_str(dims), "dtype=" + dtype_name, "device=" + device_str,
