@@ -18,6 +18,7 @@
 #                             runtimes (tests/fuzz; the -rt package is only a Recommends of clang,
 #                             which --no-install-recommends skips). 14 = Debian 12's clang.
 #   dataset-fashion-mnist     /usr/share/datasets/fashion-mnist, used by train_mnist
+#   gdb                       the debugger tools/gdb/tinytorch.py extends; ctest gdb_pretty_printer
 set -euo pipefail
 
 TT_DEBIAN_PACKAGES=(
@@ -27,6 +28,7 @@ TT_DEBIAN_PACKAGES=(
   openmpi-bin libopenmpi-dev
   clang libclang-rt-14-dev
   dataset-fashion-mnist
+  gdb
 )
 
 missing=()
