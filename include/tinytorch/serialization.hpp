@@ -1,30 +1,67 @@
 // tinytorch/serialization.hpp — checkpoints: tinytorch::save / tinytorch::load for state dicts
-// (PyTorch: torch.save(model.state_dict(), path) / model.load_state_dict(torch.load(path))).
+// (PyTorch: torch.save(model.state_dict(), path) / model.load_state_dict(torch.load(path))),
+// written in the safetensors format, so that PyTorch's ecosystem can read them:
 //
-//   tinytorch::save(model->state_dict(), "ckpt.tt");       // atomically: tmp file, fsync, rename
-//   model->load_state_dict(tinytorch::load("ckpt.tt"));
+//   tinytorch::save(model->state_dict(), "ckpt.safetensors");  // atomically: tmp file, fsync, rename
+//   model->load_state_dict(tinytorch::load("ckpt.safetensors"));
+//
+//   # Python:  from safetensors.torch import load_file; sd = load_file("ckpt.safetensors")
+//   #          torch_model.load_state_dict(sd)        (same names as the PyTorch model's state_dict)
 //
 // With DDP every rank holds the same weights, so rank 0 alone writes and the others wait at a
 // barrier before anyone reads the file (chapters/06-distributed-data-parallel.md, "Checkpoints"):
-//   if (dist::get_rank() == 0) tinytorch::save(ddp->module()->state_dict(), "ckpt.tt");
+//   if (dist::get_rank() == 0) tinytorch::save(ddp->module()->state_dict(), "ckpt.safetensors");
 //   dist::barrier();
 //
-// File format (native byte order; not PyTorch's zip/pickle format):
+// File format: safetensors (https://github.com/huggingface/safetensors, README "Format"):
+//   u64 little-endian N, then N bytes of UTF-8 JSON, then the data buffer:
+//     {"__metadata__": {"k": "v", ...},                                  (optional, strings only)
+//      "name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}, ...}
+//   dtype "F32" / "F64" / "I64" (kFloat32 / kFloat64 / kInt64; tinytorch has no other dtypes, so a
+//   file with BF16, F16, I32, ... is an error naming the dtype); data_offsets are byte offsets into
+//   the buffer that follows the header; the data is C-ordered (row-major), little-endian.
+// save() writes exactly what the reference writer (the Rust crate behind Python's
+// safetensors.torch.save_file) writes for the same tensors, byte for byte
+// (tests/reference/gen_safetensors.py, test "[safetensors]"): compact JSON (serde_json's escapes),
+// tensors ordered by dtype (I64, then F64, then F32: the crate's "descending dtype alignment"
+// order) and then by name (bytewise), "__metadata__" first when there is any (its keys sorted; the
+// crate's order is a hash map's), the header padded with spaces to a multiple of 8 bytes so that
+// every tensor's data is 8-byte aligned. Tensors are saved contiguous (a view saves its values).
+//
+// load() returns the entries sorted by name (as safe_open(...).keys() lists them), whatever the
+// order in the file's header or data buffer. Before it allocates anything from the file's numbers
+// it checks everything the Rust crate checks (SafeTensors::read_metadata and Metadata::validate),
+// and what the format's README requires beyond that; each failure is a tinytorch::Error naming
+// the file and the problem:
+//   the file has at least 8 bytes; N <= 100000000 (the crate's MAX_HEADER_SIZE); 8 + N <= file
+//   size; the header is valid UTF-8, starts with '{' (README; the crate does not check it yet),
+//   and is one JSON object (RFC 8259: strings, escapes, surrogates, numbers; nesting <= 128 as
+//   serde_json) followed by nothing but JSON whitespace (the padding); no key appears twice
+//   (README: "Duplicate keys are disallowed"; serde_json would keep the last one); "__metadata__"
+//   is an object of strings (or null); every other key is a tensor: an object with "dtype"
+//   (a string), "shape" (non-negative integers, at most 64 of them: tinytorch's limit) and
+//   "data_offsets" (two non-negative integers), other fields ignored as the crate ignores them;
+//   the dtype is F32, F64 or I64; numel * element size does not overflow and equals end - begin;
+//   sorted by data_offsets, the tensors cover the buffer exactly: the first begins at 0, each
+//   begins where the previous one ends (no gap, no overlap), and the last ends at the end of the
+//   file (no truncation, no trailing bytes).
+//
+// Older tinytorch checkpoints still load. load() tells the formats apart by the first 4 bytes:
+// "TTSD" is tinytorch's own format (a safetensors file cannot begin so: as a header length those
+// bytes are over 1.1e9, more than the 1e8 limit):
 //   "TTSD", u32 version = 2, u64 count, then per entry:
 //   u64 name length, name bytes, u8 dtype (0 float32, 1 float64, 2 int64), u64 ndim,
 //   ndim x i64 sizes, numel * element_size bytes of contiguous data;
-//   then u32 CRC-32 (zlib's crc32) of every byte before it.
-// Version 1 files (the same without the CRC-32) still load, unchecked.
-// Tensors are saved contiguous (a view saves only its own elements, as torch.save of a
-// state dict clones nothing but writes each storage; here there is no storage sharing).
+//   then u32 CRC-32 (zlib's crc32) of every byte before it; all in native (little-endian) order.
+// Version 1 files (the same without the CRC-32) load unchecked. Entries come back in file order.
+// A malformed one (wrong version, a CRC-32 that does not match, truncated, a size that does not
+// fit the file, trailing bytes) throws tinytorch::Error naming the file and the problem.
 //
 // Writes are atomic: the bytes go to a uniquely named temporary file in the same directory, which
 // is flushed to disk (fsync) and then renamed over <path>, so a crash or a full disk leaves
 // either the old file or the new one, never half of one. A symbolic link is followed; a path that
 // names a directory or a device is an error (torch.save would write through a device; here
-// that could not be atomic). Every malformed file (wrong magic or version, a CRC-32 that does not
-// match, truncated, a size that does not fit the file, trailing bytes) throws tinytorch::Error
-// naming the file and the problem before anything is allocated from the file's numbers.
+// that could not be atomic).
 // load() opens the path once and reads that open file, so a save renaming a new file over the
 // path meanwhile is read either wholly old or wholly new.
 // Chapter: chapters/06-distributed-data-parallel.md ("Checkpoints").
@@ -42,6 +79,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,9 +90,14 @@
 #include "ops/creation.hpp"
 #include "tensor.hpp"
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "tinytorch/serialization.hpp writes tensor bytes as they are in memory: safetensors needs a little-endian host"
+#endif
+
 namespace tinytorch {
 
 namespace detail {
+
 
 /// zlib's CRC-32 of `n` bytes at `p` (fed in chunks: zlib's length argument is 32-bit).
 inline uint32_t crc32_of(const char* p, size_t n) {
@@ -147,41 +191,9 @@ inline void write_file_atomically(const std::string& path_in, const std::string&
   }
 }
 
-}  // namespace detail
-
-/// Writes a state dict (name, tensor pairs, e.g. Module::state_dict()) to `path` atomically.
-/// Throws tinytorch::Error naming the file if it cannot be written.
-inline void save(const std::vector<std::pair<std::string, Tensor>>& state_dict, const std::string& path) {
-  std::string buf = "TTSD";
-  auto put = [&buf](const void* p, size_t n) { buf.append(static_cast<const char*>(p), n); };
-  const uint32_t version = 2;
-  const uint64_t count = state_dict.size();
-  put(&version, 4);
-  put(&count, 8);
-  for (const auto& [name, t0] : state_dict) {
-    TT_CHECK(t0.defined(), "save: entry '", name, "' is an undefined tensor");
-    const Tensor t = t0.is_contiguous() ? t0 : t0.contiguous();
-    const uint64_t len = name.size(), ndim = static_cast<uint64_t>(t.dim());
-    const uint8_t dt = static_cast<uint8_t>(t.dtype());
-    put(&len, 8);
-    put(name.data(), name.size());
-    put(&dt, 1);
-    put(&ndim, 8);
-    for (int64_t d : t.sizes()) put(&d, 8);
-    const size_t bytes = static_cast<size_t>(t.numel()) * element_size(t.dtype());
-    if (bytes > 0) put(t.raw_data(), bytes);  // a zero-element tensor may have no storage
-  }
-  const uint32_t crc = detail::crc32_of(buf.data(), buf.size());
-  put(&crc, 4);
-  detail::write_file_atomically(path, buf, "save");
-}
-
-/// Reads a file written by save() (format version 2, or version 1 without a checksum). Throws
-/// tinytorch::Error naming the file if it cannot be read, its CRC-32 does not match (bit flips,
-/// a partial copy), or it is not a well-formed tinytorch state dict.
-inline std::vector<std::pair<std::string, Tensor>> load(const std::string& path) {
-  TT_CHECK(path.find('\0') == std::string::npos, "load: the path '", path.c_str(), "...' contains a NUL byte");
-  std::string buf = detail::read_whole_file(path);
+/// Reads tinytorch's own checkpoint format ("TTSD", version 1 or 2; top of this file) from the
+/// bytes `buf` of the file `path`.
+inline std::vector<std::pair<std::string, Tensor>> load_ttsd(const std::string& path, std::string buf) {
   size_t pos = 0;
   auto left = [&] { return static_cast<uint64_t>(buf.size() - pos); };
   auto get = [&](void* p, uint64_t n) {
@@ -242,6 +254,600 @@ inline std::vector<std::pair<std::string, Tensor>> load(const std::string& path)
   }
   TT_CHECK(left() == 0, "load: '", path, "' has ", left(), " unexpected bytes after its last entry");
   return out;
+}
+
+// ---- safetensors: the JSON header ----------------------------------------------------------
+
+/// A safetensors dtype name for a tinytorch dtype ("F32", "F64", "I64").
+inline const char* safetensors_dtype(DType d) {
+  switch (d) {
+    case DType::Float32: return "F32";
+    case DType::Float64: return "F64";
+    case DType::Int64: return "I64";
+  }
+  return "?";
+}
+
+/// True if `name` is "F32", "F64" or "I64"; then *d (if not null) is the tinytorch dtype.
+inline bool safetensors_dtype_of(const std::string& name, DType* d) {
+  for (const DType x : {DType::Float32, DType::Float64, DType::Int64})
+    if (name == safetensors_dtype(x)) {
+      if (d) *d = x;
+      return true;
+    }
+  return false;
+}
+
+/// The rank of a dtype in the Rust crate's `Dtype` enum order (F32 < F64 < I64); its writer
+/// puts higher ranks first.
+inline int safetensors_dtype_rank(DType d) { return d == DType::Float32 ? 0 : d == DType::Float64 ? 1 : 2; }
+
+/// True if `s` is valid UTF-8 (as Rust's str::from_utf8: no overlong forms, no surrogates, nothing
+/// above U+10FFFF). On failure `*bad` is the offset of the first invalid byte.
+inline bool valid_utf8(const std::string& s, size_t* bad = nullptr) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  size_t i = 0;
+  while (i < n) {
+    const unsigned c = p[i];
+    size_t len = 0;
+    unsigned lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+    if (c < 0x80) len = 1;
+    else if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) len = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+    else if (c >= 0xF0 && c <= 0xF4) len = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+    bool ok = len > 0 && i + len <= n;
+    for (size_t k = 1; ok && k < len; ++k) ok = p[i + k] >= (k == 1 ? lo : 0x80) && p[i + k] <= (k == 1 ? hi : 0xBF);
+    if (!ok) {
+      if (bad) *bad = i;
+      return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
+/// `s` as a JSON string literal, escaped as serde_json escapes it (so that save() writes the same
+/// bytes as the Rust crate): \" \\ \b \f \n \r \t, other bytes below 0x20 as \u00xx, the rest
+/// (including non-ASCII UTF-8 and '/') as is.
+inline std::string json_quote(const std::string& s) {
+  std::string out = "\"";
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          const char* hex = "0123456789abcdef";
+          out += "\\u00";
+          out += hex[c >> 4];
+          out += hex[c & 15];
+        } else {
+          out += ch;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+/// One tensor's entry in a safetensors header.
+struct SafetensorsEntry {
+  std::string name;
+  std::string dtype;  // as written in the file ("F32", ...)
+  std::vector<uint64_t> shape;
+  uint64_t begin = 0, end = 0;
+};
+
+/// A parsed and validated safetensors header.
+struct SafetensorsHeader {
+  std::vector<SafetensorsEntry> entries;       // in header order
+  std::map<std::string, std::string> metadata;  // "__metadata__"
+  size_t data_start = 0;                        // 8 + N: where the data buffer begins in the file
+};
+
+/// A recursive-descent parser for the JSON of one safetensors header (RFC 8259), which reads the
+/// header's structure directly instead of building a JSON tree. Every error throws
+/// tinytorch::Error: "<prefix>invalid JSON in its header at byte <k>: <why>" (k counts from the
+/// header's first byte, after the 8-byte length).
+class SafetensorsHeaderParser {
+ public:
+  SafetensorsHeaderParser(const std::string& json, std::string prefix) : s_(json), prefix_(std::move(prefix)) {}
+
+  SafetensorsHeader parse() {
+    SafetensorsHeader h;
+    expect('{');
+    std::vector<std::string> keys;
+    skip_ws();
+    if (peek() != '}') {
+      while (true) {
+        skip_ws();
+        std::string key = parse_string();
+        keys.push_back(key);
+        skip_ws();
+        expect(':');
+        skip_ws();
+        if (key == "__metadata__") parse_metadata(h.metadata);
+        else h.entries.push_back(parse_tensor(std::move(key)));
+        skip_ws();
+        if (peek() == ',') {
+          ++pos_;
+          continue;
+        }
+        break;
+      }
+    }
+    expect('}');
+    skip_ws();
+    if (pos_ != s_.size()) fail("unexpected '" + std::string(1, s_[pos_]) + "' after the header's object");
+    std::sort(keys.begin(), keys.end());
+    const auto dup = std::adjacent_find(keys.begin(), keys.end());
+    TT_CHECK(dup == keys.end(), prefix_, "the key ", json_quote(*dup), " appears twice in its header");
+    return h;
+  }
+
+ private:
+  const std::string& s_;
+  std::string prefix_;
+  size_t pos_ = 0;
+  static constexpr int kMaxDepth = 128;  // serde_json's recursion limit
+
+  [[noreturn]] void fail(const std::string& why) const {
+    throw Error(str_cat(prefix_, "invalid JSON in its header at byte ", pos_, ": ", why));
+  }
+  char peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
+  bool at_end() const { return pos_ >= s_.size(); }
+  void skip_ws() {
+    while (!at_end() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r')) ++pos_;
+  }
+  void expect(char c) {
+    if (at_end()) fail(std::string("expected '") + c + "', found the end of the header");
+    if (s_[pos_] != c) fail(std::string("expected '") + c + "', found '" + s_[pos_] + "'");
+    ++pos_;
+  }
+
+  unsigned hex4() {
+    unsigned v = 0;
+    for (int k = 0; k < 4; ++k, ++pos_) {
+      const char c = peek();
+      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      if (d < 0) fail("invalid \\u escape");
+      v = v * 16 + static_cast<unsigned>(d);
+    }
+    return v;
+  }
+
+  static void append_utf8(std::string& out, unsigned cp) {
+    if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      out += static_cast<char>(0xC0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      out += static_cast<char>(0xE0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+      out += static_cast<char>(0xF0 | (cp >> 18));
+      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+  }
+
+  /// A JSON string (the header is already known to be valid UTF-8); escapes decoded. A lone
+  /// surrogate (\ud800 without its pair) is an error, as serde_json makes it for a String.
+  std::string parse_string() {
+    expect('"');
+    std::string out;
+    while (true) {
+      if (at_end()) fail("unterminated string");
+      const char c = s_[pos_];
+      if (c == '"') {
+        ++pos_;
+        return out;
+      }
+      if (static_cast<unsigned char>(c) < 0x20) fail("control character in a string (it must be escaped)");
+      if (c != '\\') {
+        out += c;
+        ++pos_;
+        continue;
+      }
+      ++pos_;
+      const char e = peek();
+      ++pos_;
+      switch (e) {
+        case '"': out += '"'; break;
+        case '\\': out += '\\'; break;
+        case '/': out += '/'; break;
+        case 'b': out += '\b'; break;
+        case 'f': out += '\f'; break;
+        case 'n': out += '\n'; break;
+        case 'r': out += '\r'; break;
+        case 't': out += '\t'; break;
+        case 'u': {
+          unsigned cp = hex4();
+          if (cp >= 0xDC00 && cp <= 0xDFFF) fail("lone trailing surrogate in a \\u escape");
+          if (cp >= 0xD800 && cp <= 0xDBFF) {
+            if (peek() != '\\' || pos_ + 1 >= s_.size() || s_[pos_ + 1] != 'u') fail("lone leading surrogate in a \\u escape");
+            pos_ += 2;
+            const unsigned lo = hex4();
+            if (lo < 0xDC00 || lo > 0xDFFF) fail("lone leading surrogate in a \\u escape");
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+          }
+          append_utf8(out, cp);
+          break;
+        }
+        default: --pos_; fail("invalid escape in a string");
+      }
+    }
+  }
+
+  /// A JSON number; returns true (and the value in *u) if it is a non-negative integer that fits in
+  /// 64 bits, false for any other valid number (negative, fraction, exponent, too large).
+  bool parse_number(uint64_t* u) {
+    const size_t start = pos_;
+    bool integer = true;
+    if (peek() == '-') ++pos_, integer = false;
+    if (peek() == '0') {
+      ++pos_;
+    } else if (peek() >= '1' && peek() <= '9') {
+      while (peek() >= '0' && peek() <= '9') ++pos_;
+    } else {
+      fail("invalid number");
+    }
+    if (peek() == '.') {
+      ++pos_, integer = false;
+      if (!(peek() >= '0' && peek() <= '9')) fail("invalid number");
+      while (peek() >= '0' && peek() <= '9') ++pos_;
+    }
+    if (peek() == 'e' || peek() == 'E') {
+      ++pos_, integer = false;
+      if (peek() == '+' || peek() == '-') ++pos_;
+      if (!(peek() >= '0' && peek() <= '9')) fail("invalid number");
+      while (peek() >= '0' && peek() <= '9') ++pos_;
+    }
+    if (!integer) return false;
+    uint64_t v = 0;
+    for (size_t i = start; i < pos_; ++i) {
+      const uint64_t d = static_cast<uint64_t>(s_[i] - '0');
+      if (v > (UINT64_MAX - d) / 10) return false;
+      v = v * 10 + d;
+    }
+    *u = v;
+    return true;
+  }
+
+  /// Any JSON value (an unknown field of a tensor entry, as the crate ignores those).
+  void skip_value(int depth) {
+    if (depth > kMaxDepth) fail("nested more than 128 levels deep");
+    const char c = peek();
+    if (c == '"') {
+      parse_string();
+    } else if (c == '{' || c == '[') {
+      const char close = c == '{' ? '}' : ']';
+      ++pos_;
+      skip_ws();
+      if (peek() == close) {
+        ++pos_;
+        return;
+      }
+      while (true) {
+        skip_ws();
+        if (c == '{') {
+          parse_string();
+          skip_ws();
+          expect(':');
+          skip_ws();
+        }
+        skip_value(depth + 1);
+        skip_ws();
+        if (peek() != ',') break;
+        ++pos_;
+      }
+      expect(close);
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+      uint64_t ignored = 0;
+      parse_number(&ignored);
+    } else {
+      for (const char* lit : {"true", "false", "null"})
+        if (s_.compare(pos_, std::strlen(lit), lit) == 0) {
+          pos_ += std::strlen(lit);
+          return;
+        }
+      if (at_end()) fail("expected a value, found the end of the header");
+      fail("expected a value, found '" + std::string(1, c) + "'");
+    }
+  }
+
+  /// An array of non-negative integers (at most max_len of them); `what` names it in errors.
+  std::vector<uint64_t> parse_uint_array(const std::string& what, size_t max_len) {
+    if (peek() != '[') {
+      skip_value(1);
+      throw Error(str_cat(prefix_, what, " must be an array of non-negative integers"));
+    }
+    ++pos_;
+    std::vector<uint64_t> out;
+    skip_ws();
+    if (peek() == ']') {
+      ++pos_;
+      return out;
+    }
+    while (true) {
+      skip_ws();
+      const char c = peek();
+      uint64_t v = 0;
+      if (!(c == '-' || (c >= '0' && c <= '9'))) {
+        skip_value(2);
+        throw Error(str_cat(prefix_, what, " must be an array of non-negative integers"));
+      }
+      if (!parse_number(&v)) throw Error(str_cat(prefix_, what, " must be an array of non-negative integers"));
+      TT_CHECK(out.size() < max_len, prefix_, what, " has more than ", max_len, " elements");
+      out.push_back(v);
+      skip_ws();
+      if (peek() != ',') break;
+      ++pos_;
+    }
+    expect(']');
+    return out;
+  }
+
+  void parse_metadata(std::map<std::string, std::string>& out) {
+    if (s_.compare(pos_, 4, "null") == 0) {  // Option<HashMap> in the crate: null is "no metadata"
+      pos_ += 4;
+      return;
+    }
+    TT_CHECK(peek() == '{', prefix_, "\"__metadata__\" must be an object whose values are strings");
+    ++pos_;
+    skip_ws();
+    if (peek() == '}') {
+      ++pos_;
+      return;
+    }
+    while (true) {
+      skip_ws();
+      std::string key = parse_string();
+      skip_ws();
+      expect(':');
+      skip_ws();
+      TT_CHECK(peek() == '"', prefix_, "\"__metadata__\" must be an object whose values are strings (",
+               json_quote(key), " is not)");
+      std::string value = parse_string();
+      TT_CHECK(out.count(key) == 0, prefix_, "the key ", json_quote(key), " appears twice in \"__metadata__\"");
+      out.emplace(std::move(key), std::move(value));
+      skip_ws();
+      if (peek() != ',') break;
+      ++pos_;
+    }
+    expect('}');
+  }
+
+  SafetensorsEntry parse_tensor(std::string name) {
+    SafetensorsEntry e;
+    e.name = std::move(name);
+    const std::string t = "tensor " + json_quote(e.name);
+    TT_CHECK(peek() == '{', prefix_, t, " must be an object with \"dtype\", \"shape\" and \"data_offsets\"");
+    ++pos_;
+    bool have_dtype = false, have_shape = false, have_offsets = false;
+    skip_ws();
+    if (peek() != '}') {
+      while (true) {
+        skip_ws();
+        const std::string field = parse_string();
+        skip_ws();
+        expect(':');
+        skip_ws();
+        bool* seen = field == "dtype" ? &have_dtype : field == "shape" ? &have_shape
+                     : field == "data_offsets" ? &have_offsets : nullptr;
+        if (seen) {
+          TT_CHECK(!*seen, prefix_, t, " has the field \"", field, "\" twice");
+          *seen = true;
+        }
+        if (field == "dtype") {
+          TT_CHECK(peek() == '"', prefix_, t, ": \"dtype\" must be a string");
+          e.dtype = parse_string();
+        } else if (field == "shape") {
+          e.shape = parse_uint_array(t + ": \"shape\"", 64);
+        } else if (field == "data_offsets") {
+          const auto o = parse_uint_array(t + ": \"data_offsets\"", 2);
+          TT_CHECK(o.size() == 2, prefix_, t, ": \"data_offsets\" must be two integers [begin, end]");
+          e.begin = o[0];
+          e.end = o[1];
+        } else {
+          skip_value(2);
+        }
+        skip_ws();
+        if (peek() != ',') break;
+        ++pos_;
+      }
+    }
+    expect('}');
+    TT_CHECK(have_dtype, prefix_, t, " has no \"dtype\"");
+    TT_CHECK(have_shape, prefix_, t, " has no \"shape\"");
+    TT_CHECK(have_offsets, prefix_, t, " has no \"data_offsets\"");
+    return e;
+  }
+};
+
+/// The parsed header of the safetensors file `path` whose bytes are `buf`, after every check listed
+/// at the top of this file. Allocates nothing from the file's numbers.
+inline SafetensorsHeader parse_safetensors(const std::string& path, const std::string& buf) {
+  const std::string prefix = str_cat("load: '", path, "' is not a valid safetensors file: ");
+  TT_CHECK(buf.size() >= 8, prefix, "it has ", buf.size(), " bytes, fewer than the 8 of its header length");
+  uint64_t n = 0;
+  std::memcpy(&n, buf.data(), 8);
+  TT_CHECK(n <= 100000000, prefix, "its header length ", n, " is over the limit of 100000000 bytes");
+  TT_CHECK(8 + n <= buf.size(), prefix, "its header length ", n, " runs past the end of the file (", buf.size(),
+           " bytes)");
+  const std::string json = buf.substr(8, static_cast<size_t>(n));
+  size_t bad = 0;
+  TT_CHECK(valid_utf8(json, &bad), prefix, "its header is not valid UTF-8 (at byte ", bad, ")");
+  TT_CHECK(!json.empty() && json[0] == '{', prefix, "its header does not start with '{'");
+  SafetensorsHeader h = SafetensorsHeaderParser(json, prefix).parse();
+  h.data_start = static_cast<size_t>(8 + n);
+
+  // The crate's Metadata::validate: sorted by data_offsets, each tensor begins where the previous
+  // one ended, and its byte count matches its shape and dtype.
+  std::vector<size_t> order(h.entries.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const auto& x = h.entries[a];
+    const auto& y = h.entries[b];
+    return std::make_pair(x.begin, x.end) < std::make_pair(y.begin, y.end);
+  });
+  for (const SafetensorsEntry& e : h.entries)  // first, as the crate's JSON parser knows its dtypes
+    TT_CHECK(safetensors_dtype_of(e.dtype, nullptr), "load: '", path, "': tensor ", json_quote(e.name),
+             " has dtype ", json_quote(e.dtype), ", which tinytorch cannot load (it has F32, F64 and I64 only)");
+  uint64_t covered = 0;
+  for (const size_t i : order) {
+    const SafetensorsEntry& e = h.entries[i];
+    const std::string t = "tensor " + json_quote(e.name);
+    DType dt = DType::Float32;
+    safetensors_dtype_of(e.dtype, &dt);
+    TT_CHECK(e.end >= e.begin, prefix, t, " has data_offsets [", e.begin, ", ", e.end, "] that end before they begin");
+    TT_CHECK(e.begin == covered, prefix, t, " has data_offsets [", e.begin, ", ", e.end, "] but the tensor before it ",
+             "(by offset) ends at ", covered, ": the tensors must cover the data buffer exactly, without gaps or overlaps");
+    covered = e.end;
+    // The crate's order: the product of the sizes from the first, then times the element size,
+    // each step checked (ValidationOverflow), so [2^40, 2^40, 0] overflows where [0, 2^40, 2^40] is 0.
+    uint64_t numel = 1, bytes = 0;
+    bool overflow = false;
+    for (const uint64_t d : e.shape) {
+      TT_CHECK(d <= static_cast<uint64_t>(INT64_MAX), prefix, t, " has a size of ", d, ", more than int64 holds");
+      overflow = overflow || __builtin_mul_overflow(numel, d, &numel);
+    }
+    overflow = overflow || __builtin_mul_overflow(numel, static_cast<uint64_t>(element_size(dt)), &bytes);
+    TT_CHECK(!overflow, prefix, t, " has a shape whose size in bytes overflows 64 bits");
+    TT_CHECK(bytes == e.end - e.begin, prefix, t, " has dtype ", e.dtype, " and ", e.shape.size(),
+             "-d shape of ", bytes, " bytes, but data_offsets [", e.begin, ", ", e.end, "] span ", e.end - e.begin,
+             " bytes");
+  }
+  const uint64_t data_bytes = buf.size() - h.data_start;
+  TT_CHECK(covered == data_bytes, prefix, "its tensors cover ", covered, " bytes of data, but the file has ",
+           data_bytes, " bytes after its header");
+  return h;
+}
+
+/// The bytes of a safetensors file holding `state_dict` (and `metadata` if it is not empty),
+/// exactly as the Rust crate's serialize() writes them.
+inline std::string safetensors_bytes(const std::vector<std::pair<std::string, Tensor>>& state_dict,
+                                     const std::map<std::string, std::string>& metadata) {
+  std::vector<std::pair<std::string, Tensor>> sd;
+  sd.reserve(state_dict.size());
+  for (const auto& [name, t0] : state_dict) {
+    TT_CHECK(t0.defined(), "save: entry '", name, "' is an undefined tensor");
+    size_t bad = 0;
+    TT_CHECK(valid_utf8(name, &bad), "save: entry name ", json_quote(name), " is not valid UTF-8 (at byte ", bad,
+             "); safetensors headers are JSON");
+    TT_CHECK(name != "__metadata__", "save: an entry may not be named \"__metadata__\" (safetensors reserves it)");
+    sd.emplace_back(name, t0.is_contiguous() ? t0 : t0.contiguous());
+  }
+  for (const auto& [k, v] : metadata)
+    TT_CHECK(valid_utf8(k) && valid_utf8(v), "save: metadata ", json_quote(k), " is not valid UTF-8");
+  std::stable_sort(sd.begin(), sd.end(), [](const auto& a, const auto& b) {
+    const int ra = safetensors_dtype_rank(a.second.dtype()), rb = safetensors_dtype_rank(b.second.dtype());
+    return ra != rb ? ra > rb : a.first < b.first;
+  });
+  std::vector<std::string> names;
+  for (const auto& e : sd) names.push_back(e.first);
+  std::sort(names.begin(), names.end());
+  const auto dup = std::adjacent_find(names.begin(), names.end());
+  TT_CHECK(dup == names.end(), "save: two entries are named ", json_quote(*dup), " (a safetensors file maps names to tensors)");
+  std::string json = "{";
+  if (!metadata.empty()) {
+    json += "\"__metadata__\":{";
+    bool first = true;
+    for (const auto& [k, v] : metadata) {
+      json += (first ? "" : ",") + json_quote(k) + ":" + json_quote(v);
+      first = false;
+    }
+    json += "}";
+  }
+  uint64_t offset = 0;
+  for (const auto& [name, t] : sd) {
+    if (json.size() > 1) json += ",";
+    json += json_quote(name) + ":{\"dtype\":\"" + safetensors_dtype(t.dtype()) + "\",\"shape\":[";
+    for (int64_t d = 0; d < t.dim(); ++d) json += (d ? "," : "") + std::to_string(t.sizes()[static_cast<size_t>(d)]);
+    const uint64_t bytes = static_cast<uint64_t>(t.numel()) * element_size(t.dtype());
+    json += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + bytes) + "]}";
+    offset += bytes;
+  }
+  json += "}";
+  json.append((8 - json.size() % 8) % 8, ' ');  // the data starts 8-byte aligned
+  const uint64_t n = json.size();
+  std::string buf(reinterpret_cast<const char*>(&n), 8);
+  buf.reserve(8 + json.size() + static_cast<size_t>(offset));
+  buf += json;
+  for (const auto& [name, t] : sd) {
+    const size_t bytes = static_cast<size_t>(t.numel()) * element_size(t.dtype());
+    if (bytes > 0) buf.append(static_cast<const char*>(t.raw_data()), bytes);  // an empty tensor may have no storage
+  }
+  return buf;
+}
+
+}  // namespace detail
+
+/// Writes a state dict (name, tensor pairs, e.g. Module::state_dict()) to `path` atomically, as a
+/// safetensors file (top of this file) that Python reads with safetensors.torch.load_file(path).
+/// Throws tinytorch::Error naming the file if it cannot be written, and before writing anything
+/// if an entry is an undefined tensor, two entries have the same name, or a name is not valid
+/// UTF-8 or is "__metadata__" (the format cannot hold those).
+inline void save(const std::vector<std::pair<std::string, Tensor>>& state_dict, const std::string& path) {
+  detail::write_file_atomically(path, detail::safetensors_bytes(state_dict, {}), "save");
+}
+
+/// save() with string metadata, written as the header's "__metadata__" (Python:
+/// safetensors.torch.save_file(tensors, path, metadata={"format": "pt"}); read back with
+/// load_metadata, or safe_open(path, "pt").metadata() in Python). Nothing is written for an
+/// empty map. Throws as save(), and if a key or value is not valid UTF-8.
+inline void save(const std::vector<std::pair<std::string, Tensor>>& state_dict, const std::string& path,
+                 const std::map<std::string, std::string>& metadata) {
+  detail::write_file_atomically(path, detail::safetensors_bytes(state_dict, metadata), "save");
+}
+
+/// Reads a checkpoint: a safetensors file (written by save(), by Python's safetensors, by any
+/// other writer; entries returned sorted by name) or a file in tinytorch's older "TTSD" format
+/// (entries in file order). Throws tinytorch::Error naming the file if it cannot be read or is not
+/// well formed (the checks at the top of this file), or holds a dtype other than F32, F64, I64.
+inline std::vector<std::pair<std::string, Tensor>> load(const std::string& path) {
+  TT_CHECK(path.find('\0') == std::string::npos, "load: the path '", path.c_str(), "...' contains a NUL byte");
+  std::string buf = detail::read_whole_file(path);
+  if (buf.size() >= 4 && std::memcmp(buf.data(), "TTSD", 4) == 0) return detail::load_ttsd(path, std::move(buf));
+  const detail::SafetensorsHeader h = detail::parse_safetensors(path, buf);
+  std::vector<size_t> order(h.entries.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return h.entries[a].name < h.entries[b].name; });
+  std::vector<std::pair<std::string, Tensor>> out;
+  out.reserve(order.size());
+  for (const size_t i : order) {
+    const detail::SafetensorsEntry& e = h.entries[i];
+    DType dt = DType::Float32;
+    detail::safetensors_dtype_of(e.dtype, &dt);
+    Shape shape;
+    for (const uint64_t d : e.shape) shape.push_back(static_cast<int64_t>(d));
+    Tensor t = empty(shape, TensorOptions(dt));
+    const size_t bytes = static_cast<size_t>(e.end - e.begin);
+    if (bytes > 0) std::memcpy(t.raw_data(), buf.data() + h.data_start + e.begin, bytes);
+    out.emplace_back(e.name, std::move(t));
+  }
+  return out;
+}
+
+/// The "__metadata__" of the safetensors file `path` (empty if it has none; a "TTSD" file has
+/// none). Validates the whole file as load() does. Python: safe_open(path, "pt").metadata().
+inline std::map<std::string, std::string> load_metadata(const std::string& path) {
+  TT_CHECK(path.find('\0') == std::string::npos, "load: the path '", path.c_str(), "...' contains a NUL byte");
+  const std::string buf = detail::read_whole_file(path);
+  if (buf.size() >= 4 && std::memcmp(buf.data(), "TTSD", 4) == 0) {
+    detail::load_ttsd(path, buf);
+    return {};
+  }
+  return detail::parse_safetensors(path, buf).metadata;
 }
 
 }  // namespace tinytorch
