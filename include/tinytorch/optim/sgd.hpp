@@ -112,6 +112,13 @@ class SGD : public Optimizer {
   }
   const SGDOptions& defaults() const { return defaults_; }
 
+  /// torch.optim.SGD's group keys in state_dict() (PyTorch also has maximize, foreach, differentiable).
+  std::vector<std::string> hyperparameter_names() const override {
+    return {"lr", "momentum", "dampening", "weight_decay", "nesterov"};
+  }
+  /// SGD's per-parameter state: the momentum buffer (only with momentum != 0).
+  std::vector<std::string> state_names() const override { return {"momentum_buffer"}; }
+
  protected:
   void update(Tensor& param, const Tensor& grad, ParamState& state, const ParamGroup& group) override {
     if (!fast_path_ok(param, grad)) {
