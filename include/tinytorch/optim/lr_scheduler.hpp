@@ -150,8 +150,9 @@ class LRScheduler {
   ///   "last_epoch", "_step_count" (0-d int64), "base_lrs", "_last_lr" ((groups,) float64),
   ///   then the schedule's settings: CosineAnnealingLR "T_max" (int64), "eta_min"; LinearLR
   ///   "start_factor", "end_factor", "total_iters"; StepLR "step_size", "gamma"; SequentialLR
-  ///   "_milestones" ((n,) int64) and each scheduler's keys under "_schedulers.<i>." (PyTorch:
-  ///   sd['_schedulers'][i]). The lr itself lives in the optimizer's state_dict (param_groups).
+  ///   only "last_epoch", "_last_lr", "_milestones" ((n,) int64) and each scheduler's keys under
+  ///   "_schedulers.<i>." (PyTorch: sd['_schedulers'][i]). tests/test_optim.cpp compares the keys
+  ///   with PyTorch's (gen_optim.py), leaving out the flags tinytorch has not (verbose, ...). The lr itself lives in the optimizer's state_dict (param_groups).
   std::vector<std::pair<std::string, Tensor>> state_dict() const {
     std::vector<std::pair<std::string, Tensor>> out;
     append_state(out, "");
@@ -475,8 +476,11 @@ class SequentialLR : public LRScheduler {
   const std::vector<int64_t>& milestones() const { return milestones_; }
 
  protected:
+  // PyTorch's SequentialLR keeps last_epoch, _last_lr and _milestones of its own (no base_lrs or
+  // _step_count: its __init__ does not call LRScheduler's), and each scheduler's state dict.
   void append_state(std::vector<std::pair<std::string, Tensor>>& out, const std::string& prefix) const override {
-    LRScheduler::append_state(out, prefix);
+    out.emplace_back(prefix + "last_epoch", detail::int_scalar(last_epoch));
+    out.emplace_back(prefix + "_last_lr", detail::reals_tensor(last_lr_));
     Tensor m = empty({static_cast<int64_t>(milestones_.size())}, kInt64);
     for (size_t i = 0; i < milestones_.size(); ++i) m.data_ptr<int64_t>()[i] = milestones_[i];
     out.emplace_back(prefix + "_milestones", m);
@@ -484,7 +488,8 @@ class SequentialLR : public LRScheduler {
       schedulers_[i]->append_state(out, prefix + "_schedulers." + std::to_string(i) + ".");
   }
   void read_state(detail::StateReader& in, const std::string& prefix, bool commit) override {
-    LRScheduler::read_state(in, prefix, commit);
+    const int64_t epoch = in.integer(prefix + "last_epoch");
+    std::vector<double> last = in.reals(prefix + "_last_lr", optimizer_->param_groups().size());
     const Tensor& m = in.get(prefix + "_milestones");
     TT_CHECK(m.dtype() == kInt64 && m.dim() == 1 && m.numel() == static_cast<int64_t>(milestones_.size()),
              "LRScheduler.load_state_dict: ", prefix, "_milestones must be ", milestones_.size(),
@@ -494,7 +499,10 @@ class SequentialLR : public LRScheduler {
     std::vector<int64_t> ms(mc.data_ptr<int64_t>(), mc.data_ptr<int64_t>() + mc.numel());
     for (size_t i = 0; i < schedulers_.size(); ++i)
       schedulers_[i]->read_state(in, prefix + "_schedulers." + std::to_string(i) + ".", commit);
-    if (commit) milestones_ = std::move(ms);
+    if (!commit) return;
+    last_epoch = epoch;
+    last_lr_ = std::move(last);
+    milestones_ = std::move(ms);
   }
 
   /// Never called: step() is overridden. Returns the current lrs.
