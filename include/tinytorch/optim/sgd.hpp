@@ -15,7 +15,7 @@
 // Two implementations: sgd_kernel (raw loops over float/double pointers, what step() uses for
 // dense CPU parameters: no temporaries) and sgd_naive (the same rule in tensor ops, line by line
 // as PyTorch's Python; used for anything else, and tested against sgd_kernel).
-// Chapter: chapters/01-training-loop.md, chapters/03-optimizers.md (planned).
+// Chapter: chapters/01-training-loop.md, chapters/03-optimizers.md.
 // Reference: torch.optim.SGD (PyTorch 2.x torch/optim/sgd.py); Sutskever et al., "On the
 // importance of initialization and momentum in deep learning" (ICML 2013).
 #pragma once
