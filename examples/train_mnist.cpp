@@ -39,20 +39,33 @@
 // --trace PREFIX: every rank writes PREFIX.rank{r}.json, a Chrome trace (chrome://tracing,
 //   ui.perfetto.dev) of forward, backward, optimizer step, evaluation on the main thread and
 //   each bucket's all-reduce on DDP's communication thread, written atomically (tmp + rename).
-// --save PATH: after training, rank 0 writes the model's state_dict (keys 0.weight, 0.bias, ...)
-//   to PATH with tinytorch::save and every rank waits at a barrier (chapter 06, "Checkpoints");
-//   two runs that trained the same weights write byte-identical files (tests/mpi/multihost_test.sh
+// --save PATH: at the end of every epoch, rank 0 writes a checkpoint to PATH with tinytorch::save
+//   (atomically: a crash leaves the previous epoch's file) and every rank waits at a barrier
+//   (chapter 06, "Checkpoints"). It holds everything a resumed run needs to continue exactly:
+//     model.<name>        the model's state_dict (model.0.weight, model.0.bias, ...)
+//     optimizer.<key>     the optimizer's state_dict (momentum buffers, each group's lr, ...)
+//     scheduler.<key>     the LR scheduler's state_dict (last_epoch, ...)
+//     epoch               epochs completed; epochs, iterations_per_epoch, world_size: the run's
+//                         shape, checked on resume (0-d int64)
+//     generator.default   the default generator's state, generator.loader the shuffling
+//                         generator's (one process; under DDP DistributedSampler reseeds from
+//                         seed + epoch): Generator::get_state() words in an int64 tensor
+//   (PyTorch's usual checkpoint dict {'model': ..., 'optimizer': ..., 'epoch': ...}, flattened).
+//   Two runs that trained the same weights write byte-identical files (tests/mpi/multihost_test.sh
 //   compares one host with several).
+// --resume PATH: load such a checkpoint (every rank reads it) and continue with the next epoch;
+//   with the same flags the remaining epochs print the same numbers, bit for bit, as the run that
+//   was never interrupted (ctest train_mnist_resume, tests/examples/check_resume.sh).
+// --stop-after K: stop after epoch K of the --epochs schedule (an interrupted job, for --resume).
 // --threads N: threads for the matrix products (core/parallel.hpp; default OMP_NUM_THREADS, else
 //   this process's CPUs divided among the ranks on this machine); printed as "threads: N".
 // --timeout SECONDS: how long any collective may wait for the other ranks before the watchdog
 //   reports it and ends the job (default: TINYTORCH_DIST_TIMEOUT, else 30 minutes as PyTorch).
 // Under mpirun the ranks first check that the flags that must match (--model, --epochs, --batch-size,
-//   --limit, --lr, --momentum, --hidden, --seed, --no-scale-lr, --warmup-*, --trace, --dp, whether
-//   --save is given) are the
-//   same on every rank; if not, every rank exits with a message naming each flag that differs.
-// Chapters: chapters/01-training-loop.md, 05-data-parallel.md, 06-distributed-data-parallel.md,
-// 08-large-batch.md.
+//   --limit, --lr, --momentum, --hidden, --seed, --no-scale-lr, --warmup-*, --trace, --dp,
+//   --stop-after, whether --save and --resume are given) are the same on every rank; if not, every rank exits with a message naming each flag that differs.
+// Chapters: chapters/01-training-loop.md, 03-optimizers.md (--save/--resume), 05-data-parallel.md,
+// 06-distributed-data-parallel.md, 08-large-batch.md.
 // Reference: PyTorch's DDP tutorial (DistributedSampler + DDP); Goyal et al., "Accurate, Large
 // Minibatch SGD: Training ImageNet in 1 Hour" (2017): linear scaling rule, gradual warmup.
 #include <unistd.h>
@@ -63,6 +76,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -93,7 +107,9 @@ struct Config {
   int warmup_epochs = 0;
   double warmup_start_factor = 0;  // 0: the default described above
   std::string trace;
-  std::string save;  // non-empty: rank 0 saves the trained model's state_dict there
+  std::string save;  // non-empty: rank 0 saves a checkpoint there at the end of every epoch
+  std::string resume;  // non-empty: continue from this checkpoint
+  int stop_after = 0;  // > 0: stop after this epoch
   int dp = 0;  // > 0: DataParallel over that many CPU replicas
   double timeout = 0;  // seconds; 0: TINYTORCH_DIST_TIMEOUT or the default 30 minutes
 };
@@ -125,6 +141,8 @@ std::vector<std::pair<std::string, std::string>> flags_that_must_match(const Con
           {"--warmup-start-factor", real(c.warmup_start_factor)},
           {"--trace", c.trace.empty() ? "(off)" : c.trace},
           {"--save", c.save.empty() ? "(off)" : "(on)"},  // rank 0 writes, every rank waits: on or off everywhere
+          {"--resume", c.resume.empty() ? "(off)" : "(on)"},
+          {"--stop-after", std::to_string(c.stop_after)},
           {"--dp", std::to_string(c.dp)}};
 }
 
@@ -166,6 +184,48 @@ int64_t count_correct(tt::nn::Module& model, const tt::Tensor& x, const tt::Tens
   return correct;
 }
 
+using StateDict = std::vector<std::pair<std::string, tt::Tensor>>;
+
+/// The entries of `sd` whose key starts with `prefix`, without it ("model.0.weight" -> "0.weight").
+StateDict with_prefix(const StateDict& sd, const std::string& prefix) {
+  StateDict out;
+  for (const auto& [key, t] : sd)
+    if (key.compare(0, prefix.size(), prefix) == 0) out.emplace_back(key.substr(prefix.size()), t);
+  return out;
+}
+void append_prefixed(StateDict& out, const std::string& prefix, const StateDict& sd) {
+  for (const auto& [key, t] : sd) out.emplace_back(prefix + key, t);
+}
+/// The value of the 0-d entry `key` of a checkpoint; throws naming the file if it is missing.
+int64_t checkpoint_int(const StateDict& sd, const std::string& key, const std::string& path) {
+  for (const auto& [k, t] : sd)
+    if (k == key) {
+      TT_CHECK(t.numel() == 1 && t.dtype() == tt::kInt64, "--resume: '", path, "': ", key, " is not an integer");
+      return t.item<int64_t>();
+    }
+  TT_CHECK(false, "--resume: '", path, "' has no entry '", key, "' (not a train_mnist checkpoint?)");
+  return 0;
+}
+/// A Generator's state (Generator::get_state()) as an int64 tensor, and back.
+tt::Tensor generator_state(const tt::Generator& g) {
+  const std::vector<uint64_t> words = g.get_state();
+  tt::Tensor t = tt::empty({static_cast<int64_t>(words.size())}, tt::kInt64);
+  std::memcpy(t.data_ptr<int64_t>(), words.data(), words.size() * sizeof(uint64_t));
+  return t;
+}
+void set_generator_state(tt::Generator& g, const StateDict& sd, const std::string& key, const std::string& path) {
+  for (const auto& [k, t] : sd)
+    if (k == key) {
+      TT_CHECK(t.dtype() == tt::kInt64 && t.dim() == 1, "--resume: '", path, "': ", key, " is not a 1-D int64 tensor");
+      const tt::Tensor c = t.contiguous();
+      std::vector<uint64_t> words(static_cast<size_t>(c.numel()));
+      std::memcpy(words.data(), c.data_ptr<int64_t>(), words.size() * sizeof(uint64_t));
+      g.set_state(words);
+      return;
+    }
+  TT_CHECK(false, "--resume: '", path, "' has no entry '", key, "'");
+}
+
 int run(const Config& cfg) {
   const int rank = dist::get_rank(), world = dist::get_world_size();
   const bool distributed = world > 1;
@@ -194,6 +254,7 @@ int run(const Config& cfg) {
 
   // Data: one process shuffles everything; N ranks each take a DistributedSampler shard.
   auto train_data = std::make_shared<tt::data::TensorDataset>(train_x, train_y);
+  tt::Generator loader_generator(cfg.seed);  // shuffles the single-process loader (outlives it)
   tt::data::DataLoaderOptions opts;
   opts.batch_size = cfg.batch_size;
   std::shared_ptr<tt::data::DistributedSampler> sampler;
@@ -202,9 +263,30 @@ int run(const Config& cfg) {
     opts.sampler = sampler;
   } else {
     opts.shuffle = true;
-    opts.seed = cfg.seed;
+    opts.generator = &loader_generator;  // = opts.seed = cfg.seed, with a state we can checkpoint
   }
   tt::data::DataLoader loader(train_data, opts);
+  const int64_t iters_per_epoch = static_cast<int64_t>(loader.size());
+
+  // --resume: the checkpoint must come from a run of the same shape (same schedule, same shards).
+  StateDict checkpoint;
+  int start_epoch = 1;
+  if (!cfg.resume.empty()) {
+    checkpoint = tt::load(cfg.resume);
+    const int64_t done = checkpoint_int(checkpoint, "epoch", cfg.resume);
+    const int64_t epochs = checkpoint_int(checkpoint, "epochs", cfg.resume);
+    const int64_t iters = checkpoint_int(checkpoint, "iterations_per_epoch", cfg.resume);
+    const int64_t ranks = checkpoint_int(checkpoint, "world_size", cfg.resume);
+    TT_CHECK(epochs == cfg.epochs, "--resume: '", cfg.resume, "' was written by a run with --epochs ", epochs,
+             ", this run has --epochs ", cfg.epochs, " (the learning-rate schedule would differ)");
+    TT_CHECK(ranks == world, "--resume: '", cfg.resume, "' was written by a run on ", ranks,
+             " rank(s), this run has ", world);
+    TT_CHECK(iters == iters_per_epoch, "--resume: '", cfg.resume, "' was written by a run with ", iters,
+             " iterations per epoch, this run has ", iters_per_epoch, " (--batch-size or --limit differ)");
+    TT_CHECK(done >= 1 && done < cfg.epochs, "--resume: '", cfg.resume, "' is at epoch ", done, " of ", cfg.epochs,
+             ": nothing left to train");
+    start_epoch = static_cast<int>(done) + 1;
+  }
 
   // This rank's slice of the test set, without padding: [rank * T / N, (rank + 1) * T / N).
   const int64_t T = test_x.size(0);
@@ -218,6 +300,7 @@ int run(const Config& cfg) {
   std::shared_ptr<dist::Trace> trace;
   if (!cfg.trace.empty()) trace = std::make_shared<dist::Trace>(rank, dist::common_origin_us());
   auto model = cnn ? make_cnn() : make_mlp(cfg.hidden);
+  if (!checkpoint.empty()) model->load_state_dict(with_prefix(checkpoint, "model."));
   std::shared_ptr<tt::nn::Module> net;
   if (cfg.dp > 0) {
     net = std::make_shared<tt::nn::DataParallel>(model, std::vector<tt::Device>(cfg.dp, tt::Device::cpu()));
@@ -231,7 +314,6 @@ int run(const Config& cfg) {
   const double scale = (distributed && !cfg.no_scale_lr) ? static_cast<double>(world) : 1.0;
   const double lr = cfg.lr * scale;
   tt::optim::SGD optimizer(net->parameters(), lr, cfg.momentum);
-  const int64_t iters_per_epoch = static_cast<int64_t>(loader.size());
   const int64_t total_iters = cfg.epochs * iters_per_epoch;
   std::unique_ptr<tt::optim::lr_scheduler::LRScheduler> scheduler;
   std::string schedule_text;
@@ -253,6 +335,12 @@ int run(const Config& cfg) {
     scheduler = std::make_unique<tt::optim::lr_scheduler::CosineAnnealingLR>(optimizer, total_iters);
   }
   tt::nn::CrossEntropyLoss loss_fn;
+  if (!checkpoint.empty()) {
+    optimizer.load_state_dict(with_prefix(checkpoint, "optimizer."));
+    scheduler->load_state_dict(with_prefix(checkpoint, "scheduler."));
+    set_generator_state(tt::default_generator(), checkpoint, "generator.default", cfg.resume);
+    if (!distributed) set_generator_state(loader_generator, checkpoint, "generator.loader", cfg.resume);
+  }
 
   // Live progress only on a real terminal: Open MPI hands each rank a pseudo-terminal even when
   // mpirun's own output goes to a pipe or a file, so ranks launched by mpirun print plain lines.
@@ -277,6 +365,8 @@ int run(const Config& cfg) {
       std::printf("DataParallel over %d CPU replicas: each batch of %lld split into chunks of at most %lld\n", cfg.dp,
                   (long long)cfg.batch_size, (long long)((cfg.batch_size + cfg.dp - 1) / cfg.dp));
     if (!schedule_text.empty()) std::printf("%s\n", schedule_text.c_str());
+    if (!checkpoint.empty())
+      std::printf("resumed: %s after epoch %d of %d\n", cfg.resume.c_str(), start_epoch - 1, cfg.epochs);
     if (cnn) {  // one line: "model: Conv2d(1, 8, ...) - ReLU() - ... - Linear(...)"
       std::string layers;
       for (const auto& child : model->named_children())
@@ -287,7 +377,7 @@ int run(const Config& cfg) {
   }
 
   double test_acc = 0;
-  for (int epoch = 1; epoch <= cfg.epochs; ++epoch) {
+  for (int epoch = start_epoch; epoch <= cfg.epochs; ++epoch) {
     if (sampler) sampler->set_epoch(epoch - 1);  // a new shard order every epoch, same on every rank
     net->train();
     auto t0 = Clock::now();
@@ -356,18 +446,33 @@ int run(const Config& cfg) {
                     test_acc, seen / secs, secs);
       std::fflush(stdout);
     }
+    if (!cfg.save.empty()) {
+      // Every rank holds the same weights and optimizer state: rank 0 writes, the others wait
+      // until the file is complete (a later --resume on any rank reads a whole file).
+      if (is_main) {
+        StateDict ck;
+        append_prefixed(ck, "model.", model->state_dict());
+        append_prefixed(ck, "optimizer.", optimizer.state_dict());
+        append_prefixed(ck, "scheduler.", scheduler->state_dict());
+        const auto int_scalar = [](int64_t v) { return tt::scalar_tensor(static_cast<double>(v), tt::kInt64); };
+        ck.emplace_back("epoch", int_scalar(epoch));
+        ck.emplace_back("epochs", int_scalar(cfg.epochs));
+        ck.emplace_back("iterations_per_epoch", int_scalar(iters_per_epoch));
+        ck.emplace_back("world_size", int_scalar(world));
+        ck.emplace_back("generator.default", generator_state(tt::default_generator()));
+        if (!distributed) ck.emplace_back("generator.loader", generator_state(loader_generator));
+        tt::save(ck, cfg.save);
+      }
+      if (distributed) dist::barrier();
+      if (is_main) std::printf("saved: %s (epoch %d)\n", cfg.save.c_str(), epoch);
+    }
+    if (epoch == cfg.stop_after) break;
   }
   if (trace) {
     const std::string path = cfg.trace + ".rank" + std::to_string(rank) + ".json";
     trace->write(path);
     if (is_main)
       std::printf("trace: %s.rank{0..%d}.json (%zu events on rank 0)\n", cfg.trace.c_str(), world - 1, trace->size());
-  }
-  if (!cfg.save.empty()) {
-    // Every rank holds the same weights: rank 0 writes, the others wait until the file is complete.
-    if (is_main) tt::save(model->state_dict(), cfg.save);
-    if (distributed) dist::barrier();
-    if (is_main) std::printf("saved: %s\n", cfg.save.c_str());
   }
   if (is_main) std::printf("test_accuracy=%.4f\n", test_acc);
   return 0;
@@ -404,7 +509,12 @@ int main(int argc, char** argv) {
                  "warmup starts at lr x F (default: 1/N when the lr was scaled by N, else 0.1)")
       ->check(flags::real_in(0, 1));
   app.add_option("--trace", cfg.trace, "write a Chrome trace per rank to PREFIX.rank{r}.json");
-  app.add_option("--save", cfg.save, "after training, rank 0 saves the model's state_dict to PATH (tinytorch::save)");
+  app.add_option("--save", cfg.save,
+                 "at the end of every epoch rank 0 saves a checkpoint (model, optimizer, scheduler, epoch, "
+                 "generators) to PATH (tinytorch::save)");
+  app.add_option("--resume", cfg.resume, "continue from a checkpoint written by --save (same flags)");
+  app.add_option("--stop-after", cfg.stop_after, "stop after epoch K of the --epochs schedule (resume with --resume)")
+      ->check(flags::integer_in(1, 1000000));
   app.add_option("--dp", cfg.dp, "DataParallel over N CPU replicas in this one process (not with mpirun)")
       ->check(flags::integer_in(1, 64));
   app.add_option("--timeout", cfg.timeout,

@@ -5,17 +5,25 @@
 // with what PyTorch produced (tests/reference/optim_ref.hpp, written by gen_optim.py), to 1e-6
 // relative. Schedules: get_last_lr() after every scheduler step against PyTorch's. Also:
 // zero_grad's two modes, parameters without a gradient, fast kernels against their *_naive
-// twins, and every error message.
-// Chapter: chapters/01-training-loop.md (SGD, zero_grad), chapters/03-optimizers.md (Adam, schedules).
+// twins, and every error message. Checkpoints: state_dict keys against PyTorch's, a run stopped,
+// saved, loaded and resumed against one that never stopped (bit for bit), load_state_dict's
+// errors, Generator state; and the optimizer-memory table (examples/optimizer_memory.hpp).
+// Chapter: chapters/01-training-loop.md (SGD, zero_grad), chapters/03-optimizers.md (SGD, momentum,
+// Adam, schedules, state memory, state_dict and resuming).
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <vector>
 
 #include <tinytorch/tinytorch.hpp>
 
+#include "../examples/optimizer_memory.hpp"
 #include "reference/optim_ref.hpp"
 
 using namespace tinytorch;
@@ -137,7 +145,7 @@ void check_schedule(const std::vector<std::vector<double>>& got, const std::vect
 // SGD
 // =============================================================================================
 
-TEST_CASE("SGD trajectories match torch.optim.SGD", "[ch01][optim]") {
+TEST_CASE("SGD trajectories match torch.optim.SGD", "[ch01][ch03][optim]") {
   SECTION("plain") { check_trajectory(train(sgd({0.1}), 5), ref::sgd_plain()); }
   SECTION("momentum") { check_trajectory(train(sgd({0.1, 0.9}), 5), ref::sgd_momentum()); }
   SECTION("dampening") { check_trajectory(train(sgd({0.1, 0.9, 0.5}), 5), ref::sgd_dampening()); }
@@ -409,7 +417,7 @@ void check_adam_twins(DType dtype, double tol) {
 }
 }  // namespace
 
-TEST_CASE("sgd_kernel matches sgd_naive", "[ch01][optim]") {
+TEST_CASE("sgd_kernel matches sgd_naive", "[ch01][ch03][optim]") {
   SECTION("float32") { check_sgd_twins<float>(kFloat32, 1e-6); }
   SECTION("float64") { check_sgd_twins<double>(kFloat64, 1e-14); }
 }
@@ -657,4 +665,290 @@ TEST_CASE("error messages print numbers as Python's repr(float)", "[ch01][optim]
   REQUIRE(py_float(2.5e-300) == "2.5e-300");
   REQUIRE(py_float(std::nan("")) == "nan");
   REQUIRE(py_float(-INFINITY) == "-inf");
+}
+
+// =============================================================================================
+// state_dict / load_state_dict, resuming (chapters/03-optimizers.md, "Checkpoints and resuming")
+// =============================================================================================
+
+namespace {
+
+using StateDict = std::vector<std::pair<std::string, Tensor>>;
+
+/// (key, shape) of every entry, sorted: what gen_optim.py records of PyTorch's state dicts.
+ref::KeyShapes key_shapes(const StateDict& sd) {
+  ref::KeyShapes out;
+  for (const auto& [key, t] : sd) {
+    std::vector<long long> shape;
+    for (int64_t d : t.sizes()) shape.push_back(d);
+    out.emplace_back(key, shape);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+ref::KeyShapes sorted(ref::KeyShapes k) {
+  std::sort(k.begin(), k.end());
+  return k;
+}
+const Tensor& entry(const StateDict& sd, const std::string& key) {
+  for (const auto& e : sd)
+    if (e.first == key) return e.second;
+  FAIL("no key " << key);
+  throw;
+}
+void append_prefixed(StateDict& out, const std::string& prefix, const StateDict& sd) {
+  for (const auto& [key, t] : sd) out.emplace_back(prefix + key, t);
+}
+StateDict with_prefix(const StateDict& sd, const std::string& prefix) {
+  StateDict out;
+  for (const auto& [key, t] : sd)
+    if (key.compare(0, prefix.size(), prefix) == 0) out.emplace_back(key.substr(prefix.size()), t);
+  return out;
+}
+
+/// Three parameters in two groups, (2, 3) and (2) in group 0, (4) in group 1, after one step
+/// with every gradient 1 (gen_optim.py's optimizer_keys).
+struct TwoGroups {
+  Tensor w0 = zeros({2, 3}, TensorOptions().requires_grad(true));
+  Tensor b0 = zeros({2}, TensorOptions().requires_grad(true));
+  Tensor w1 = zeros({4}, TensorOptions().requires_grad(true));
+  void step(Optimizer& opt) {
+    (w0.sum() + b0.sum() + w1.sum()).backward();
+    opt.step();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("Optimizer::state_dict has PyTorch's keys and shapes, flattened", "[ch03][optim][state_dict]") {
+  SECTION("SGD with momentum, two groups") {
+    TwoGroups m;
+    SGD opt({m.w0, m.b0}, 0.1, 0.9);
+    opt.add_param_group({m.w1}, SGDOptions{0.01, 0.9});
+    m.step(opt);
+    const StateDict sd = opt.state_dict();
+    REQUIRE(key_shapes(sd) == sorted(ref::sgd_momentum_state_dict_keys()));
+    CHECK(entry(sd, "state.0.momentum_buffer").tolist<double>() == std::vector<double>(6, 1.0));  // b = g
+    CHECK(entry(sd, "param_groups.0.lr").item<double>() == 0.1);
+    CHECK(entry(sd, "param_groups.1.lr").item<double>() == 0.01);
+    CHECK(entry(sd, "param_groups.0.momentum").item<double>() == 0.9);
+    CHECK(entry(sd, "param_groups.0.nesterov").item<double>() == 0.0);
+    CHECK(entry(sd, "param_groups.0.lr").dtype() == kFloat64);
+    CHECK(entry(sd, "param_groups.0.params").tolist<int64_t>() == std::vector<int64_t>{0, 1});
+    CHECK(entry(sd, "param_groups.1.params").tolist<int64_t>() == std::vector<int64_t>{2});
+    // The state tensors are the live ones (as PyTorch's), not copies.
+    CHECK(entry(sd, "state.2.momentum_buffer").impl() == opt.state(m.w1)->momentum_buffer.impl());
+  }
+  SECTION("Adam with amsgrad, two groups") {
+    TwoGroups m;
+    Adam opt({m.w0, m.b0}, AdamOptions{0.1, {0.9, 0.999}, 1e-8, 0.0, true});
+    opt.add_param_group({m.w1}, AdamOptions{0.01, {0.9, 0.999}, 1e-8, 0.0, true});
+    m.step(opt);
+    const StateDict sd = opt.state_dict();
+    REQUIRE(key_shapes(sd) == sorted(ref::adam_amsgrad_state_dict_keys()));
+    CHECK(entry(sd, "state.1.step").dtype() == kFloat32);  // PyTorch's step is a float32 tensor
+    CHECK(entry(sd, "state.1.step").item<double>() == 1.0);
+    CHECK(entry(sd, "param_groups.0.betas").tolist<double>() == std::vector<double>{0.9, 0.999});
+    CHECK(entry(sd, "param_groups.0.amsgrad").item<double>() == 1.0);
+    CHECK(entry(sd, "param_groups.1.eps").item<double>() == 1e-8);
+  }
+  SECTION("plain SGD has no state entries; a scheduler adds initial_lr") {
+    TwoGroups m;
+    SGD opt({m.w0, m.b0}, 0.1);
+    m.step(opt);
+    CHECK(opt.state_dict().size() == 6);  // 5 hyper-parameters + params
+    sched::StepLR s(opt, 1);
+    CHECK(entry(opt.state_dict(), "param_groups.0.initial_lr").item<double>() == 0.1);
+  }
+  SECTION("SequentialLR") {
+    Tensor p = zeros({1}, TensorOptions().requires_grad(true));
+    SGD opt({p}, 0.1);
+    auto warm = std::make_shared<sched::LinearLR>(opt, 0.1, 1.0, 3);
+    auto cos = std::make_shared<sched::CosineAnnealingLR>(opt, 7);
+    sched::SequentialLR s(opt, {warm, cos}, {3});
+    REQUIRE(key_shapes(s.state_dict()) == sorted(ref::sequential_lr_state_dict_keys()));
+    CHECK(entry(s.state_dict(), "_schedulers.1.T_max").item<int64_t>() == 7);
+  }
+}
+
+TEST_CASE("a resumed optimizer and scheduler continue bit for bit", "[ch03][optim][state_dict]") {
+  using MakeOptV = std::function<std::unique_ptr<Optimizer>(std::vector<Tensor>)>;
+  const std::vector<std::pair<std::string, MakeOptV>> optimizers = {
+      {"SGD momentum nesterov weight_decay",
+       [](std::vector<Tensor> p) { return std::make_unique<SGD>(std::move(p), SGDOptions{0.1, 0.9, 0.0, 0.01, true}); }},
+      {"Adam amsgrad weight_decay",
+       [](std::vector<Tensor> p) {
+         return std::make_unique<Adam>(std::move(p), AdamOptions{0.05, {0.8, 0.99}, 1e-6, 0.01, true});
+       }},
+      {"AdamW", [](std::vector<Tensor> p) { return std::make_unique<AdamW>(std::move(p), 0.05); }},
+  };
+  // warmup (LinearLR over 2 steps), then cosine over 4: the milestone falls inside the run.
+  const auto make_sched = [](Optimizer& opt) {
+    auto warm = std::make_shared<sched::LinearLR>(opt, 0.25, 1.0, 2);
+    auto cos = std::make_shared<sched::CosineAnnealingLR>(opt, 4);
+    return std::make_unique<sched::SequentialLR>(opt, std::vector<std::shared_ptr<sched::LRScheduler>>{warm, cos},
+                                                 std::vector<int64_t>{2});
+  };
+  const Tensor x = tensor(ref::inputs(), {4, 3});   // x: (4, 3)
+  const Tensor y = tensor(ref::targets(), {4, 2});  // y: (4, 2)
+  const size_t steps = 6;
+  const std::string path = "/tmp/tt_test_optim_resume_" + std::to_string(::getpid()) + ".tt";
+  for (const auto& [name, make_opt] : optimizers) {
+    // One run of 6 steps; after each: the parameters and the lr.
+    std::vector<std::vector<double>> straight;
+    {
+      auto model = make_model();
+      auto opt = make_opt(model->parameters());
+      auto s = make_sched(*opt);
+      for (size_t i = 0; i < steps; ++i) {
+        opt->zero_grad();
+        mse_loss((*model)(x), y).backward();
+        opt->step();
+        s->step();
+        straight.push_back(flat(*model));
+        straight.back().push_back(opt->param_groups()[0].lr);
+      }
+    }
+    for (size_t stop : {1, 2, 3, 5}) {
+      INFO(name << ", stopped after step " << stop);
+      std::vector<std::vector<double>> resumed;
+      {
+        auto model = make_model();
+        auto opt = make_opt(model->parameters());
+        auto s = make_sched(*opt);
+        for (size_t i = 0; i < stop; ++i) {
+          opt->zero_grad();
+          mse_loss((*model)(x), y).backward();
+          opt->step();
+          s->step();
+          resumed.push_back(flat(*model));
+          resumed.back().push_back(opt->param_groups()[0].lr);
+        }
+        StateDict ck;
+        append_prefixed(ck, "model.", model->state_dict());
+        append_prefixed(ck, "optimizer.", opt->state_dict());
+        append_prefixed(ck, "scheduler.", s->state_dict());
+        save(ck, path);
+      }
+      {
+        const StateDict ck = load(path);
+        std::remove(path.c_str());
+        auto model = std::make_shared<nn::Linear>(3, 2);  // other initial weights: the checkpoint's win
+        model->load_state_dict(with_prefix(ck, "model."));
+        auto opt = make_opt(model->parameters());
+        auto s = make_sched(*opt);
+        opt->load_state_dict(with_prefix(ck, "optimizer."));
+        s->load_state_dict(with_prefix(ck, "scheduler."));
+        for (size_t i = stop; i < steps; ++i) {
+          opt->zero_grad();
+          mse_loss((*model)(x), y).backward();
+          opt->step();
+          s->step();
+          resumed.push_back(flat(*model));
+          resumed.back().push_back(opt->param_groups()[0].lr);
+        }
+      }
+      REQUIRE(resumed == straight);  // exactly: the same bits
+    }
+  }
+}
+
+TEST_CASE("load_state_dict rejects a state dict that does not fit, with PyTorch's messages", "[ch03][optim][state_dict]") {
+  TwoGroups m;
+  SGD two({m.w0, m.b0}, 0.1, 0.9);
+  two.add_param_group({m.w1}, SGDOptions{0.01, 0.9});
+  m.step(two);
+  const StateDict sd = two.state_dict();
+  Tensor a = zeros({2, 3}, TensorOptions().requires_grad(true)), b = zeros({2}, TensorOptions().requires_grad(true));
+  Tensor c = zeros({3, 2}, TensorOptions().requires_grad(true)), d = zeros({4}, TensorOptions().requires_grad(true));
+  SECTION("group count, group size") {
+    SGD one({a, b}, 0.5, 0.9);
+    REQUIRE_THROWS_WITH(one.load_state_dict(sd), "loaded state dict has a different number of parameter groups");
+    SGD sizes({a}, 0.5, 0.9);
+    sizes.add_param_group({b, d}, SGDOptions{0.01, 0.9});
+    REQUIRE_THROWS_WITH(sizes.load_state_dict(sd),
+                        "loaded state dict contains a parameter group that doesn't match the size of optimizer's group");
+  }
+  SECTION("shapes; nothing changes when a load fails") {
+    SGD wrong({c, b}, 0.5, 0.9);
+    wrong.add_param_group({d}, SGDOptions{0.01, 0.9});
+    REQUIRE_THROWS_WITH(wrong.load_state_dict(sd),
+                        "Optimizer.load_state_dict: size mismatch for state.0.momentum_buffer: copying a state with "
+                        "shape [2, 3], the shape of parameter 0 is [3, 2]");
+    CHECK(wrong.param_groups()[0].lr == 0.5);
+    CHECK(wrong.state().empty());
+  }
+  SECTION("another optimizer's state dict, unknown keys, bad values") {
+    Adam adam({a, b});
+    adam.add_param_group({d});
+    REQUIRE_THROWS_WITH(adam.load_state_dict(sd), "Optimizer.load_state_dict: missing key \"param_groups.0.betas\"");
+    SGD sgd({a, b}, 0.5, 0.9);
+    sgd.add_param_group({d}, SGDOptions{0.01, 0.9});
+    StateDict extra = sd;
+    extra.emplace_back("state.0.exp_avg", zeros({2, 3}));
+    REQUIRE_THROWS_WITH(sgd.load_state_dict(extra),
+                        Catch::StartsWith("Optimizer.load_state_dict: unexpected key \"state.0.exp_avg\""));
+    StateDict bad = sd;
+    for (auto& e : bad)
+      if (e.first == "param_groups.0.nesterov") e.second = scalar_tensor(0.5, kFloat64);
+    REQUIRE_THROWS_WITH(sgd.load_state_dict(bad),
+                        "Optimizer.load_state_dict: param_groups.0.nesterov must be 0 or 1 (a bool), got 0.5");
+    sgd.load_state_dict(sd);  // the right one loads: lr, momentum and the buffers are the saved ones
+    CHECK(sgd.param_groups()[0].lr == 0.1);
+    CHECK(sgd.param_groups()[1].lr == 0.01);
+    REQUIRE(sgd.state(d) != nullptr);
+    CHECK(sgd.state(d)->momentum_buffer.tolist<double>() == std::vector<double>(4, 1.0));
+    CHECK(sgd.state(d)->momentum_buffer.impl() != two.state(m.w1)->momentum_buffer.impl());  // a copy
+  }
+  SECTION("schedulers") {
+    sched::CosineAnnealingLR s(two, 10);
+    StateDict ssd = s.state_dict();
+    SGD single({a}, 0.1);
+    sched::CosineAnnealingLR other(single, 5);
+    REQUIRE_THROWS_WITH(other.load_state_dict(ssd),
+                        "LRScheduler.load_state_dict: base_lrs must hold 1 value(s) (one per param group), got shape [2]");
+    sched::StepLR step(two, 3);
+    REQUIRE_THROWS_WITH(step.load_state_dict(ssd), "LRScheduler.load_state_dict: missing key \"step_size\"");
+    CHECK(step.last_epoch == 0);  // unchanged
+    sched::CosineAnnealingLR same(two, 3);
+    same.load_state_dict(ssd);  // the settings are the saved ones, as PyTorch's __dict__.update
+    CHECK(same.T_max == 10);
+    ssd.emplace_back("verbose", scalar_tensor(0.0, kFloat64));
+    REQUIRE_THROWS_WITH(same.load_state_dict(ssd), "LRScheduler.load_state_dict: unexpected key \"verbose\"");
+  }
+}
+
+TEST_CASE("Generator::get_state / set_state repeat the stream", "[ch03][optim][state_dict]") {
+  Generator g(42);
+  g.uniform();
+  g.normal();  // leaves a spare Box-Muller value, which is part of the state
+  const std::vector<uint64_t> state = g.get_state();
+  const double n1 = g.normal(), u1 = g.uniform();
+  const uint64_t r1 = g.next_u64();
+  Generator h(7);
+  h.set_state(state);
+  CHECK(h.normal() == n1);
+  CHECK(h.uniform() == u1);
+  CHECK(h.next_u64() == r1);
+  CHECK(h.initial_seed() == 42);
+  REQUIRE_THROWS_WITH(h.set_state({1, 2, 3}),
+                      "Generator.set_state: expected " + std::to_string(state.size()) +
+                          " words (Generator::get_state()), got 3");
+}
+
+TEST_CASE("optimizer state memory is 0x, 1x, 2x (3x with amsgrad) the parameters", "[ch03][optim]") {
+  // What build/bin/optimizer_memory prints (examples/optimizer_memory.hpp).
+  const auto rows = examples::measure_optimizer_memory();
+  REQUIRE(rows.size() == 5);
+  const int64_t params = 235146 * 4;  // MLP 784-256-128-10, float32
+  const std::vector<std::pair<std::string, int64_t>> want = {
+      {"SGD", 0}, {"SGD momentum=0.9", params}, {"Adam", 2 * params}, {"AdamW", 2 * params},
+      {"Adam amsgrad=True", 3 * params}};
+  for (size_t i = 0; i < want.size(); ++i) {
+    INFO(rows[i].name);
+    CHECK(rows[i].name == want[i].first);
+    CHECK(rows[i].param_bytes == 940584);
+    CHECK(rows[i].state_bytes == want[i].second);
+  }
+  CHECK(rows[2].ratio() == 2.0);
 }

@@ -14,6 +14,11 @@
 #     scheduler.step() for CosineAnnealingLR (past 2 * T_max, with and without eta_min, two param
 #     groups, an lr changed by hand midway), LinearLR (warmup, defaults, decay), StepLR and
 #     SequentialLR (LinearLR -> CosineAnnealingLR, and three schedulers).
+#   * state_dict keys: optimizer.state_dict() of SGD(momentum) and Adam(amsgrad) with two param
+#     groups after one step, and a SequentialLR's state_dict(), flattened to the keys
+#     tinytorch's flat state dicts use ("state.0.exp_avg", "param_groups.1.lr", with each
+#     tensor's shape), leaving out the flags tinytorch does not have (maximize, foreach, fused,
+#     capturable, differentiable, verbose, _get_lr_called_within_step).
 #
 # Run with Debian's PyTorch (python3-torch), not a `python3` found on PATH:
 #     /usr/bin/python3 tests/reference/gen_optim.py
@@ -180,6 +185,71 @@ schedules = [
 ]
 
 
+# ---- state_dict keys, flattened ----------------------------------------------------------------
+NOT_IN_TINYTORCH = {"maximize", "foreach", "fused", "capturable", "differentiable", "verbose",
+                    "_get_lr_called_within_step"}
+
+
+def flatten(d, prefix=""):
+    """[(key, shape)] of a nested state dict, as tinytorch's flat state dicts name them."""
+    out = []
+    items = d.items() if isinstance(d, dict) else enumerate(d)
+    for k, v in items:
+        if k in NOT_IN_TINYTORCH:
+            continue
+        key = f"{prefix}{k}"
+        if isinstance(v, torch.Tensor):
+            out.append((key, list(v.shape)))
+        elif isinstance(v, dict) or (isinstance(v, list) and v and isinstance(v[0], dict)):
+            out += flatten(v, key + ".")
+        elif isinstance(v, (list, tuple)):
+            out.append((key, [len(v)]))
+        else:  # a float, int or bool: a 0-d tensor in tinytorch
+            out.append((key, []))
+    return out
+
+
+def optimizer_keys(make):
+    w0 = torch.nn.Parameter(torch.zeros(2, 3))
+    b0 = torch.nn.Parameter(torch.zeros(2))
+    w1 = torch.nn.Parameter(torch.zeros(4))
+    opt = make([w0, b0], [w1])
+    (w0.sum() + b0.sum() + w1.sum()).backward()
+    opt.step()
+    sd = opt.state_dict()
+    return flatten({"state": sd["state"]}) + flatten({"param_groups": sd["param_groups"]})
+
+
+def sgd_two_groups(g0, g1):
+    opt = torch.optim.SGD(g0, lr=0.1, momentum=0.9)
+    opt.add_param_group({"params": g1, "lr": 0.01})
+    return opt
+
+
+def adam_two_groups(g0, g1):
+    opt = torch.optim.Adam(g0, lr=0.1, amsgrad=True)
+    opt.add_param_group({"params": g1, "lr": 0.01})
+    return opt
+
+
+def sequential_keys():
+    p = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.SGD([p], lr=0.1)
+    warm = torch.optim.lr_scheduler.LinearLR(opt, 0.1, 1.0, 3)
+    cos = torch.optim.lr_scheduler.CosineAnnealingLR(opt, 7)
+    s = torch.optim.lr_scheduler.SequentialLR(opt, [warm, cos], [3])
+    return flatten(s.state_dict())
+
+
+state_dict_keys = [
+    ("sgd_momentum_state_dict_keys", "SGD(lr=0.1, momentum=0.9) + a group with lr 0.01, after one step",
+     optimizer_keys(sgd_two_groups)),
+    ("adam_amsgrad_state_dict_keys", "Adam(lr=0.1, amsgrad=True) + a group with lr 0.01, after one step",
+     optimizer_keys(adam_two_groups)),
+    ("sequential_lr_state_dict_keys", "SequentialLR([LinearLR(0.1, 1.0, 3), CosineAnnealingLR(7)], [3])",
+     sequential_keys()),
+]
+
 # ---- write the header -------------------------------------------------------------------------
 def num(v):
     r = repr(float(v))
@@ -197,6 +267,8 @@ w(f"// Regenerate: /usr/bin/python3 tests/reference/gen_optim.py  (PyTorch {torc
 w("// torch.optim trajectories and learning-rate schedules checked by tests/test_optim.cpp.")
 w("#pragma once")
 w("")
+w("#include <string>")
+w("#include <utility>")
 w("#include <vector>")
 w("")
 w("namespace optim_reference {")
@@ -236,6 +308,19 @@ for name, desc, rows in schedules:
         w(f"    {vec(r)},")
     w("  };")
     w("  return lrs;")
+    w("}")
+    w("")
+w("/// state_dict() keys, flattened as tinytorch's flat state dicts, with each entry's shape")
+w("/// (a Python number: [], a list or tuple: [len]).")
+w("using KeyShapes = std::vector<std::pair<std::string, std::vector<long long>>>;")
+for name, desc, keys in state_dict_keys:
+    w(f"/// {desc}")
+    w(f"inline const KeyShapes& {name}() {{")
+    w("  static const KeyShapes k = {")
+    for key, shape in keys:
+        w(f'    {{"{key}", {{{", ".join(str(d) for d in shape)}}}}},')
+    w("  };")
+    w("  return k;")
     w("}")
     w("")
 w("}  // namespace optim_reference")

@@ -3,6 +3,8 @@
 // torch.optim trajectories and learning-rate schedules checked by tests/test_optim.cpp.
 #pragma once
 
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace optim_reference {
@@ -437,6 +439,85 @@ inline const std::vector<std::vector<double>>& sequential_three() {
     {0.10000000000000003, 0.04000000000000002},
   };
   return lrs;
+}
+
+/// state_dict() keys, flattened as tinytorch's flat state dicts, with each entry's shape
+/// (a Python number: [], a list or tuple: [len]).
+using KeyShapes = std::vector<std::pair<std::string, std::vector<long long>>>;
+/// SGD(lr=0.1, momentum=0.9) + a group with lr 0.01, after one step
+inline const KeyShapes& sgd_momentum_state_dict_keys() {
+  static const KeyShapes k = {
+    {"state.0.momentum_buffer", {2, 3}},
+    {"state.1.momentum_buffer", {2}},
+    {"state.2.momentum_buffer", {4}},
+    {"param_groups.0.lr", {}},
+    {"param_groups.0.momentum", {}},
+    {"param_groups.0.dampening", {}},
+    {"param_groups.0.weight_decay", {}},
+    {"param_groups.0.nesterov", {}},
+    {"param_groups.0.params", {2}},
+    {"param_groups.1.lr", {}},
+    {"param_groups.1.momentum", {}},
+    {"param_groups.1.dampening", {}},
+    {"param_groups.1.weight_decay", {}},
+    {"param_groups.1.nesterov", {}},
+    {"param_groups.1.params", {1}},
+  };
+  return k;
+}
+
+/// Adam(lr=0.1, amsgrad=True) + a group with lr 0.01, after one step
+inline const KeyShapes& adam_amsgrad_state_dict_keys() {
+  static const KeyShapes k = {
+    {"state.0.step", {}},
+    {"state.0.exp_avg", {2, 3}},
+    {"state.0.exp_avg_sq", {2, 3}},
+    {"state.0.max_exp_avg_sq", {2, 3}},
+    {"state.1.step", {}},
+    {"state.1.exp_avg", {2}},
+    {"state.1.exp_avg_sq", {2}},
+    {"state.1.max_exp_avg_sq", {2}},
+    {"state.2.step", {}},
+    {"state.2.exp_avg", {4}},
+    {"state.2.exp_avg_sq", {4}},
+    {"state.2.max_exp_avg_sq", {4}},
+    {"param_groups.0.lr", {}},
+    {"param_groups.0.betas", {2}},
+    {"param_groups.0.eps", {}},
+    {"param_groups.0.weight_decay", {}},
+    {"param_groups.0.amsgrad", {}},
+    {"param_groups.0.params", {2}},
+    {"param_groups.1.lr", {}},
+    {"param_groups.1.betas", {2}},
+    {"param_groups.1.eps", {}},
+    {"param_groups.1.weight_decay", {}},
+    {"param_groups.1.amsgrad", {}},
+    {"param_groups.1.params", {1}},
+  };
+  return k;
+}
+
+/// SequentialLR([LinearLR(0.1, 1.0, 3), CosineAnnealingLR(7)], [3])
+inline const KeyShapes& sequential_lr_state_dict_keys() {
+  static const KeyShapes k = {
+    {"_milestones", {1}},
+    {"last_epoch", {}},
+    {"_last_lr", {1}},
+    {"_schedulers.0.start_factor", {}},
+    {"_schedulers.0.end_factor", {}},
+    {"_schedulers.0.total_iters", {}},
+    {"_schedulers.0.base_lrs", {1}},
+    {"_schedulers.0.last_epoch", {}},
+    {"_schedulers.0._step_count", {}},
+    {"_schedulers.0._last_lr", {1}},
+    {"_schedulers.1.T_max", {}},
+    {"_schedulers.1.eta_min", {}},
+    {"_schedulers.1.base_lrs", {1}},
+    {"_schedulers.1.last_epoch", {}},
+    {"_schedulers.1._step_count", {}},
+    {"_schedulers.1._last_lr", {1}},
+  };
+  return k;
 }
 
 }  // namespace optim_reference

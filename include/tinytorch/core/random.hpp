@@ -18,8 +18,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <random>
+#include <sstream>
+#include <vector>
 
 #include "check.hpp"
 
@@ -113,6 +116,50 @@ class Generator {
   uint64_t seed_version() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return state_.seed_version_;
+  }
+
+  // ---- state for checkpoints (torch.Generator.get_state / set_state) ----
+  // PyTorch returns a ByteTensor; core/ sits below Tensor, so here the state is 64-bit words:
+  // the mt19937_64 engine's state as its operator<< writes it (312 words and the position), the
+  // seed, whether a Box-Muller value is waiting, and that value's bits. A caller that checkpoints
+  // it stores the words in an int64 tensor (examples/train_mnist.cpp does).
+
+  /// The whole state as words; set_state(get_state()) makes this stream repeat from here.
+  std::vector<uint64_t> get_state() const {
+    Stream s = snapshot();
+    std::ostringstream os;
+    os << s.engine_;
+    std::istringstream is(os.str());
+    std::vector<uint64_t> words;
+    for (uint64_t w; is >> w;) words.push_back(w);
+    uint64_t spare_bits = 0;
+    static_assert(sizeof spare_bits == sizeof s.spare_, "double is 64-bit");
+    std::memcpy(&spare_bits, &s.spare_, sizeof spare_bits);
+    words.push_back(s.seed_);
+    words.push_back(s.has_spare_ ? 1 : 0);
+    words.push_back(spare_bits);
+    return words;
+  }
+  /// Restores a get_state(). Throws tinytorch::Error if `words` does not have get_state()'s
+  /// length or the engine rejects it ("Generator.set_state: ...").
+  void set_state(const std::vector<uint64_t>& words) {
+    const size_t n = Generator().get_state().size();
+    TT_CHECK(words.size() == n, "Generator.set_state: expected ", n, " words (Generator::get_state()), got ",
+             words.size());
+    std::ostringstream os;
+    for (size_t i = 0; i + 3 < n; ++i) os << words[i] << ' ';
+    Stream s(0);
+    std::istringstream is(os.str());
+    is >> s.engine_;
+    TT_CHECK(!is.fail(), "Generator.set_state: the words are not a mt19937_64 state");
+    TT_CHECK(words[n - 2] <= 1, "Generator.set_state: word ", n - 2, " (has a spare normal) must be 0 or 1, got ",
+             words[n - 2]);
+    s.seed_ = words[n - 3];
+    s.has_spare_ = words[n - 2] == 1;
+    std::memcpy(&s.spare_, &words[n - 1], sizeof s.spare_);
+    std::lock_guard<std::mutex> lock(mutex_);
+    s.seed_version_ = state_.seed_version_;
+    state_ = s;
   }
 
   uint64_t next_u64() { return locked([](Stream& s) { return s.next_u64(); }); }

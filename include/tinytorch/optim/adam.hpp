@@ -16,7 +16,7 @@
 // Two implementations, as for SGD: adam_kernel (raw loops, dense CPU float/double) and
 // adam_naive (tensor ops, PyTorch's Python line by line), tested against each other.
 // (PyTorch 1.13 updated m with mul_ + add_; 2.x uses lerp_ as here: the same up to rounding.)
-// Chapter: chapters/03-optimizers.md (planned).
+// Chapter: chapters/03-optimizers.md.
 // Reference: torch.optim.Adam / torch.optim.AdamW (PyTorch 2.x torch/optim/adam.py, adamw.py);
 // Kingma & Ba, "Adam: A Method for Stochastic Optimization" (ICLR 2015); Loshchilov & Hutter,
 // "Decoupled Weight Decay Regularization" (ICLR 2019); Reddi et al., "On the Convergence of Adam
@@ -146,6 +146,16 @@ class Adam : public Optimizer {
     add_group(make_group(std::move(params), options));
   }
   const AdamOptions& defaults() const { return defaults_; }
+
+  /// torch.optim.Adam's group keys in state_dict() (PyTorch also has maximize, foreach, capturable,
+  /// differentiable, fused).
+  std::vector<std::string> hyperparameter_names() const override {
+    return {"lr", "betas", "eps", "weight_decay", "amsgrad"};
+  }
+  /// Adam's per-parameter state: step, exp_avg, exp_avg_sq, and max_exp_avg_sq with amsgrad.
+  std::vector<std::string> state_names() const override {
+    return {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
+  }
 
  protected:
   Adam(std::vector<Tensor> params, AdamOptions options, bool decoupled_weight_decay)

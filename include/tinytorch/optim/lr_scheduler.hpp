@@ -27,7 +27,12 @@
 // on stderr, once per process (Python's default warning filter), and counts it in
 // detail::order_warnings() (for tests). PyTorch detects it the same way, from the optimizer's
 // step counter (Optimizer::step_count()).
-// Chapter: chapters/03-optimizers.md (planned): warmup and the linear scaling rule.
+// Checkpoints: state_dict() / load_state_dict() save and restore last_epoch, the step count,
+// base_lrs, the last lrs and the schedule's own settings (SequentialLR: its schedulers' too), as
+// PyTorch's (which saves every attribute but the optimizer); with the optimizer's state_dict
+// (which holds each group's current lr) a resumed schedule continues with the same bits.
+// Chapter: chapters/03-optimizers.md (schedules, resuming); chapters/08-large-batch.md (warmup
+// and the linear scaling rule).
 // Reference: torch.optim.lr_scheduler (PyTorch 2.x torch/optim/lr_scheduler.py); Loshchilov &
 // Hutter, "SGDR" (ICLR 2017); Goyal et al., "Accurate, Large Minibatch SGD" (2017, warmup).
 #pragma once
@@ -36,7 +41,9 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <memory>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,6 +69,55 @@ inline const char* order_warning_text() {
 inline std::atomic<int64_t>& order_warnings() {
   static std::atomic<int64_t> count{0};
   return count;
+}
+/// Reads a scheduler state dict: each key is taken at most once, every read is checked, and
+/// the keys nobody took are reported (LRScheduler::load_state_dict).
+class StateReader {
+ public:
+  explicit StateReader(const std::vector<std::pair<std::string, Tensor>>& sd) {
+    for (const auto& [key, t] : sd) {
+      TT_CHECK(t.defined(), "LRScheduler.load_state_dict: undefined tensor for key \"", key, "\"");
+      TT_CHECK(by_key_.emplace(key, t).second, "LRScheduler.load_state_dict: duplicate key \"", key, "\"");
+    }
+  }
+  const Tensor& get(const std::string& key) {
+    auto it = by_key_.find(key);
+    TT_CHECK(it != by_key_.end(), "LRScheduler.load_state_dict: missing key \"", key, "\"");
+    used_.insert(key);
+    return it->second;
+  }
+  double real(const std::string& key) {
+    const Tensor& t = get(key);
+    TT_CHECK(t.numel() == 1, "LRScheduler.load_state_dict: ", key, " must hold one number, got shape ",
+             shape_str(t.sizes()));
+    return t.item<double>();
+  }
+  int64_t integer(const std::string& key) {
+    const double v = real(key);
+    TT_CHECK(v == std::floor(v) && std::abs(v) < 9e18, "LRScheduler.load_state_dict: ", key,
+             " must be an integer, got ", optim::detail::py_float(v));
+    return static_cast<int64_t>(v);
+  }
+  std::vector<double> reals(const std::string& key, size_t n) {
+    const Tensor& t = get(key);
+    TT_CHECK(t.dim() == 1 && t.numel() == static_cast<int64_t>(n), "LRScheduler.load_state_dict: ", key,
+             " must hold ", n, " value(s) (one per param group), got shape ", shape_str(t.sizes()));
+    const Tensor d = t.to(kFloat64).contiguous();
+    return std::vector<double>(d.data_ptr<double>(), d.data_ptr<double>() + n);
+  }
+  void check_all_used() const {
+    for (const auto& entry : by_key_)
+      TT_CHECK(used_.count(entry.first), "LRScheduler.load_state_dict: unexpected key \"", entry.first, "\"");
+  }
+
+ private:
+  std::map<std::string, Tensor> by_key_;
+  std::set<std::string> used_;
+};
+inline Tensor int_scalar(int64_t v) { return scalar_tensor(static_cast<double>(v), kInt64); }
+inline Tensor real_scalar(double v) { return scalar_tensor(v, kFloat64); }
+inline Tensor reals_tensor(const std::vector<double>& v) {
+  return tensor(v, {static_cast<int64_t>(v.size())}, kFloat64);
 }
 }  // namespace detail
 
@@ -89,6 +145,33 @@ class LRScheduler {
   /// PyTorch's class name ("CosineAnnealingLR"), for messages.
   virtual std::string name() const = 0;
 
+  /// The schedule's checkpoint (torch.optim.lr_scheduler.LRScheduler.state_dict: every attribute
+  /// but the optimizer) as flat (key, Tensor) pairs for tinytorch::save:
+  ///   "last_epoch", "_step_count" (0-d int64), "base_lrs", "_last_lr" ((groups,) float64),
+  ///   then the schedule's settings: CosineAnnealingLR "T_max" (int64), "eta_min"; LinearLR
+  ///   "start_factor", "end_factor", "total_iters"; StepLR "step_size", "gamma"; SequentialLR
+  ///   only "last_epoch", "_last_lr", "_milestones" ((n,) int64) and each scheduler's keys under
+  ///   "_schedulers.<i>." (PyTorch: sd['_schedulers'][i]). tests/test_optim.cpp compares the keys
+  ///   with PyTorch's (gen_optim.py), leaving out the flags tinytorch has not (verbose, ...). The lr itself lives in the optimizer's state_dict (param_groups).
+  std::vector<std::pair<std::string, Tensor>> state_dict() const {
+    std::vector<std::pair<std::string, Tensor>> out;
+    append_state(out, "");
+    return out;
+  }
+  /// Restores a state_dict() (PyTorch: self.__dict__.update(state_dict)): the settings too, so a
+  /// scheduler built with other arguments takes the saved ones. Checks everything before it
+  /// changes anything; throws tinytorch::Error naming a missing, unexpected or malformed key
+  /// (base_lrs and _last_lr must have one value per param group; PyTorch does not check).
+  void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& sd) {
+    {
+      detail::StateReader dry_run(sd);
+      read_state(dry_run, "", false);
+      dry_run.check_all_used();
+    }
+    detail::StateReader reader(sd);
+    read_state(reader, "", true);
+  }
+
   int64_t last_epoch;          ///< number of step() calls since construction (0 after the constructor)
   std::vector<double> base_lrs;  ///< each group's initial_lr
 
@@ -108,6 +191,25 @@ class LRScheduler {
       }
       base_lrs.push_back(*groups[i].initial_lr);
     }
+  }
+
+  /// Appends this scheduler's entries under `prefix`; a subclass adds its settings after these.
+  virtual void append_state(std::vector<std::pair<std::string, Tensor>>& out, const std::string& prefix) const {
+    out.emplace_back(prefix + "last_epoch", detail::int_scalar(last_epoch));
+    out.emplace_back(prefix + "_step_count", detail::int_scalar(step_count_));
+    out.emplace_back(prefix + "base_lrs", detail::reals_tensor(base_lrs));
+    out.emplace_back(prefix + "_last_lr", detail::reals_tensor(last_lr_));
+  }
+  /// Reads this scheduler's entries under `prefix` (every read checked); assigns them if `commit`.
+  virtual void read_state(detail::StateReader& in, const std::string& prefix, bool commit) {
+    const size_t groups = optimizer_->param_groups().size();
+    const int64_t epoch = in.integer(prefix + "last_epoch"), steps = in.integer(prefix + "_step_count");
+    std::vector<double> base = in.reals(prefix + "base_lrs", groups), last = in.reals(prefix + "_last_lr", groups);
+    if (!commit) return;
+    last_epoch = epoch;
+    step_count_ = steps;
+    base_lrs = std::move(base);
+    last_lr_ = std::move(last);
   }
 
   /// The chainable form: each group's next lr, usually from its current lr. Called with
@@ -184,6 +286,18 @@ class LinearLR : public LRScheduler {
   int64_t total_iters;
 
  protected:
+  void append_state(std::vector<std::pair<std::string, Tensor>>& out, const std::string& prefix) const override {
+    LRScheduler::append_state(out, prefix);
+    out.emplace_back(prefix + "start_factor", detail::real_scalar(start_factor));
+    out.emplace_back(prefix + "end_factor", detail::real_scalar(end_factor));
+    out.emplace_back(prefix + "total_iters", detail::int_scalar(total_iters));
+  }
+  void read_state(detail::StateReader& in, const std::string& prefix, bool commit) override {
+    LRScheduler::read_state(in, prefix, commit);
+    const double s = in.real(prefix + "start_factor"), e = in.real(prefix + "end_factor");
+    const int64_t n = in.integer(prefix + "total_iters");
+    if (commit) start_factor = s, end_factor = e, total_iters = n;
+  }
   std::vector<double> get_lr() override {
     std::vector<double> lrs = group_lrs();
     if (last_epoch == 0) {
@@ -225,6 +339,18 @@ class CosineAnnealingLR : public LRScheduler {
   double eta_min;
 
  protected:
+  void append_state(std::vector<std::pair<std::string, Tensor>>& out, const std::string& prefix) const override {
+    LRScheduler::append_state(out, prefix);
+    out.emplace_back(prefix + "T_max", detail::int_scalar(T_max));
+    out.emplace_back(prefix + "eta_min", detail::real_scalar(eta_min));
+  }
+  void read_state(detail::StateReader& in, const std::string& prefix, bool commit) override {
+    LRScheduler::read_state(in, prefix, commit);
+    const int64_t t = in.integer(prefix + "T_max");
+    const double e = in.real(prefix + "eta_min");
+    TT_CHECK(t > 0, "LRScheduler.load_state_dict: ", prefix, "T_max must be positive, got ", t);
+    if (commit) T_max = t, eta_min = e;
+  }
   std::vector<double> get_lr() override {
     std::vector<double> lrs = group_lrs();
     const double pi = kPi, e = static_cast<double>(last_epoch), T = static_cast<double>(T_max);
@@ -265,6 +391,18 @@ class StepLR : public LRScheduler {
   double gamma;
 
  protected:
+  void append_state(std::vector<std::pair<std::string, Tensor>>& out, const std::string& prefix) const override {
+    LRScheduler::append_state(out, prefix);
+    out.emplace_back(prefix + "step_size", detail::int_scalar(step_size));
+    out.emplace_back(prefix + "gamma", detail::real_scalar(gamma));
+  }
+  void read_state(detail::StateReader& in, const std::string& prefix, bool commit) override {
+    LRScheduler::read_state(in, prefix, commit);
+    const int64_t n = in.integer(prefix + "step_size");
+    const double g = in.real(prefix + "gamma");
+    TT_CHECK(n > 0, "LRScheduler.load_state_dict: ", prefix, "step_size must be positive, got ", n);
+    if (commit) step_size = n, gamma = g;
+  }
   std::vector<double> get_lr() override {
     std::vector<double> lrs = group_lrs();
     if (last_epoch == 0 || last_epoch % step_size != 0) return lrs;
@@ -338,6 +476,35 @@ class SequentialLR : public LRScheduler {
   const std::vector<int64_t>& milestones() const { return milestones_; }
 
  protected:
+  // PyTorch's SequentialLR keeps last_epoch, _last_lr and _milestones of its own (no base_lrs or
+  // _step_count: its __init__ does not call LRScheduler's), and each scheduler's state dict.
+  void append_state(std::vector<std::pair<std::string, Tensor>>& out, const std::string& prefix) const override {
+    out.emplace_back(prefix + "last_epoch", detail::int_scalar(last_epoch));
+    out.emplace_back(prefix + "_last_lr", detail::reals_tensor(last_lr_));
+    Tensor m = empty({static_cast<int64_t>(milestones_.size())}, kInt64);
+    for (size_t i = 0; i < milestones_.size(); ++i) m.data_ptr<int64_t>()[i] = milestones_[i];
+    out.emplace_back(prefix + "_milestones", m);
+    for (size_t i = 0; i < schedulers_.size(); ++i)
+      schedulers_[i]->append_state(out, prefix + "_schedulers." + std::to_string(i) + ".");
+  }
+  void read_state(detail::StateReader& in, const std::string& prefix, bool commit) override {
+    const int64_t epoch = in.integer(prefix + "last_epoch");
+    std::vector<double> last = in.reals(prefix + "_last_lr", optimizer_->param_groups().size());
+    const Tensor& m = in.get(prefix + "_milestones");
+    TT_CHECK(m.dtype() == kInt64 && m.dim() == 1 && m.numel() == static_cast<int64_t>(milestones_.size()),
+             "LRScheduler.load_state_dict: ", prefix, "_milestones must be ", milestones_.size(),
+             " int64 value(s) (one fewer than the schedulers), got ", dtype_name(m.dtype()), " of shape ",
+             shape_str(m.sizes()));
+    const Tensor mc = m.contiguous();
+    std::vector<int64_t> ms(mc.data_ptr<int64_t>(), mc.data_ptr<int64_t>() + mc.numel());
+    for (size_t i = 0; i < schedulers_.size(); ++i)
+      schedulers_[i]->read_state(in, prefix + "_schedulers." + std::to_string(i) + ".", commit);
+    if (!commit) return;
+    last_epoch = epoch;
+    last_lr_ = std::move(last);
+    milestones_ = std::move(ms);
+  }
+
   /// Never called: step() is overridden. Returns the current lrs.
   std::vector<double> get_lr() override { return group_lrs(); }
 

@@ -16,13 +16,19 @@
 // (core/storage.hpp), so a backward through a graph built before the step raises instead of
 // differentiating with the new values.
 // Shapes: every state tensor has its parameter's shape and dtype.
-// Chapter: chapters/01-training-loop.md (the loop), chapters/03-optimizers.md (planned: the updates).
+// Checkpoints: state_dict() / load_state_dict() give the state and the groups' hyper-parameters as
+// a flat list of (key, Tensor) that tinytorch::save writes, keyed by parameter index as PyTorch's
+// optimizer.state_dict() (the key mapping is documented at state_dict() below).
+// Chapter: chapters/01-training-loop.md (the loop), chapters/03-optimizers.md (the updates, state
+// memory, state_dict and resuming).
 // Reference: torch.optim.Optimizer (PyTorch 2.x: torch/optim/optimizer.py).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -169,6 +175,163 @@ class Optimizer {
     return it == state_.end() ? nullptr : &it->second;
   }
 
+  /// The optimizer's checkpoint (torch.optim.Optimizer.state_dict) as a flat list of
+  /// (key, Tensor), what tinytorch::save writes. PyTorch's nested dict maps to keys as:
+  ///   sd['state'][i]['momentum_buffer']          "state.<i>.momentum_buffer"   (p's shape, dtype)
+  ///   sd['state'][i]['step']                     "state.<i>.step"              0-d float32, as PyTorch's
+  ///   sd['state'][i]['exp_avg' | 'exp_avg_sq' | 'max_exp_avg_sq']   "state.<i>.exp_avg", ...
+  ///   sd['param_groups'][g]['lr'] (a float)      "param_groups.<g>.lr"         0-d float64
+  ///   sd['param_groups'][g]['betas'] (a tuple)   "param_groups.<g>.betas"      (2,) float64
+  ///   sd['param_groups'][g]['nesterov'] (bool)   "param_groups.<g>.nesterov"   0-d float64, 0 or 1
+  ///   sd['param_groups'][g]['initial_lr']        "param_groups.<g>.initial_lr" (only once a scheduler set it)
+  ///   sd['param_groups'][g]['params'] ([0, 1])   "param_groups.<g>.params"     (n,) int64
+  /// i counts the parameters over all groups in order (group 0's first), as PyTorch's ids; only
+  /// parameters that have state (were updated at least once) appear under "state.", in that
+  /// order, then each group's hyper-parameters (hyperparameter_names(): SGD's lr, momentum,
+  /// dampening, weight_decay, nesterov; Adam's lr, betas, eps, weight_decay, amsgrad), then
+  /// "params". PyTorch's flags that tinytorch does not have (maximize, foreach, fused, ...) are
+  /// not written; SGD without momentum has no state entries (PyTorch stores momentum_buffer=None).
+  /// The state tensors are the live ones, not copies (as PyTorch's): clone them, or save them,
+  /// to keep a snapshot while training goes on.
+  std::vector<std::pair<std::string, Tensor>> state_dict() const {
+    std::vector<std::pair<std::string, Tensor>> out;
+    const std::vector<std::string> names = state_names();
+    int64_t index = 0;
+    for (const ParamGroup& group : param_groups_) {
+      for (const Tensor& p : group.params) {
+        const std::string prefix = "state." + std::to_string(index++) + ".";
+        auto it = state_.find(p.impl());
+        if (it == state_.end()) continue;
+        for (const std::string& name : names) {
+          Tensor t = state_tensor(it->second, name);
+          if (t.defined()) out.emplace_back(prefix + name, t);
+        }
+      }
+    }
+    index = 0;
+    for (size_t g = 0; g < param_groups_.size(); ++g) {
+      const ParamGroup& group = param_groups_[g];
+      const std::string prefix = "param_groups." + std::to_string(g) + ".";
+      for (const std::string& name : hyperparameter_names()) out.emplace_back(prefix + name, group_value(group, name));
+      if (group.initial_lr) out.emplace_back(prefix + "initial_lr", scalar_tensor(*group.initial_lr, kFloat64));
+      Tensor ids = empty({static_cast<int64_t>(group.params.size())}, kInt64);
+      for (size_t j = 0; j < group.params.size(); ++j) ids.data_ptr<int64_t>()[j] = index++;
+      out.emplace_back(prefix + "params", ids);
+    }
+    return out;
+  }
+
+  /// Restores a state_dict() (torch.optim.Optimizer.load_state_dict): every group's
+  /// hyper-parameters (lr included, and initial_lr) are replaced by the loaded ones, the
+  /// parameters stay this optimizer's, matched to the saved ids by position (group by group, as
+  /// PyTorch's zip of the saved and current "params" lists); the state tensors are copied, cast to
+  /// their parameter's dtype (step: an integer count), and replace all current state.
+  /// Everything is checked before anything changes; throws tinytorch::Error:
+  ///   "loaded state dict has a different number of parameter groups"  (PyTorch's ValueError)
+  ///   "loaded state dict contains a parameter group that doesn't match the size of optimizer's group"
+  ///   "Optimizer.load_state_dict: size mismatch for state.0.exp_avg: copying a state with shape
+  ///    [3], the shape of parameter 0 is [2, 3]"  (PyTorch does not check, and fails later)
+  ///   "... missing key \"param_groups.0.momentum\"", "... unexpected key \"...\"" (a key of
+  ///   another optimizer, or none of ours), a state for an id no group lists, a step that is not
+  ///   a non-negative integer, a hyper-parameter that is not a number (betas: two numbers).
+  void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& sd) {
+    const char* op = "Optimizer.load_state_dict";
+    std::map<std::string, Tensor> by_key;
+    for (const auto& [key, t] : sd) {
+      TT_CHECK(t.defined(), op, ": undefined tensor for key \"", key, "\"");
+      TT_CHECK(by_key.emplace(key, t).second, op, ": duplicate key \"", key, "\"");
+    }
+    std::unordered_set<std::string> used;
+    auto take = [&](const std::string& key) -> const Tensor* {
+      auto it = by_key.find(key);
+      if (it == by_key.end()) return nullptr;
+      used.insert(key);
+      return &it->second;
+    };
+    size_t saved_groups = 0;
+    while (by_key.count("param_groups." + std::to_string(saved_groups) + ".params")) ++saved_groups;
+    TT_CHECK(saved_groups == param_groups_.size(), "loaded state dict has a different number of parameter groups");
+    // Hyper-parameters and the saved ids -> this optimizer's parameters.
+    std::vector<ParamGroup> groups = param_groups_;
+    std::map<int64_t, const Tensor*> param_of_id;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const std::string prefix = "param_groups." + std::to_string(g) + ".";
+      const Tensor ids = take(prefix + "params")->contiguous();
+      TT_CHECK(ids.dtype() == kInt64 && ids.dim() == 1, op, ": ", prefix, "params must be a 1-D int64 tensor, got ",
+               dtype_name(ids.dtype()), " of shape ", shape_str(ids.sizes()));
+      TT_CHECK(ids.numel() == static_cast<int64_t>(groups[g].params.size()),
+               "loaded state dict contains a parameter group that doesn't match the size of optimizer's group");
+      for (int64_t j = 0; j < ids.numel(); ++j) {
+        const int64_t id = ids.data_ptr<int64_t>()[j];
+        TT_CHECK(param_of_id.emplace(id, &groups[g].params[static_cast<size_t>(j)]).second, op,
+                 ": parameter id ", id, " appears twice in param_groups");
+      }
+      for (const std::string& name : hyperparameter_names()) {
+        const Tensor* t = take(prefix + name);
+        TT_CHECK(t != nullptr, op, ": missing key \"", prefix, name, "\"");
+        set_group_value(groups[g], name, *t, prefix + name);
+      }
+      if (const Tensor* t = take(prefix + "initial_lr")) groups[g].initial_lr = scalar_value(*t, prefix + "initial_lr");
+      else groups[g].initial_lr.reset();
+    }
+    // The state: "state.<id>.<name>".
+    std::unordered_map<TensorImpl*, ParamState> state;
+    const std::vector<std::string> names = state_names();
+    for (const auto& [key, t] : by_key) {
+      if (used.count(key) || key.compare(0, 6, "state.") != 0) continue;
+      const size_t dot = key.find('.', 6);
+      const std::string id_text = key.substr(6, dot == std::string::npos ? std::string::npos : dot - 6);
+      const std::string name = dot == std::string::npos ? "" : key.substr(dot + 1);
+      char* end = nullptr;
+      const long long id = std::strtoll(id_text.c_str(), &end, 10);
+      if (id_text.empty() || *end != '\0' || std::find(names.begin(), names.end(), name) == names.end()) continue;
+      auto p = param_of_id.find(id);
+      TT_CHECK(p != param_of_id.end(), op, ": ", key, " is the state of parameter id ", id,
+               ", which no param group lists");
+      const Tensor& param = *p->second;
+      ParamState& st = state[param.impl()];
+      used.insert(key);
+      if (name == "step") {
+        const double v = scalar_value(t, key);
+        TT_CHECK(v >= 0 && v == std::floor(v) && v < 9.2e18, op, ": ", key, " must be a non-negative integer, got ",
+                 detail::py_float(v));
+        st.step = static_cast<int64_t>(v);
+        continue;
+      }
+      TT_CHECK(t.sizes() == param.sizes(), op, ": size mismatch for ", key, ": copying a state with shape ",
+               shape_str(t.sizes()), ", the shape of parameter ", id, " is ", shape_str(param.sizes()));
+      NoGradGuard no_grad;
+      state_tensor(st, name) = t.to(param.dtype()).to(param.device()).contiguous().clone().detach();
+    }
+    for (const auto& entry : by_key)
+      TT_CHECK(used.count(entry.first), op, ": unexpected key \"", entry.first, "\" (this optimizer's keys: state.<i>.{",
+               join(names), "}, param_groups.<g>.{", join(hyperparameter_names()), ", initial_lr, params})");
+    param_groups_ = std::move(groups);
+    state_ = std::move(state);
+  }
+
+  /// The names of the per-group hyper-parameters state_dict() writes (PyTorch's group keys).
+  /// The base class lists every field of ParamGroup; SGD and Adam list their own.
+  virtual std::vector<std::string> hyperparameter_names() const {
+    return {"lr", "momentum", "dampening", "weight_decay", "nesterov", "betas", "eps", "amsgrad"};
+  }
+  /// The names of the per-parameter state entries state_dict() writes (when defined).
+  virtual std::vector<std::string> state_names() const {
+    return {"momentum_buffer", "step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
+  }
+
+  /// Bytes held by the optimizer's per-parameter state tensors (momentum buffers, moments; the
+  /// step counters are not tensors here and not counted): 0 for plain SGD, the parameters' bytes
+  /// for SGD with momentum, twice that for Adam/AdamW (three times with amsgrad).
+  int64_t state_nbytes() const {
+    int64_t n = 0;
+    for (const auto& entry : state_)
+      for (const Tensor* t : {&entry.second.momentum_buffer, &entry.second.exp_avg, &entry.second.exp_avg_sq,
+                              &entry.second.max_exp_avg_sq})
+        if (t->defined()) n += t->numel() * static_cast<int64_t>(element_size(t->dtype()));
+    return n;
+  }
+
  protected:
   Optimizer() = default;
 
@@ -210,6 +373,66 @@ class Optimizer {
            param.sizes() == grad.sizes();
   }
 
+ private:
+  static std::string join(const std::vector<std::string>& names) {
+    std::string out;
+    for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+  }
+  /// A one-element tensor's value as a double (any dtype), or an error naming the key.
+  static double scalar_value(const Tensor& t, const std::string& key) {
+    TT_CHECK(t.numel() == 1, "Optimizer.load_state_dict: ", key, " must hold one number, got shape ",
+             shape_str(t.sizes()));
+    return t.item<double>();
+  }
+  static Tensor& state_tensor(ParamState& st, const std::string& name) {
+    if (name == "momentum_buffer") return st.momentum_buffer;
+    if (name == "exp_avg") return st.exp_avg;
+    if (name == "exp_avg_sq") return st.exp_avg_sq;
+    return st.max_exp_avg_sq;
+  }
+  /// The state entry `name` as a tensor ("step": a 0-d float32 count, as PyTorch's).
+  static Tensor state_tensor(const ParamState& st, const std::string& name) {
+    if (name == "step") return scalar_tensor(static_cast<double>(st.step), kFloat32);
+    return state_tensor(const_cast<ParamState&>(st), name);
+  }
+  static Tensor group_value(const ParamGroup& g, const std::string& name) {
+    if (name == "betas") return tensor({g.betas.first, g.betas.second}, kFloat64);
+    double v = 0;
+    if (name == "lr") v = g.lr;
+    else if (name == "weight_decay") v = g.weight_decay;
+    else if (name == "momentum") v = g.momentum;
+    else if (name == "dampening") v = g.dampening;
+    else if (name == "nesterov") v = g.nesterov ? 1 : 0;
+    else if (name == "eps") v = g.eps;
+    else if (name == "amsgrad") v = g.amsgrad ? 1 : 0;
+    else TT_CHECK(false, "Optimizer.state_dict: unknown hyper-parameter \"", name, "\"");
+    return scalar_tensor(v, kFloat64);
+  }
+  static void set_group_value(ParamGroup& g, const std::string& name, const Tensor& t, const std::string& key) {
+    if (name == "betas") {
+      TT_CHECK(t.numel() == 2, "Optimizer.load_state_dict: ", key, " must hold two numbers, got shape ",
+               shape_str(t.sizes()));
+      const Tensor b = t.to(kFloat64).contiguous();
+      g.betas = {b.data_ptr<double>()[0], b.data_ptr<double>()[1]};
+      return;
+    }
+    const double v = scalar_value(t, key);
+    if (name == "nesterov" || name == "amsgrad") {
+      TT_CHECK(v == 0 || v == 1, "Optimizer.load_state_dict: ", key, " must be 0 or 1 (a bool), got ",
+               detail::py_float(v));
+      (name == "nesterov" ? g.nesterov : g.amsgrad) = v == 1;
+      return;
+    }
+    if (name == "lr") g.lr = v;
+    else if (name == "weight_decay") g.weight_decay = v;
+    else if (name == "momentum") g.momentum = v;
+    else if (name == "dampening") g.dampening = v;
+    else if (name == "eps") g.eps = v;
+    else TT_CHECK(false, "Optimizer.load_state_dict: unknown hyper-parameter \"", name, "\"");
+  }
+
+ protected:
   std::vector<ParamGroup> param_groups_;
   std::unordered_map<TensorImpl*, ParamState> state_;
   int64_t step_count_ = 0;

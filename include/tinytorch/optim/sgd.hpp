@@ -15,7 +15,7 @@
 // Two implementations: sgd_kernel (raw loops over float/double pointers, what step() uses for
 // dense CPU parameters: no temporaries) and sgd_naive (the same rule in tensor ops, line by line
 // as PyTorch's Python; used for anything else, and tested against sgd_kernel).
-// Chapter: chapters/01-training-loop.md, chapters/03-optimizers.md (planned).
+// Chapter: chapters/01-training-loop.md, chapters/03-optimizers.md.
 // Reference: torch.optim.SGD (PyTorch 2.x torch/optim/sgd.py); Sutskever et al., "On the
 // importance of initialization and momentum in deep learning" (ICML 2013).
 #pragma once
@@ -111,6 +111,13 @@ class SGD : public Optimizer {
     add_group(make_group(std::move(params), options));
   }
   const SGDOptions& defaults() const { return defaults_; }
+
+  /// torch.optim.SGD's group keys in state_dict() (PyTorch also has maximize, foreach, differentiable).
+  std::vector<std::string> hyperparameter_names() const override {
+    return {"lr", "momentum", "dampening", "weight_decay", "nesterov"};
+  }
+  /// SGD's per-parameter state: the momentum buffer (only with momentum != 0).
+  std::vector<std::string> state_names() const override { return {"momentum_buffer"}; }
 
  protected:
   void update(Tensor& param, const Tensor& grad, ParamState& state, const ParamGroup& group) override {
