@@ -117,6 +117,9 @@ struct CheckpointFunction : autograd::Node {
 /// Differences from PyTorch: one tensor in, one out (PyTorch takes any *args); the graph has one
 /// node, CheckpointFunctionBackward (use_reentrant=True's name; use_reentrant=False shows fn's own
 /// last node); backward re-enters the engine for fn's graph, as use_reentrant=True does.
+/// Under DistributedDataParallel with find_unused_parameters, the parameters inside fn are not
+/// reachable from the output's graph (only x is), so that search cannot see them; keep the option
+/// off (its default), as PyTorch advises for reentrant checkpointing.
 /// Throws tinytorch::Error if fn is empty or x undefined; from backward, if x was changed in
 /// place after the forward (PyTorch's "modified by an inplace operation"), if the recomputed
 /// output has another shape or dtype, or on a second backward without retain_graph.
