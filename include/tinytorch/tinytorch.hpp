@@ -21,6 +21,7 @@
 #include "nn/batchnorm.hpp"      // BatchNorm1d
 #include "nn/normalization.hpp"  // LayerNorm
 #include "nn/utils/clip_grad.hpp"
+#include "utils/checkpoint.hpp"  // checkpoint, checkpoint_sequential (chapter 09)
 #include "optim/optimizer.hpp"
 #include "optim/sgd.hpp"
 #include "optim/adam.hpp"

@@ -22,7 +22,7 @@
 //   * examples/ddp_loop.hpp (example_ddp) equals PyTorch's losses at N = 2 (else skipped);
 //   * checkpoints: rank 0 saves, barrier, every rank loads the same state dict.
 // Chapter: chapters/06-distributed-data-parallel.md (the equivalence test is the exercise).
-// Catch2 tags: [ch06][distributed][ddp].
+// Catch2 tags: [ch06][distributed][ddp]; the no_sync test also [ch09] (chapters/09-gradient-accumulation.md).
 #include <catch2/catch.hpp>
 
 #include <tinytorch/distributed.hpp>
@@ -217,7 +217,7 @@ TEST_CASE("DDP on N ranks x B samples equals one process on N*B samples", "[ch06
   }
 }
 
-TEST_CASE("no_sync over k micro-steps equals one step on k times the data", "[ch06][distributed][ddp]") {
+TEST_CASE("no_sync over k micro-steps equals one step on k times the data", "[ch06][ch09][distributed][ddp]") {
   ensure_group();
   const int N = dist::get_world_size(), r = dist::get_rank();
   const int k = 3;

@@ -25,10 +25,14 @@
 // directly (like PyTorch's PYTORCH_NO_CUDA_MEMORY_CACHING=1): tools such as valgrind or
 // AddressSanitizer then see every use after free. empty_cache() returns all cached blocks to the
 // system (torch.cuda.empty_cache).
+// memory_allocated() / max_memory_allocated() / reset_peak_memory_stats() count the bytes of live
+// tensor storage and their peak (torch.cuda.memory_allocated and friends; chapter 09 measures
+// activation memory with them).
 //
-// Chapter: chapters/01-training-loop.md ("How fast is it?").
+// Chapter: chapters/01-training-loop.md ("How fast is it?"), chapters/09-gradient-accumulation.md.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -177,5 +181,52 @@ inline CpuMemoryStats cpu_memory_stats() { return detail::CpuCachingAllocator::g
 
 /// Returns every cached free CPU block to the system (PyTorch: torch.cuda.empty_cache()).
 inline void empty_cache() { detail::CpuCachingAllocator::get().empty_cache(); }
+
+// ---- Live tensor memory and its peak (chapter 09) ------------------------------------------
+// Every Storage (core/storage.hpp) adds its byte count here when it is created and subtracts it
+// when it dies, whatever the size and whether the block is cached, inline or from malloc: the
+// count is the sum of the `nbytes` of all live tensor storages (views share one). PyTorch's
+// torch.cuda.memory_allocated counts the caching allocator's blocks instead, rounded up to 512
+// bytes; we count the exact bytes so that a chapter can derive them by hand (B x H x 4 for one
+// float32 activation). Memory outside tensors (Eigen's scratch, the graph's nodes) is not counted.
+
+namespace detail {
+struct MemoryCounters {
+  std::atomic<size_t> allocated{0};
+  std::atomic<size_t> peak{0};
+};
+/// Process-wide counters (trivially destructible: storages freed after main() may still count).
+inline MemoryCounters& memory_counters() {
+  static MemoryCounters c;
+  return c;
+}
+/// Called by Storage's constructor.
+inline void count_storage_alloc(size_t nbytes) {
+  MemoryCounters& c = memory_counters();
+  const size_t now = c.allocated.fetch_add(nbytes, std::memory_order_relaxed) + nbytes;
+  size_t peak = c.peak.load(std::memory_order_relaxed);
+  while (now > peak && !c.peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+/// Called by Storage's destructor.
+inline void count_storage_free(size_t nbytes) {
+  memory_counters().allocated.fetch_sub(nbytes, std::memory_order_relaxed);
+}
+}  // namespace detail
+
+/// Bytes held by live CPU tensor storage now (PyTorch: torch.cuda.memory_allocated(), which
+/// counts 512-byte-rounded blocks; here the exact nbytes of each storage).
+inline size_t memory_allocated() { return detail::memory_counters().allocated.load(std::memory_order_relaxed); }
+
+/// The highest memory_allocated() since the program started or since the last
+/// reset_peak_memory_stats() (PyTorch: torch.cuda.max_memory_allocated()).
+inline size_t max_memory_allocated() { return detail::memory_counters().peak.load(std::memory_order_relaxed); }
+
+/// Starts a new peak: max_memory_allocated() becomes memory_allocated() (PyTorch:
+/// torch.cuda.reset_peak_memory_stats()).
+inline void reset_peak_memory_stats() {
+  detail::MemoryCounters& c = detail::memory_counters();
+  c.peak.store(c.allocated.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
 
 }  // namespace tinytorch

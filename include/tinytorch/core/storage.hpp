@@ -12,7 +12,8 @@
 // tensor on this storage (a view, a detach()ed alias, an optimizer step under no_grad) bumps it,
 // and autograd's saved tensors compare it with the value they saw in the forward pass
 // (autograd/node.hpp, Node::save). All views share one storage, so they share the counter, as
-// PyTorch's views and detach() share theirs. Chapter: chapters/02-autograd.md.
+// PyTorch's views and detach() share theirs. Every Storage adds its bytes to memory_allocated()
+// (core/allocator.hpp) while it lives. Chapters: chapters/02-autograd.md, 09-gradient-accumulation.md.
 #pragma once
 
 #include <atomic>
@@ -40,21 +41,12 @@ class Storage {
   Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
     TT_CHECK(device.is_cpu(), "Storage: device ", device.str(),
              " needs the CUDA backend; compile this program with nvcc (TINYTORCH_WITH_CUDA=0 here)");
-    // Inline unless TINYTORCH_NO_MEMORY_CACHING asks for every buffer to come from the system
-    // (so that valgrind or AddressSanitizer see each use after free). 0 bytes: nullptr, as before.
-    if (nbytes > 0 && nbytes <= kInlineBytes && detail::CpuCachingAllocator::get().caching()) {
-      data_ = inline_;
-      return;
-    }
-    try {
-      data_ = detail::CpuCachingAllocator::get().allocate(nbytes);
-    } catch (const std::bad_alloc&) {
-      // PyTorch's wording (c10/core/impl/alloc_cpu.cpp).
-      TT_CHECK(false, "DefaultCPUAllocator: not enough memory: you tried to allocate ", nbytes, " bytes.");
-    }
+    allocate_data(nbytes);
+    detail::count_storage_alloc(nbytes);  // memory_allocated() (core/allocator.hpp)
   }
   ~Storage() {
     if (data_ != inline_) detail::CpuCachingAllocator::get().deallocate(data_, nbytes_);
+    detail::count_storage_free(nbytes_);
   }
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -69,6 +61,21 @@ class Storage {
   void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
+  void allocate_data(size_t nbytes) {
+    // Inline unless TINYTORCH_NO_MEMORY_CACHING asks for every buffer to come from the system
+    // (so that valgrind or AddressSanitizer see each use after free). 0 bytes: nullptr, as before.
+    if (nbytes > 0 && nbytes <= kInlineBytes && detail::CpuCachingAllocator::get().caching()) {
+      data_ = inline_;
+      return;
+    }
+    try {
+      data_ = detail::CpuCachingAllocator::get().allocate(nbytes);
+    } catch (const std::bad_alloc&) {
+      // PyTorch's wording (c10/core/impl/alloc_cpu.cpp).
+      TT_CHECK(false, "DefaultCPUAllocator: not enough memory: you tried to allocate ", nbytes, " bytes.");
+    }
+  }
+
   std::atomic<uint32_t> version_{0};
   void* data_ = nullptr;
   size_t nbytes_ = 0;
