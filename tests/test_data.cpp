@@ -8,10 +8,16 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <tinytorch/data/dataloader.hpp>
@@ -373,4 +379,265 @@ TEST_CASE("DataLoader with a DistributedSampler: same batch count on every rank"
     covered.insert(order.begin(), order.end());
   }
   CHECK(covered.size() == static_cast<size_t>(L));
+}
+
+// ---- DataLoader with worker threads (num_workers, prefetch_factor) ---------------------------
+// Tagged [threads]: scripts/test.sh also runs this file under ThreadSanitizer.
+
+namespace {
+
+// A dataset whose get_batch takes a different time for different batches (0-0.6 ms, from the
+// first index), so that the workers finish out of order; the batches are TensorDataset's.
+class UnevenDataset : public Dataset {
+ public:
+  explicit UnevenDataset(int64_t n) : inner_(make_dataset(n)) {}
+  size_t size() const override { return inner_->size(); }
+  Example get(int64_t i) override { return inner_->get(i); }
+  Example get_batch(const std::vector<int64_t>& idx) override {
+    std::this_thread::sleep_for(std::chrono::microseconds(100 * ((idx.at(0) * 5) % 7)));
+    return inner_->get_batch(idx);
+  }
+
+ private:
+  std::shared_ptr<TensorDataset> inner_;
+};
+
+// Every batch of one epoch, as tensors.
+std::vector<Example> all_batches(DataLoader& loader) {
+  std::vector<Example> out;
+  for (auto& b : loader) out.push_back(b);
+  return out;
+}
+
+bool same_batches(const std::vector<Example>& a, const std::vector<Example>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t k = 0; k < a.size(); ++k)
+    if (!a[k].data.equal(b[k].data) || !a[k].target.equal(b[k].target)) return false;
+  return true;
+}
+
+// get_batch throws tinytorch::Error for the batch that holds sample `bad`, counts its calls, and
+// (when `gate` is set) blocks every call until the gate opens.
+class CountingDataset : public Dataset {
+ public:
+  CountingDataset(int64_t n, int64_t bad) : inner_(make_dataset(n)), bad_(bad) {}
+  size_t size() const override { return inner_->size(); }
+  Example get(int64_t i) override { return inner_->get(i); }
+  Example get_batch(const std::vector<int64_t>& idx) override {
+    ++calls;
+    {
+      std::unique_lock<std::mutex> lock(m_);
+      cv_.wait(lock, [&] { return open_; });
+    }
+    for (int64_t i : idx) TT_CHECK(i != bad_, "CountingDataset: sample ", i, " is corrupt");
+    return inner_->get_batch(idx);
+  }
+  void close_gate() {
+    std::lock_guard<std::mutex> lock(m_);
+    open_ = false;
+  }
+  void open_gate() {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      open_ = true;
+    }
+    cv_.notify_all();
+  }
+  std::atomic<int> calls{0};
+
+ private:
+  std::shared_ptr<TensorDataset> inner_;
+  int64_t bad_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool open_ = true;
+};
+
+// Waits (up to 10 s, for a loaded machine) until `calls` reaches `n`; returns the count.
+int wait_for_calls(const std::atomic<int>& calls, int n) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (calls.load() < n && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return calls.load();
+}
+
+}  // namespace
+
+TEST_CASE("DataLoader num_workers: bit-identical batches in sampler order for any worker count", "[ch04][data][threads]") {
+  auto ds = std::make_shared<UnevenDataset>(103);
+  for (bool drop_last : {false, true}) {
+    DataLoaderOptions base;
+    base.batch_size = 8;
+    base.shuffle = true;
+    base.seed = 2024;
+    base.drop_last = drop_last;
+    DataLoader ref(ds, base);  // num_workers = 0
+    const auto e0 = all_batches(ref), e1 = all_batches(ref);
+    REQUIRE(e0.size() == (drop_last ? 12u : 13u));
+    for (int64_t w : {1, 2, 3, 4, 16}) {
+      for (std::optional<int64_t> pf : {std::optional<int64_t>{}, std::optional<int64_t>{1}, std::optional<int64_t>{3}}) {
+        INFO("drop_last=" << drop_last << " num_workers=" << w << " prefetch_factor=" << pf.value_or(-1));
+        DataLoaderOptions opts = base;
+        opts.num_workers = w;
+        opts.prefetch_factor = pf;
+        DataLoader loader(ds, opts);
+        CHECK(loader.num_workers() == w);
+        CHECK(loader.options().prefetch_factor == pf.value_or(2));  // PyTorch's default, written back
+        CHECK(loader.size() == ref.size());
+        CHECK(same_batches(all_batches(loader), e0));  // epoch 1: the same permutation as ref's epoch 1
+        CHECK(same_batches(all_batches(loader), e1));  // epoch 2: a new one, still the same as ref's
+      }
+    }
+  }
+  // A DistributedSampler shard and the generic get + stack path (Dataset::get_batch).
+  struct Plain : Dataset {
+    std::shared_ptr<TensorDataset> d = make_dataset(50);
+    size_t size() const override { return d->size(); }
+    Example get(int64_t i) override { return d->get(i); }
+  };
+  auto plain = std::make_shared<Plain>();
+  DataLoaderOptions opts;
+  opts.batch_size = 4;
+  opts.sampler = std::make_shared<DistributedSampler>(50, 3, 1, true, 9);
+  DataLoader ref(plain, opts);
+  const auto expect = all_batches(ref);
+  opts.num_workers = 3;
+  DataLoader loader(plain, opts);
+  CHECK(same_batches(all_batches(loader), expect));
+  CHECK(epoch_order(loader) == epoch_order(ref));
+}
+
+TEST_CASE("DataLoader num_workers: skipping batches, empty epochs, iterator copies", "[ch04][data][threads]") {
+  DataLoaderOptions opts;
+  opts.batch_size = 3;
+  opts.num_workers = 2;
+  DataLoader loader(make_dataset(10), opts);  // 4 batches: 0-2, 3-5, 6-8, 9
+  auto it = loader.begin();
+  ++it;
+  ++it;  // batches 0 and 1 are built and dropped, as num_workers=0 never builds them
+  CHECK(batch_indices(*it) == std::vector<int64_t>{6, 7, 8});
+  auto copy = it;  // shares the epoch's workers
+  ++copy;
+  CHECK(batch_indices(*copy) == std::vector<int64_t>{9});
+  CHECK(batch_indices(*it) == std::vector<int64_t>{6, 7, 8});  // already loaded: still there
+  ++copy;
+  CHECK(copy == loader.end());
+  auto again = loader.begin();
+  ++again;
+  ++again;
+  ++again;
+  ++again;  // at end(): dereferencing is an error, not a wait for a batch that never comes
+  CHECK_THROWS_WITH(*again, Contains("dereferencing past the last batch"));
+  // A going-back copy cannot take a batch twice.
+  auto first = loader.begin();
+  auto stale = first;
+  ++first;
+  CHECK(batch_indices(*first) == std::vector<int64_t>{3, 4, 5});
+  CHECK_THROWS_WITH(*stale, Contains("batch 0 was already taken"));
+  // drop_last with the short batch dropped: it is never built; and an epoch with no batch at all.
+  opts.drop_last = true;
+  DataLoader dl(make_dataset(10), opts);
+  CHECK(epoch_order(dl) == iota(9));
+  opts.batch_size = 20;
+  DataLoader none(make_dataset(10), opts);
+  CHECK(none.size() == 0);
+  CHECK(none.begin() == none.end());
+  CHECK(epoch_order(none).empty());
+}
+
+TEST_CASE("DataLoader num_workers: a get_batch exception is rethrown at that batch, then the epoch goes on", "[ch04][data][threads]") {
+  // Sample 13 is corrupt: batch 3 (samples 12..15) throws, for every worker count alike.
+  for (int64_t w : {0, 1, 2, 5}) {
+    INFO("num_workers=" << w);
+    auto ds = std::make_shared<CountingDataset>(30, 13);
+    DataLoaderOptions opts;
+    opts.batch_size = 4;
+    opts.num_workers = w;
+    DataLoader loader(ds, opts);
+    std::vector<int64_t> seen;
+    int errors = 0;
+    for (auto it = loader.begin(); it != loader.end(); ++it) {
+      try {
+        const auto idx = batch_indices(*it);
+        seen.push_back(idx.front());
+      } catch (const Error& e) {
+        ++errors;
+        CHECK_THAT(e.what(), Contains("CountingDataset: sample 13 is corrupt"));
+        CHECK_THROWS_WITH(*it, Contains("sample 13 is corrupt"));  // dereferenced again: again
+      }
+    }
+    CHECK(errors == 1);
+    CHECK(seen == std::vector<int64_t>{0, 4, 8, 16, 20, 24, 28});
+    // A range-for ends at the exception; the workers are joined when the loop's iterator goes.
+    CHECK_THROWS_WITH([&] { for (auto& b : loader) (void)b; }(), Contains("sample 13 is corrupt"));
+  }
+}
+
+TEST_CASE("DataLoader num_workers: at most prefetch_factor * num_workers batches ahead; abandoning an epoch joins the workers", "[ch04][data][threads]") {
+  for (auto wp : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2, 2}, {3, 1}}) {
+    const int64_t w = wp.first, pf = wp.second;
+    INFO("num_workers=" << w << " prefetch_factor=" << pf);
+    auto ds = std::make_shared<CountingDataset>(100, -1);  // 50 batches of 2
+    DataLoaderOptions opts;
+    opts.batch_size = 2;
+    opts.num_workers = w;
+    opts.prefetch_factor = pf;
+    DataLoader loader(ds, opts);
+    {
+      auto it = loader.begin();  // the workers start at once, without a dereference
+      const int window = static_cast<int>(w * pf);
+      CHECK(wait_for_calls(ds->calls, window) == window);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      CHECK(ds->calls.load() == window);  // and stop there: the window is full
+      CHECK(batch_indices(*it) == std::vector<int64_t>{0, 1});
+      CHECK(wait_for_calls(ds->calls, window + 1) == window + 1);  // taking one frees one slot
+      ++it;
+      CHECK(batch_indices(*it) == std::vector<int64_t>{2, 3});
+      // `it` goes out of scope mid-epoch with workers waiting for room: they are joined.
+    }
+    // Abandoned while the workers are inside get_batch: they finish that call and exit.
+    ds->close_gate();
+    ds->calls = 0;
+    std::thread opener;
+    {
+      auto it = loader.begin();
+      CHECK(wait_for_calls(ds->calls, static_cast<int>(w)) == w);  // every worker is blocked in get_batch
+      opener = std::thread([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        ds->open_gate();
+      });
+    }  // ~Iterator waits here for the blocked calls, released by `opener`
+    opener.join();
+    // A range-for left with break.
+    int taken = 0;
+    for (auto& b : loader) {
+      (void)b;
+      if (++taken == 3) break;
+    }
+    CHECK(taken == 3);
+  }
+}
+
+TEST_CASE("DataLoader num_workers / prefetch_factor: option errors (PyTorch's messages)", "[ch04][data]") {
+  auto ds = make_dataset(10);
+  DataLoaderOptions opts;
+  opts.num_workers = -1;
+  CHECK_THROWS_AS(DataLoader(ds, opts), Error);
+  CHECK_THROWS_WITH(DataLoader(ds, opts), Contains("num_workers option should be non-negative; use num_workers=0 "
+                                                   "to disable multiprocessing."));
+  opts.num_workers = 0;
+  opts.prefetch_factor = 2;
+  CHECK_THROWS_WITH(DataLoader(ds, opts), Contains("prefetch_factor option could only be specified in "
+                                                   "multiprocessing. let num_workers > 0 to enable multiprocessing"));
+  opts.num_workers = 2;
+  opts.prefetch_factor = -1;
+  CHECK_THROWS_WITH(DataLoader(ds, opts), Contains("prefetch_factor option should be non-negative"));
+  opts.prefetch_factor = 0;
+  CHECK_THROWS_WITH(DataLoader(ds, opts), Contains("prefetch_factor=0"));
+  opts.prefetch_factor = std::nullopt;
+  DataLoader ok(ds, opts);
+  CHECK(ok.options().prefetch_factor == 2);
+  DataLoader plain(ds);
+  CHECK(plain.num_workers() == 0);
+  CHECK_FALSE(plain.options().prefetch_factor.has_value());
 }
