@@ -4,8 +4,10 @@
 //
 // Dataset: examples/data_pipeline.hpp's DecodeCostDataset, --samples synthetic samples whose
 //   get_batch costs --decode-ms per sample (a stand-in for reading, decoding and augmenting an
-//   image). --decode sleep (default) waits without using a CPU, like I/O; --decode spin burns a
-//   core, like JPEG decoding, so the workers compete with the step for the machine's cores.
+//   image). --decode sleep (default) waits without using a CPU, like I/O; --decode spin does a
+//   fixed amount of CPU work that takes that long on an idle core (calibrated at start), like
+//   JPEG decoding: the workers then compete for the machine's cores, and take longer when the
+//   cores are busy.
 // Step: the main thread stands in for the accelerator: it spends --compute-ms per batch, asleep
 //   by default (an accelerator computes while the host thread waits for it), or with --compute
 //   spin keeping a core busy (a CPU training step).

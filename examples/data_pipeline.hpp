@@ -26,19 +26,36 @@ namespace examples {
 /// spinning (CPU work such as JPEG decoding, which competes with everything else for the cores).
 enum class Decode { kSleep, kSpin };
 
-/// Keeps this thread busy for `ms` milliseconds of wall time (a deadline, so a loaded machine
-/// does less work in that time rather than taking longer).
-inline void busy_for(double ms) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double, std::milli>(ms);
+/// n iterations of a loop the compiler cannot remove.
+inline void spin_iterations(uint64_t n) {
   volatile uint64_t x = 0;
-  while (std::chrono::steady_clock::now() < end)
-    for (int i = 0; i < 1000; ++i) x = x + static_cast<uint64_t>(i);
+  for (uint64_t i = 0; i < n; ++i) x = x + i;
 }
+
+/// Loop iterations per millisecond on one idle core: the best of 20 trials of 2^16 iterations
+/// (measured once; the best trial is the one no other thread interrupted).
+inline double iterations_per_ms() {
+  static const double rate = [] {
+    double best = 0;
+    for (int t = 0; t < 20; ++t) {
+      const auto t0 = std::chrono::steady_clock::now();
+      spin_iterations(uint64_t{1} << 16);
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (ms > 0) best = std::max(best, 65536.0 / ms);
+    }
+    return best > 0 ? best : 1e6;
+  }();
+  return rate;
+}
+
+/// A fixed amount of CPU work that takes `ms` milliseconds on an idle core. On a busy machine
+/// (more runnable threads than cores) it takes longer, as real decoding would.
+inline void busy_work(double ms) { spin_iterations(static_cast<uint64_t>(ms * iterations_per_ms())); }
 
 inline void spend(double ms, Decode how) {
   if (ms <= 0) return;
   if (how == Decode::kSleep) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms));
-  else busy_for(ms);
+  else busy_work(ms);
 }
 
 /// n synthetic samples (see the file comment) whose loading costs decode_ms per sample:
