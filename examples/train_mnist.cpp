@@ -59,6 +59,8 @@
 // --stop-after K: stop after epoch K of the --epochs schedule (an interrupted job, for --resume).
 // --threads N: threads for the matrix products (core/parallel.hpp; default OMP_NUM_THREADS, else
 //   this process's CPUs divided among the ranks on this machine); printed as "threads: N".
+// --num-workers N: DataLoader worker threads that build the next batches while the step runs
+//   (chapters/04-data-pipeline.md); the same batches as without, so the same numbers.
 // --timeout SECONDS: how long any collective may wait for the other ranks before the watchdog
 //   reports it and ends the job (default: TINYTORCH_DIST_TIMEOUT, else 30 minutes as PyTorch).
 // Under mpirun the ranks first check that the flags that must match (--model, --epochs, --batch-size,
@@ -102,6 +104,7 @@ struct Config {
   std::string model = "mlp";  // "mlp" or "cnn"
   uint64_t seed = 0;
   int threads = 0;  // 0: OMP_NUM_THREADS, else the CPUs (shared among the ranks on one machine)
+  int num_workers = 0;  // DataLoader worker threads (chapter 04)
   int64_t limit = 0;  // 0: all training images
   bool no_scale_lr = false;
   int warmup_epochs = 0;
@@ -265,6 +268,7 @@ int run(const Config& cfg) {
     opts.shuffle = true;
     opts.generator = &loader_generator;  // = opts.seed = cfg.seed, with a state we can checkpoint
   }
+  opts.num_workers = cfg.num_workers;
   tt::data::DataLoader loader(train_data, opts);
   const int64_t iters_per_epoch = static_cast<int64_t>(loader.size());
 
@@ -500,6 +504,8 @@ int main(int argc, char** argv) {
   app.add_option("--threads", cfg.threads,
                  "threads for the matrix products (default: $OMP_NUM_THREADS, else the CPUs / ranks on this machine)")
       ->check(flags::integer_in(1, 1024));
+  app.add_option("--num-workers", cfg.num_workers, "DataLoader worker threads that build batches ahead (default 0)")
+      ->check(flags::integer_in(0, 64));
   app.add_option("--limit", cfg.limit, "train on the first N training images only")
       ->check(flags::integer_in(1, 1000000000));
   app.add_flag("--no-scale-lr", cfg.no_scale_lr, "under mpirun -np N: keep --lr instead of N x --lr");

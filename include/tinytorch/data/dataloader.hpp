@@ -1,11 +1,13 @@
-// tinytorch/data/dataloader.hpp — DataLoader: a dataset cut into mini-batches, epoch by epoch.
+// tinytorch/data/dataloader.hpp — DataLoader: a dataset cut into mini-batches, epoch by epoch,
+// optionally built ahead of time by background worker threads.
 //
 //   DataLoaderOptions opts;  opts.batch_size = 64;  opts.shuffle = true;  opts.seed = 0;
+//   opts.num_workers = 2;                             // optional: 2 threads build batches ahead
 //   DataLoader loader(dataset, opts);
 //   for (int epoch = 0; epoch < 10; ++epoch)
 //     for (auto& batch : loader) { ... batch.data: (B, ...), batch.target: (B, ...) ... }
 //
-// What one epoch is (PyTorch's DataLoader with its default BatchSampler, num_workers=0):
+// What one epoch is (PyTorch's DataLoader with its default BatchSampler):
 //   indices = sampler.indices()                       n = len(sampler) of them
 //   batch k = dataset.get_batch(indices[k*bs : (k+1)*bs])     B = bs, the last one may be shorter
 //   len(loader) = ceil(n / bs), or floor(n / bs) with drop_last (the short last batch is dropped)
@@ -15,18 +17,35 @@
 // The loader's drop_last (drop the short last *batch*) is independent of DistributedSampler's
 // drop_last (drop the dataset's tail so that it divides among the replicas).
 //
-// It is single-threaded on purpose: a batch is a gather of rows (TensorDataset::get_batch, one
-// memcpy per sample), far cheaper than the forward/backward pass it feeds; no workers, no pinning.
+// Where batches are built (PyTorch's num_workers and prefetch_factor):
+//   num_workers = 0   the main thread calls get_batch when the iterator is dereferenced: loading
+//                     and the training step take turns, step time = t_load + t_compute.
+//   num_workers = W   begin() starts W threads that build batches 0, 1, 2, ... ahead, at most
+//                     prefetch_factor * W of them (default 2W) not yet taken by the loop; the
+//                     loop takes them in sampler order. While the model computes on batch k the
+//                     workers build k+1, k+2, ...: step time -> max(t_load / W, t_compute).
+//   The batches are the same tensors, in the same order, whatever num_workers is (PyTorch's
+//   in_order=True default): a worker that finishes early parks its batch in a slot until the
+//   loop reaches it. An exception thrown by get_batch in a worker is caught there and rethrown by
+//   the main thread when it dereferences that batch. Destroying the iterator (the end of the
+//   range-for, a break, an exception) stops the workers and joins them; a worker inside get_batch
+//   finishes that call first.
 //
-// Chapter: chapters/01-training-loop.md, chapters/04-data-pipeline.md.
-// Reference: PyTorch 2.x torch.utils.data.DataLoader and BatchSampler (torch/utils/data/).
+// Chapter: chapters/04-data-pipeline.md (also 01-training-loop.md).
+// Reference: PyTorch 2.x torch.utils.data.DataLoader, BatchSampler and
+// _MultiProcessingDataLoaderIter (torch/utils/data/dataloader.py).
 #pragma once
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <iterator>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <system_error>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -49,7 +68,144 @@ struct DataLoaderOptions {
   /// With shuffle: draw permutations from this generator (owned by the caller, must outlive
   /// the loader). Mutually exclusive with seed. Ignored without shuffle.
   Generator* generator = nullptr;
+  /// How many background threads build batches ahead of the training loop (PyTorch's
+  /// num_workers). 0 (the default): batches are built in the main thread, when the loop asks for
+  /// them. W > 0: begin() starts W worker threads, which call dataset.get_batch concurrently, so
+  /// get_batch must be safe to call from several threads at once (TensorDataset's is: it only
+  /// reads the dataset's tensors). Must be >= 0.
+  ///
+  /// Threads, not processes (PyTorch forks worker processes): a C++ thread runs on its own core
+  /// with no interpreter lock to get around, and it shares the dataset's memory, so a finished
+  /// batch is handed to the loop as it is, where PyTorch's workers must send theirs through
+  /// shared memory and a queue. Hence no worker_init_fn, get_worker_info, persistent_workers or
+  /// timeout. One consequence: workers share one Dataset object (not a copy each), and a get_batch
+  /// that draws random numbers from a shared generator gets them in a thread-scheduling order.
+  int64_t num_workers = 0;
+  /// With num_workers = W > 0: at most prefetch_factor * W batches are built or waiting ahead
+  /// of the loop (PyTorch's prefetch_factor; std::nullopt means PyTorch's default, 2, which the
+  /// constructor writes here). Memory: up to that many batches live at once, plus the one in use.
+  /// Must be left unset with num_workers = 0 (PyTorch's error), and be positive: PyTorch 2.x
+  /// lets 0 through, which requests no batch at all (1.x asserts > 0); we refuse it.
+  std::optional<int64_t> prefetch_factor = std::nullopt;
 };
+
+namespace detail {
+
+/// The worker threads of one epoch (DataLoaderOptions::num_workers > 0); owned by the epoch's
+/// iterator (and its copies) through a shared_ptr, joined by the destructor.
+///
+/// Batch k (of num_batches) is built by whichever worker claims it next, and parked in slot
+/// k % slots.size() until take(k). A worker may claim batch k only while k < next_take +
+/// slots.size() (the prefetch window): so at most slots.size() = prefetch_factor * num_workers
+/// batches are claimed but not yet taken, and batch k's slot was emptied by taking k - slots.size().
+class PrefetchWorkers {
+ public:
+  PrefetchWorkers(std::shared_ptr<Dataset> dataset, std::shared_ptr<const std::vector<int64_t>> indices,
+                  size_t batch_size, size_t num_batches, size_t num_workers, size_t window)
+      : dataset_(std::move(dataset)), indices_(std::move(indices)), batch_size_(batch_size),
+        num_batches_(num_batches), slots_(std::max<size_t>(1, std::min(window, num_batches))) {
+    const size_t n = std::min(num_workers, num_batches);  // more threads than batches would idle
+    threads_.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      try {
+        threads_.emplace_back([this] { run(); });
+      } catch (const std::system_error& e) {
+        shutdown();
+        TT_CHECK(false, "DataLoader: could not start worker thread ", i + 1, " of ", n, " (num_workers=",
+                 num_workers, "): ", e.what());
+      }
+    }
+  }
+  PrefetchWorkers(const PrefetchWorkers&) = delete;
+  PrefetchWorkers& operator=(const PrefetchWorkers&) = delete;
+  ~PrefetchWorkers() { shutdown(); }
+
+  /// Batch k, waiting for a worker to finish it; rethrows the exception its get_batch threw.
+  /// Batches between the last one taken and k are built and dropped (the iterator skipped them).
+  /// Throws tinytorch::Error if batch k was already taken (an iterator copy going back).
+  Example take(size_t k) {
+    Slot got;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      TT_CHECK(k < num_batches_, "DataLoader::Iterator: dereferencing past the last batch (batch ", k, " of ",
+               num_batches_, ")");
+      TT_CHECK(k >= next_take_, "DataLoader::Iterator: batch ", k, " was already taken; with num_workers > 0 "
+               "an epoch's batches are read once, in order (call begin() for a new epoch)");
+      for (;;) {
+        Slot& slot = slots_[next_take_ % slots_.size()];
+        ready_.wait(lock, [&] { return slot.ready; });
+        got = std::move(slot);
+        slot = Slot{};
+        ++next_take_;
+        space_.notify_all();  // the window moved on: workers may claim one more batch
+        if (next_take_ == k + 1) break;
+      }
+    }
+    if (got.error) std::rethrow_exception(got.error);
+    return std::move(got.batch);
+  }
+
+ private:
+  struct Slot {
+    bool ready = false;
+    Example batch;
+    std::exception_ptr error;  // what get_batch threw, rethrown by take()
+  };
+
+  void run() {
+    for (;;) {
+      size_t k = 0;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        space_.wait(lock, [&] {
+          return stop_ || next_claim_ >= num_batches_ || next_claim_ < next_take_ + slots_.size();
+        });
+        if (stop_ || next_claim_ >= num_batches_) return;
+        k = next_claim_++;
+      }
+      Slot done;
+      done.ready = true;
+      try {
+        const size_t lo = k * batch_size_, hi = std::min(lo + batch_size_, indices_->size());
+        const std::vector<int64_t> batch(indices_->begin() + static_cast<std::ptrdiff_t>(lo),
+                                         indices_->begin() + static_cast<std::ptrdiff_t>(hi));
+        done.batch = dataset_->get_batch(batch);
+      } catch (...) {
+        done.error = std::current_exception();
+      }
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        slots_[k % slots_.size()] = std::move(done);
+      }
+      ready_.notify_all();
+    }
+  }
+
+  void shutdown() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    space_.notify_all();
+    for (std::thread& t : threads_)
+      if (t.joinable()) t.join();
+  }
+
+  std::shared_ptr<Dataset> dataset_;                    // kept alive while the workers run
+  std::shared_ptr<const std::vector<int64_t>> indices_;  // this epoch's order
+  size_t batch_size_;
+  size_t num_batches_;
+  std::mutex mutex_;
+  std::condition_variable ready_;  // a slot was filled (the loop waits on it)
+  std::condition_variable space_;  // the window moved, or stop (the workers wait on it)
+  std::vector<Slot> slots_;        // guarded by mutex_
+  size_t next_claim_ = 0;          // next batch a worker builds
+  size_t next_take_ = 0;           // next batch the loop takes
+  bool stop_ = false;
+  std::vector<std::thread> threads_;  // last member: started after, joined before the rest goes
+};
+
+}  // namespace detail
 
 /// Iterates over a Dataset in mini-batches of Example{data (B, ...), target (B, ...)}.
 ///
@@ -59,6 +215,12 @@ struct DataLoaderOptions {
 ///   batch_size <= 0     "DataLoader: batch_size should be a positive integer value, but got batch_size=0"
 ///   shuffle + sampler   "DataLoader: sampler option is mutually exclusive with shuffle"
 ///   seed + generator    "DataLoader: pass either seed or generator, not both"
+///   num_workers < 0     "DataLoader: num_workers option should be non-negative; use num_workers=0 to
+///                       disable multiprocessing."
+///   prefetch_factor set with num_workers = 0
+///                       "DataLoader: prefetch_factor option could only be specified in multiprocessing.
+///                       let num_workers > 0 to enable multiprocessing, ..."
+///   prefetch_factor < 0 "DataLoader: prefetch_factor option should be non-negative"; = 0 refused too
 ///   a null dataset.
 class DataLoader {
  public:
@@ -69,6 +231,19 @@ class DataLoader {
              "batch_size=", options_.batch_size);
     TT_CHECK(!(options_.shuffle && options_.sampler), "DataLoader: sampler option is mutually exclusive with shuffle");
     TT_CHECK(!(options_.seed && options_.generator), "DataLoader: pass either seed or generator, not both");
+    TT_CHECK(options_.num_workers >= 0, "DataLoader: num_workers option should be non-negative; use "
+             "num_workers=0 to disable multiprocessing. (got num_workers=", options_.num_workers, ")");
+    if (options_.num_workers == 0) {
+      TT_CHECK(!options_.prefetch_factor, "DataLoader: prefetch_factor option could only be specified in "
+               "multiprocessing. let num_workers > 0 to enable multiprocessing, otherwise leave prefetch_factor "
+               "unset (got num_workers=0, prefetch_factor=", options_.prefetch_factor.value_or(0), ")");
+    } else {
+      if (!options_.prefetch_factor) options_.prefetch_factor = 2;  // PyTorch's default
+      TT_CHECK(*options_.prefetch_factor >= 0, "DataLoader: prefetch_factor option should be non-negative (got "
+               "prefetch_factor=", *options_.prefetch_factor, ")");
+      TT_CHECK(*options_.prefetch_factor > 0, "DataLoader: prefetch_factor=0 would let the workers load no batch "
+               "ahead; use a positive prefetch_factor (default 2)");
+    }
     const int64_t n = static_cast<int64_t>(dataset_->size());
     if (options_.sampler) {
       sampler_ = options_.sampler;
@@ -88,7 +263,11 @@ class DataLoader {
       : DataLoader(std::shared_ptr<Dataset>(std::make_shared<D>(std::move(dataset))), std::move(options)) {}
 
   /// Input iterator over one epoch's batches. operator* returns a reference to the current
-  /// batch (so `for (auto& batch : loader)` works); the batch is built on first access.
+  /// batch (so `for (auto& batch : loader)` works). num_workers = 0: the batch is built on first
+  /// access. num_workers > 0: it is taken from the workers (waiting if it is not ready yet);
+  /// copies of an iterator share the epoch's workers, which stop when the last copy is destroyed.
+  /// An exception from get_batch is thrown by operator* (again if it is called again); ++ then
+  /// moves on to the next batch.
   class Iterator {
    public:
     using iterator_category = std::input_iterator_tag;
@@ -106,6 +285,7 @@ class DataLoader {
     Iterator& operator++() {
       ++pos_;
       loaded_ = false;
+      error_ = nullptr;
       current_ = Example{};
       return *this;
     }
@@ -115,17 +295,29 @@ class DataLoader {
 
    private:
     friend class DataLoader;
-    Iterator(Dataset* dataset, std::shared_ptr<const std::vector<int64_t>> indices, size_t batch_size, size_t pos)
-        : dataset_(dataset), indices_(std::move(indices)), batch_size_(batch_size), pos_(pos) {}
+    Iterator(Dataset* dataset, std::shared_ptr<const std::vector<int64_t>> indices, size_t batch_size, size_t pos,
+             std::shared_ptr<detail::PrefetchWorkers> workers = nullptr)
+        : dataset_(dataset), indices_(std::move(indices)), batch_size_(batch_size), pos_(pos),
+          workers_(std::move(workers)) {}
     void load() {
       if (loaded_) return;
+      if (error_) std::rethrow_exception(error_);
       TT_CHECK(dataset_ && indices_, "DataLoader::Iterator: dereferencing an end or default iterator");
       const size_t lo = pos_ * batch_size_;
       TT_CHECK(lo < indices_->size(), "DataLoader::Iterator: dereferencing past the last batch");
-      const size_t hi = std::min(lo + batch_size_, indices_->size());
-      const std::vector<int64_t> batch(indices_->begin() + static_cast<std::ptrdiff_t>(lo),
-                                       indices_->begin() + static_cast<std::ptrdiff_t>(hi));
-      current_ = dataset_->get_batch(batch);
+      if (workers_) {
+        try {
+          current_ = workers_->take(pos_);
+        } catch (...) {
+          error_ = std::current_exception();  // taken once: keep it for a second dereference
+          throw;
+        }
+      } else {
+        const size_t hi = std::min(lo + batch_size_, indices_->size());
+        const std::vector<int64_t> batch(indices_->begin() + static_cast<std::ptrdiff_t>(lo),
+                                         indices_->begin() + static_cast<std::ptrdiff_t>(hi));
+        current_ = dataset_->get_batch(batch);
+      }
       loaded_ = true;
     }
 
@@ -135,15 +327,26 @@ class DataLoader {
     size_t pos_ = 0;  // batch number
     bool loaded_ = false;
     Example current_;
+    std::shared_ptr<detail::PrefetchWorkers> workers_;  // null with num_workers = 0
+    std::exception_ptr error_;                          // this batch's get_batch error (workers)
   };
 
-  /// Starts a new epoch: asks the sampler for its order. Throws if the sampler returns a number
-  /// of indices different from its size().
+  /// Starts a new epoch: asks the sampler for its order and, with num_workers > 0, starts the
+  /// workers, which begin building batches at once (as PyTorch's iter(loader) does). Throws if
+  /// the sampler returns a number of indices different from its size(), or if a thread cannot
+  /// be started.
   Iterator begin() {
     auto idx = std::make_shared<const std::vector<int64_t>>(sampler_->indices());
     TT_CHECK(idx->size() == sampler_->size(), "DataLoader: sampler returned ", idx->size(),
              " indices but its size() is ", sampler_->size());
-    return Iterator(dataset_.get(), std::move(idx), batch_size(), 0);
+    std::shared_ptr<detail::PrefetchWorkers> workers;
+    const size_t batches = size();
+    if (options_.num_workers > 0 && batches > 0) {
+      const size_t w = static_cast<size_t>(options_.num_workers), pf = static_cast<size_t>(*options_.prefetch_factor);
+      const size_t window = pf > batches / w ? batches : pf * w;  // prefetch_factor * W, no overflow
+      workers = std::make_shared<detail::PrefetchWorkers>(dataset_, idx, batch_size(), batches, w, window);
+    }
+    return Iterator(dataset_.get(), std::move(idx), batch_size(), 0, std::move(workers));
   }
   Iterator end() { return Iterator(nullptr, nullptr, batch_size(), size()); }
 
@@ -155,6 +358,7 @@ class DataLoader {
   }
   size_t batch_size() const { return static_cast<size_t>(options_.batch_size); }
   bool drop_last() const { return options_.drop_last; }
+  int64_t num_workers() const { return options_.num_workers; }
   const DataLoaderOptions& options() const { return options_; }
   Dataset& dataset() const { return *dataset_; }
   /// The sampler in use (e.g. to call set_epoch on a DistributedSampler).
