@@ -7,19 +7,25 @@
 //   each epoch: zero_grad, forward, loss, backward, step; record loss.item()
 // Initial weights are fixed (weight [[0.25, -0.5]], bias [0.1]) so the losses equal PyTorch's
 // (tests/reference/gen_examples.py); random_init draws them from the default generator instead.
-// Chapter: chapters/01-training-loop.md.
+// on_loss, when given, sees each epoch's loss before backward (example_single --dot draws epoch 0's
+// graph with it).
+// Chapter: chapters/01-training-loop.md (the loop), chapters/02-autograd.md (its graph).
 #pragma once
 
 #include <tinytorch/tinytorch.hpp>
 
+#include <functional>
 #include <vector>
 
 namespace examples {
 
 /// The loop on any model whose parameters() are one Linear(2, 1)'s weight (1, 2) and bias (1):
 /// a plain Linear (example_single) or one wrapped in DataParallel (example_dp). Returns the loss
-/// of each epoch. Fixed initial weights unless random_init.
-inline std::vector<double> train_two_samples(tinytorch::nn::Module& model, int epochs, bool random_init) {
+/// of each epoch. Fixed initial weights unless random_init. on_loss(epoch, loss, model), if set,
+/// runs after the forward pass and before loss.backward(), while the graph is still there.
+using LossCallback = std::function<void(int epoch, const tinytorch::Tensor& loss, const tinytorch::nn::Module& model)>;
+inline std::vector<double> train_two_samples(tinytorch::nn::Module& model, int epochs, bool random_init,
+                                             const LossCallback& on_loss = nullptr) {
   using namespace tinytorch;
   std::vector<Tensor> params = model.parameters();  // [weight (1, 2), bias (1)]
   if (!random_init) {
@@ -37,6 +43,7 @@ inline std::vector<double> train_two_samples(tinytorch::nn::Module& model, int e
     optimizer.zero_grad();
     Tensor preds = model.forward(X);  // preds: (2, 1)
     Tensor loss = loss_fn(preds, y);  // scalar
+    if (on_loss) on_loss(epoch, loss, model);
     loss.backward();
     optimizer.step();
     losses.push_back(loss.item<double>());
@@ -44,10 +51,11 @@ inline std::vector<double> train_two_samples(tinytorch::nn::Module& model, int e
   return losses;
 }
 
-inline std::vector<double> train_single(int epochs = 5, bool random_init = false, uint64_t seed = 0) {
+inline std::vector<double> train_single(int epochs = 5, bool random_init = false, uint64_t seed = 0,
+                                        const LossCallback& on_loss = nullptr) {
   tinytorch::manual_seed(seed);
   auto model = std::make_shared<tinytorch::nn::Linear>(2, 1);
-  return train_two_samples(*model, epochs, random_init);
+  return train_two_samples(*model, epochs, random_init, on_loss);
 }
 
 }  // namespace examples

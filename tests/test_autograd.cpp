@@ -3,20 +3,29 @@
 // and the engine's behaviour: non-scalar backward, accumulation, diamonds and reused leaves,
 // broadcast gradients, detach, NoGradGuard, hooks, post-accumulate-grad hooks, retain_graph,
 // in-place checks on leaves, requires_grad_ and is_leaf (in-place autograd: test_inplace.cpp).
-// Headers under test: autograd/{node,engine,functions,grad_mode,gradcheck}.hpp, functional.hpp.
-// Chapter: chapters/02-autograd.md. Tags: [ch02][autograd].
+// Headers under test: autograd/{node,engine,functions,grad_mode,gradcheck,dot}.hpp, functional.hpp.
+// Chapter: chapters/02-autograd.md (its numbers and graphs: the "chapter 02" section at the end,
+// against tests/reference/autograd_graph_ref.hpp from gen_autograd_graph.py). Tags: [ch02][autograd].
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <algorithm>
 #include <map>
 #include <memory>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include <tinytorch/autograd/dot.hpp>
+#include <tinytorch/autograd/engine.hpp>
 #include <tinytorch/autograd/gradcheck.hpp>
 #include <tinytorch/functional.hpp>
 
 #include "ops_cases.hpp"
+#include "reference/autograd_graph_ref.hpp"
 
 using namespace tinytorch;
 using Catch::Contains;
@@ -666,4 +675,184 @@ TEST_CASE("gradients of views write into the right places of the base's gradient
   (v * tensor({10, 100})).sum().backward();
   CHECK(vals(m.grad()) == std::vector<double>{0, 10, 0, 100});
   CHECK_FALSE(i.requires_grad());
+}
+
+// ---- chapter 02: the graph of example_single's loss, to_dot, and the chapter's numbers ----------
+
+namespace {
+using Edges = std::vector<std::pair<std::string, std::string>>;
+
+/// The nodes (in to_dot's order) and node-to-node edges of to_dot's text, each node named as
+/// gen_autograd_graph.py names PyTorch's: "AddmmBackward0", "AccumulateGrad(weight)".
+struct DotGraph {
+  std::vector<std::string> nodes;
+  Edges edges;
+};
+DotGraph parse_dot(const std::string& text) {
+  std::map<std::string, std::string> label;  // id -> label as written ("weight\\n (1, 2)")
+  Edges raw;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] != '\t') continue;
+    line = line.substr(1);
+    const size_t arrow = line.find(" -> ");
+    const size_t lab = line.find(" [label=\"");
+    if (arrow != std::string::npos) {
+      raw.push_back({line.substr(0, arrow), line.substr(arrow + 4)});
+    } else if (lab != std::string::npos) {
+      const size_t begin = lab + 9;
+      label[line.substr(0, lab)] = line.substr(begin, line.find('"', begin) - begin);
+    }
+  }
+  std::map<std::string, std::string> named;  // n<k> -> name with the leaf's name for AccumulateGrad
+  for (const auto& [id, l] : label)
+    if (id[0] == 'n') named[id] = l;
+  for (const auto& [from, to] : raw)
+    if (from[0] == 'v') named[to] += "(" + label[from].substr(0, label[from].find("\\n")) + ")";
+  DotGraph g;
+  for (size_t k = 0; named.count("n" + std::to_string(k)); ++k) g.nodes.push_back(named["n" + std::to_string(k)]);
+  for (const auto& [from, to] : raw)
+    if (from[0] == 'n' && to[0] == 'n') g.edges.push_back({named[from], named[to]});
+  return g;
+}
+
+/// PyTorch's graph with nn.Linear's TBackward0 nodes taken out: tinytorch's Linear node (named
+/// AddmmBackward0, as PyTorch's) takes the weight directly (autograd/functions.hpp, Linear), where
+/// PyTorch records addmm(bias, x, weight.t()): AccumulateGrad(weight) -> TBackward0 -> Addmm.
+/// gen_autograd_graph.py lists the edge TBackward0 -> Addmm just before AccumulateGrad(w) -> TBackward0.
+DotGraph without_t(std::vector<std::string> nodes, const Edges& edges) {
+  nodes.erase(std::remove(nodes.begin(), nodes.end(), "TBackward0"), nodes.end());
+  Edges out;
+  for (size_t i = 0; i < edges.size(); ++i) {
+    if (edges[i].first == "TBackward0") {
+      REQUIRE(i + 1 < edges.size());
+      REQUIRE(edges[i + 1].second == "TBackward0");
+      out.push_back({edges[i + 1].first, edges[i].second});
+      ++i;
+    } else {
+      out.push_back(edges[i]);
+    }
+  }
+  return {nodes, out};
+}
+
+template <class T>
+std::vector<T> sorted(std::vector<T> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+/// example_single's model and first loss: Linear(2,1) with weight [[0.25, -0.5]], bias [0.1],
+/// MSELoss on X = [[1, 0.5], [0.5, 1]], y = [[2], [1.5]] (examples/single_loop.hpp, epoch 0).
+struct SingleStep {
+  Tensor weight = tensor({0.25, -0.5}, {1, 2}, rg());
+  Tensor bias = tensor({0.1}, rg());
+  Tensor X = tensor({1.0, 0.5, 0.5, 1.0}, {2, 2});
+  Tensor y = tensor({2.0, 1.5}, {2, 1});
+  Tensor loss = mse_loss(linear(X, weight, bias), y);
+};
+}  // namespace
+
+TEST_CASE("to_dot draws example_single's first loss: the text example_single --dot writes", "[ch02][autograd]") {
+  SingleStep s;
+  // chapters/img/ch02-graph.dot holds this text (ctest example_single_dot compares the two).
+  const std::string expected =
+      "digraph {\n"
+      "\tgraph [size=\"12,12\"]\n"
+      "\tnode [align=left fontname=monospace fontsize=10 height=0.2 ranksep=0.1 shape=box style=filled]\n"
+      "\tout [label=\"loss\\n ()\" fillcolor=darkolivegreen1]\n"
+      "\tn0 -> out\n"
+      "\tn0 [label=\"MseLossBackward0\"]\n"
+      "\tn1 -> n0\n"
+      "\tn1 [label=\"AddmmBackward0\"]\n"
+      "\tn2 -> n1\n"
+      "\tn3 -> n1\n"
+      "\tv2 [label=\"weight\\n (1, 2)\" fillcolor=lightblue]\n"
+      "\tv2 -> n2\n"
+      "\tn2 [label=\"AccumulateGrad\"]\n"
+      "\tv3 [label=\"bias\\n (1)\" fillcolor=lightblue]\n"
+      "\tv3 -> n3\n"
+      "\tn3 [label=\"AccumulateGrad\"]\n"
+      "}\n";
+  const std::string dot = autograd::to_dot(s.loss, {{"weight", s.weight}, {"bias", s.bias}}, "loss");
+  CHECK(dot == expected);
+  CHECK(autograd::to_dot(s.loss, {{"weight", s.weight}, {"bias", s.bias}}, "loss") == dot);  // deterministic
+
+  // The same nodes and edges as PyTorch's graph (tests/reference/gen_autograd_graph.py), less
+  // the TBackward0 that tinytorch's Linear node does without.
+  namespace ref = autograd_graph_reference;
+  DotGraph ours = parse_dot(dot);
+  DotGraph torch = without_t(ref::example_single_nodes, ref::example_single_edges);
+  CHECK(ours.nodes.size() == 4);
+  CHECK(ref::example_single_nodes.size() == 5);  // + TBackward0
+  CHECK(sorted(ours.nodes) == sorted(torch.nodes));
+  CHECK(sorted(ours.edges) == sorted(torch.edges));
+
+  // The engine's order (engine.hpp, topological_order): the loss's node first, every node before
+  // the nodes it feeds; the depth-first post-order reversed puts bias's AccumulateGrad before weight's.
+  std::vector<autograd::Node*> order = autograd::topological_order(s.loss.grad_fn().get());
+  std::vector<std::string> names;
+  for (autograd::Node* n : order) names.push_back(n->name());
+  CHECK(names == std::vector<std::string>{"MseLossBackward0", "AddmmBackward0", "torch::autograd::AccumulateGrad",
+                                          "torch::autograd::AccumulateGrad"});
+  CHECK(order[2] == autograd::gradient_edge(s.bias).fn.get());
+  CHECK(order[3] == autograd::gradient_edge(s.weight).fn.get());
+}
+
+TEST_CASE("example_single's first step: loss and gradients as PyTorch's, gradcheck passes", "[ch02][autograd]") {
+  namespace ref = autograd_graph_reference;
+  SingleStep s;
+  CHECK(s.loss.item() == Approx(ref::example_single_loss).epsilon(0).margin(1e-6));  // 3.3803
+  s.loss.backward();
+  // dW = [-2.7875, -2.725], db = [-3.675]: chapter 01 derives dW by hand
+  REQUIRE(vals(s.weight.grad()).size() == 2);
+  for (int j = 0; j < 2; ++j) CHECK(vals(s.weight.grad())[j] == Approx(ref::example_single_weight_grad[j]).epsilon(0).margin(1e-6));
+  CHECK(vals(s.bias.grad())[0] == Approx(ref::example_single_bias_grad[0]).epsilon(0).margin(1e-6));
+
+  // gradcheck of the same function in float64, at the same point: true
+  Tensor w = tensor({0.25, -0.5}, {1, 2}, rg(kFloat64)), b = tensor({0.1}, rg(kFloat64));
+  Tensor X = tensor({1.0, 0.5, 0.5, 1.0}, {2, 2}, kFloat64), y = tensor({2.0, 1.5}, {2, 1}, kFloat64);
+  auto f = [&](const std::vector<Tensor>& p) { return mse_loss(linear(X, p[0], p[1]), y); };
+  CHECK(gradcheck(f, {w, b}));
+  // ... and false for a backward that forgets the factor 2 of d (p - y)^2 / dp
+  auto wrong = [&](const std::vector<Tensor>& p) {
+    Tensor d = linear(X, p[0], p[1]) - y;
+    return (d * d.detach()).mean();
+  };
+  GradcheckOptions quiet;
+  quiet.raise_exception = false;
+  CHECK_FALSE(gradcheck(wrong, {w, b}, quiet));
+}
+
+TEST_CASE("to_dot's nodes and edges match PyTorch's for an MLP and a reused leaf", "[ch02][autograd]") {
+  namespace ref = autograd_graph_reference;
+  // Linear(3,4) - ReLU - Linear(4,2) - mse_loss, parameters named as nn.Sequential names them
+  Tensor w0 = zeros({4, 3}, rg()), b0 = zeros({4}, rg()), w2 = zeros({2, 4}, rg()), b2 = zeros({2}, rg());
+  Tensor x = ones({5, 3}), t = ones({5, 2});
+  Tensor loss = mse_loss(linear(relu(linear(x, w0, b0)), w2, b2), t);
+  DotGraph ours = parse_dot(autograd::to_dot(loss, {{"0.weight", w0}, {"0.bias", b0}, {"2.weight", w2}, {"2.bias", b2}}));
+  DotGraph torch = without_t(ref::mlp_nodes, ref::mlp_edges);
+  CHECK(ours.nodes.size() == 8);  // PyTorch: 10, with two TBackward0
+  CHECK(sorted(ours.nodes) == sorted(torch.nodes));
+  CHECK(sorted(ours.edges) == sorted(torch.edges));
+
+  // (x * x + x).sum(): the same graph as PyTorch's, node for node in the same order, and the same
+  // edges (to_dot lists them by consuming node, torchviz as it walks); x reached three times has
+  // one AccumulateGrad, with two arrows into MulBackward0.
+  Tensor r = tensor({1.0, 2.0, 3.0}, rg());
+  Tensor s = (r * r + r).sum();
+  const std::string dot = autograd::to_dot(s, {{"x", r}});
+  DotGraph g = parse_dot(dot);
+  CHECK(g.nodes == ref::reused_leaf_nodes);
+  CHECK(sorted(g.edges) == sorted(ref::reused_leaf_edges));
+  CHECK_THAT(dot, Contains("\tv3 [label=\"x\\n (3)\" fillcolor=lightblue]\n"));
+  CHECK_THAT(dot, Contains("\tout [label=\"\\n ()\" fillcolor=darkolivegreen1]\n"));  // unnamed, as torchviz
+  s.backward();
+  CHECK(vals(r.grad()) == ref::reused_leaf_grad);  // 2x + 1 = [3, 5, 7]
+
+  // A leaf that is not in params gets an empty name; a tensor without grad_fn is one box.
+  CHECK_THAT(autograd::to_dot((r * 2.0).sum()), Contains("\tv2 [label=\"\\n (3)\" fillcolor=lightblue]\n"));
+  CHECK(parse_dot(autograd::to_dot(r)).nodes.empty());
+  CHECK_THAT(autograd::to_dot(tensor({1, 2}), {}, "a \"b\""), Contains("\tout [label=\"a \\\"b\\\"\\n (2)\" fillcolor=darkolivegreen1]\n"));
+  REQUIRE_THROWS_WITH(autograd::to_dot(Tensor()), Contains("to_dot: the tensor is undefined"));
 }

@@ -6,7 +6,7 @@
 // tests/reference/gen_inplace.py (tests/reference/inplace_ref.hpp).
 // Headers under test: core/storage.hpp, autograd/{node,engine,inplace}.hpp, functional.hpp,
 // ops/elementwise.hpp, optim/{optimizer,sgd,adam,lr_scheduler}.hpp.
-// Chapter: chapters/02-autograd.md. Tag: [inplace].
+// Chapter: chapters/02-autograd.md. Tag: [inplace]; the cases that chapter cites also [ch02].
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -107,7 +107,7 @@ TEST_CASE("a saved tensor written through detach() or under NoGradGuard makes ba
   REQUIRE_THROWS_WITH(y.backward(), Contains(ref_str("leaf_no_grad.error")));
 }
 
-TEST_CASE("optimizer.step() between forward and backward raises", "[inplace]") {
+TEST_CASE("optimizer.step() between forward and backward raises", "[ch02][inplace]") {
   // Issue 9: x.grad was [[0, 0]] where PyTorch raises.
   auto run = [](const std::function<std::unique_ptr<optim::Optimizer>(Tensor)>& make) {
     Tensor x = tensor({1, 2}, {1, 2});
@@ -152,7 +152,7 @@ TEST_CASE("optimizer.step() between forward and backward raises", "[inplace]") {
   CHECK(vals(w.grad()) == std::vector<double>{2, 4});
 }
 
-TEST_CASE("_version counts in-place writes and is shared by views and detach()", "[inplace]") {
+TEST_CASE("_version counts in-place writes and is shared by views and detach()", "[ch02][inplace]") {
   std::vector<double> got;
   Tensor a = zeros({2, 2});
   got.push_back(a._version());
@@ -270,7 +270,7 @@ TEST_CASE("in-place ops on non-leaves record their node: grad_fn, values and gra
   }
 }
 
-TEST_CASE("the issue's q = 2*p; q += 1 and x = zeros(3); x.add_(w)", "[inplace]") {
+TEST_CASE("the issue's q = 2*p; q += 1 and x = zeros(3); x.add_(w)", "[ch02][inplace]") {
   Tensor p = tensor({1, 2}, rg());
   Tensor q = 2.0 * p;
   q += 1.0;  // threw "in-place operation on a tensor that requires grad" before

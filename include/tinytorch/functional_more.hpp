@@ -12,7 +12,7 @@
 //   - INT64_MIN // -1 throws (PyTorch dies of SIGFPE).
 // Every op records the node of autograd/functions_more.hpp with PyTorch's grad_fn name.
 // This header is included at the end of functional.hpp (and includes it), so either include
-// gives the whole API. Chapter: chapters/01-training-loop.md, chapters/02-autograd.md (planned).
+// gives the whole API. Chapter: chapters/01-training-loop.md, chapters/02-autograd.md.
 // Reference: PyTorch 1.13 / 2.x documentation of each function; derivatives.yaml for gradients.
 #pragma once
 

@@ -8,7 +8,7 @@
 // This header *declares* Tensor's methods and operators. They are *defined*, with their autograd,
 // in the layers above (ops/, autograd/, functional.hpp); the umbrella <tinytorch/tinytorch.hpp>
 // includes them all, so a user never sees a Tensor without its differentiable methods.
-// Chapter: chapters/01-training-loop.md ("What a tensor is"), chapters/02-autograd.md (planned).
+// Chapter: chapters/01-training-loop.md (headers to read), chapters/02-autograd.md (grad_fn, hooks, _version).
 // Reference: PyTorch's torch.Tensor and c10::TensorImpl.
 #pragma once
 

@@ -10,6 +10,7 @@
 #include "tensor.hpp"
 #include "functional.hpp"
 #include "autograd/gradcheck.hpp"
+#include "autograd/dot.hpp"  // to_dot: the backward graph as Graphviz text (chapter 02)
 #include "nn/module.hpp"
 #include "nn/linear.hpp"
 #include "nn/activation.hpp"

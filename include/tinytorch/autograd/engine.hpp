@@ -13,7 +13,7 @@
 // was changed in place after the forward pass raises PyTorch's "modified by an inplace operation"
 // error (node.hpp, Node::check_saved_versions) instead of giving a wrong gradient.
 // Backward runs with grad mode off: gradients are plain tensors (no higher-order gradients).
-// Chapter: chapters/02-autograd.md (planned); model: karpathy/micrograd engine.py.
+// Chapter: chapters/02-autograd.md; model: karpathy/micrograd engine.py.
 #pragma once
 
 #include <algorithm>

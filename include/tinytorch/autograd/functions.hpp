@@ -12,7 +12,7 @@
 // Save exactly what PyTorch's derivatives.yaml saves (Pointwise: Saves::Input / Output).
 // Node names are PyTorch's (MulBackward0, ...). Where tinytorch fuses what PyTorch records as
 // two nodes (Linear's addmm with W^T), the docstring says so.
-// Chapter: chapters/02-autograd.md (planned). Reference: PyTorch tools/autograd/derivatives.yaml.
+// Chapter: chapters/02-autograd.md. Reference: PyTorch tools/autograd/derivatives.yaml.
 #pragma once
 
 #include <cmath>

@@ -23,7 +23,7 @@
 //     tensor bounds     dlo = dy where x < lo and lo < hi; dhi = dy where x > hi or hi < lo
 //                                                                                 ClampBackward0
 //   where(c, a, b)      da = dy where c, db = dy where not c                      WhereBackward0
-// Chapter: chapters/02-autograd.md (planned). Reference: PyTorch tools/autograd/derivatives.yaml.
+// Chapter: chapters/02-autograd.md. Reference: PyTorch tools/autograd/derivatives.yaml.
 #pragma once
 
 #include <cmath>

@@ -6,7 +6,7 @@
 // and requires |analytical - numerical| <= atol + rtol * |numerical| everywhere.
 // Inputs must be float64 leaves with requires_grad (float32 has too few digits for eps=1e-6).
 // Reference: torch.autograd.gradcheck (same defaults: eps=1e-6, atol=1e-5, rtol=1e-3).
-// Chapter: chapters/02-autograd.md (planned).
+// Chapter: chapters/02-autograd.md.
 #pragma once
 
 #include <cmath>

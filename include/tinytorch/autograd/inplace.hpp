@@ -35,7 +35,7 @@
 //   - the version error's hint suggests clone() instead of PyTorch's anomaly mode (there is none).
 // As in PyTorch, a hook registered on a non-leaf before an in-place op stays on its old grad_fn:
 // it sees the gradient of the value before the write.
-// Chapter: chapters/02-autograd.md (planned).
+// Chapter: chapters/02-autograd.md.
 // Reference: PyTorch torch/csrc/autograd/VariableTypeUtils.h (check_inplace),
 // torch/csrc/autograd/variable.cpp (rebase_history, grad_fn of views),
 // torch/csrc/autograd/functions/tensor.cpp (CopySlices), tools/autograd/derivatives.yaml.

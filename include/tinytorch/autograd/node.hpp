@@ -14,7 +14,7 @@
 // been modified by an inplace operation" instead of computing a wrong gradient from changed data.
 // In-place ops themselves are recorded by autograd/inplace.hpp.
 // Names print as PyTorch's: MulBackward0, AddmmBackward0, AccumulateGrad.
-// Chapter: chapters/02-autograd.md (planned); model: karpathy/micrograd engine.py.
+// Chapter: chapters/02-autograd.md; model: karpathy/micrograd engine.py.
 #pragma once
 
 #include <memory>
