@@ -19,6 +19,10 @@
 #                             which --no-install-recommends skips). 14 = Debian 12's clang.
 #   dataset-fashion-mnist     /usr/share/datasets/fashion-mnist, used by train_mnist
 #   gdb                       the debugger tools/gdb/tinytorch.py extends; ctest gdb_pretty_printer
+#   python3-numpy python3-matplotlib   what the chapters' scripts import (scripts/plot_busbw.py)
+#   doxygen graphviz          scripts/docs.sh: the docs site (Doxygen), the chapters' pictures (dot)
+#   chromium chromium-driver python3-selenium   ctest docs_site: the site checked in headless
+#                             Chromium (docs/check_site.py; skipped when any is missing)
 set -euo pipefail
 
 TT_DEBIAN_PACKAGES=(
@@ -29,6 +33,8 @@ TT_DEBIAN_PACKAGES=(
   clang libclang-rt-14-dev
   dataset-fashion-mnist
   gdb
+  python3-numpy python3-matplotlib
+  doxygen graphviz chromium chromium-driver python3-selenium
 )
 
 missing=()

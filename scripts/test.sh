@@ -30,7 +30,9 @@
 #      scratch copy of tests/fuzz/corpus/<x> (ctest -L fuzz, in parallel with step 4's tests).
 #      A crash fails the step; tests/fuzz/CMakeLists.txt says how it becomes a regression test.
 #      Without clang++ a ✗ line says so and only the replays run. TT_SKIP_FUZZ=1 skips it.
-#   6. ctest --test-dir build --output-on-failure -j2 (everything, incl. the fuzz replays).
+#   6. ctest --test-dir build --output-on-failure -j2 (everything, incl. the fuzz replays and
+#      docs_site: scripts/docs.sh builds the docs site into build/docs-site, then headless
+#      Chromium checks it; about 5 s + 30 s of CPU, skipped without doxygen/chromium).
 # MPI tests are RUN_SERIAL, so -j2 never runs two mpiruns at once. GPU tests that find no GPU
 # show as "Skipped" (exit 77). Exits non-zero when any step fails.
 # Cost on the 2-core CI machine: about 21 min for steps 1-3 + 6; steps 4+5 add about 10 min
