@@ -8,8 +8,8 @@ images render, code is highlighted.
 Drives Debian's chromium through chromedriver (python3-selenium).
  1. Chromium opens the course pages: index.html, every page docs/prepare.py generated
     (<dir>/_stage/manifest.json: the chapters, the other Markdown pages, the source pages) and
-    every page of the site their text links to (the API pages a chapter sends you to; not the
-    menus, which reach every page). On each one:
+    every page of the site the README and the chapters link to in their text (the API pages a
+    chapter sends you to; not the menus, which reach every page). On each one:
     - it loads: a real file, not Chromium's error page, and the browser console shows no error
       (a missing script, stylesheet or image is one);
     - every <img> has rendered (complete, naturalWidth > 0), SVG pictures included;
@@ -189,7 +189,9 @@ def main():
     browser = start_browser()
     try:
         # 1. The course pages and the pages they link to, in Chromium.
-        queue = collections.deque((rel, True) for rel in course)
+        # One hop from the written pages (README, chapters), not from the generated source pages.
+        written = {"index.html"} | {r for r, p in generated.items() if p["source"].endswith(".md")}
+        queue = collections.deque((rel, rel in written) for rel in course)
         seen = set(course)
         while queue:
             rel, follow = queue.popleft()

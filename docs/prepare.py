@@ -20,16 +20,18 @@ rewrites, outside code blocks and code spans, every relative link so that it lan
   other file of the repository            highlighted for C++ and Python, with line numbers
                                           (#L12 becomes #l00012); listed under "Source files"
   a directory                             a generated page tree_<path>.html listing its files
-  img/x.png, img/x.svg (image or link)    images/<unique name>, copied next to the pages; x.svg
-                                          may come from x.dot, rendered with Graphviz `dot`
-                                          (every chapters/**/*.dot is rendered); SVG images
-                                          become <img> tags (Doxygen would embed an <object>)
+  img/x.png, img/x.svg (image or link)    images/<unique name>, copied next to the pages; when
+                                          there is an x.dot, x.svg is drawn from it with
+                                          Graphviz `dot` (every chapters/**/*.dot is); SVG
+                                          images become <img> tags (Doxygen would embed an
+                                          <object>)
 
 Pages: README.md (the entry page, index.html), chapters/README.md, chapters/**/*.md, and every
 .md they link to. Links to http(s)/mailto are left alone. A relative link to a file that does not
 exist is left as it is and reported (it is broken on GitHub too); the site check catches it.
-Two Doxygen 1.9.4 quirks are worked around: "# 7. Title" would become a numbered list, and a
-code span in a heading would show as "<tt>x</tt>" (its backticks are dropped).
+Two Doxygen 1.9.4 quirks are worked around: "# 7. Title" would become a numbered list (a
+no-break space follows "7."), and a code span in a heading would show as "<tt>x</tt>" (`finish`
+turns the escaped tags back into <code>).
 
 `stage` writes <stage>/Doxyfile.inc (INPUT, IMAGE_PATH, EXAMPLE_PATH, ...: appended to
 docs/Doxyfile) and <stage>/manifest.json (each generated page and the languages of its fenced
@@ -179,9 +181,9 @@ def resolve(page, target, is_image):
         return None
     full = os.path.join(ROOT, rel)
     ext = os.path.splitext(rel)[1].lower()
-    if ext == ".svg" and not os.path.exists(full) and os.path.exists(full[:-4] + ".dot"):
-        render_dot(rel[:-4] + ".dot", rel)            # a picture made from its Graphviz source
-        return image_name(rel)
+    if ext == ".svg" and os.path.exists(full[:-4] + ".dot"):
+        render_dot(rel[:-4] + ".dot", rel)            # drawn from its Graphviz source, even if
+        return image_name(rel)                        # an .svg is committed beside it
     if not os.path.exists(full):
         warnings.append(f"{page}: link {target}: {rel} does not exist")
         return None
@@ -266,8 +268,8 @@ def stage_page(md):
             continue
         if i in by_line:
             m = HEADING.match(line)
-            text = re.sub(r"`+([^`]+?)`+", r"\1", m.group(2))        # Doxygen: "<tt>x</tt>"
-            text = re.sub(r"^(\d+)\.(?=[ \t])", r"\1\\.", text)      # not a numbered list
+            # "# 7. Title" would become a numbered list ("1. Title"): a no-break space after "7.".
+            text = re.sub(r"^(\d+)\.[ \t]+", "\\1.\u00a0", m.group(2))
             line = m.group(1) + text + ("" if by_line[i] == "index" else " {#" + by_line[i] + "}")
         out.append(rewrite_line(md, line))
     if label != "index" and label not in by_line.values():   # no title heading: the path is
@@ -361,7 +363,8 @@ def stage(root, stage_dir):
 
 def finish(stage_dir, site):
     """Replaces the tt-api:<header>[#Ln] placeholders by the header's API page (or source page
-    at line n), and copies the images next to the pages (Doxygen copies only those it embeds)."""
+    at line n), shows code spans in headings as code, and copies the images next to the pages
+    (Doxygen copies only those it embeds)."""
     with open(os.path.join(stage_dir, "manifest.json")) as f:
         m = json.load(f)
     api = {}
@@ -388,6 +391,8 @@ def finish(stage_dir, site):
         with open(path, encoding="utf-8") as f:
             text = f.read()
         new = re.sub(re.escape(API_SCHEME) + r"([^\"#]+)(?:#L(\d+))?", href, text)
+        new = re.sub(r"<h([1-6])>(.*?)</h\1>", lambda h: h.group(0).replace("&lt;tt&gt;", "<code>")
+                     .replace("&lt;/tt&gt;", "</code>"), new, flags=re.S)
         if new != text:
             with open(path, "w", encoding="utf-8") as f:
                 f.write(new)
