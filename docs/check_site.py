@@ -238,11 +238,10 @@ def main():
                     continue
                 rel = os.path.relpath(os.path.join(dirpath, name), site)
                 page = parse_static(site, rel)
-                for href in page.images:
+                for href in page.images:             # every image, for step 4
                     url = as_file_url(site, rel, href)
-                    if url and c.link(rel, url, False):
-                        pass
-                    if url and urllib.parse.urlsplit(url).scheme == "file":
+                    if url and url.startswith("file:"):
+                        c.link(rel, url, False)
                         c.images.add(os.path.normpath(urllib.parse.unquote(urllib.parse.urlsplit(url).path)))
                 if rel in c.ids:
                     continue                     # its links were checked as Chromium saw them

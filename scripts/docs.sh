@@ -9,10 +9,10 @@
 # on their API page, other files on a page that shows them); the API reference comes from the
 # headers' docstrings and their opening comment block. docs/prepare.py stages the pages into
 # OUT/_stage (links rewritten to land on the site, chapters/**/*.dot rendered to SVG with `dot`),
-# then Doxygen (docs/Doxyfile) writes OUT. Nothing is written into the source tree. OUT is
-# emptied first, and only if it holds an earlier site (or nothing).
-# Cost: about 20 s on 2 cores. ctest's docs_site (label "docs") runs this and then checks every
-# page in headless Chromium (docs/check_site.py).
+# then Doxygen (docs/Doxyfile) writes OUT. Nothing is written outside OUT (build-docs/ is
+# ignored by git). OUT is emptied first, and only if it holds an earlier site (or nothing).
+# Cost: about 4 s of CPU (5 to 10 s on the 2-core machine). ctest docs_site (label "docs") runs
+# this into <build>/docs-site, then checks the site in headless Chromium (docs/check_site.py).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${1:-$ROOT/build-docs}"
