@@ -674,3 +674,38 @@ TEST_CASE("data_pipeline: the example's batch count, first batch, checksum and p
   CHECK(examples::predicted_epoch_ms(load, 10.0, 5, 10) == 450.0);  // 50 ms to fill, then 40 x 10: 88.9%
   CHECK(examples::predicted_epoch_ms(load, 10.0, 1, 1) == 2010.0);  // a window of 1 still overlaps one batch
 }
+
+// Found by breaking (issue 11): with num_workers = 0 the iterator held a raw Dataset*, so an
+// iterator that outlived a loader owning its dataset read freed memory (ASan: heap-use-after-free);
+// and with drop_last, dereferencing end() returned the dropped short batch instead of throwing.
+TEST_CASE("DataLoader iterator outlives its loader; drop_last end() is not the dropped batch", "[ch04][data]") {
+  for (int64_t workers : {0, 2}) {
+    DataLoaderOptions opts;
+    opts.batch_size = 3;
+    opts.num_workers = workers;
+    DataLoader::Iterator it;
+    std::weak_ptr<TensorDataset> alive;
+    {
+      auto ds = make_dataset(10);
+      alive = ds;
+      DataLoader loader(std::move(ds), opts);  // the loader is the dataset's only owner
+      it = loader.begin();
+    }
+    CHECK_FALSE(alive.expired());  // the iterator keeps it
+    ++it;
+    CHECK(batch_indices(*it) == std::vector<int64_t>{3, 4, 5});
+  }
+  for (int64_t workers : {0, 2}) {
+    DataLoaderOptions opts;
+    opts.batch_size = 3;
+    opts.drop_last = true;
+    opts.num_workers = workers;
+    DataLoader loader(make_dataset(10), opts);  // 3 batches; samples 9.. dropped
+    auto it = loader.begin();
+    ++it;
+    ++it;
+    ++it;
+    CHECK(it == loader.end());
+    CHECK_THROWS_WITH(*it, Contains("dereferencing past the last batch"));
+  }
+}

@@ -266,6 +266,7 @@ class DataLoader {
   /// batch (so `for (auto& batch : loader)` works). num_workers = 0: the batch is built on first
   /// access. num_workers > 0: it is taken from the workers (waiting if it is not ready yet);
   /// copies of an iterator share the epoch's workers, which stop when the last copy is destroyed.
+  /// An iterator keeps the dataset alive (it may outlive its loader, as in PyTorch).
   /// An exception from get_batch is thrown by operator* (again if it is called again); ++ then
   /// moves on to the next batch.
   class Iterator {
@@ -295,16 +296,20 @@ class DataLoader {
 
    private:
     friend class DataLoader;
-    Iterator(Dataset* dataset, std::shared_ptr<const std::vector<int64_t>> indices, size_t batch_size, size_t pos,
+    Iterator(std::shared_ptr<Dataset> dataset, std::shared_ptr<const std::vector<int64_t>> indices,
+             size_t batch_size, size_t num_batches, size_t pos,
              std::shared_ptr<detail::PrefetchWorkers> workers = nullptr)
-        : dataset_(dataset), indices_(std::move(indices)), batch_size_(batch_size), pos_(pos),
-          workers_(std::move(workers)) {}
+        : dataset_(std::move(dataset)), indices_(std::move(indices)), batch_size_(batch_size),
+          num_batches_(num_batches), pos_(pos), workers_(std::move(workers)) {}
     void load() {
       if (loaded_) return;
       if (error_) std::rethrow_exception(error_);
       TT_CHECK(dataset_ && indices_, "DataLoader::Iterator: dereferencing an end or default iterator");
+      // pos_ < num_batches_, not just pos_ * batch_size_ < n: with drop_last the short last batch
+      // lies past the end and must not be returned.
+      TT_CHECK(pos_ < num_batches_, "DataLoader::Iterator: dereferencing past the last batch (batch ", pos_, " of ",
+               num_batches_, ")");
       const size_t lo = pos_ * batch_size_;
-      TT_CHECK(lo < indices_->size(), "DataLoader::Iterator: dereferencing past the last batch");
       if (workers_) {
         try {
           current_ = workers_->take(pos_);
@@ -321,9 +326,12 @@ class DataLoader {
       loaded_ = true;
     }
 
-    Dataset* dataset_ = nullptr;
+    // Shared with the loader: an iterator may outlive a loader that owns its dataset (as a
+    // PyTorch iterator keeps its loader alive), e.g. auto it = DataLoader(TensorDataset(x, y)).begin().
+    std::shared_ptr<Dataset> dataset_;
     std::shared_ptr<const std::vector<int64_t>> indices_;  // this epoch's order
     size_t batch_size_ = 1;
+    size_t num_batches_ = 0;  // len(loader) for this epoch
     size_t pos_ = 0;  // batch number
     bool loaded_ = false;
     Example current_;
@@ -346,9 +354,9 @@ class DataLoader {
       const size_t window = pf > batches / w ? batches : pf * w;  // prefetch_factor * W, no overflow
       workers = std::make_shared<detail::PrefetchWorkers>(dataset_, idx, batch_size(), batches, w, window);
     }
-    return Iterator(dataset_.get(), std::move(idx), batch_size(), 0, std::move(workers));
+    return Iterator(dataset_, std::move(idx), batch_size(), batches, 0, std::move(workers));
   }
-  Iterator end() { return Iterator(nullptr, nullptr, batch_size(), size()); }
+  Iterator end() { return Iterator(nullptr, nullptr, batch_size(), size(), size()); }
 
   /// Number of batches per epoch (len(loader)): ceil(n / batch_size), or floor with drop_last,
   /// where n = sampler().size().
