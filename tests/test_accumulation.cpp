@@ -302,6 +302,12 @@ TEST_CASE("checkpoint's special cases and errors", "[ch09]") {
   SECTION("bad arguments") {
     CHECK_THROWS_WITH(utils::checkpoint(nullptr, x), Contains("checkpoint: function is empty"));
     CHECK_THROWS_WITH(utils::checkpoint(fn, Tensor()), Contains("undefined"));
+    // An fn returning an undefined tensor, whether or not x requires grad (found by breaking,
+    // issue 11: with x not requiring grad the message did not name checkpoint).
+    auto undefined_fn = [](const Tensor&) { return Tensor(); };
+    CHECK_THROWS_WITH(utils::checkpoint(undefined_fn, x), Contains("checkpoint: the function returned an undefined tensor"));
+    CHECK_THROWS_WITH(utils::checkpoint(undefined_fn, x.detach()),
+                      Contains("checkpoint: the function returned an undefined tensor"));
     nn::Sequential seq(std::make_shared<nn::ReLU>(), std::make_shared<nn::ReLU>());
     CHECK_THROWS_WITH(utils::checkpoint_sequential(seq, 0, x), Contains("segments must be between 1 and the number of modules (2), got 0"));
     CHECK_THROWS_WITH(utils::checkpoint_sequential(seq, 3, x), Contains("got 3"));

@@ -135,6 +135,7 @@ inline Tensor checkpoint(std::function<Tensor(const Tensor&)> fn, const Tensor& 
     y = fn(x);
   } else {
     Tensor probe = fn(x);                        // with grad on: does the output depend on
+    TT_CHECK(probe.defined(), "checkpoint: the function returned an undefined tensor");
     if (!probe.requires_grad()) return probe;    // parameters that require grad?
     y = probe;                                   // yes: keep the values, drop the graph below
   }
