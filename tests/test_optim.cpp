@@ -916,6 +916,43 @@ TEST_CASE("load_state_dict rejects a state dict that does not fit, with PyTorch'
     ssd.emplace_back("verbose", scalar_tensor(0.0, kFloat64));
     REQUIRE_THROWS_WITH(same.load_state_dict(ssd), "LRScheduler.load_state_dict: unexpected key \"verbose\"");
   }
+  // Found by breaking (issue 11): these loaded silently before.
+  SECTION("Adam state missing an entry (PyTorch's step raises KeyError)") {
+    Adam adam({a, b});
+    a.set_grad(ones({2, 3}));
+    b.set_grad(ones({2}));
+    adam.step();
+    StateDict partial;
+    for (const auto& e : adam.state_dict())
+      if (e.first != "state.0.exp_avg") partial.push_back(e);
+    Adam fresh({a, b});
+    REQUIRE_THROWS_WITH(fresh.load_state_dict(partial), Catch::StartsWith("Optimizer.load_state_dict: missing key "
+                                                                          "\"state.0.exp_avg\""));
+    StateDict amsgrad = adam.state_dict();
+    for (auto& e : amsgrad)
+      if (e.first == "param_groups.0.amsgrad") e.second = scalar_tensor(1.0, kFloat64);
+    REQUIRE_THROWS_WITH(fresh.load_state_dict(amsgrad), Catch::StartsWith("Optimizer.load_state_dict: missing key "
+                                                                          "\"state.0.max_exp_avg_sq\""));
+    CHECK(fresh.state().empty());
+  }
+  SECTION("an id spelled twice (state.0 and state.00)") {
+    SGD sgd({a, b}, 0.5, 0.9);
+    sgd.add_param_group({d}, SGDOptions{0.01, 0.9});
+    StateDict twice = sd;
+    twice.emplace_back("state.00.momentum_buffer", zeros({2, 3}));
+    REQUIRE_THROWS_WITH(sgd.load_state_dict(twice),
+                        Catch::StartsWith("Optimizer.load_state_dict: unexpected key \"state.00.momentum_buffer\""));
+  }
+  SECTION("LinearLR factors the constructor refuses") {
+    sched::LinearLR warm(two, 0.5, 1.0, 4);
+    StateDict lsd = warm.state_dict();
+    for (auto& e : lsd)
+      if (e.first == "start_factor") e.second = scalar_tensor(0.0, kFloat64);
+    sched::LinearLR other(two, 0.5, 1.0, 4);
+    REQUIRE_THROWS_WITH(other.load_state_dict(lsd), Catch::Contains("Starting multiplicative factor expected to be "
+                                                                    "greater than 0 and less or equal to 1., got 0.0"));
+    CHECK(other.start_factor == 0.5);
+  }
 }
 
 TEST_CASE("Generator::get_state / set_state repeat the stream", "[ch03][optim][state_dict]") {

@@ -156,6 +156,10 @@ class Adam : public Optimizer {
   std::vector<std::string> state_names() const override {
     return {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
   }
+  std::vector<std::string> required_state_names(const ParamGroup& group) const override {
+    if (group.amsgrad) return {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
+    return {"step", "exp_avg", "exp_avg_sq"};
+  }
 
  protected:
   Adam(std::vector<Tensor> params, AdamOptions options, bool decoupled_weight_decay)

@@ -296,6 +296,13 @@ class LinearLR : public LRScheduler {
     LRScheduler::read_state(in, prefix, commit);
     const double s = in.real(prefix + "start_factor"), e = in.real(prefix + "end_factor");
     const int64_t n = in.integer(prefix + "total_iters");
+    // The constructor's checks: start_factor 0 would divide by zero in get_lr (lr inf or nan;
+    // PyTorch raises ZeroDivisionError there).
+    TT_CHECK(!(s > 1.0 || s <= 0) && !std::isnan(s), "LRScheduler.load_state_dict: ", prefix,
+             "start_factor: Starting multiplicative factor expected to be greater than 0 and less or equal to 1., got ",
+             optim::detail::py_float(s));
+    TT_CHECK(!(e > 1.0 || e < 0) && !std::isnan(e), "LRScheduler.load_state_dict: ", prefix,
+             "end_factor: Ending multiplicative factor expected to be between 0 and 1., got ", optim::detail::py_float(e));
     if (commit) start_factor = s, end_factor = e, total_iters = n;
   }
   std::vector<double> get_lr() override {

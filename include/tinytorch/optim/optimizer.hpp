@@ -30,6 +30,7 @@
 #include <cstdlib>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -254,6 +255,7 @@ class Optimizer {
     // Hyper-parameters and the saved ids -> this optimizer's parameters.
     std::vector<ParamGroup> groups = param_groups_;
     std::map<int64_t, const Tensor*> param_of_id;
+    std::map<int64_t, size_t> group_of_id;
     for (size_t g = 0; g < groups.size(); ++g) {
       const std::string prefix = "param_groups." + std::to_string(g) + ".";
       const Tensor ids = take(prefix + "params")->contiguous();
@@ -265,6 +267,7 @@ class Optimizer {
         const int64_t id = ids.data_ptr<int64_t>()[j];
         TT_CHECK(param_of_id.emplace(id, &groups[g].params[static_cast<size_t>(j)]).second, op,
                  ": parameter id ", id, " appears twice in param_groups");
+        group_of_id[id] = g;
       }
       for (const std::string& name : hyperparameter_names()) {
         const Tensor* t = take(prefix + name);
@@ -276,6 +279,7 @@ class Optimizer {
     }
     // The state: "state.<id>.<name>".
     std::unordered_map<TensorImpl*, ParamState> state;
+    std::map<int64_t, std::set<std::string>> loaded;  // id -> the state names found for it
     const std::vector<std::string> names = state_names();
     for (const auto& [key, t] : by_key) {
       if (used.count(key) || key.compare(0, 6, "state.") != 0) continue;
@@ -284,12 +288,17 @@ class Optimizer {
       const std::string name = dot == std::string::npos ? "" : key.substr(dot + 1);
       char* end = nullptr;
       const long long id = std::strtoll(id_text.c_str(), &end, 10);
-      if (id_text.empty() || *end != '\0' || std::find(names.begin(), names.end(), name) == names.end()) continue;
+      // Only the canonical spelling of an id ("0", not "00", "+0" or " 0"): two spellings of one
+      // id would silently overwrite each other; the others end as unexpected keys below.
+      if (id_text.empty() || *end != '\0' || std::to_string(id) != id_text ||
+          std::find(names.begin(), names.end(), name) == names.end())
+        continue;
       auto p = param_of_id.find(id);
       TT_CHECK(p != param_of_id.end(), op, ": ", key, " is the state of parameter id ", id,
                ", which no param group lists");
       const Tensor& param = *p->second;
       ParamState& st = state[param.impl()];
+      loaded[id].insert(name);
       used.insert(key);
       if (name == "step") {
         const double v = scalar_value(t, key);
@@ -306,6 +315,12 @@ class Optimizer {
     for (const auto& entry : by_key)
       TT_CHECK(used.count(entry.first), op, ": unexpected key \"", entry.first, "\" (this optimizer's keys: state.<i>.{",
                join(names), "}, param_groups.<g>.{", join(hyperparameter_names()), ", initial_lr, params})");
+    // A parameter with some state must have all of it (PyTorch's step raises KeyError: 'exp_avg'
+    // otherwise); an Adam that restarted exp_avg from zero at step 2 would be silently wrong.
+    for (const auto& [id, found] : loaded)
+      for (const std::string& name : required_state_names(groups[group_of_id.at(id)]))
+        TT_CHECK(found.count(name), op, ": missing key \"state.", id, ".", name, "\" (parameter ", id,
+                 " has other state entries, so it needs all of ", join(required_state_names(groups[group_of_id.at(id)])), ")");
     param_groups_ = std::move(groups);
     state_ = std::move(state);
   }
@@ -318,6 +333,13 @@ class Optimizer {
   /// The names of the per-parameter state entries state_dict() writes (when defined).
   virtual std::vector<std::string> state_names() const {
     return {"momentum_buffer", "step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
+  }
+  /// The state entries a parameter that has any state must have, in `group` (load_state_dict
+  /// checks them): none here and for SGD (its momentum_buffer may be absent), Adam's step,
+  /// exp_avg, exp_avg_sq, and max_exp_avg_sq when the group has amsgrad.
+  virtual std::vector<std::string> required_state_names(const ParamGroup& group) const {
+    (void)group;
+    return {};
   }
 
   /// Bytes held by the optimizer's per-parameter state tensors (momentum buffers, moments; the
