@@ -308,6 +308,10 @@ TEST_CASE("checkpoint's special cases and errors", "[ch09]") {
     CHECK_THROWS_WITH(utils::checkpoint(undefined_fn, x), Contains("checkpoint: the function returned an undefined tensor"));
     CHECK_THROWS_WITH(utils::checkpoint(undefined_fn, x.detach()),
                       Contains("checkpoint: the function returned an undefined tensor"));
+    // An integer output cannot require grad (it did, and an int64 tensor carried a graph).
+    Tensor idx = utils::checkpoint([](const Tensor& z) { return z.argmax(); }, x);
+    CHECK(idx.dtype() == kInt64);
+    CHECK_FALSE(idx.requires_grad());
     nn::Sequential seq(std::make_shared<nn::ReLU>(), std::make_shared<nn::ReLU>());
     CHECK_THROWS_WITH(utils::checkpoint_sequential(seq, 0, x), Contains("segments must be between 1 and the number of modules (2), got 0"));
     CHECK_THROWS_WITH(utils::checkpoint_sequential(seq, 3, x), Contains("got 3"));

@@ -140,6 +140,9 @@ inline Tensor checkpoint(std::function<Tensor(const Tensor&)> fn, const Tensor& 
     y = probe;                                   // yes: keep the values, drop the graph below
   }
   TT_CHECK(y.defined(), "checkpoint: the function returned an undefined tensor");
+  // An integer output (argmax, ...) has no gradient: only floating point tensors can require
+  // grad (PyTorch's rule), so it gets no node, as with use_reentrant=False.
+  if (!is_floating_point(y.dtype())) return y;
   Tensor out = y.detach();  // a fresh tensor (never x itself) to carry the node
   y = Tensor();             // the probe's graph, and the activations it saved, die here
   node->input = node->save(x);
