@@ -233,8 +233,12 @@ class Optimizer {
   ///   "Optimizer.load_state_dict: size mismatch for state.0.exp_avg: copying a state with shape
   ///    [3], the shape of parameter 0 is [2, 3]"  (PyTorch does not check, and fails later)
   ///   "... missing key \"param_groups.0.momentum\"", "... unexpected key \"...\"" (a key of
-  ///   another optimizer, or none of ours), a state for an id no group lists, a step that is not
-  ///   a non-negative integer, a hyper-parameter that is not a number (betas: two numbers).
+  ///   another optimizer, or none of ours, or an id not written as state_dict() writes it, e.g.
+  ///   "state.00.step"), a state for an id no group lists, a parameter's state without an entry
+  ///   its optimizer needs (required_state_names(): Adam's step, exp_avg, exp_avg_sq; PyTorch's
+  ///   step raises KeyError), a step that is not a non-negative integer, a hyper-parameter that
+  ///   is not a number (betas: two numbers). Hyper-parameter values are not range-checked (NaN or
+  ///   a negative lr loads, as in PyTorch).
   void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& sd) {
     const char* op = "Optimizer.load_state_dict";
     std::map<std::string, Tensor> by_key;
