@@ -777,6 +777,12 @@ TEST_CASE("to_dot draws example_single's first loss: the text example_single --d
   const std::string dot = autograd::to_dot(s.loss, {{"weight", s.weight}, {"bias", s.bias}}, "loss");
   CHECK(dot == expected);
   CHECK(autograd::to_dot(s.loss, {{"weight", s.weight}, {"bias", s.bias}}, "loss") == dot);  // deterministic
+  // Names are escaped for dot (found by breaking, issue 11: a NUL byte made Graphviz fail with
+  // "syntax error ... scanning a quoted string"; quotes and newlines were already escaped).
+  const std::string odd = autograd::to_dot(s.loss, {{std::string("w\"]\n\0x", 6), s.weight}}, "a\\b");
+  CHECK(odd.find('\0') == std::string::npos);
+  CHECK(odd.find("label=\"w\\\"]\\n\\\\0x\\n (1, 2)\"") != std::string::npos);
+  CHECK(odd.find("label=\"a\\\\b\\n ()\"") != std::string::npos);
 
   // The same nodes and edges as PyTorch's graph (tests/reference/gen_autograd_graph.py), less
   // the TBackward0 that tinytorch's Linear node does without.

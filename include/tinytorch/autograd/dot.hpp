@@ -42,7 +42,9 @@ inline std::string dot_size(const Shape& s) {
   for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
   return r + ")";
 }
-/// A dot double-quoted string: " and \ escaped; "\n" passes through as dot's line break.
+/// A dot double-quoted string: " and \ escaped; "\n" passes through as dot's line break; a NUL
+/// byte, which Graphviz cannot read inside a string ("syntax error ... scanning a quoted string"),
+/// shows as \0.
 inline std::string dot_quote(const std::string& s) {
   std::string r = "\"";
   for (size_t i = 0; i < s.size(); ++i) {
@@ -50,6 +52,7 @@ inline std::string dot_quote(const std::string& s) {
     if (c == '"') r += "\\\"";
     else if (c == '\n') r += "\\n";
     else if (c == '\\') r += "\\\\";
+    else if (c == '\0') r += "\\\\0";
     else r += c;
   }
   return r + "\"";
