@@ -315,6 +315,9 @@ TEST_CASE("checkpoint's special cases and errors", "[ch09]") {
     nn::Sequential seq(std::make_shared<nn::ReLU>(), std::make_shared<nn::ReLU>());
     CHECK_THROWS_WITH(utils::checkpoint_sequential(seq, 0, x), Contains("segments must be between 1 and the number of modules (2), got 0"));
     CHECK_THROWS_WITH(utils::checkpoint_sequential(seq, 3, x), Contains("got 3"));
+    // A null module is an error, not a null dereference (found by breaking, issue 11).
+    std::vector<std::shared_ptr<nn::Module>> with_null{std::make_shared<nn::ReLU>(), nullptr};
+    CHECK_THROWS_WITH(utils::checkpoint_sequential(with_null, 1, x), Contains("checkpoint_sequential: module 1 is null"));
   }
 }
 

@@ -158,12 +158,14 @@ inline Tensor checkpoint(std::function<Tensor(const Tensor&)> fn, const Tensor& 
 /// last one, remainder included, runs normally: its activations are needed at once). Memory:
 /// (segments - 1) chunk inputs + one chunk's activations; segments ~ sqrt(L) minimises it.
 /// Throws tinytorch::Error unless 1 <= segments <= functions.size() (PyTorch raises
-/// ZeroDivisionError / ValueError there). Reference: torch.utils.checkpoint.checkpoint_sequential.
+/// ZeroDivisionError / ValueError there), or if a module is null. Reference: torch.utils.checkpoint.checkpoint_sequential.
 inline Tensor checkpoint_sequential(const std::vector<std::shared_ptr<nn::Module>>& functions, int64_t segments,
                                     const Tensor& input, bool preserve_rng_state = true) {
   const int64_t n = static_cast<int64_t>(functions.size());
   TT_CHECK(segments >= 1 && segments <= n, "checkpoint_sequential: segments must be between 1 and the number of "
            "modules (", n, "), got ", segments);
+  for (int64_t j = 0; j < n; ++j)
+    TT_CHECK(functions[static_cast<size_t>(j)] != nullptr, "checkpoint_sequential: module ", j, " is null");
   auto run = [functions](int64_t start, int64_t end) {  // modules start..end, inclusive
     return [functions, start, end](const Tensor& x) {
       Tensor h = x;
