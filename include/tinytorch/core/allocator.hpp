@@ -195,10 +195,11 @@ struct MemoryCounters {
   std::atomic<size_t> allocated{0};
   std::atomic<size_t> peak{0};
 };
-/// Process-wide counters (trivially destructible: storages freed after main() may still count).
+/// Process-wide counters, never destroyed (as the allocator above): a storage freed by a static
+/// destructor after main() returns may still count.
 inline MemoryCounters& memory_counters() {
-  static MemoryCounters c;
-  return c;
+  static MemoryCounters* c = new MemoryCounters();
+  return *c;
 }
 /// Called by Storage's constructor.
 inline void count_storage_alloc(size_t nbytes) {
