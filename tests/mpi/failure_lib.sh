@@ -18,14 +18,21 @@ run_mode() {
   shift 3
   local out start end rc elapsed ok=1 p
   start=$(date +%s.%N)
-  out="$(timeout "$((limit + 10))" bash "$mpirun_sh" -np "$np" "$exe" "$mode" 2>&1)"
+  # Output goes to a file, not through $(...): a rank left behind after the timeout killed
+  # mpirun would hold the pipe open and make this script wait forever instead of failing.
+  local log
+  log="$(mktemp)"
+  timeout -k 5 "$((limit + 10))" bash "$mpirun_sh" -np "$np" "$exe" "$mode" >"$log" 2>&1
   rc=$?
+  if [[ $rc -eq 124 || $rc -eq 137 ]]; then pkill -KILL -f -- "$exe $mode" 2>/dev/null; fi
+  out="$(cat "$log")"
+  rm -f "$log"
   end=$(date +%s.%N)
   elapsed=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
   out_last="$out"
   if [[ "$want" == 0 && $rc -ne 0 ]]; then ok=0; echo "FAIL [$mode]: expected exit 0, got $rc"; fi
   if [[ "$want" != 0 && $rc -eq 0 ]]; then ok=0; echo "FAIL [$mode]: expected a non-zero exit, got 0"; fi
-  if [[ $rc -eq 124 ]]; then ok=0; echo "FAIL [$mode]: the job hung (killed by timeout after $((limit + 10)) s)"; fi
+  if [[ $rc -eq 124 || $rc -eq 137 ]]; then ok=0; echo "FAIL [$mode]: the job hung (killed by timeout after $((limit + 10)) s)"; fi
   if awk -v e="$elapsed" -v l="$limit" 'BEGIN { exit !(e > l) }'; then
     ok=0
     echo "FAIL [$mode]: took ${elapsed} s (limit ${limit} s)"
