@@ -1,4 +1,4 @@
-// tinytorch/autograd/grad_mode.hpp — is the autograd recording? NoGradGuard.
+// tinytorch/autograd/grad_mode.hpp — is the autograd recording? AutoGradMode, NoGradGuard.
 //
 // While grad mode is off (inside a NoGradGuard), ops build no graph: results have no grad_fn
 // and do not require grad. Optimizer steps and evaluation run this way, as under
@@ -16,17 +16,23 @@ struct GradMode {
   static void set_enabled(bool enabled) { flag() = enabled; }
 };
 
-/// RAII: disables gradient recording for its lifetime and restores the previous mode after
-/// (torch::NoGradGuard / `with torch.no_grad()`).
-class NoGradGuard {
+/// RAII: sets grad mode to `enabled` for its lifetime and restores the previous mode after
+/// (PyTorch's C++ torch::AutoGradMode; AutoGradMode(true) is `with torch.enable_grad()`).
+class AutoGradMode {
  public:
-  NoGradGuard() : prev_(GradMode::is_enabled()) { GradMode::set_enabled(false); }
-  ~NoGradGuard() { GradMode::set_enabled(prev_); }
-  NoGradGuard(const NoGradGuard&) = delete;
-  NoGradGuard& operator=(const NoGradGuard&) = delete;
+  explicit AutoGradMode(bool enabled) : prev_(GradMode::is_enabled()) { GradMode::set_enabled(enabled); }
+  ~AutoGradMode() { GradMode::set_enabled(prev_); }
+  AutoGradMode(const AutoGradMode&) = delete;
+  AutoGradMode& operator=(const AutoGradMode&) = delete;
 
  private:
   bool prev_;
+};
+
+/// RAII: disables gradient recording for its lifetime and restores the previous mode after
+/// (torch::NoGradGuard / `with torch.no_grad()`).
+struct NoGradGuard : AutoGradMode {
+  NoGradGuard() : AutoGradMode(false) {}
 };
 
 }  // namespace tinytorch

@@ -36,18 +36,6 @@ namespace tinytorch::utils {
 
 namespace detail {
 
-/// RAII: grad mode on for its lifetime (torch.enable_grad()); backward nodes run with it off.
-class EnableGradGuard {
- public:
-  EnableGradGuard() : prev_(GradMode::is_enabled()) { GradMode::set_enabled(true); }
-  ~EnableGradGuard() { GradMode::set_enabled(prev_); }
-  EnableGradGuard(const EnableGradGuard&) = delete;
-  EnableGradGuard& operator=(const EnableGradGuard&) = delete;
-
- private:
-  bool prev_;
-};
-
 /// The node checkpoint() records: it keeps fn, its input and the RNG state, and its backward
 /// re-runs fn. Prints as PyTorch's reentrant node, CheckpointFunctionBackward.
 struct CheckpointFunction : autograd::Node {
@@ -67,7 +55,7 @@ struct CheckpointFunction : autograd::Node {
     if (input_requires_grad) x.requires_grad_(true);
     Tensor y;
     {
-      EnableGradGuard grad_on;
+      AutoGradMode grad_on(true);  // backward nodes run with grad mode off: the recompute needs it on
       std::unique_ptr<Generator> replay;
       std::unique_ptr<GeneratorGuard> rng_guard;
       if (rng) {  // a copy, so that a retained graph can replay it again; the default generator
