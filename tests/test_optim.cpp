@@ -793,6 +793,17 @@ TEST_CASE("a resumed optimizer and scheduler continue bit for bit", "[ch03][opti
   const Tensor y = tensor(ref::targets(), {4, 2});  // y: (4, 2)
   const size_t steps = 6;
   const std::string path = "/tmp/tt_test_optim_resume_" + std::to_string(::getpid()) + ".tt";
+  // Steps [from, to) of the run; after each: the parameters and the lr, appended to `out`.
+  auto run_steps = [&](auto& model, auto& opt, auto& s, size_t from, size_t to, std::vector<std::vector<double>>& out) {
+    for (size_t i = from; i < to; ++i) {
+      opt.zero_grad();
+      mse_loss(model(x), y).backward();
+      opt.step();
+      s.step();
+      out.push_back(flat(model));
+      out.back().push_back(opt.param_groups()[0].lr);
+    }
+  };
   for (const auto& [name, make_opt] : optimizers) {
     // One run of 6 steps; after each: the parameters and the lr.
     std::vector<std::vector<double>> straight;
@@ -800,14 +811,7 @@ TEST_CASE("a resumed optimizer and scheduler continue bit for bit", "[ch03][opti
       auto model = make_model();
       auto opt = make_opt(model->parameters());
       auto s = make_sched(*opt);
-      for (size_t i = 0; i < steps; ++i) {
-        opt->zero_grad();
-        mse_loss((*model)(x), y).backward();
-        opt->step();
-        s->step();
-        straight.push_back(flat(*model));
-        straight.back().push_back(opt->param_groups()[0].lr);
-      }
+      run_steps(*model, *opt, *s, 0, steps, straight);
     }
     for (size_t stop : {1, 2, 3, 5}) {
       INFO(name << ", stopped after step " << stop);
@@ -816,14 +820,7 @@ TEST_CASE("a resumed optimizer and scheduler continue bit for bit", "[ch03][opti
         auto model = make_model();
         auto opt = make_opt(model->parameters());
         auto s = make_sched(*opt);
-        for (size_t i = 0; i < stop; ++i) {
-          opt->zero_grad();
-          mse_loss((*model)(x), y).backward();
-          opt->step();
-          s->step();
-          resumed.push_back(flat(*model));
-          resumed.back().push_back(opt->param_groups()[0].lr);
-        }
+        run_steps(*model, *opt, *s, 0, stop, resumed);
         StateDict ck;
         append_prefixed(ck, "model.", model->state_dict());
         append_prefixed(ck, "optimizer.", opt->state_dict());
@@ -839,14 +836,7 @@ TEST_CASE("a resumed optimizer and scheduler continue bit for bit", "[ch03][opti
         auto s = make_sched(*opt);
         opt->load_state_dict(with_prefix(ck, "optimizer."));
         s->load_state_dict(with_prefix(ck, "scheduler."));
-        for (size_t i = stop; i < steps; ++i) {
-          opt->zero_grad();
-          mse_loss((*model)(x), y).backward();
-          opt->step();
-          s->step();
-          resumed.push_back(flat(*model));
-          resumed.back().push_back(opt->param_groups()[0].lr);
-        }
+        run_steps(*model, *opt, *s, stop, steps, resumed);
       }
       REQUIRE(resumed == straight);  // exactly: the same bits
     }

@@ -45,6 +45,17 @@ void write_bytes(const std::string& p, const std::string& b) {
   f.write(b.data(), static_cast<std::streamsize>(b.size()));
 }
 
+/// Writes `bytes` to `p` and loads it: the tinytorch::Error's message, or "no error".
+std::string load_error_of(const std::string& p, const std::string& bytes) {
+  write_bytes(p, bytes);
+  try {
+    tinytorch::load(p);
+  } catch (const tinytorch::Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 template <typename T>
 void put(std::string& b, T v) {
   b.append(reinterpret_cast<const char*>(&v), sizeof(T));
@@ -215,15 +226,7 @@ TEST_CASE("save: unwritable paths and undefined tensors are errors", "[ch06][ser
 TEST_CASE("load: every malformed TTSD file is an error naming the file", "[ch06][serialization]") {
   TempDir dir;
   const std::string p = dir.file("bad.tt");
-  auto load_error = [&](const std::string& bytes) -> std::string {
-    write_bytes(p, bytes);
-    try {
-      tinytorch::load(p);
-    } catch (const tinytorch::Error& e) {
-      return e.what();
-    }
-    return "no error";
-  };
+  auto load_error = [&](const std::string& bytes) { return load_error_of(p, bytes); };
   const std::string q = "'" + p + "'";
 
   CHECK_THROWS_WITH(tinytorch::load(dir.file("missing.tt")),
@@ -514,15 +517,7 @@ TEST_CASE("load: every malformed safetensors file is an error naming the file an
           "[ch06][serialization][safetensors]") {
   TempDir dir;
   const std::string p = dir.file("bad.safetensors");
-  auto load_error = [&](const std::string& bytes) -> std::string {
-    write_bytes(p, bytes);
-    try {
-      tinytorch::load(p);
-    } catch (const tinytorch::Error& e) {
-      return e.what();
-    }
-    return "no error";
-  };
+  auto load_error = [&](const std::string& bytes) { return load_error_of(p, bytes); };
   const std::string bad = "load: '" + p + "' is not a valid safetensors file: ";
   const std::string f4 = R"({"dtype":"F32","shape":[1],"data_offsets":[0,4]})";
   const std::string four(4, '\0');
