@@ -1,21 +1,35 @@
 // tinytorch/core/config.hpp — the one place that looks at the compiler and the build.
 //
 // Defines:
-//   TINYTORCH_WITH_CUDA  1 when this translation unit is compiled by nvcc (__CUDACC__), else 0.
+//   TINYTORCH_CUDA_SIM   1 when the build defines it (g++/clang++ only, never with nvcc): the
+//                        kernel simulator (backend/cuda/sim.hpp) runs the CUDA kernels on the CPU.
+//   TINYTORCH_WITH_CUDA  1 when this translation unit has the CUDA backend: compiled by nvcc
+//                        (__CUDACC__), or by g++/clang++ with TINYTORCH_CUDA_SIM=1; else 0.
 //   TINYTORCH_WITH_MPI   1 when <mpi.h> is reachable (mpicxx, or the CMake target tinytorch::mpi).
-//   TINYTORCH_WITH_NCCL  1 when CUDA and MPI are on and <nccl.h> is reachable.
+//   TINYTORCH_WITH_NCCL  1 when nvcc compiles, MPI is on and <nccl.h> is reachable (never in the simulator).
 //   TT_HOST_DEVICE       __host__ __device__ under nvcc, nothing otherwise: functors and index
 //                        math are written once and used by the CPU loop and the CUDA kernel.
 // Any of the three feature macros may be predefined to 0 to switch a feature off.
 // Chapter: chapters/01-training-loop.md ("How the headers are layered").
 #pragma once
 
+#if defined(TINYTORCH_CUDA_SIM) && TINYTORCH_CUDA_SIM && defined(__CUDACC__)
+#error "TINYTORCH_CUDA_SIM is the kernel simulator for g++/clang++ builds; nvcc builds run the kernels on a GPU"
+#endif
+
 #if defined(__CUDACC__)
 #define TINYTORCH_WITH_CUDA 1
 #define TT_HOST_DEVICE __host__ __device__
+#elif defined(TINYTORCH_CUDA_SIM) && TINYTORCH_CUDA_SIM
+#define TINYTORCH_WITH_CUDA 1  // the kernel simulator: backend/cuda kernels run on the CPU
+#define TT_HOST_DEVICE
 #else
 #define TINYTORCH_WITH_CUDA 0
 #define TT_HOST_DEVICE
+#endif
+#if !defined(TINYTORCH_CUDA_SIM) || !TINYTORCH_CUDA_SIM
+#undef TINYTORCH_CUDA_SIM
+#define TINYTORCH_CUDA_SIM 0
 #endif
 
 #ifndef TINYTORCH_WITH_MPI
@@ -30,7 +44,7 @@
 #endif
 
 #ifndef TINYTORCH_WITH_NCCL
-#if TINYTORCH_WITH_CUDA && TINYTORCH_WITH_MPI && defined(__has_include)
+#if defined(__CUDACC__) && TINYTORCH_WITH_MPI && defined(__has_include)
 #if __has_include(<nccl.h>)
 #define TINYTORCH_WITH_NCCL 1
 #endif
