@@ -66,9 +66,12 @@
 
 #include "../../core/config.hpp"
 
-#if !TINYTORCH_CUDA_SIM
-#error "backend/cuda/sim.hpp is the kernel simulator: include it (through launch.hpp) only in a TINYTORCH_CUDA_SIM=1 build"
+#if defined(__CUDACC__)
+#error "backend/cuda/sim.hpp is the kernel simulator for g++/clang++ (TINYTORCH_CUDA_SIM=1); nvcc has the real CUDA"
 #endif
+// In a CPU build (no TINYTORCH_CUDA_SIM) this header is empty, so that the header_compiles check,
+// which compiles every public header on its own, passes; kernels include it through launch.hpp.
+#if TINYTORCH_CUDA_SIM
 
 #include <math.h>  // the C names (expf, fmaxf, ...) in the global namespace, as CUDA has them
 #include <sys/mman.h>
@@ -730,3 +733,5 @@ inline float __fmul_rn(float x, float y) { return x * y; }
 inline float __saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : (x == x ? x : 0.0f)); }
 inline float rsqrtf(float x) { return 1.0f / ::sqrtf(x); }
 inline double rsqrt(double x) { return 1.0 / ::sqrt(x); }
+
+#endif  // TINYTORCH_CUDA_SIM
