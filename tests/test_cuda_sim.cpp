@@ -6,9 +6,9 @@
 // execution order, and the errors: a __syncthreads() some threads never reach, a warp operation
 // waiting for a lane at a barrier, an exception in device code, bad launch configurations (CUDA's
 // wording). Expected values are exact sums / orders computed here (no PyTorch involved).
-// Chapter: chapters/10-gpu-kernels.md. Tag [cuda_sim]. Not tagged [threads]: the ThreadSanitizer
-// stage does not build it (fibers switch stacks under TSan's feet), although one case launches from
-// two host threads at once.
+// Chapter: chapters/10-gpu-kernels.md. Tag [cuda_sim] only, deliberately not the threads tag
+// (tests/CMakeLists.txt greps for it, bracketed): the ThreadSanitizer stage must not build this file
+// (fibers switch stacks under TSan's feet), although one case launches from two host threads at once.
 
 // This file is always the simulator build, whatever the build flags: the define must come before
 // the first tinytorch include (core/config.hpp reads it).
@@ -189,6 +189,22 @@ __global__ void order_kernel(int* counter, T* before, T* after, T* block_order) 
   before[i] = atomicAdd(counter, 1);
   __syncthreads();
   after[i] = atomicAdd(counter, 1);
+}
+
+// Barriers that also count: __syncthreads_count / _and / _or; CUDA's unqualified min/max.
+template <class T>
+__global__ void sync_count_kernel(T* out) {
+  const int count = __syncthreads_count(threadIdx.x % 3 == 0);
+  const int all = __syncthreads_and(threadIdx.x < 1000);
+  const int any = __syncthreads_or(threadIdx.x == 7);
+  const int none = __syncthreads_or(0);
+  if (threadIdx.x == 0) {
+    out[0] = count;
+    out[1] = all;
+    out[2] = any;
+    out[3] = none;
+    out[4] = max(static_cast<int64_t>(blockDim.x), int64_t{5}) + min(3, -2);
+  }
 }
 
 template <class T>
@@ -453,6 +469,12 @@ TEST_CASE("sim: execution order is the documented one", "[cuda_sim]") {
                      block_order2.data());
   CHECK(before2 == before);
   CHECK(after2 == after);
+}
+
+TEST_CASE("sim: __syncthreads_count, _and and _or", "[cuda_sim]") {
+  std::vector<int> out(5, -1);
+  ttc::launch_kernel("sync_count", sync_count_kernel<int>, dim3(1), dim3(100), 0, out.data());
+  CHECK(out == std::vector<int>{34, 1, 1, 0, 98});
 }
 
 TEST_CASE("sim: kernel parameters are per-thread copies", "[cuda_sim]") {

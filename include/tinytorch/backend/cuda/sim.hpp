@@ -5,7 +5,7 @@
 // that nvcc compiles for a GPU compile as host code against this header, which defines what CUDA C++
 // adds to C++: the keywords (__global__, __device__, __host__, __forceinline__, __shared__, ...), the
 // built-in variables threadIdx/blockIdx/blockDim/gridDim and warpSize, the vector types (dim3, uint3,
-// float2, float4), __syncthreads(), the warp functions (__syncwarp, __shfl*_sync, __ballot_sync,
+// float2, float3, float4), __syncthreads() (and _count/_and/_or), the warp functions (__syncwarp, __shfl*_sync, __ballot_sync,
 // __any_sync, __all_sync, __activemask), atomics, __ldg, bit casts and the fast-math intrinsics.
 // Kernels are launched only through launch_kernel (launch.hpp), which calls sim::run_grid below.
 //
@@ -41,7 +41,7 @@
 //     gdb -batch -ex 'break my_kernel<float> if threadIdx.x == 3 && blockIdx.x == 1' -ex run
 //         -ex 'print threadIdx' -ex 'print blockIdx' -ex bt ./my_test
 // (a template kernel is named with its arguments, as in `break saxpy_kernel<float>`). `bt` shows the
-// thread's own stack, from the kernel down to the fiber's entry (sim::detail::fiber_main).
+// thread's own stack, from the kernel down to the fiber's entry (sim::Scheduler::fiber_main).
 //
 // Limits (CUDA's defaults; a launch beyond them throws with CUDA's wording):
 //   block: x, y <= 1024, z <= 64, x*y*z <= 1024 ("invalid configuration argument");
@@ -50,7 +50,7 @@
 //   argument"). Each thread has a 128 KiB stack (plus a guard page: overflowing it is a SIGSEGV).
 //   Not simulated: timing, memory coalescing and bank conflicts, warp divergence cost, dynamic
 //   parallelism (a launch inside a kernel throws), cooperative groups, streams (every launch is
-//   synchronous), __syncthreads_count/_and/_or. Values a GPU leaves undefined are given fixed ones:
+//   synchronous). Values a GPU leaves undefined are given fixed ones:
 //   a shuffle reading a lane that does not take part returns NaN for floating types and the caller's
 //   own value otherwise; static __shared__ arrays keep the previous block's contents (a GPU gives
 //   garbage). After a failed launch the block's other threads are abandoned mid-kernel (their locals
@@ -140,10 +140,14 @@ struct dim3 {
 struct alignas(8) float2 {
   float x, y;
 };
+struct float3 {
+  float x, y, z;
+};
 struct alignas(16) float4 {
   float x, y, z, w;
 };
 inline float2 make_float2(float x, float y) { return float2{x, y}; }
+inline float3 make_float3(float x, float y, float z) { return float3{x, y, z}; }
 inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
 
 inline constexpr int warpSize = 32;
@@ -441,7 +445,12 @@ inline void Scheduler::run_block(const char* name) {
     }
     if (finished == nthreads_) return;
     if (at_barrier == nthreads_) {  // every thread reached __syncthreads(): open the barrier
-      for (int i = 0; i < nthreads_; ++i) fibers_[i].state = State::kReady;
+      uint64_t count = 0;           // for __syncthreads_count/_and/_or: threads whose predicate is true
+      for (int i = 0; i < nthreads_; ++i) count += fibers_[i].value != 0;
+      for (int i = 0; i < nthreads_; ++i) {
+        fibers_[i].result = count;
+        fibers_[i].state = State::kReady;
+      }
       continue;
     }
     if (first_warp < 0) {  // some wait at __syncthreads(), the others have returned
@@ -542,10 +551,15 @@ inline Scheduler& device_scheduler(const char* what) {
   return s;
 }
 
-inline void barrier() {
+/// __syncthreads(): waits until every thread of the block is here; returns how many threads passed
+/// a non-zero predicate.
+inline int barrier(int predicate = 0) {
   Scheduler& s = device_scheduler("__syncthreads");
-  s.fiber(s.current()).state = State::kAtBarrier;
+  Fiber& f = s.fiber(s.current());
+  f.value = predicate != 0;
+  f.state = State::kAtBarrier;
   s.yield();
+  return static_cast<int>(f.result);
 }
 
 /// Posts this lane's part of a warp operation, waits for the other lanes, returns the result bits.
@@ -607,6 +621,11 @@ To bit_cast(From v) {
 namespace tt_sim_ = ::tinytorch::backend::cuda::sim;
 
 inline void __syncthreads() { tt_sim_::detail::barrier(); }
+inline int __syncthreads_count(int predicate) { return tt_sim_::detail::barrier(predicate); }
+inline int __syncthreads_and(int predicate) {
+  return tt_sim_::detail::barrier(predicate) == static_cast<int>(blockDim.x * blockDim.y * blockDim.z);
+}
+inline int __syncthreads_or(int predicate) { return tt_sim_::detail::barrier(predicate) != 0; }
 inline void __syncwarp(unsigned mask = 0xffffffffu) {
   tt_sim_::detail::warp_op(tt_sim_::WarpOp::kSyncwarp, mask, 0, 0, 32);
 }
@@ -692,6 +711,24 @@ inline unsigned long long atomicCAS(unsigned long long* address, unsigned long l
   return tt_sim_::detail::read_modify_write(address,
                                             [&](unsigned long long old) { return old == compare ? val : old; });
 }
+
+// CUDA's global min/max overloads (device code may call them unqualified).
+inline int min(int a, int b) { return a < b ? a : b; }
+inline unsigned int min(unsigned int a, unsigned int b) { return a < b ? a : b; }
+inline long min(long a, long b) { return a < b ? a : b; }
+inline unsigned long min(unsigned long a, unsigned long b) { return a < b ? a : b; }
+inline long long min(long long a, long long b) { return a < b ? a : b; }
+inline unsigned long long min(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
+inline float min(float a, float b) { return ::fminf(a, b); }
+inline double min(double a, double b) { return ::fmin(a, b); }
+inline int max(int a, int b) { return a > b ? a : b; }
+inline unsigned int max(unsigned int a, unsigned int b) { return a > b ? a : b; }
+inline long max(long a, long b) { return a > b ? a : b; }
+inline unsigned long max(unsigned long a, unsigned long b) { return a > b ? a : b; }
+inline long long max(long long a, long long b) { return a > b ? a : b; }
+inline unsigned long long max(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
+inline float max(float a, float b) { return ::fmaxf(a, b); }
+inline double max(double a, double b) { return ::fmax(a, b); }
 
 /// __ldg: a load through the read-only cache; here a plain load.
 template <class T>
