@@ -268,7 +268,8 @@ TEST_CASE("sim: grid-stride SAXPY on 64 blocks x 256 threads", "[cuda_sim]") {
   CHECK(ttc::grid_1d(1).x == 1);
   CHECK(ttc::grid_1d(257).x == 2);
   CHECK(ttc::grid_1d(int64_t{1} << 40).x == ttc::kGrid1dMaxBlocks);
-  CHECK_THROWS_WITH(ttc::grid_1d(10, 1025), Catch::Contains("grid_1d: threads per block must be in [1, 1024], got 1025"));
+  CHECK_THROWS_WITH(ttc::grid_1d(10, 1025),
+                    Catch::Contains("grid_1d: threads per block must be in [1, 1024], got 1025"));
 }
 
 TEST_CASE("sim: shared-memory block reduction with __syncthreads", "[cuda_sim]") {
