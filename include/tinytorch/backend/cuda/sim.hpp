@@ -62,9 +62,10 @@
 //   abandoned mid-kernel (their locals are not destroyed).
 //   Device code may call CUDA's global min/max overloads or std::min/std::max (nvcc needs
 //   --expt-relaxed-constexpr for the latter).
-//   Speed: about 1 microsecond of CPU per simulated thread (a 64 x 256 elementwise launch: ~15 ms
-//   of CPU at -O2, ~0.3 s under ASan at -O0), half of it in glibc's swapcontext, which makes a
-//   sigprocmask system call per switch; a thread that meets no barrier costs one switch in and out.
+//   Speed (2-core VM): a switch costs ~0.5 us at -O2 (~2.5 us under ASan at -O0), about half of it
+//   the sigprocmask system call glibc's swapcontext makes. A thread that meets no barrier costs one
+//   switch in and one out (a 64 x 256 elementwise launch: ~15 ms of CPU at -O2, ~0.1 s under ASan);
+//   each __syncthreads() costs every thread two more.
 //   Under AddressSanitizer every switch is announced with __sanitizer_start/finish_switch_fiber.
 //
 // Reference: numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1: "execution of kernels is performed by
