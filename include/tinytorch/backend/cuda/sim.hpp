@@ -12,8 +12,8 @@
 //
 // How the scheduling works.
 //   * Blocks run one after another on the calling host thread, blockIdx.x fastest, then y, then z.
-//   * Within a block every CUDA thread is a fiber (POSIX ucontext: makecontext/swapcontext) with its
-//     own stack. A scheduler loop makes passes over the threads in linear order
+//   * Within a block every CUDA thread is a fiber: its own stack and saved registers, resumed by a
+//     context switch (section 3: a few lines of x86-64 assembly, or POSIX swapcontext elsewhere). A scheduler loop makes passes over the threads in linear order
 //     tid = x + y*blockDim.x + z*blockDim.x*blockDim.y; each ready thread runs until it finishes or
 //     blocks: at __syncthreads(), or at a warp operation (__syncwarp, shuffle, vote). Nothing else
 //     switches threads, so between two such points a thread runs alone and plain loads and stores
@@ -62,10 +62,10 @@
 //   abandoned mid-kernel (their locals are not destroyed).
 //   Device code may call CUDA's global min/max overloads or std::min/std::max (nvcc needs
 //   --expt-relaxed-constexpr for the latter).
-//   Speed (2-core VM): a switch costs ~0.5 us at -O2 (~2.5 us under ASan at -O0), about half of it
-//   the sigprocmask system call glibc's swapcontext makes. A thread that meets no barrier costs one
-//   switch in and one out (a 64 x 256 elementwise launch: ~15 ms of CPU at -O2, ~0.1 s under ASan);
-//   each __syncthreads() costs every thread two more.
+//   Speed (2-core VM, -O2): a switch and the scheduler's bookkeeping cost ~80 ns with the assembly
+//   switch, ~420 ns with swapcontext (glibc's makes a sigprocmask system call per switch). A thread
+//   that meets no barrier costs one switch in and one out; each __syncthreads() two more per thread.
+//   A 64 x 256 elementwise launch takes a few ms (~50 ms under ASan at -O0).
 //   Under AddressSanitizer every switch is announced with __sanitizer_start/finish_switch_fiber.
 //
 // Reference: numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1: "execution of kernels is performed by
@@ -172,11 +172,110 @@ inline thread_local dim3 blockDim{1, 1, 1};
 inline thread_local dim3 gridDim{1, 1, 1};
 
 // ============================================================================================
-// 3. The scheduler (namespace tinytorch::backend::cuda::sim).
+// 3. The context switch: leave one stack, continue on another where it left off.
+//    On x86-64 a few lines of assembly: push the six registers a called function must preserve
+//    (System V ABI: rbp, rbx, r12-r15) and the SSE/x87 control words on the old stack, store the
+//    stack pointer, load the other one, pop the same things, `ret` into where the other side
+//    called the switch (or, the first time, into the fiber's entry function). Everywhere else, and
+//    with -fcf-protection (whose shadow stacks forbid a `ret` to somewhere that was not called),
+//    POSIX swapcontext does the same job, plus a sigprocmask system call per switch (~10x slower).
+//    Define TT_SIM_UCONTEXT=1 to force the portable path.
 // ============================================================================================
+#if defined(__x86_64__) && !defined(__CET__) && !(defined(TT_SIM_UCONTEXT) && TT_SIM_UCONTEXT)
+#define TT_SIM_ASM_SWITCH 1
+// void tt_sim_switch_stack(void** save_sp /* rdi */, void* load_sp /* rsi */). A weak symbol: every
+// translation unit that includes this header defines it, the linker keeps one.
+__asm__(
+    ".pushsection .text\n"
+    ".weak tt_sim_switch_stack\n"
+    ".type tt_sim_switch_stack, @function\n"
+    "tt_sim_switch_stack:\n"
+    "  pushq %rbp\n"
+    "  pushq %rbx\n"
+    "  pushq %r12\n"
+    "  pushq %r13\n"
+    "  pushq %r14\n"
+    "  pushq %r15\n"
+    "  subq $8, %rsp\n"
+    "  stmxcsr (%rsp)\n"     // SSE rounding mode and exception masks
+    "  fnstcw 4(%rsp)\n"     // x87 control word
+    "  movq %rsp, (%rdi)\n"  // *save_sp = rsp: this side can be resumed later
+    "  movq %rsi, %rsp\n"    // rsp = load_sp: from here on we are on the other stack
+    "  ldmxcsr (%rsp)\n"
+    "  fldcw 4(%rsp)\n"
+    "  addq $8, %rsp\n"
+    "  popq %r15\n"
+    "  popq %r14\n"
+    "  popq %r13\n"
+    "  popq %r12\n"
+    "  popq %rbx\n"
+    "  popq %rbp\n"
+    "  ret\n"
+    ".size tt_sim_switch_stack, .-tt_sim_switch_stack\n"
+    ".popsection\n");
+extern "C" void tt_sim_switch_stack(void** save_sp, void* load_sp);
+#else
+#define TT_SIM_ASM_SWITCH 0
+#endif
+
 namespace tinytorch::backend::cuda::sim {
 
 using ::tinytorch::detail::str_cat;
+
+#if TT_SIM_ASM_SWITCH
+/// A suspended execution: its stack pointer (the registers are saved on that stack).
+struct Context {
+  void* sp = nullptr;
+};
+/// Prepares `c` so that switching to it calls entry() on [stack, stack + bytes); entry never returns.
+inline void make_context(Context& c, char* stack, size_t bytes, void (*entry)()) {
+  // What tt_sim_switch_stack pops, from the lowest address: the control words, r15..rbx, rbp, the
+  // address `ret` jumps to; above it a 0 "return address" where gdb's backtrace stops. entry()
+  // starts with rsp = top - 8, i.e. 8 mod 16, as after a call.
+  uint64_t* top = reinterpret_cast<uint64_t*>(stack + bytes);  // 16-byte aligned
+  top[-1] = 0;
+  top[-2] = reinterpret_cast<uint64_t>(entry);
+  for (int r = 3; r <= 8; ++r) top[-r] = 0;  // rbp, rbx, r12, r13, r14, r15
+  uint32_t mxcsr;
+  uint16_t fpcw;
+  __asm__ volatile("stmxcsr %0" : "=m"(mxcsr));  // the fiber starts with this thread's settings
+  __asm__ volatile("fnstcw %0" : "=m"(fpcw));
+  unsigned char* words = reinterpret_cast<unsigned char*>(&top[-9]);
+  std::memcpy(words, &mxcsr, 4);
+  std::memcpy(words + 4, &fpcw, 2);
+  c.sp = &top[-9];
+}
+/// Saves the running execution in `from` and resumes `to`; returns when someone resumes `from`.
+inline void switch_context(Context& from, Context& to) { tt_sim_switch_stack(&from.sp, to.sp); }
+#else
+struct Context {
+  ucontext_t uc;
+  bool initialised = false;
+};
+inline void make_context(Context& c, char* stack, size_t bytes, void (*entry)()) {
+  if (!c.initialised) {  // getcontext once per slot; makecontext may then reuse the context
+    getcontext(&c.uc);
+    c.initialised = true;
+  }
+  c.uc.uc_stack.ss_sp = stack;
+  c.uc.uc_stack.ss_size = bytes;
+  c.uc.uc_link = nullptr;  // entry never returns
+  makecontext(&c.uc, entry, 0);
+#if TT_SIM_ASAN
+  // ASan's swapcontext interceptor clears the shadow of ucp->uc_stack on every switch (16 KiB of
+  // shadow, twice per switch). swapcontext itself does not read uc_stack once makecontext has run,
+  // and the annotations in run_fiber/yield tell ASan about the stacks, so hide it; fail_block
+  // unpoisons the stacks of abandoned threads.
+  c.uc.uc_stack.ss_sp = nullptr;
+  c.uc.uc_stack.ss_size = 0;
+#endif
+}
+inline void switch_context(Context& from, Context& to) { swapcontext(&from.uc, &to.uc); }
+#endif
+
+// ============================================================================================
+// 4. The scheduler (namespace tinytorch::backend::cuda::sim).
+// ============================================================================================
 
 inline constexpr int kMaxThreadsPerBlock = 1024;
 inline constexpr size_t kMaxDynamicSharedBytes = 48 * 1024;  // CUDA's default without opt-in
@@ -201,9 +300,8 @@ inline const char* warp_op_name(WarpOp op) {
 
 /// One CUDA thread: its saved registers, its stack, where it waits, and what it posted to a warp op.
 struct Fiber {
-  ucontext_t ctx;
+  Context ctx;
   char* stack = nullptr;       // kFiberStackBytes, a PROT_NONE guard page below it
-  bool ctx_initialised = false;
   uint3 tid{0, 0, 0};
   State state = State::kFinished;
   // The warp operation this thread waits at (valid while state == kAtWarpOp) and its result;
@@ -265,7 +363,7 @@ class Scheduler {
   void* body_arg_ = nullptr;
   void* smem_ = nullptr;
   size_t smem_bytes_ = 0;
-  ucontext_t sched_ctx_;
+  Context sched_ctx_;
   const void* sched_stack_bottom_ = nullptr;  // for ASan's fiber annotations
   size_t sched_stack_size_ = 0;
   void* sched_fake_stack_ = nullptr;
@@ -295,22 +393,7 @@ inline void Scheduler::prepare_fiber(int i) {
     mprotect(mem, page, PROT_NONE);
     f.stack = static_cast<char*>(mem) + page;
   }
-  if (!f.ctx_initialised) {  // getcontext once per slot; makecontext may then reuse the context
-    getcontext(&f.ctx);
-    f.ctx_initialised = true;
-  }
-  f.ctx.uc_stack.ss_sp = f.stack;
-  f.ctx.uc_stack.ss_size = kFiberStackBytes;
-  f.ctx.uc_link = nullptr;  // fiber_main never returns
-  makecontext(&f.ctx, &Scheduler::fiber_main, 0);
-#if TT_SIM_ASAN
-  // ASan's swapcontext interceptor clears the shadow of ucp->uc_stack on every switch (16 KiB of
-  // shadow, twice per switch: 5 us). swapcontext itself does not read uc_stack once makecontext has
-  // run, and the annotations in run_fiber/yield tell ASan about the stacks, so hide it; fail_block
-  // unpoisons the stacks of abandoned threads.
-  f.ctx.uc_stack.ss_sp = nullptr;
-  f.ctx.uc_stack.ss_size = 0;
-#endif
+  make_context(f.ctx, f.stack, kFiberStackBytes, &Scheduler::fiber_main);
   f.state = State::kReady;
   f.error = nullptr;
   f.asan_fake_stack = nullptr;
@@ -331,7 +414,7 @@ inline void Scheduler::fiber_main() {
 #if TT_SIM_ASAN
   __sanitizer_start_switch_fiber(nullptr, s.sched_stack_bottom_, s.sched_stack_size_);  // fiber ends
 #endif
-  swapcontext(&f.ctx, &s.sched_ctx_);  // never resumed
+  switch_context(f.ctx, s.sched_ctx_);  // never resumed
   std::abort();
 }
 
@@ -341,7 +424,7 @@ inline void Scheduler::run_fiber(int i) {
 #if TT_SIM_ASAN
   __sanitizer_start_switch_fiber(&sched_fake_stack_, fibers_[i].stack, kFiberStackBytes);
 #endif
-  swapcontext(&sched_ctx_, &fibers_[i].ctx);
+  switch_context(sched_ctx_, fibers_[i].ctx);
 #if TT_SIM_ASAN
   __sanitizer_finish_switch_fiber(sched_fake_stack_, nullptr, nullptr);
 #endif
@@ -353,7 +436,7 @@ inline void Scheduler::yield() {
 #if TT_SIM_ASAN
   __sanitizer_start_switch_fiber(&f.asan_fake_stack, sched_stack_bottom_, sched_stack_size_);
 #endif
-  swapcontext(&f.ctx, &sched_ctx_);
+  switch_context(f.ctx, sched_ctx_);
 #if TT_SIM_ASAN
   __sanitizer_finish_switch_fiber(f.asan_fake_stack, &sched_stack_bottom_, &sched_stack_size_);
 #endif
@@ -638,7 +721,7 @@ To bit_cast(From v) {
 }  // namespace tinytorch::backend::cuda::sim
 
 // ============================================================================================
-// 4. Device functions (global namespace, CUDA's names and signatures).
+// 5. Device functions (global namespace, CUDA's names and signatures).
 // ============================================================================================
 namespace tt_sim_ = ::tinytorch::backend::cuda::sim;
 
