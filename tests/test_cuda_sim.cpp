@@ -183,9 +183,11 @@ __global__ void atomics_kernel(float* fsum, int* icount, unsigned long long* usu
 // Logs the order in which threads pass two points, separated by a barrier.
 template <class T>
 __global__ void order_kernel(int* counter, T* before, T* after, T* block_order) {
+  const unsigned nthreads = blockDim.x * blockDim.y * blockDim.z;
+  const unsigned tid = threadIdx.x + threadIdx.y * blockDim.x + threadIdx.z * blockDim.x * blockDim.y;
   const int64_t block = blockIdx.x + (int64_t)blockIdx.y * gridDim.x;
-  const int64_t i = block * blockDim.x + threadIdx.x;
-  if (threadIdx.x == 0) block_order[block] = atomicAdd(counter, 1);
+  const int64_t i = block * nthreads + tid;
+  if (tid == 0) block_order[block] = atomicAdd(counter, 1);
   before[i] = atomicAdd(counter, 1);
   __syncthreads();
   after[i] = atomicAdd(counter, 1);
@@ -446,30 +448,34 @@ TEST_CASE("sim: atomics from every thread of many blocks", "[cuda_sim]") {
 }
 
 TEST_CASE("sim: execution order is the documented one", "[cuda_sim]") {
-  // Blocks in order x fastest, then y; within a block every thread in linear order runs to the
-  // barrier, then every thread in linear order runs to the end.
+  // Blocks in order x fastest, then y; within a block every thread in linear order
+  // (x + y*blockDim.x + z*blockDim.x*blockDim.y) runs to the barrier, then every thread in linear
+  // order runs to the end. The same for 1-D, 2-D and 3-D blocks of 40 threads.
   const dim3 grid(2, 2);
   const int threads = 40;
   const int nblocks = 4;
-  std::vector<int> before(nblocks * threads), after(nblocks * threads), block_order(nblocks);
-  int counter = 0;
-  ttc::launch_kernel("order", order_kernel<int>, grid, dim3(threads), 0, &counter, before.data(), after.data(),
-                     block_order.data());
-  const int per_block = 2 * threads + 1;
-  for (int b = 0; b < nblocks; ++b) {
-    CHECK(block_order[b] == b * per_block);  // block (x, y) = (b % 2, b / 2) ran b-th
-    for (int t = 0; t < threads; ++t) {
-      CHECK(before[b * threads + t] == b * per_block + 1 + t);
-      CHECK(after[b * threads + t] == b * per_block + 1 + threads + t);
+  for (dim3 block : {dim3(threads), dim3(8, 5), dim3(4, 5, 2)}) {
+    INFO("block (" << block.x << "," << block.y << "," << block.z << ")");
+    std::vector<int> before(nblocks * threads), after(nblocks * threads), block_order(nblocks);
+    int counter = 0;
+    ttc::launch_kernel("order", order_kernel<int>, grid, block, 0, &counter, before.data(), after.data(),
+                       block_order.data());
+    const int per_block = 2 * threads + 1;
+    for (int b = 0; b < nblocks; ++b) {
+      CHECK(block_order[b] == b * per_block);  // block (x, y) = (b % 2, b / 2) ran b-th
+      for (int t = 0; t < threads; ++t) {
+        CHECK(before[b * threads + t] == b * per_block + 1 + t);
+        CHECK(after[b * threads + t] == b * per_block + 1 + threads + t);
+      }
     }
+    // and the same again: nothing depends on timing
+    std::vector<int> before2(before.size()), after2(after.size()), block_order2(nblocks);
+    counter = 0;
+    ttc::launch_kernel("order", order_kernel<int>, grid, block, 0, &counter, before2.data(), after2.data(),
+                       block_order2.data());
+    CHECK(before2 == before);
+    CHECK(after2 == after);
   }
-  // and the same again: nothing depends on timing
-  std::vector<int> before2(before.size()), after2(after.size()), block_order2(nblocks);
-  counter = 0;
-  ttc::launch_kernel("order", order_kernel<int>, grid, dim3(threads), 0, &counter, before2.data(), after2.data(),
-                     block_order2.data());
-  CHECK(before2 == before);
-  CHECK(after2 == after);
 }
 
 TEST_CASE("sim: __syncthreads_count, _and and _or", "[cuda_sim]") {

@@ -130,8 +130,8 @@
 #define __align__(n) __attribute__((aligned(n)))
 
 /// TT_DYNAMIC_SHARED(T, name): `T* const name` points at the launch's dynamic shared memory
-/// (launch_kernel's dynamic_smem_bytes, 16-byte aligned, fresh per block). Under nvcc launch.hpp
-/// defines it as an `extern __shared__` byte array.
+/// (launch_kernel's dynamic_smem_bytes, 16-byte aligned, fresh per block; nullptr when the launch
+/// asked for 0 bytes). Under nvcc launch.hpp defines it as an `extern __shared__` byte array.
 #define TT_DYNAMIC_SHARED(T, name) \
   T* const name = reinterpret_cast<T*>(::tinytorch::backend::cuda::sim::dynamic_shared_memory())
 
