@@ -22,6 +22,7 @@
 //     returned has arrived at a warp operation of the same kind with the same mask; its lanes become
 //     ready and run, in lane order, in the scheduler's next pass over them.
 //   * When no thread is ready: if all have finished the block is done; if all wait at __syncthreads()
+//     (any call of it: like the hardware's barrier 0, the simulator does not tell call sites apart)
 //     the barrier opens and the next pass begins; anything else can never complete (a thread returned
 //     before a __syncthreads() others wait at, or a warp operation waits for a lane that waits
 //     elsewhere) and the launch throws tinytorch::Error naming the kernel, the block and a thread
