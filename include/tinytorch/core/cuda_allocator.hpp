@@ -121,6 +121,8 @@ class CachingDeviceAllocator {
     const int n = raw_.device_count();
     for (int d = 0; d < n; ++d) devices_.push_back(std::make_unique<DeviceState>());
   }
+  /// Gives the cached blocks back (the process-wide allocator is never destroyed; test instances are).
+  ~CachingDeviceAllocator() { empty_cache(); }
   CachingDeviceAllocator(const CachingDeviceAllocator&) = delete;
   CachingDeviceAllocator& operator=(const CachingDeviceAllocator&) = delete;
 
