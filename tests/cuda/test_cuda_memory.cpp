@@ -178,11 +178,10 @@ TEST_CASE("a full device throws PyTorch's 'CUDA out of memory' and leaves the st
     CHECK_THAT(msg, Contains(" is reserved by tinytorch but unallocated."));
 #if TINYTORCH_CUDA_SIM
     if (std::getenv("TINYTORCH_SIM_MEMORY_MB") == nullptr && allocated == 0) {
-      // 1536 MiB is a size class (6 x 2^28); the failed retry released device 1's cache.
-      CHECK(msg ==
-            "CUDA out of memory. Tried to allocate 1.50 GiB. GPU 1 has a total capacity of 1024.00 MiB of which "
-            "1024.00 MiB is free. Of the allocated memory 0 bytes is allocated by tinytorch, and 0 bytes is "
-            "reserved by tinytorch but unallocated.");
+      // 1536 MiB is a size class (6 x 2^28); the failed retry released the device's cache.
+      CHECK(msg == "CUDA out of memory. Tried to allocate 1.50 GiB. GPU " + std::to_string(d) +
+                       " has a total capacity of 1024.00 MiB of which 1024.00 MiB is free. Of the allocated memory "
+                       "0 bytes is allocated by tinytorch, and 0 bytes is reserved by tinytorch but unallocated.");
     }
 #endif
   }
@@ -220,6 +219,33 @@ TEST_CASE("copies from several threads at once, one device each", "[cuda][cuda_m
 
 #if TINYTORCH_CUDA_SIM
 
+namespace {
+// True when reading *p in a child process kills the child with SIGSEGV. The child restores the
+// default SIGSEGV action first, so that a handler installed by Catch2 or a sanitizer
+// (AddressSanitizer installs one) reports nothing and the kernel's signal reaches the parent; it
+// also turns core dumps off for this expected crash.
+bool host_read_dies_of_sigsegv(const volatile float* p) {
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    struct sigaction dfl;
+    std::memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGSEGV, &dfl, nullptr);
+    const float v = *p;  // faults here when protected
+    (void)v;
+    _exit(10);  // reached only if the read did not fault
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  INFO("child status " << status);
+  return WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV;
+}
+}  // namespace
+
 TEST_CASE("simulator: host code reading device memory outside a kernel or copy dies of SIGSEGV",
           "[cuda][cuda_memory][sim]") {
   if (!rt::sim::memory_protected()) {
@@ -242,30 +268,32 @@ TEST_CASE("simulator: host code reading device memory outside a kernel or copy d
     CHECK(p[0] == 1.5f);  // still open after the inner one closed
   }
 
-  // Outside every scope: a child process reads; it must be killed by SIGSEGV, as a host read of a
-  // GPU pointer would be. The child restores the default SIGSEGV action first, so that a sanitizer's
-  // handler (AddressSanitizer installs one) reports nothing and the kernel's signal reaches us.
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    struct rlimit no_core = {0, 0};
-    setrlimit(RLIMIT_CORE, &no_core);  // no core file for this expected crash
-    struct sigaction dfl;
-    std::memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    sigaction(SIGSEGV, &dfl, nullptr);
-    const float v = p[1];  // faults here
-    _exit(v == 2.5f ? 10 : 11);  // reached only if the read did not fault
-  }
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  INFO("child status " << status << (WIFEXITED(status) ? " (exited with " + std::to_string(WEXITSTATUS(status)) + ")"
-                                                        : std::string()));
-  CHECK(WIFSIGNALED(status));
-  CHECK(WTERMSIG(status) == SIGSEGV);
+  // Outside every scope a host read must fault, as a host read of a GPU pointer does.
+  CHECK(host_read_dies_of_sigsegv(p + 1));
 
-  // The parent, which never opened a scope since, still reads it through a copy.
+  // A block allocated while a scope is open is accessible then, and protected once the scope closes.
+  const int other = 1 % rt::device_count();
+  void* before = rt::raw_malloc(0, 64);
+  void* inside = nullptr;
+  {
+    rt::sim::DeviceAccessScope scope;
+    inside = rt::raw_malloc(other, 64);
+    static_cast<volatile float*>(inside)[0] = 7.0f;
+    static_cast<volatile float*>(before)[0] = 8.0f;
+    CHECK(static_cast<volatile float*>(inside)[0] == 7.0f);
+    CHECK_FALSE(host_read_dies_of_sigsegv(static_cast<const volatile float*>(inside)));  // the scope is open
+  }
+  CHECK(host_read_dies_of_sigsegv(static_cast<const volatile float*>(inside)));
+  CHECK(host_read_dies_of_sigsegv(static_cast<const volatile float*>(before)));
+  float back[2] = {0.0f, 0.0f};
+  rt::memcpy_d2h(&back[0], inside, sizeof(float));
+  rt::memcpy_d2h(&back[1], before, sizeof(float));
+  CHECK(back[0] == 7.0f);
+  CHECK(back[1] == 8.0f);
+  rt::raw_free(other, inside);
+  rt::raw_free(0, before);
+
+  // A copy still reads the storage.
   std::vector<float> y(4);
   rt::memcpy_d2h(y.data(), s.data(), sizeof(float) * 4);
   CHECK(y == x);
