@@ -8,6 +8,7 @@
 #pragma once
 
 #include "tensor.hpp"
+#include "core/cuda.hpp"  // tinytorch::cuda: is_available, device_count, memory statistics (torch.cuda)
 #include "functional.hpp"
 #include "autograd/gradcheck.hpp"
 #include "autograd/dot.hpp"  // to_dot: the backward graph as Graphviz text (chapter 02)

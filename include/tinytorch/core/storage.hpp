@@ -7,7 +7,10 @@
 // ones come from plain malloc (16-byte aligned), and the smallest (up to kInlineBytes: a scalar, a
 // bias, a loss) live inside the Storage object itself, which std::make_shared allocates together
 // with its reference counts: one heap allocation per tensor buffer instead of two.
-// CUDA storage arrives with the CUDA backend; a CPU-only build throws if asked for it.
+// CUDA storage (Device::cuda(i)) comes from the CUDA caching allocator (core/cuda_allocator.hpp) in
+// a translation unit with the CUDA backend (nvcc, or the kernel simulator: TINYTORCH_CUDA_SIM); it is
+// never kept inline (device memory is not host memory) and is not counted by memory_allocated()
+// (tinytorch::cuda::memory_allocated(i) counts it). A CPU-only build throws if asked for it.
 // Storage also carries PyTorch's version counter (`tensor._version`): every in-place write to any
 // tensor on this storage (a view, a detach()ed alias, an optimizer step under no_grad) bumps it,
 // and autograd's saved tensors compare it with the value they saw in the forward pass
@@ -28,6 +31,9 @@
 #include "check.hpp"
 #include "config.hpp"
 #include "device.hpp"
+#if TINYTORCH_WITH_CUDA
+#include "cuda_allocator.hpp"
+#endif
 
 namespace tinytorch {
 
@@ -37,14 +43,24 @@ class Storage {
   static constexpr size_t kInlineBytes = 32;
 
   /// Allocates `nbytes` on `device` (contents uninitialised). Throws tinytorch::Error for CUDA in a
-  /// translation unit not compiled by nvcc, and when the memory is not there.
+  /// translation unit without the CUDA backend (neither nvcc nor TINYTORCH_CUDA_SIM), "CUDA error:
+  /// invalid device ordinal" for a GPU index outside [0, tinytorch::cuda::device_count()), and when
+  /// the memory is not there (CUDA: tinytorch::cuda::OutOfMemoryError with PyTorch's message).
   Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
-    TT_CHECK(device.is_cpu(), "Storage: device ", device.str(),
-             " needs the CUDA backend; compile this program with nvcc (TINYTORCH_WITH_CUDA=0 here)");
+    if (device.is_cuda()) {
+      allocate_cuda(nbytes);
+      return;
+    }
     allocate_data(nbytes);
     detail::count_storage_alloc(nbytes);  // memory_allocated() (core/allocator.hpp)
   }
   ~Storage() {
+#if TINYTORCH_WITH_CUDA
+    if (device_.is_cuda()) {
+      detail::cuda_caching_allocator().deallocate(device_.index, data_, nbytes_);
+      return;
+    }
+#endif
     if (data_ != inline_) detail::CpuCachingAllocator::get().deallocate(data_, nbytes_);
     detail::count_storage_free(nbytes_);
   }
@@ -61,6 +77,18 @@ class Storage {
   void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
+  void allocate_cuda(size_t nbytes) {
+#if TINYTORCH_WITH_CUDA
+    // The allocator checks the ordinal ("CUDA error: invalid device ordinal", as PyTorch reports it).
+    data_ = detail::cuda_caching_allocator().allocate(device_.index, nbytes);
+#else
+    (void)nbytes;
+    TT_CHECK(false, "Storage: device ", device_.str(),
+             " needs the CUDA backend; compile this program with nvcc, or with -DTINYTORCH_CUDA_SIM=1 for the "
+             "kernel simulator (TINYTORCH_WITH_CUDA=0 here)");
+#endif
+  }
+
   void allocate_data(size_t nbytes) {
     // Inline unless TINYTORCH_NO_MEMORY_CACHING asks for every buffer to come from the system
     // (so that valgrind or AddressSanitizer see each use after free). 0 bytes: nullptr, as before.
