@@ -9,12 +9,22 @@
 //   TINYTORCH_WITH_NCCL  1 when nvcc compiles, MPI is on and <nccl.h> is reachable (never in the simulator).
 //   TT_HOST_DEVICE       __host__ __device__ under nvcc, nothing otherwise: functors and index
 //                        math are written once and used by the CPU loop and the CUDA kernel.
+//   EIGEN_NO_CUDA        under nvcc (unless already defined): Eigen stays host-only code (its
+//                        own __device__ paths are not what tinytorch's kernels use, and
+//                        compiling them costs time and warnings). Only works if this header comes
+//                        before the first Eigen include: every tinytorch header that includes
+//                        Eigen includes this one first, and the CMake target also defines
+//                        EIGEN_NO_CUDA for CUDA sources (for user code that includes Eigen first).
 // Any of the three feature macros may be predefined to 0 to switch a feature off.
 // Chapter: chapters/01-training-loop.md ("How the headers are layered").
 #pragma once
 
 #if defined(TINYTORCH_CUDA_SIM) && TINYTORCH_CUDA_SIM && defined(__CUDACC__)
 #error "TINYTORCH_CUDA_SIM is the kernel simulator for g++/clang++ builds; nvcc builds run the kernels on a GPU"
+#endif
+
+#if defined(__CUDACC__) && !defined(EIGEN_NO_CUDA)
+#define EIGEN_NO_CUDA
 #endif
 
 #if defined(__CUDACC__)

@@ -23,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+#include "../core/config.hpp"  // before Eigen: EIGEN_NO_CUDA under nvcc
+
 #include <Eigen/Core>
 
 #include "../nn/module.hpp"

@@ -26,6 +26,8 @@
 // GeneralBlockPanelKernel.h (evaluateProductBlockingSizesHeuristic, gebp_kernel).
 #pragma once
 
+#include "../../core/config.hpp"  // before Eigen: EIGEN_NO_CUDA under nvcc
+
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
