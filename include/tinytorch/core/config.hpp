@@ -15,6 +15,14 @@
 //                        before the first Eigen include: every tinytorch header that includes
 //                        Eigen includes this one first, and the CMake target also defines
 //                        EIGEN_NO_CUDA for CUDA sources (for user code that includes Eigen first).
+//   TT_NAMESPACE_BEGIN   `namespace tinytorch { inline namespace <mode>_abi {` and TT_NAMESPACE_END
+//   TT_NAMESPACE_END     `} }`, with <mode>_abi = TT_ABI_NAMESPACE: cpu_abi (g++/clang++), cuda_abi
+//                        (nvcc), sim_abi (the simulator). Every header opens tinytorch with them, so
+//                        names stay tinytorch::Tensor in code but each mode's symbols differ
+//                        (tinytorch::cpu_abi::Tensor): a program that mixes TUs compiled in two modes
+//                        fails to link instead of silently running one mode's inline functions in
+//                        the other (design/CUDA.md §2; DESIGN.md). scripts/abi_namespace.py
+//                        converts `namespace tinytorch::x {` blocks to them.
 // Any of the three feature macros may be predefined to 0 to switch a feature off.
 // Chapter: chapters/01-training-loop.md ("How the headers are layered").
 #pragma once
@@ -41,6 +49,21 @@
 #undef TINYTORCH_CUDA_SIM
 #define TINYTORCH_CUDA_SIM 0
 #endif
+
+// The inline ABI namespace: one per build mode (never mix modes in one program).
+#if defined(__CUDACC__)
+#define TT_ABI_NAMESPACE cuda_abi
+#elif TINYTORCH_CUDA_SIM
+#define TT_ABI_NAMESPACE sim_abi
+#else
+#define TT_ABI_NAMESPACE cpu_abi
+#endif
+#define TT_NAMESPACE_BEGIN \
+  namespace tinytorch {    \
+  inline namespace TT_ABI_NAMESPACE {
+#define TT_NAMESPACE_END \
+  }                      \
+  }
 
 #ifndef TINYTORCH_WITH_MPI
 #if defined(__has_include)

@@ -28,8 +28,9 @@
 #include "check.hpp"
 #include "config.hpp"
 #include "device.hpp"
+#include "config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch {
+TT_NAMESPACE_BEGIN
 
 class Storage {
  public:
@@ -83,4 +84,4 @@ class Storage {
   alignas(16) unsigned char inline_[kInlineBytes];
 };
 
-}  // namespace tinytorch
+TT_NAMESPACE_END  // namespace tinytorch

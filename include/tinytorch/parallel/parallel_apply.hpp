@@ -29,7 +29,7 @@
 
 #include "../nn/module.hpp"
 
-namespace tinytorch::parallel {
+TT_NAMESPACE_BEGIN namespace parallel {
 
 /// outputs[i] = replicas[i]->forward(inputs[i]), one thread per replica (see above).
 /// `devices[i]` names replica i's device in error messages; `generators`, if not empty, gives
@@ -91,4 +91,4 @@ inline std::vector<Tensor> parallel_apply(const std::vector<std::shared_ptr<nn::
   return outputs;
 }
 
-}  // namespace tinytorch::parallel
+}  TT_NAMESPACE_END  // namespace tinytorch::parallel

@@ -17,7 +17,7 @@
 #include "../../core/shape.hpp"  // Shape, Strides
 #include "../../core/scalar.hpp"  // wrapping_add/sub/mul/pow: int64 arithmetic modulo 2^64
 
-namespace tinytorch::backend::cpu {
+TT_NAMESPACE_BEGIN namespace backend::cpu {
 
 // ---- functors ---------------------------------------------------------------------------------
 // int64 add, sub, mul and neg wrap modulo 2^64 as PyTorch's (INT64_MAX + 1 == INT64_MIN) without
@@ -150,4 +150,4 @@ void copy_kernel(const S* src, const Strides& ss, D* dst,
   strided_loop2(shape, ss, zero, [&](int64_t i, int64_t os, int64_t) { dst[i] = static_cast<D>(src[os]); });
 }
 
-}  // namespace tinytorch::backend::cpu
+}  TT_NAMESPACE_END  // namespace tinytorch::backend::cpu

@@ -27,7 +27,7 @@
 #include "../../core/config.hpp"
 #include "../../core/shape.hpp"  // Shape, Strides
 
-namespace tinytorch::backend::cpu {
+TT_NAMESPACE_BEGIN namespace backend::cpu {
 
 namespace detail {
 template <class T> TT_HOST_DEVICE bool is_nan(T v) { return v != v; }  // false for integers
@@ -186,4 +186,4 @@ void ternary_kernel(const A* a, const Strides& sa, const B* b, const Strides& sb
   });
 }
 
-}  // namespace tinytorch::backend::cpu
+}  TT_NAMESPACE_END  // namespace tinytorch::backend::cpu

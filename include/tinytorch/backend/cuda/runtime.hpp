@@ -32,7 +32,7 @@
   } while (0)
 #endif
 
-namespace tinytorch::backend::cuda {
+TT_NAMESPACE_BEGIN namespace backend::cuda {
 
 #if TINYTORCH_WITH_CUDA && !TINYTORCH_CUDA_SIM
 
@@ -93,4 +93,4 @@ inline void synchronize(int /*device*/) {}  // the simulator runs every launch t
 
 #endif
 
-}  // namespace tinytorch::backend::cuda
+}  TT_NAMESPACE_END  // namespace tinytorch::backend::cuda
