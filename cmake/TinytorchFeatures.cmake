@@ -1,9 +1,10 @@
 # cmake/TinytorchFeatures.cmake — find the optional features and say what was found.
 #
 # Included (not called as a function: enable_language must run at directory scope) from the
-# top-level CMakeLists.txt. Prints exactly one line per feature:
+# top-level CMakeLists.txt. Prints exactly one line per feature or build mode:
 #   -- tinytorch: ✓ MPI (Open MPI 4.1.4)
-#   -- tinytorch: ✗ CUDA (no nvcc found)
+#   -- tinytorch: ✗ nvcc CUDA (TINYTORCH_ENABLE_CUDA=OFF)
+# (CUDA as one of three build-mode lines: ✓ CPU, ✓ CUDA simulator (TINYTORCH_CUDA_SIM), ✓/✗ nvcc CUDA (why))
 # and sets, for the rest of the build:
 #   TINYTORCH_HAVE_CUDA       CUDA language enabled (CMAKE_CUDA_ARCHITECTURES defaults to 90),
 #                             CUDA::cudart available
@@ -52,16 +53,24 @@ if(TINYTORCH_ENABLE_CUDA)
     find_package(CUDAToolkit QUIET)
     if(CUDAToolkit_FOUND)
       set(TINYTORCH_HAVE_CUDA ON)
-      tt_feature_line(TRUE "CUDA" "nvcc ${CMAKE_CUDA_COMPILER_VERSION}, sm_${CMAKE_CUDA_ARCHITECTURES}")
+      set(_tt_nvcc_why "nvcc ${CMAKE_CUDA_COMPILER_VERSION}, sm_${CMAKE_CUDA_ARCHITECTURES}")
     else()
-      tt_feature_line(FALSE "CUDA" "nvcc found but CUDA toolkit libraries not found")
+      set(_tt_nvcc_why "nvcc found but CUDA toolkit libraries not found")
     endif()
   else()
-    tt_feature_line(FALSE "CUDA" "no nvcc found")
+    set(_tt_nvcc_why "no nvcc found; set CUDACXX or put nvcc on PATH")
   endif()
 else()
-  tt_feature_line(FALSE "CUDA" "TINYTORCH_ENABLE_CUDA=OFF")
+  set(_tt_nvcc_why "TINYTORCH_ENABLE_CUDA=OFF")
 endif()
+
+# ---- build modes: one line each (design/CUDA.md §0) ------------------------------------------
+# CPU and the CUDA kernel simulator (g++/clang++ with TINYTORCH_CUDA_SIM=1: tests/cuda/test_cuda_*.cpp
+# as <name>_sim) are always built; real CUDA needs nvcc (its line says why not).
+tt_feature_line(TRUE "CPU" "${CMAKE_CXX_COMPILER_ID} ${CMAKE_CXX_COMPILER_VERSION}")
+tt_feature_line(TRUE "CUDA simulator" "TINYTORCH_CUDA_SIM")
+tt_feature_line(${TINYTORCH_HAVE_CUDA} "nvcc CUDA" "${_tt_nvcc_why}")
+unset(_tt_nvcc_why)
 
 # ---- MPI -----------------------------------------------------------------------------------
 set(MPI_DETERMINE_LIBRARY_VERSION TRUE)  # fills MPI_CXX_LIBRARY_VERSION_STRING

@@ -25,8 +25,9 @@
 #include "autograd/inplace.hpp"
 #include "ops/creation.hpp"
 #include "ops/print.hpp"
+#include "core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch {
+TT_NAMESPACE_BEGIN
 
 using autograd::Reduction;
 
@@ -869,7 +870,7 @@ inline Tensor& operator/=(Tensor& a, const Tensor& b) { return a.div_(b); }
 inline Tensor& operator+=(Tensor& a, Scalar b) { return a.add_(b); }
 inline Tensor& operator*=(Tensor& a, Scalar b) { return a.mul_(b); }
 
-}  // namespace tinytorch
+TT_NAMESPACE_END  // namespace tinytorch
 
 // The second batch of ops (min/argmin/amin/amax, maximum/minimum, pow of tensors, floor_divide,
 // remainder, fmod, comparisons with numbers, clamp, where) and their Tensor methods.

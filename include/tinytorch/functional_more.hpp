@@ -22,8 +22,9 @@
 
 #include "autograd/functions_more.hpp"
 #include "functional.hpp"
+#include "core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch {
+TT_NAMESPACE_BEGIN
 
 // ---- min / max family -------------------------------------------------------------------------
 /// The smallest element, 0-d (NaN if any element is NaN). Backward shares the gradient evenly
@@ -220,4 +221,4 @@ inline Tensor operator<=(double a, const Tensor& b) { return b.ge(a); }
 inline Tensor operator>(double a, const Tensor& b) { return b.lt(a); }
 inline Tensor operator>=(double a, const Tensor& b) { return b.le(a); }
 
-}  // namespace tinytorch
+TT_NAMESPACE_END  // namespace tinytorch

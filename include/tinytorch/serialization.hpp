@@ -89,12 +89,13 @@
 #include "core/dtype.hpp"
 #include "ops/creation.hpp"
 #include "tensor.hpp"
+#include "core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "tinytorch/serialization.hpp writes tensor bytes as they are in memory: safetensors needs a little-endian host"
 #endif
 
-namespace tinytorch {
+TT_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -850,4 +851,4 @@ inline std::map<std::string, std::string> load_metadata(const std::string& path)
   return detail::parse_safetensors(path, buf).metadata;
 }
 
-}  // namespace tinytorch
+TT_NAMESPACE_END  // namespace tinytorch

@@ -31,7 +31,7 @@
 #include "core/shape.hpp"
 #include "core/storage.hpp"
 
-namespace tinytorch {
+TT_NAMESPACE_BEGIN
 
 class Tensor;
 namespace autograd {
@@ -379,4 +379,4 @@ inline Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
 inline Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
 inline Tensor matmul(const Tensor& a, const Tensor& b);
 
-}  // namespace tinytorch
+TT_NAMESPACE_END  // namespace tinytorch

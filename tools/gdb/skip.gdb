@@ -18,5 +18,5 @@ skip -gfile /usr/include/*/c++/*/bits/*
 skip -rfunction ^Eigen::
 # (-rfunction takes a POSIX extended regular expression; [(] is a literal parenthesis.)
 # tinytorch's own plumbing: copying, moving and destroying a Tensor handle or a Shape.
-skip -rfunction ^tinytorch::Tensor::(Tensor|~Tensor|operator=)[(]
-skip -rfunction ^tinytorch::SmallVector<
+skip -rfunction ^tinytorch::((cpu|cuda|sim)_abi::)?Tensor::(Tensor|~Tensor|operator=)[(]
+skip -rfunction ^tinytorch::((cpu|cuda|sim)_abi::)?SmallVector<

@@ -7,6 +7,7 @@
 # chapters/01-training-loop.md, "Stepping through in gdb").
 #
 # What `print` then shows:
+# (matched with or without the inline ABI namespace: tinytorch::cpu_abi::Tensor is tinytorch::Tensor)
 #   tinytorch::Tensor      tensor([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]], shape=(2, 3), dtype=float32,
 #                                 device=cpu, requires_grad=true, grad_fn=AddmmBackward0)
 #                          the first `print tinytorch-elements` values (default 20; 0: all) in
@@ -459,11 +460,13 @@ def _accumulate_grad_leaf(node):
 
 def build_pretty_printer():
     pp = gdb.printing.RegexpCollectionPrettyPrinter("tinytorch")
-    # (\w+::)? : an inline namespace, should one ever appear between tinytorch:: and the name.
-    pp.add_printer("Tensor", r"^tinytorch::(\w+::)?Tensor$", TensorPrinter)
-    pp.add_printer("TensorImpl", r"^tinytorch::(\w+::)?TensorImpl$", TensorImplPrinter)
-    pp.add_printer("SmallVector", r"^tinytorch::(\w+::)?SmallVector<.*>$", SmallVectorPrinter)
-    pp.add_printer("Node", r"^tinytorch::(\w+::)?autograd::Node$", NodePrinter)
+    # ABI: the inline ABI namespace between tinytorch:: and the name (core/config.hpp's
+    # TT_NAMESPACE_BEGIN): tinytorch::cpu_abi::Tensor (g++), cuda_abi (nvcc), sim_abi (simulator).
+    ABI = r"((cpu|cuda|sim)_abi::)?"
+    pp.add_printer("Tensor", r"^tinytorch::" + ABI + r"Tensor$", TensorPrinter)
+    pp.add_printer("TensorImpl", r"^tinytorch::" + ABI + r"TensorImpl$", TensorImplPrinter)
+    pp.add_printer("SmallVector", r"^tinytorch::" + ABI + r"SmallVector<.*>$", SmallVectorPrinter)
+    pp.add_printer("Node", r"^tinytorch::" + ABI + r"autograd::Node$", NodePrinter)
     return pp
 
 

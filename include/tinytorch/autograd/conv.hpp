@@ -12,8 +12,9 @@
 
 #include "../ops/conv.hpp"
 #include "node.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::autograd {
+TT_NAMESPACE_BEGIN namespace autograd {
 
 /// conv2d on a 4-D input; see the header for the derivatives.
 struct Convolution : Node {
@@ -71,4 +72,4 @@ struct MaxPool2dWithIndices : Node {
   void release_saved() override { indices = Tensor(); }
 };
 
-}  // namespace tinytorch::autograd
+}  TT_NAMESPACE_END  // namespace tinytorch::autograd

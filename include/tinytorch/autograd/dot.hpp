@@ -32,8 +32,9 @@
 
 #include "../functional.hpp"
 #include "node.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::autograd {
+TT_NAMESPACE_BEGIN namespace autograd {
 
 namespace dot_detail {
 /// "(1, 2)" as torchviz's size_to_str; "()" for a scalar.
@@ -127,4 +128,4 @@ inline std::string to_dot(const Tensor& t, const std::vector<std::pair<std::stri
   return out.str();
 }
 
-}  // namespace tinytorch::autograd
+}  TT_NAMESPACE_END  // namespace tinytorch::autograd

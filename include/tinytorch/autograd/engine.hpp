@@ -24,8 +24,9 @@
 #include "../ops/elementwise.hpp"
 #include "../ops/shape.hpp"
 #include "node.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::autograd {
+TT_NAMESPACE_BEGIN namespace autograd {
 
 /// Runs register_hook hooks on the gradient `g` in registration order; a hook may replace the
 /// gradient but not change its shape or dtype (PyTorch raises "hook 'hook' has changed the size
@@ -150,4 +151,4 @@ inline void run_backward(const Tensor& root, const Tensor& gradient, bool retain
   }
 }
 
-}  // namespace tinytorch::autograd
+}  TT_NAMESPACE_END  // namespace tinytorch::autograd

@@ -26,8 +26,9 @@
 #include "../ops/shape.hpp"
 #include "engine.hpp"
 #include "node.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::autograd {
+TT_NAMESPACE_BEGIN namespace autograd {
 
 namespace cpu = backend::cpu;
 
@@ -824,4 +825,4 @@ struct NllLoss : Node {
   void release_saved() override { target = Tensor(); }
 };
 
-}  // namespace tinytorch::autograd
+}  TT_NAMESPACE_END  // namespace tinytorch::autograd

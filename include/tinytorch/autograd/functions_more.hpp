@@ -36,8 +36,9 @@
 #include "../ops/elementwise_more.hpp"
 #include "../ops/reduce_more.hpp"
 #include "functions.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::autograd {
+TT_NAMESPACE_BEGIN namespace autograd {
 
 // ---------------------------------------------------------------------------------------------
 // min, amax / amin, maximum / minimum
@@ -412,4 +413,4 @@ struct Where : Node {
   void release_saved() override { cond = Tensor(); }
 };
 
-}  // namespace tinytorch::autograd
+}  TT_NAMESPACE_END  // namespace tinytorch::autograd

@@ -5,7 +5,9 @@
 // `with torch.no_grad():`. The flag is per thread (thread_local), as in PyTorch.
 #pragma once
 
-namespace tinytorch {
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+
+TT_NAMESPACE_BEGIN
 
 struct GradMode {
   static bool& flag() {
@@ -35,4 +37,4 @@ struct NoGradGuard : AutoGradMode {
   NoGradGuard() : AutoGradMode(false) {}
 };
 
-}  // namespace tinytorch
+TT_NAMESPACE_END  // namespace tinytorch

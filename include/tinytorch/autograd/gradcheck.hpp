@@ -14,8 +14,9 @@
 #include <sstream>
 
 #include "../functional.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::autograd {
+TT_NAMESPACE_BEGIN namespace autograd {
 
 struct GradcheckOptions {
   double eps = 1e-6;
@@ -100,9 +101,9 @@ inline bool gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f
   return true;
 }
 
-}  // namespace tinytorch::autograd
+}  TT_NAMESPACE_END  // namespace tinytorch::autograd
 
-namespace tinytorch {
+TT_NAMESPACE_BEGIN
 using autograd::gradcheck;
 using autograd::GradcheckOptions;
-}  // namespace tinytorch
+TT_NAMESPACE_END  // namespace tinytorch

@@ -52,8 +52,9 @@
 #include "../ops/shape.hpp"
 #include "functions.hpp"
 #include "node.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::autograd {
+TT_NAMESPACE_BEGIN namespace autograd {
 
 /// Where a tensor's elements live in its storage: element i at offset + sum_d i_d * strides[d].
 struct Geometry {
@@ -355,4 +356,4 @@ struct CopyInplace : Node {
   }
 };
 
-}  // namespace tinytorch::autograd
+}  TT_NAMESPACE_END  // namespace tinytorch::autograd

@@ -24,8 +24,9 @@
 
 #include "../tensor.hpp"
 #include "grad_mode.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::autograd {
+TT_NAMESPACE_BEGIN namespace autograd {
 
 struct Node;
 
@@ -224,4 +225,4 @@ inline Tensor set_history(Tensor out, std::shared_ptr<Node> node, std::initializ
   return out;
 }
 
-}  // namespace tinytorch::autograd
+}  TT_NAMESPACE_END  // namespace tinytorch::autograd

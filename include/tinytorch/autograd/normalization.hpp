@@ -31,8 +31,9 @@
 #include "../ops/shape.hpp"
 #include "engine.hpp"
 #include "node.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::autograd {
+TT_NAMESPACE_BEGIN namespace autograd {
 
 namespace norm_detail {
 /// The elements of a floating-point tensor, row-major, as doubles.
@@ -260,4 +261,4 @@ struct NativeLayerNorm : Node {
   }
 };
 
-}  // namespace tinytorch::autograd
+}  TT_NAMESPACE_END  // namespace tinytorch::autograd

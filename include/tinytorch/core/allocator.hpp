@@ -40,8 +40,9 @@
 #include <new>
 #include <string>
 #include <vector>
+#include "config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch {
+TT_NAMESPACE_BEGIN
 
 /// What the CPU caching allocator holds, in bytes (sizes after rounding to a size class).
 struct CpuMemoryStats {
@@ -230,4 +231,4 @@ inline void reset_peak_memory_stats() {
   c.peak.store(c.allocated.load(std::memory_order_relaxed), std::memory_order_relaxed);
 }
 
-}  // namespace tinytorch
+TT_NAMESPACE_END  // namespace tinytorch

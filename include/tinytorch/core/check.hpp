@@ -12,8 +12,9 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include "config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch {
+TT_NAMESPACE_BEGIN
 
 /// The one exception type tinytorch throws for user errors (bad shapes, dtypes, files, ...).
 class Error : public std::runtime_error {
@@ -30,7 +31,7 @@ std::string str_cat(Args&&... args) {
 }
 }  // namespace detail
 
-}  // namespace tinytorch
+TT_NAMESPACE_END  // namespace tinytorch
 
 /// TT_CHECK(cond, parts...): throws tinytorch::Error(parts...) when cond is false. The parts are
 /// streamed together, so shapes and numbers can be passed directly:

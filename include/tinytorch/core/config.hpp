@@ -9,12 +9,30 @@
 //   TINYTORCH_WITH_NCCL  1 when nvcc compiles, MPI is on and <nccl.h> is reachable (never in the simulator).
 //   TT_HOST_DEVICE       __host__ __device__ under nvcc, nothing otherwise: functors and index
 //                        math are written once and used by the CPU loop and the CUDA kernel.
+//   EIGEN_NO_CUDA        under nvcc (unless already defined): Eigen stays host-only code (its
+//                        own __device__ paths are not what tinytorch's kernels use, and
+//                        compiling them costs time and warnings). Only works if this header comes
+//                        before the first Eigen include: every tinytorch header that includes
+//                        Eigen includes this one first, and the CMake target also defines
+//                        EIGEN_NO_CUDA for CUDA sources (for user code that includes Eigen first).
+//   TT_NAMESPACE_BEGIN   `namespace tinytorch { inline namespace <mode>_abi {` and TT_NAMESPACE_END
+//   TT_NAMESPACE_END     `} }`, with <mode>_abi = TT_ABI_NAMESPACE: cpu_abi (g++/clang++), cuda_abi
+//                        (nvcc), sim_abi (the simulator). Every header opens tinytorch with them, so
+//                        names stay tinytorch::Tensor in code but each mode's symbols differ
+//                        (tinytorch::cpu_abi::Tensor): a program that mixes TUs compiled in two modes
+//                        fails to link instead of silently running one mode's inline functions in
+//                        the other (design/CUDA.md §2; DESIGN.md). scripts/abi_namespace.py
+//                        converts `namespace tinytorch::x {` blocks to them.
 // Any of the three feature macros may be predefined to 0 to switch a feature off.
 // Chapter: chapters/01-training-loop.md ("How the headers are layered").
 #pragma once
 
 #if defined(TINYTORCH_CUDA_SIM) && TINYTORCH_CUDA_SIM && defined(__CUDACC__)
 #error "TINYTORCH_CUDA_SIM is the kernel simulator for g++/clang++ builds; nvcc builds run the kernels on a GPU"
+#endif
+
+#if defined(__CUDACC__) && !defined(EIGEN_NO_CUDA)
+#define EIGEN_NO_CUDA
 #endif
 
 #if defined(__CUDACC__)
@@ -31,6 +49,21 @@
 #undef TINYTORCH_CUDA_SIM
 #define TINYTORCH_CUDA_SIM 0
 #endif
+
+// The inline ABI namespace: one per build mode (never mix modes in one program).
+#if defined(__CUDACC__)
+#define TT_ABI_NAMESPACE cuda_abi
+#elif TINYTORCH_CUDA_SIM
+#define TT_ABI_NAMESPACE sim_abi
+#else
+#define TT_ABI_NAMESPACE cpu_abi
+#endif
+#define TT_NAMESPACE_BEGIN \
+  namespace tinytorch {    \
+  inline namespace TT_ABI_NAMESPACE {
+#define TT_NAMESPACE_END \
+  }                      \
+  }
 
 #ifndef TINYTORCH_WITH_MPI
 #if defined(__has_include)

@@ -6,8 +6,9 @@
 #pragma once
 
 #include <string>
+#include "config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch {
+TT_NAMESPACE_BEGIN
 
 enum class DeviceType { CPU, CUDA };
 
@@ -24,4 +25,4 @@ struct Device {
   std::string str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }
 };
 
-}  // namespace tinytorch
+TT_NAMESPACE_END  // namespace tinytorch

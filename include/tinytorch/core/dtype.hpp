@@ -13,8 +13,9 @@
 #include <string>
 
 #include "check.hpp"
+#include "config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch {
+TT_NAMESPACE_BEGIN
 
 enum class DType : uint8_t { Float32, Float64, Int64 };
 
@@ -83,4 +84,4 @@ decltype(auto) dispatch_floating(DType d, const char* op, F&& f) {
                               dtype_name(d)));
 }
 
-}  // namespace tinytorch
+TT_NAMESPACE_END  // namespace tinytorch

@@ -84,8 +84,9 @@
 #endif
 
 #include "check.hpp"
+#include "config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch {
+TT_NAMESPACE_BEGIN
 
 /// Elementwise loops shorter than this many elements are not worth a second thread
 /// (at::internal::GRAIN_SIZE).
@@ -357,4 +358,4 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain_size, const F& f) {
   if (!split) f(begin, end);  // small, one thread, nested, or the pool busy: inline, in one piece
 }
 
-}  // namespace tinytorch
+TT_NAMESPACE_END  // namespace tinytorch

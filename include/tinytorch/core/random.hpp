@@ -25,8 +25,9 @@
 #include <vector>
 
 #include "check.hpp"
+#include "config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch {
+TT_NAMESPACE_BEGIN
 
 /// A random stream. Thread-safe: every member function locks the generator's mutex (as
 /// PyTorch's generators carry a mutex that each random op holds while it draws), so threads may
@@ -224,4 +225,4 @@ class GeneratorGuard {
   Generator* prev_;
 };
 
-}  // namespace tinytorch
+TT_NAMESPACE_END  // namespace tinytorch

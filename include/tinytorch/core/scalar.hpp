@@ -28,8 +28,9 @@
 
 #include "check.hpp"
 #include "config.hpp"
+#include "config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch {
+TT_NAMESPACE_BEGIN
 
 class Scalar {
  public:
@@ -100,4 +101,4 @@ TT_HOST_DEVICE inline int64_t wrapping_pow(int64_t a, int64_t e) {
   return static_cast<int64_t>(result);
 }
 
-}  // namespace tinytorch
+TT_NAMESPACE_END  // namespace tinytorch

@@ -15,8 +15,9 @@
 
 #include "check.hpp"
 #include "small_vector.hpp"
+#include "config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch {
+TT_NAMESPACE_BEGIN
 
 /// Sizes of each dim. Up to 6 dims live inside the object (no heap allocation; core/small_vector.hpp).
 using Shape = SmallVector<int64_t, 6>;
@@ -92,4 +93,4 @@ inline Strides broadcast_strides(const Shape& s, const Strides& st, const Shape&
   return r;
 }
 
-}  // namespace tinytorch
+TT_NAMESPACE_END  // namespace tinytorch

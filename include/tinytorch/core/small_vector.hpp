@@ -20,8 +20,9 @@
 #include <iterator>
 #include <type_traits>
 #include <vector>
+#include "config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch {
+TT_NAMESPACE_BEGIN
 
 template <typename T, size_t N>
 class SmallVector {
@@ -201,4 +202,4 @@ class SmallVector {
   T inline_[N];
 };
 
-}  // namespace tinytorch
+TT_NAMESPACE_END  // namespace tinytorch

@@ -35,7 +35,7 @@
 #include "cuda_allocator.hpp"
 #endif
 
-namespace tinytorch {
+TT_NAMESPACE_BEGIN
 
 class Storage {
  public:
@@ -111,4 +111,4 @@ class Storage {
   alignas(16) unsigned char inline_[kInlineBytes];
 };
 
-}  // namespace tinytorch
+TT_NAMESPACE_END  // namespace tinytorch

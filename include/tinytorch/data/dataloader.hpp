@@ -51,8 +51,9 @@
 
 #include "dataset.hpp"
 #include "sampler.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::data {
+TT_NAMESPACE_BEGIN namespace data {
 
 /// DataLoader settings, with PyTorch's defaults. A plain struct: set the fields you need.
 struct DataLoaderOptions {
@@ -378,4 +379,4 @@ class DataLoader {
   std::shared_ptr<Sampler> sampler_;
 };
 
-}  // namespace tinytorch::data
+}  TT_NAMESPACE_END  // namespace tinytorch::data

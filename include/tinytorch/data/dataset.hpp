@@ -25,8 +25,9 @@
 #include <vector>
 
 #include "../functional.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::data {
+TT_NAMESPACE_BEGIN namespace data {
 
 /// One sample or one batch: an input and its target.
 ///   sample: data (...), target (...)        batch: data (B, ...), target (B, ...)
@@ -140,4 +141,4 @@ class TensorDataset : public Dataset {
   Tensor targets_;  // (N, ...)
 };
 
-}  // namespace tinytorch::data
+}  TT_NAMESPACE_END  // namespace tinytorch::data

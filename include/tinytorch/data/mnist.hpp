@@ -50,8 +50,9 @@
 #include <vector>
 
 #include "dataset.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::data {
+TT_NAMESPACE_BEGIN namespace data {
 
 /// Where Debian's dataset-fashion-mnist package puts the four IDX files (gzip-compressed).
 inline constexpr const char* kDefaultDataDir = "/usr/share/datasets/fashion-mnist";
@@ -393,4 +394,4 @@ class MNIST : public TensorDataset {
   bool train_;
 };
 
-}  // namespace tinytorch::data
+}  TT_NAMESPACE_END  // namespace tinytorch::data

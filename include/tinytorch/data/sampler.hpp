@@ -34,8 +34,9 @@
 
 #include "../ops/creation.hpp"
 #include "dataset.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::data {
+TT_NAMESPACE_BEGIN namespace data {
 
 /// The order of one epoch (torch.utils.data.Sampler).
 class Sampler {
@@ -187,4 +188,4 @@ class DistributedSampler : public Sampler {
   int64_t total_size_ = 0;
 };
 
-}  // namespace tinytorch::data
+}  TT_NAMESPACE_END  // namespace tinytorch::data

@@ -58,8 +58,9 @@
 #include "buffer_collectives.hpp"
 #include "errors.hpp"
 #include "process_group.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::distributed {
+TT_NAMESPACE_BEGIN namespace distributed {
 
 /// Which all-reduce implementation to run. MPI = the library's MPI_Allreduce (the baseline).
 enum class Algorithm { MPI, Ring, ParameterServer, Tree };
@@ -522,4 +523,4 @@ inline int64_t tree_bytes_sent(int64_t count, int64_t elem_size, int world, int 
   return edges * count * elem_size;
 }
 
-}  // namespace tinytorch::distributed
+}  TT_NAMESPACE_END  // namespace tinytorch::distributed

@@ -38,8 +38,9 @@
 #include "errors.hpp"
 #include "process_group.hpp"
 #include "work.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::distributed {
+TT_NAMESPACE_BEGIN namespace distributed {
 
 // ---- blocking ---------------------------------------------------------------------------------
 
@@ -122,4 +123,4 @@ inline Work barrier_async() {
   return detail::default_group("barrier_async").barrier(Completion::Async, "barrier_async");
 }
 
-}  // namespace tinytorch::distributed
+}  TT_NAMESPACE_END  // namespace tinytorch::distributed

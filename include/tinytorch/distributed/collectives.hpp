@@ -44,8 +44,9 @@
 #include "errors.hpp"
 #include "process_group.hpp"
 #include "work.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::distributed {
+TT_NAMESPACE_BEGIN namespace distributed {
 
 namespace detail {
 
@@ -233,4 +234,4 @@ inline Work reduce_scatter_async(const Tensor& out, const Tensor& in, ReduceOp o
   return w;
 }
 
-}  // namespace tinytorch::distributed
+}  TT_NAMESPACE_END  // namespace tinytorch::distributed

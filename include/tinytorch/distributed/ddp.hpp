@@ -72,8 +72,9 @@
 #include "process_group.hpp"
 #include "reducer.hpp"
 #include "trace.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::distributed {
+TT_NAMESPACE_BEGIN namespace distributed {
 
 // =============================================================================================
 // DistributedDataParallel
@@ -325,4 +326,4 @@ class DistributedDataParallel : public nn::Module {
   std::shared_ptr<detail::Reducer> reducer_;
 };
 
-}  // namespace tinytorch::distributed
+}  TT_NAMESPACE_END  // namespace tinytorch::distributed

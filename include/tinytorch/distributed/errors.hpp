@@ -30,7 +30,7 @@
 
 #include "mpi_include.hpp"
 
-namespace tinytorch::distributed::detail {
+TT_NAMESPACE_BEGIN namespace distributed::detail {
 
 /// This process's rank for error messages: set by init_process_group, -1 before.
 inline int& error_rank() {
@@ -90,9 +90,9 @@ inline void mpi_check(int code, const char* call, const std::string& op) {
 }
 #endif
 
-}  // namespace tinytorch::distributed::detail
+}  TT_NAMESPACE_END  // namespace tinytorch::distributed::detail
 
-namespace tinytorch::distributed {
+TT_NAMESPACE_BEGIN namespace distributed {
 
 /// How much the distributed layer checks and reports (PyTorch's TORCH_DISTRIBUTED_DEBUG; ours
 /// is read from TINYTORCH_DISTRIBUTED_DEBUG=OFF|INFO|DETAIL by init_process_group).
@@ -152,4 +152,4 @@ namespace detail {
   detail::abort_now(errorcode);
 }
 
-}  // namespace tinytorch::distributed
+}  TT_NAMESPACE_END  // namespace tinytorch::distributed

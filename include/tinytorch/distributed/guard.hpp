@@ -54,8 +54,9 @@
 
 #include "errors.hpp"
 #include "process_group.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::distributed {
+TT_NAMESPACE_BEGIN namespace distributed {
 
 /// RAII owner of the default process group; see the file comment for the main() patterns.
 class ProcessGroupGuard {
@@ -106,4 +107,4 @@ class ProcessGroupGuard {
   int uncaught_at_start_;
 };
 
-}  // namespace tinytorch::distributed
+}  TT_NAMESPACE_END  // namespace tinytorch::distributed

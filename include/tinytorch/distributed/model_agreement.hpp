@@ -46,8 +46,9 @@
 #include "buffer_collectives.hpp"
 #include "errors.hpp"
 #include "process_group.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::distributed::detail {
+TT_NAMESPACE_BEGIN namespace distributed::detail {
 
 /// Broadcasts a vector<int64_t> from `root` (length first) on the default group.
 inline std::vector<int64_t> broadcast_ints(const std::vector<int64_t>& v, int root) {
@@ -218,9 +219,9 @@ inline void broadcast_from_rank0(const std::vector<std::pair<std::string, Tensor
   }
 }
 
-}  // namespace tinytorch::distributed::detail
+}  TT_NAMESPACE_END  // namespace tinytorch::distributed::detail
 
-namespace tinytorch::distributed {
+TT_NAMESPACE_BEGIN namespace distributed {
 
 /// Checks that every rank passes the same (name, value) pairs, e.g. a program's flags that must
 /// match across ranks (batch size, epochs, learning rate, model, ...). A collective: every rank
@@ -282,4 +283,4 @@ inline void check_same_command_line(const std::string& who, int argc, char** arg
   check_same_across_ranks(who, {{"the command line", "'" + line + "'"}});
 }
 
-}  // namespace tinytorch::distributed
+}  TT_NAMESPACE_END  // namespace tinytorch::distributed

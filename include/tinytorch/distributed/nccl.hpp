@@ -37,7 +37,7 @@
 #include "errors.hpp"
 #include "nccl_context.hpp"
 
-namespace tinytorch::distributed {
+TT_NAMESPACE_BEGIN namespace distributed {
 
 namespace detail {
 inline ncclDataType_t nccl_datatype(DType d) {
@@ -98,6 +98,6 @@ inline void nccl_all_reduce(void* dev_buf, int64_t count, DType dtype, ReduceOp 
                      "ncclAllReduce", name, ctx.comm);
 }
 
-}  // namespace tinytorch::distributed
+}  TT_NAMESPACE_END  // namespace tinytorch::distributed
 
 #endif  // TINYTORCH_WITH_NCCL

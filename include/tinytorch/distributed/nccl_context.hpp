@@ -30,7 +30,7 @@
 #include "errors.hpp"
 #include "mpi_include.hpp"
 
-namespace tinytorch::distributed::detail {
+TT_NAMESPACE_BEGIN namespace distributed::detail {
 
 /// Throws tinytorch::Error("rank r: <op>: <call> failed: cudaErrorX: <text>") unless err is success.
 inline void cuda_check(cudaError_t err, const char* call, const std::string& op) {
@@ -122,6 +122,6 @@ struct NcclContext {
   }
 };
 
-}  // namespace tinytorch::distributed::detail
+}  TT_NAMESPACE_END  // namespace tinytorch::distributed::detail
 
 #endif  // TINYTORCH_WITH_NCCL

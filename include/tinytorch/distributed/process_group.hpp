@@ -87,7 +87,7 @@
 #include "nccl_context.hpp"
 #endif
 
-namespace tinytorch::distributed {
+TT_NAMESPACE_BEGIN namespace distributed {
 
 /// Which library carries the collectives (torch.distributed's backend strings "mpi", "nccl").
 enum class Backend { MPI, NCCL };
@@ -993,4 +993,4 @@ inline void require_thread_multiple(const char* who) {
 inline MPI_Comm get_mpi_comm() { return detail::default_group("get_mpi_comm").mpi_comm(); }
 #endif
 
-}  // namespace tinytorch::distributed
+}  TT_NAMESPACE_END  // namespace tinytorch::distributed

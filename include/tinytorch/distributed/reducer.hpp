@@ -91,8 +91,9 @@
 #include "mpi_include.hpp"
 #include "process_group.hpp"
 #include "trace.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::distributed {
+TT_NAMESPACE_BEGIN namespace distributed {
 
 // =============================================================================================
 // Bucket assignment
@@ -552,4 +553,4 @@ struct Reducer {
 
 }  // namespace detail
 
-}  // namespace tinytorch::distributed
+}  TT_NAMESPACE_END  // namespace tinytorch::distributed

@@ -29,8 +29,9 @@
 #include "../serialization.hpp"
 #include "buffer_collectives.hpp"
 #include "process_group.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::distributed {
+TT_NAMESPACE_BEGIN namespace distributed {
 
 /// Records complete events ("ph":"X": name, thread, start, duration) from any thread and writes
 /// them as Chrome-trace JSON (open in chrome://tracing or ui.perfetto.dev). pid = rank, tid 0 =
@@ -151,4 +152,4 @@ inline double common_origin_us() {
   return static_cast<double>(earliest);
 }
 
-}  // namespace tinytorch::distributed
+}  TT_NAMESPACE_END  // namespace tinytorch::distributed

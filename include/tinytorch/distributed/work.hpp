@@ -68,7 +68,7 @@
 
 #include "mpi_include.hpp"
 
-namespace tinytorch::distributed {
+TT_NAMESPACE_BEGIN namespace distributed {
 
 namespace detail {
 
@@ -350,4 +350,4 @@ class Work {
   std::shared_ptr<State> state_;
 };
 
-}  // namespace tinytorch::distributed
+}  TT_NAMESPACE_END  // namespace tinytorch::distributed

@@ -8,8 +8,9 @@
 #pragma once
 
 #include "module.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::nn {
+TT_NAMESPACE_BEGIN namespace nn {
 
 class ReLU : public Module {
  public:
@@ -78,4 +79,4 @@ class Dropout : public Module {
   std::string extra_repr() const override { return detail::str_cat("p=", p, ", inplace=False"); }
 };
 
-}  // namespace tinytorch::nn
+}  TT_NAMESPACE_END  // namespace tinytorch::nn

@@ -23,8 +23,9 @@
 #include <optional>
 
 #include "module.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::nn {
+TT_NAMESPACE_BEGIN namespace nn {
 
 class BatchNorm1d : public Module {
  public:
@@ -116,4 +117,4 @@ class BatchNorm1d : public Module {
   }
 };
 
-}  // namespace tinytorch::nn
+}  TT_NAMESPACE_END  // namespace tinytorch::nn

@@ -10,8 +10,9 @@
 #include <memory>
 
 #include "module.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::nn {
+TT_NAMESPACE_BEGIN namespace nn {
 
 class Sequential : public Module {
  public:
@@ -38,4 +39,4 @@ class Sequential : public Module {
   std::string name() const override { return "Sequential"; }
 };
 
-}  // namespace tinytorch::nn
+}  TT_NAMESPACE_END  // namespace tinytorch::nn

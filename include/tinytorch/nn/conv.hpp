@@ -15,8 +15,9 @@
 
 #include "init.hpp"
 #include "module.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::nn {
+TT_NAMESPACE_BEGIN namespace nn {
 
 class Conv2d : public Module {
  public:
@@ -71,4 +72,4 @@ class Conv2d : public Module {
   }
 };
 
-}  // namespace tinytorch::nn
+}  TT_NAMESPACE_END  // namespace tinytorch::nn

@@ -10,8 +10,9 @@
 #include <cmath>
 
 #include "../functional.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::nn::init {
+TT_NAMESPACE_BEGIN namespace nn::init {
 
 inline Tensor& uniform_(Tensor& t, double a, double b, Generator* gen = nullptr) {
   NoGradGuard ng;
@@ -43,4 +44,4 @@ inline Tensor& kaiming_uniform_(Tensor& t, double a = 0.0, Generator* gen = null
   return uniform_(t, -bound, bound, gen);
 }
 
-}  // namespace tinytorch::nn::init
+}  TT_NAMESPACE_END  // namespace tinytorch::nn::init

@@ -12,8 +12,9 @@
 
 #include "init.hpp"
 #include "module.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::nn {
+TT_NAMESPACE_BEGIN namespace nn {
 
 class Linear : public Module {
  public:
@@ -55,4 +56,4 @@ class Linear : public Module {
   }
 };
 
-}  // namespace tinytorch::nn
+}  TT_NAMESPACE_END  // namespace tinytorch::nn

@@ -18,8 +18,9 @@
 #include <string>
 
 #include "module.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::nn {
+TT_NAMESPACE_BEGIN namespace nn {
 
 /// "mean" / "sum" / "none" -> Reduction; throws for anything else.
 inline Reduction reduction_from_string(const std::string& r) {
@@ -113,4 +114,4 @@ class NLLLoss : public Loss {
   std::string name() const override { return "NLLLoss"; }
 };
 
-}  // namespace tinytorch::nn
+}  TT_NAMESPACE_END  // namespace tinytorch::nn

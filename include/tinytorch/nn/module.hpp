@@ -22,8 +22,9 @@
 #include <vector>
 
 #include "../functional.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::nn {
+TT_NAMESPACE_BEGIN namespace nn {
 
 class Module : public std::enable_shared_from_this<Module> {
  public:
@@ -280,9 +281,9 @@ class Module : public std::enable_shared_from_this<Module> {
 
 inline std::ostream& operator<<(std::ostream& os, const Module& m) { return os << m.repr(); }
 
-}  // namespace tinytorch::nn
+}  TT_NAMESPACE_END  // namespace tinytorch::nn
 
-namespace tinytorch::detail {
+TT_NAMESPACE_BEGIN namespace detail {
 /// RAII, for parallel::replicate: while alive, Module::clone() on this thread gives the copy new
 /// tensor handles on the original's storage instead of copies of the values.
 class ReplicateClone {
@@ -315,9 +316,9 @@ inline Tensor clone_module_tensor(const Tensor& t) {
   out.impl()->requires_grad = t.requires_grad();
   return out;
 }
-}  // namespace tinytorch::detail
+}  TT_NAMESPACE_END  // namespace tinytorch::detail
 
-namespace tinytorch::nn {
+TT_NAMESPACE_BEGIN namespace nn {
 
 inline void Module::separate_after_copy() {
   for (auto& e : params_) e.second = detail::clone_module_tensor(e.second);
@@ -325,4 +326,4 @@ inline void Module::separate_after_copy() {
   for (auto& e : children_) e.second = e.second->clone();
 }
 
-}  // namespace tinytorch::nn
+}  TT_NAMESPACE_END  // namespace tinytorch::nn

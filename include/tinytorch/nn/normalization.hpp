@@ -13,8 +13,9 @@
 #pragma once
 
 #include "module.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::nn {
+TT_NAMESPACE_BEGIN namespace nn {
 
 class LayerNorm : public Module {
  public:
@@ -60,4 +61,4 @@ class LayerNorm : public Module {
   }
 };
 
-}  // namespace tinytorch::nn
+}  TT_NAMESPACE_END  // namespace tinytorch::nn

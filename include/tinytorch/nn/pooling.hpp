@@ -11,8 +11,9 @@
 #include <optional>
 
 #include "module.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::nn {
+TT_NAMESPACE_BEGIN namespace nn {
 
 class MaxPool2d : public Module {
  public:
@@ -37,4 +38,4 @@ class MaxPool2d : public Module {
   }
 };
 
-}  // namespace tinytorch::nn
+}  TT_NAMESPACE_END  // namespace tinytorch::nn

@@ -23,8 +23,9 @@
 #include "../backend/cpu/pooling.hpp"
 #include "dispatch.hpp"
 #include "shape.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch {
+TT_NAMESPACE_BEGIN
 
 /// An int used for both spatial dims, or an (h, w) pair: `2` is (2, 2), `{3, 1}` is (3, 1)
 /// (PyTorch's _size_2_t in Python, ExpandingArray<2> in C++).
@@ -295,4 +296,4 @@ inline Tensor max_pool2d_backward(const Tensor& dy0, const Tensor& indices, cons
 }
 
 }  // namespace ops
-}  // namespace tinytorch
+TT_NAMESPACE_END  // namespace tinytorch

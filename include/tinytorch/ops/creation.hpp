@@ -11,8 +11,9 @@
 #include <vector>
 
 #include "dispatch.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch {
+TT_NAMESPACE_BEGIN
 
 namespace detail {
 inline Tensor finish(Tensor t, const TensorOptions& o, const char* op) {
@@ -121,4 +122,4 @@ inline Tensor zeros_like(const Tensor& t) { return zeros(t.sizes(), t.dtype()); 
 inline Tensor ones_like(const Tensor& t) { return ones(t.sizes(), t.dtype()); }
 inline Tensor full_like(const Tensor& t, Scalar value) { return full(t.sizes(), value, t.dtype()); }
 
-}  // namespace tinytorch
+TT_NAMESPACE_END  // namespace tinytorch

@@ -16,7 +16,7 @@
 #include "../core/config.hpp"
 #include "../tensor.hpp"
 
-namespace tinytorch::ops {
+TT_NAMESPACE_BEGIN namespace ops {
 
 /// Throws unless `t` can be computed on here (defined, on the CPU in this build).
 inline void check_device(const Tensor& t, const char* op) {
@@ -86,4 +86,4 @@ inline DType result_type(std::initializer_list<const Tensor*> operands) {
 }
 inline DType result_type(const Tensor& a, const Tensor& b) { return result_type({&a, &b}); }
 
-}  // namespace tinytorch::ops
+}  TT_NAMESPACE_END  // namespace tinytorch::ops

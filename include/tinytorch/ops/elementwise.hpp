@@ -28,8 +28,9 @@
 #include "../backend/cpu/elementwise.hpp"
 #include "dispatch.hpp"
 #include "shape.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::ops {
+TT_NAMESPACE_BEGIN namespace ops {
 
 namespace detail {
 // True when t is dense, row-major, and has exactly `shape` (so a flat loop reads it).
@@ -227,4 +228,4 @@ void scalar_int64_(Tensor& self, int64_t s, F f, const char* op) {
   }, op);
 }
 
-}  // namespace tinytorch::ops
+}  TT_NAMESPACE_END  // namespace tinytorch::ops

@@ -30,8 +30,9 @@
 #include "dispatch.hpp"
 #include "elementwise.hpp"
 #include "shape.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::ops {
+TT_NAMESPACE_BEGIN namespace ops {
 
 /// True when the number s keeps an int64 tensor in int64: an integral value in [-2^63, 2^63).
 inline bool scalar_fits_int64(double s) {
@@ -200,4 +201,4 @@ inline Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   return out;
 }
 
-}  // namespace tinytorch::ops
+}  TT_NAMESPACE_END  // namespace tinytorch::ops

@@ -11,8 +11,9 @@
 #include "../backend/cpu/gemm.hpp"
 #include "dispatch.hpp"
 #include "shape.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::ops {
+TT_NAMESPACE_BEGIN namespace ops {
 
 namespace detail {
 /// How gemm should read a 2-D tensor: pointer, leading dimension, transposed or not.
@@ -90,4 +91,4 @@ inline Tensor bmm(const Tensor& a, const Tensor& b) {
   return out;
 }
 
-}  // namespace tinytorch::ops
+}  TT_NAMESPACE_END  // namespace tinytorch::ops

@@ -45,8 +45,9 @@
 
 #include "../core/dtype.hpp"
 #include "../core/shape.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch {
+TT_NAMESPACE_BEGIN
 namespace detail {
 
 // PRINT_OPTS defaults of torch/_tensor_str.py (torch.set_printoptions(profile="default")).
@@ -340,4 +341,4 @@ inline std::string format_tensor_int64(const Shape& shape, const std::vector<int
 }
 
 }  // namespace detail
-}  // namespace tinytorch
+TT_NAMESPACE_END  // namespace tinytorch

@@ -11,8 +11,9 @@
 #include "creation.hpp"  // zeros() for max over a 0-d tensor
 #include "dispatch.hpp"
 #include "shape.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::ops {
+TT_NAMESPACE_BEGIN namespace ops {
 
 namespace detail {
 struct DimSplit {
@@ -97,4 +98,4 @@ inline Tensor sum_to(const Tensor& g, const Shape& shape) {
   return r;
 }
 
-}  // namespace tinytorch::ops
+}  TT_NAMESPACE_END  // namespace tinytorch::ops

@@ -21,8 +21,9 @@
 #include "dispatch.hpp"
 #include "reduce.hpp"
 #include "shape.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::ops {
+TT_NAMESPACE_BEGIN namespace ops {
 
 /// (values, indices) of the min along dim; indices int64, first index on ties (torch.min(x, dim)).
 inline std::tuple<Tensor, Tensor> min_dim(const Tensor& x, int64_t dim, bool keepdim, const char* op = "min") {
@@ -81,4 +82,4 @@ inline Tensor amax_amin(const Tensor& x, const std::vector<int64_t>& dims, bool 
   return out;
 }
 
-}  // namespace tinytorch::ops
+}  TT_NAMESPACE_END  // namespace tinytorch::ops

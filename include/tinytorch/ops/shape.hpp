@@ -17,8 +17,9 @@
 
 #include "../backend/cpu/elementwise.hpp"
 #include "dispatch.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::ops {
+TT_NAMESPACE_BEGIN namespace ops {
 
 /// Replaces a single -1 in `shape` so the product equals numel; checks the product.
 inline Shape infer_size(const Shape& shape, int64_t numel, const char* op) {
@@ -239,4 +240,4 @@ inline Tensor expand(const Tensor& t, const Shape& shape) {
   return make_view(t, out, broadcast_strides(t.sizes(), t.strides(), out), t.storage_offset());
 }
 
-}  // namespace tinytorch::ops
+}  TT_NAMESPACE_END  // namespace tinytorch::ops

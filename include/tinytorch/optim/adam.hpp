@@ -28,8 +28,9 @@
 #include <vector>
 
 #include "optimizer.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::optim {
+TT_NAMESPACE_BEGIN namespace optim {
 
 /// Adam's hyper-parameters (defaults as torch.optim.Adam).
 struct AdamOptions {
@@ -234,4 +235,4 @@ class AdamW : public Adam {
   }
 };
 
-}  // namespace tinytorch::optim
+}  TT_NAMESPACE_END  // namespace tinytorch::optim

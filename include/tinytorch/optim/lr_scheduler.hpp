@@ -49,8 +49,9 @@
 #include <vector>
 
 #include "optimizer.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::optim::lr_scheduler {
+TT_NAMESPACE_BEGIN namespace optim::lr_scheduler {
 
 class SequentialLR;
 
@@ -528,4 +529,4 @@ class SequentialLR : public LRScheduler {
   std::vector<int64_t> milestones_;
 };
 
-}  // namespace tinytorch::optim::lr_scheduler
+}  TT_NAMESPACE_END  // namespace tinytorch::optim::lr_scheduler

@@ -38,8 +38,9 @@
 #include <vector>
 
 #include "../functional.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::optim {
+TT_NAMESPACE_BEGIN namespace optim {
 
 namespace detail {
 /// A double as Python's repr(float) prints it ("0.1", "-1.0", "1e-05", "inf"), so that error
@@ -464,4 +465,4 @@ class Optimizer {
   int64_t step_count_ = 0;
 };
 
-}  // namespace tinytorch::optim
+}  TT_NAMESPACE_END  // namespace tinytorch::optim

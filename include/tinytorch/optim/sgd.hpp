@@ -24,8 +24,9 @@
 #include <vector>
 
 #include "optimizer.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::optim {
+TT_NAMESPACE_BEGIN namespace optim {
 
 /// SGD's hyper-parameters (defaults as torch.optim.SGD in PyTorch 2.x; lr was required in 1.x).
 ///   SGD opt(model.parameters(), SGDOptions{0.1, 0.9});   // lr 0.1, momentum 0.9
@@ -159,4 +160,4 @@ class SGD : public Optimizer {
   SGDOptions defaults_;
 };
 
-}  // namespace tinytorch::optim
+}  TT_NAMESPACE_END  // namespace tinytorch::optim

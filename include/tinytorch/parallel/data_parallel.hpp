@@ -40,8 +40,9 @@
 #include "parallel_apply.hpp"
 #include "replicate.hpp"
 #include "scatter_gather.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::nn {
+TT_NAMESPACE_BEGIN namespace nn {
 
 class DataParallel : public Module {
  public:
@@ -113,4 +114,4 @@ class DataParallel : public Module {
   std::mutex mutex_;
 };
 
-}  // namespace tinytorch::nn
+}  TT_NAMESPACE_END  // namespace tinytorch::nn

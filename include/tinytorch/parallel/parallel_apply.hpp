@@ -23,11 +23,13 @@
 #include <thread>
 #include <vector>
 
+#include "../core/config.hpp"  // before Eigen: EIGEN_NO_CUDA under nvcc
+
 #include <Eigen/Core>
 
 #include "../nn/module.hpp"
 
-namespace tinytorch::parallel {
+TT_NAMESPACE_BEGIN namespace parallel {
 
 /// outputs[i] = replicas[i]->forward(inputs[i]), one thread per replica (see above).
 /// `devices[i]` names replica i's device in error messages; `generators`, if not empty, gives
@@ -89,4 +91,4 @@ inline std::vector<Tensor> parallel_apply(const std::vector<std::shared_ptr<nn::
   return outputs;
 }
 
-}  // namespace tinytorch::parallel
+}  TT_NAMESPACE_END  // namespace tinytorch::parallel

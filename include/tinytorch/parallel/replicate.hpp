@@ -24,8 +24,9 @@
 #include <vector>
 
 #include "../nn/module.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::parallel {
+TT_NAMESPACE_BEGIN namespace parallel {
 
 namespace detail {
 
@@ -97,4 +98,4 @@ inline std::vector<std::shared_ptr<nn::Module>> replicate(const nn::Module& modu
   return replicas;
 }
 
-}  // namespace tinytorch::parallel
+}  TT_NAMESPACE_END  // namespace tinytorch::parallel

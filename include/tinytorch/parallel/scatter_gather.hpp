@@ -21,8 +21,9 @@
 #include <vector>
 
 #include "../functional.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::parallel {
+TT_NAMESPACE_BEGIN namespace parallel {
 
 /// Splits `input` along `dim` into at most devices.size() chunks (torch.chunk's sizes) and puts
 /// chunk i on devices[i]. Returns the chunks; there may be fewer than devices (see above).
@@ -67,4 +68,4 @@ inline Tensor gather(const std::vector<Tensor>& outputs, Device destination, int
   return cat(parts, dim);
 }
 
-}  // namespace tinytorch::parallel
+}  TT_NAMESPACE_END  // namespace tinytorch::parallel

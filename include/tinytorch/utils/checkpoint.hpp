@@ -31,8 +31,9 @@
 #include "../core/random.hpp"
 #include "../functional.hpp"
 #include "../nn/container.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::utils {
+TT_NAMESPACE_BEGIN namespace utils {
 
 namespace detail {
 
@@ -179,4 +180,4 @@ inline Tensor checkpoint_sequential(const nn::Sequential& model, int64_t segment
   return checkpoint_sequential(functions, segments, input, preserve_rng_state);
 }
 
-}  // namespace tinytorch::utils
+}  TT_NAMESPACE_END  // namespace tinytorch::utils

@@ -33,8 +33,9 @@
 #include <vector>
 
 #include "gemm.hpp"
+#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::backend::cpu {
+TT_NAMESPACE_BEGIN namespace backend::cpu {
 
 /// Every size of one convolution (validated by the caller, ops/conv.hpp).
 struct Conv2dGeometry {
@@ -214,4 +215,4 @@ void conv2d_backward_naive(const T* x, const T* w, const T* dy, T* dx, T* dw, T*
     for (size_t k = 0; k < gb.size(); ++k) db[k] = static_cast<T>(gb[k]);
 }
 
-}  // namespace tinytorch::backend::cpu
+}  TT_NAMESPACE_END  // namespace tinytorch::backend::cpu

@@ -1,7 +1,7 @@
 // tinytorch/backend/cpu/elementwise.hpp — elementwise kernels on raw pointers.
 //
-// Functors (TT_HOST_DEVICE, shared with the CUDA backend) compute one element; the loops here
-// apply them. Inputs are read through strides so that broadcasting costs no copy: a broadcast
+// Functors (TT_HOST_DEVICE, in backend/functors.hpp, shared with the CUDA backend; re-exported
+// here as backend::cpu::AddOp etc.) compute one element; the loops here apply them. Inputs are read through strides so that broadcasting costs no copy: a broadcast
 // dim has stride 0 (core/shape.hpp). The output is always contiguous.
 //   out[i] = f(a[offset_a(i)], b[offset_b(i)])   for i in [0, numel(shape))
 // Fast paths: all operands contiguous (a flat loop the compiler vectorises) and a scalar b.
@@ -14,79 +14,34 @@
 #include <vector>
 
 #include "../../core/config.hpp"
+#include "../functors.hpp"  // AddOp, ExpOp, ...: the per-element functions
 #include "../../core/shape.hpp"  // Shape, Strides
 #include "../../core/scalar.hpp"  // wrapping_add/sub/mul/pow: int64 arithmetic modulo 2^64
 
-namespace tinytorch::backend::cpu {
+TT_NAMESPACE_BEGIN namespace backend::cpu {
 
-// ---- functors ---------------------------------------------------------------------------------
-// int64 add, sub, mul and neg wrap modulo 2^64 as PyTorch's (INT64_MAX + 1 == INT64_MIN) without
-// C++'s undefined behaviour on signed overflow (core/scalar.hpp).
-struct AddOp {
-  template <class T> TT_HOST_DEVICE T operator()(T a, T b) const {
-    if constexpr (std::is_same_v<T, int64_t>) return wrapping_add(a, b);
-    else return a + b;
-  }
-};
-struct SubOp {
-  template <class T> TT_HOST_DEVICE T operator()(T a, T b) const {
-    if constexpr (std::is_same_v<T, int64_t>) return wrapping_sub(a, b);
-    else return a - b;
-  }
-};
-struct MulOp {
-  template <class T> TT_HOST_DEVICE T operator()(T a, T b) const {
-    if constexpr (std::is_same_v<T, int64_t>) return wrapping_mul(a, b);
-    else return a * b;
-  }
-};
-struct DivOp { template <class T> TT_HOST_DEVICE T operator()(T a, T b) const { return a / b; } };
-struct PowOp { template <class T> TT_HOST_DEVICE T operator()(T a, T b) const { return std::pow(a, b); } };
-struct MaxOp { template <class T> TT_HOST_DEVICE T operator()(T a, T b) const { return a > b ? a : b; } };
-struct EqOp { template <class T> TT_HOST_DEVICE int64_t operator()(T a, T b) const { return a == b; } };
-struct NeOp { template <class T> TT_HOST_DEVICE int64_t operator()(T a, T b) const { return a != b; } };
-struct LtOp { template <class T> TT_HOST_DEVICE int64_t operator()(T a, T b) const { return a < b; } };
-struct LeOp { template <class T> TT_HOST_DEVICE int64_t operator()(T a, T b) const { return a <= b; } };
-struct GtOp { template <class T> TT_HOST_DEVICE int64_t operator()(T a, T b) const { return a > b; } };
-struct GeOp { template <class T> TT_HOST_DEVICE int64_t operator()(T a, T b) const { return a >= b; } };
-
-struct NegOp {
-  template <class T> TT_HOST_DEVICE T operator()(T x) const {
-    if constexpr (std::is_same_v<T, int64_t>) return Scalar::wrapping_neg(x);  // -INT64_MIN == INT64_MIN
-    else return -x;
-  }
-};
-struct ExpOp { template <class T> TT_HOST_DEVICE T operator()(T x) const { return std::exp(x); } };
-struct LogOp { template <class T> TT_HOST_DEVICE T operator()(T x) const { return std::log(x); } };
-struct SqrtOp { template <class T> TT_HOST_DEVICE T operator()(T x) const { return std::sqrt(x); } };
-struct AbsOp {  // |-0.0| = +0.0 as torch.abs (the sign bit is cleared); NaN stays NaN; |INT64_MIN| == INT64_MIN
-  template <class T> TT_HOST_DEVICE T operator()(T x) const { return x < T(0) ? NegOp{}(x) : (x == T(0) ? T(0) : x); }
-};
-struct ReluOp {  // NaN stays NaN and -0.0 stays -0.0, as torch.relu (x < 0 is false for both)
-  template <class T> TT_HOST_DEVICE T operator()(T x) const { return x < T(0) ? T(0) : x; }
-};
-struct TanhOp { template <class T> TT_HOST_DEVICE T operator()(T x) const { return std::tanh(x); } };
-struct SigmoidOp {
-  // 1/(1+e^-x) for x >= 0 and e^x/(1+e^x) otherwise: no overflow for large |x|.
-  template <class T> TT_HOST_DEVICE T operator()(T x) const {
-    if (x >= 0) return T(1) / (T(1) + std::exp(-x));
-    T e = std::exp(x);
-    return e / (T(1) + e);
-  }
-};
-struct PowScalarOp {
-  double e;  // for int64 x: integral and in [0, 2^63) (the caller checks; tinytorch::pow takes the
-             // exact int64 path, wrapping_pow with an int64 exponent, for an integral Scalar)
-  template <class T> TT_HOST_DEVICE T operator()(T x) const {
-    if constexpr (std::is_same_v<T, int64_t>) {
-      return wrapping_pow(x, static_cast<int64_t>(e));
-    } else {
-      if (e == 2.0) return x * x;
-      if (e == 1.0) return x;
-      return static_cast<T>(std::pow(static_cast<double>(x), e));
-    }
-  }
-};
+// ---- functors: backend/functors.hpp, shared with backend/cuda; the old names stay valid -------
+using ::tinytorch::backend::AddOp;
+using ::tinytorch::backend::SubOp;
+using ::tinytorch::backend::MulOp;
+using ::tinytorch::backend::DivOp;
+using ::tinytorch::backend::PowOp;
+using ::tinytorch::backend::MaxOp;
+using ::tinytorch::backend::EqOp;
+using ::tinytorch::backend::NeOp;
+using ::tinytorch::backend::LtOp;
+using ::tinytorch::backend::LeOp;
+using ::tinytorch::backend::GtOp;
+using ::tinytorch::backend::GeOp;
+using ::tinytorch::backend::NegOp;
+using ::tinytorch::backend::ExpOp;
+using ::tinytorch::backend::LogOp;
+using ::tinytorch::backend::SqrtOp;
+using ::tinytorch::backend::AbsOp;
+using ::tinytorch::backend::ReluOp;
+using ::tinytorch::backend::TanhOp;
+using ::tinytorch::backend::SigmoidOp;
+using ::tinytorch::backend::PowScalarOp;
 
 // ---- loops ------------------------------------------------------------------------------------
 
@@ -150,4 +105,4 @@ void copy_kernel(const S* src, const Strides& ss, D* dst,
   strided_loop2(shape, ss, zero, [&](int64_t i, int64_t os, int64_t) { dst[i] = static_cast<D>(src[os]); });
 }
 
-}  // namespace tinytorch::backend::cpu
+}  TT_NAMESPACE_END  // namespace tinytorch::backend::cpu

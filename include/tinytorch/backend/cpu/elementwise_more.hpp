@@ -1,6 +1,7 @@
-// tinytorch/backend/cpu/elementwise_more.hpp — the functors of the second batch of pointwise ops
-// (maximum/minimum, pow of two tensors, floor_divide/remainder/fmod, clamp) and a three-operand
-// strided loop (where, clamp with tensor bounds).
+// tinytorch/backend/cpu/elementwise_more.hpp — the second batch of pointwise ops (maximum/minimum,
+// pow of two tensors, floor_divide/remainder/fmod, clamp): their functors, re-exported from
+// backend/functors.hpp (shared with backend/cuda, where the math is written out), and a
+// three-operand strided loop (where, clamp with tensor bounds).
 //
 // Math, per element (a, b: the two operands; T the computation type):
 //   maximum(a, b) = NaN if either is NaN, else the larger      (torch.maximum; minimum likewise)
@@ -13,144 +14,35 @@
 //   clamp(x)      = min(max(x, lo), hi): NaN x stays NaN, lo > hi gives hi (torch.clamp)
 // Integer division by zero is not the functors' business: the ops layer refuses it first
 // (PyTorch: "ZeroDivisionError"), and INT64_MIN / -1, which traps on x86, is computed without
-// dividing. Functors are TT_HOST_DEVICE, shared with a future CUDA backend.
+// dividing. Functors are TT_HOST_DEVICE, shared with the CUDA backend.
 // This layer never sees Tensor (DESIGN.md). Chapter: chapters/01-training-loop.md.
 // Reference: PyTorch 1.13 aten/src/ATen/native/cpu/BinaryOpsKernel.cpp, c10/util/generic_math.h.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <type_traits>
 #include <vector>
 
 #include "../../core/config.hpp"
+#include "../functors.hpp"  // MaximumOp, ..., ClampTensorOp
 #include "../../core/shape.hpp"  // Shape, Strides
 
-namespace tinytorch::backend::cpu {
+TT_NAMESPACE_BEGIN namespace backend::cpu {
 
+// The functors live in backend/functors.hpp (shared with backend/cuda); the old names stay valid.
 namespace detail {
-template <class T> TT_HOST_DEVICE bool is_nan(T v) { return v != v; }  // false for integers
+using ::tinytorch::backend::detail::is_nan;
 }  // namespace detail
-
-/// torch.maximum: NaN wins; otherwise the larger of the two.
-struct MaximumOp {
-  template <class T> TT_HOST_DEVICE T operator()(T a, T b) const {
-    if (detail::is_nan(a)) return a;
-    if (detail::is_nan(b)) return b;
-    return a > b ? a : b;
-  }
-};
-/// torch.minimum: NaN wins; otherwise the smaller of the two.
-struct MinimumOp {
-  template <class T> TT_HOST_DEVICE T operator()(T a, T b) const {
-    if (detail::is_nan(a)) return a;
-    if (detail::is_nan(b)) return b;
-    return a < b ? a : b;
-  }
-};
-
-/// torch.pow(Tensor, Tensor) / pow(Scalar, Tensor) on one element.
-struct PowTensorOp {
-  template <class T> TT_HOST_DEVICE T operator()(T a, T b) const {
-    if constexpr (std::is_integral_v<T>) {
-      if (b < 0) {  // PyTorch's powi: only 1 and -1 have integer reciprocals
-        if (a == 1) return 1;
-        if (a == -1) return (b % 2) ? -1 : 1;
-        return 0;
-      }
-      // Square-and-multiply in uint64: the same bits as PyTorch's int64 loop, without signed overflow.
-      uint64_t r = 1, base = static_cast<uint64_t>(a);
-      for (T e = b; e; e /= 2) {
-        if (e & 1) r *= base;
-        base *= base;
-      }
-      return static_cast<T>(r);
-    } else {
-      return std::pow(a, b);
-    }
-  }
-};
-
-/// floor(a / b) (torch.floor_divide, torch.div(rounding_mode="floor")).
-struct FloorDivideOp {
-  template <class T> TT_HOST_DEVICE T operator()(T a, T b) const {
-    if constexpr (std::is_integral_v<T>) {
-      if (b == 0) return 0;  // refused by the ops layer before the loop runs
-      if (b == -1) return static_cast<T>(0 - static_cast<uint64_t>(a));  // INT64_MIN / -1 would trap
-      const T q = a / b, r = a % b;
-      return (r != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-    } else {
-      if (b == 0) return a / b;  // IEEE: +-inf, or NaN for 0 / 0
-      T mod = std::fmod(a, b);
-      T div = (a - mod) / b;
-      if (mod != 0 && (b < 0) != (mod < 0)) div -= T(1);
-      if (div == 0) return std::copysign(T(0), a / b);
-      T floordiv = std::floor(div);
-      if (div - floordiv > T(0.5)) floordiv += T(1);
-      return floordiv;
-    }
-  }
-};
-
-/// a - floor(a / b) * b, with the sign of b (torch.remainder, Python's %).
-struct RemainderOp {
-  template <class T> TT_HOST_DEVICE T operator()(T a, T b) const {
-    if constexpr (std::is_integral_v<T>) {
-      if (b == 0 || b == -1) return 0;  // b == 0 is refused before the loop; INT64_MIN % -1 would trap
-      T r = a % b;
-      if (r != 0 && ((r < 0) != (b < 0))) r += b;
-      return r;
-    } else {
-      T mod = std::fmod(a, b);
-      if (mod != 0 && ((b < 0) != (mod < 0))) mod += b;
-      return mod;
-    }
-  }
-};
-
-/// a - trunc(a / b) * b, with the sign of a (torch.fmod, C's fmod).
-struct FmodOp {
-  template <class T> TT_HOST_DEVICE T operator()(T a, T b) const {
-    if constexpr (std::is_integral_v<T>) {
-      if (b == 0 || b == -1) return 0;  // as RemainderOp
-      return a % b;
-    } else {
-      return std::fmod(a, b);
-    }
-  }
-};
-
-/// trunc(a / b) (torch.div(rounding_mode="trunc")): fmod's derivative with respect to b is -trunc(a/b).
-struct TruncDivideOp {
-  template <class T> TT_HOST_DEVICE T operator()(T a, T b) const { return std::trunc(a / b); }
-};
-
-/// clamp with optional scalar bounds already converted to T (has_lo/has_hi: the bound is given).
-/// min(max(x, lo), hi) as PyTorch's clamp kernel: a NaN x stays NaN, lo > hi gives hi. (A NaN
-/// bound makes the whole result NaN; the ops layer handles that before the loop, as PyTorch.)
-template <class T>
-struct ClampScalarOp {
-  bool has_lo, has_hi;
-  T lo, hi;
-  TT_HOST_DEVICE T operator()(T x) const {
-    if (detail::is_nan(x)) return x;
-    if (has_lo && x < lo) x = lo;
-    if (has_hi && x > hi) x = hi;
-    return x;
-  }
-};
-
-/// clamp with tensor bounds on one element: NaN in x or in a given bound gives NaN (PyTorch's
-/// clamp kernel returns NaN for a NaN bound; its vectorised maximum/minimum propagate NaN).
-struct ClampTensorOp {
-  bool has_lo, has_hi;
-  template <class T> TT_HOST_DEVICE T operator()(T x, T lo, T hi) const {
-    if (has_lo) x = MaximumOp{}(x, lo);
-    if (has_hi) x = MinimumOp{}(x, hi);
-    return x;
-  }
-};
+using ::tinytorch::backend::MaximumOp;
+using ::tinytorch::backend::MinimumOp;
+using ::tinytorch::backend::PowTensorOp;
+using ::tinytorch::backend::FloorDivideOp;
+using ::tinytorch::backend::RemainderOp;
+using ::tinytorch::backend::FmodOp;
+using ::tinytorch::backend::TruncDivideOp;
+using ::tinytorch::backend::ClampScalarOp;
+using ::tinytorch::backend::ClampTensorOp;
 
 /// Walks a multi-index over `shape` in row-major order tracking three operands' offsets (strides
 /// s0, s1, s2; a broadcast dim has stride 0). Calls body(out_index, off0, off1, off2).
@@ -186,4 +78,4 @@ void ternary_kernel(const A* a, const Strides& sa, const B* b, const Strides& sb
   });
 }
 
-}  // namespace tinytorch::backend::cpu
+}  TT_NAMESPACE_END  // namespace tinytorch::backend::cpu

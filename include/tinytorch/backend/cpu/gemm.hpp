@@ -26,6 +26,8 @@
 // GeneralBlockPanelKernel.h (evaluateProductBlockingSizesHeuristic, gebp_kernel).
 #pragma once
 
+#include "../../core/config.hpp"  // before Eigen: EIGEN_NO_CUDA under nvcc
+
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
@@ -33,7 +35,7 @@
 
 #include "../../core/parallel.hpp"
 
-namespace tinytorch::backend::cpu {
+TT_NAMESPACE_BEGIN namespace backend::cpu {
 
 /// Fewest multiply-adds worth a thread of their own in gemm (OpenBLAS: 4 x 65536).
 constexpr int64_t kGemmGrain = int64_t(1) << 18;
@@ -173,4 +175,4 @@ void gemm_naive(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t ld
     }
 }
 
-}  // namespace tinytorch::backend::cpu
+}  TT_NAMESPACE_END  // namespace tinytorch::backend::cpu

@@ -20,8 +20,9 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::backend::cpu {
+TT_NAMESPACE_BEGIN namespace backend::cpu {
 
 /// Every size of one pooling (validated by the caller, ops/conv.hpp).
 struct Pool2dGeometry {
@@ -93,4 +94,4 @@ void max_pool2d_naive(const T* x, T* y, int64_t* indices, const Pool2dGeometry& 
       }
 }
 
-}  // namespace tinytorch::backend::cpu
+}  TT_NAMESPACE_END  // namespace tinytorch::backend::cpu

@@ -14,8 +14,9 @@
 #include <type_traits>
 
 #include "../../core/scalar.hpp"  // wrapping_add: int64 sums wrap modulo 2^64, as PyTorch's
+#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::backend::cpu {
+TT_NAMESPACE_BEGIN namespace backend::cpu {
 
 template <class T> using acc_t = std::conditional_t<std::is_same_v<T, float>, double, T>;
 
@@ -74,4 +75,4 @@ void max_dim_kernel(const T* x, T* values, int64_t* indices, int64_t outer, int6
   extreme_dim_kernel(x, values, indices, outer, n, inner, std::greater<T>());
 }
 
-}  // namespace tinytorch::backend::cpu
+}  TT_NAMESPACE_END  // namespace tinytorch::backend::cpu

@@ -13,8 +13,9 @@
 #include <functional>
 
 #include "reduce.hpp"
+#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::backend::cpu {
+TT_NAMESPACE_BEGIN namespace backend::cpu {
 
 /// values[o, i] = min_k x[o, k, i], indices[o, i] = first argmin (NaN wins, as in PyTorch).
 /// The twin of max_dim_kernel: both are extreme_dim_kernel (backend/cpu/reduce.hpp).
@@ -23,4 +24,4 @@ void min_dim_kernel(const T* x, T* values, int64_t* indices, int64_t outer, int6
   extreme_dim_kernel(x, values, indices, outer, n, inner, std::less<T>());
 }
 
-}  // namespace tinytorch::backend::cpu
+}  TT_NAMESPACE_END  // namespace tinytorch::backend::cpu

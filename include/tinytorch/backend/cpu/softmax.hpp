@@ -12,8 +12,9 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::backend::cpu {
+TT_NAMESPACE_BEGIN namespace backend::cpu {
 
 template <class T>
 void softmax_kernel(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool log) {
@@ -74,4 +75,4 @@ void cross_entropy_kernel(const T* x, const int64_t* t, int64_t N, int64_t C, T*
   }
 }
 
-}  // namespace tinytorch::backend::cpu
+}  TT_NAMESPACE_END  // namespace tinytorch::backend::cpu

@@ -44,7 +44,7 @@
 #include "sim_memory.hpp"
 #endif
 
-namespace tinytorch::backend::cuda {
+TT_NAMESPACE_BEGIN namespace backend::cuda {
 
 /// Device memory ran out (PyTorch: torch.OutOfMemoryError, a RuntimeError; here a tinytorch::Error).
 /// raw_malloc throws it with CUDA's string "out of memory"; the caching allocator catches it, frees
@@ -205,4 +205,4 @@ inline void synchronize(int device) { detail::check_sim_device("cudaDeviceSynchr
 
 #endif
 
-}  // namespace tinytorch::backend::cuda
+}  TT_NAMESPACE_END  // namespace tinytorch::backend::cuda

@@ -25,8 +25,9 @@
 #include <vector>
 
 #include "../module.hpp"
+#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::nn::utils {
+TT_NAMESPACE_BEGIN namespace nn::utils {
 
 namespace detail {
 
@@ -137,4 +138,4 @@ inline void clip_grad_value_(const Tensor& parameter, double clip_value) {
   clip_grad_value_(std::vector<Tensor>{parameter}, clip_value);
 }
 
-}  // namespace tinytorch::nn::utils
+}  TT_NAMESPACE_END  // namespace tinytorch::nn::utils

@@ -1,0 +1,234 @@
+// tinytorch/backend/functors.hpp — the per-element functions of the pointwise ops, written once
+// for every backend.
+//
+// Each functor is a small struct with a TT_HOST_DEVICE operator() (core/config.hpp: __host__
+// __device__ under nvcc, nothing otherwise), so the same body runs in the CPU loops
+// (backend/cpu/elementwise*.hpp) and in the CUDA kernels (backend/cuda/*.cuh; in the kernel
+// simulator as plain host code). They are named structs, not lambdas: a kernel's arguments must be
+// trivially copyable values, and nvcc would need --extended-lambda for device lambdas.
+//
+// Math, per element (a, b: the operands; T the computation type: float, double or int64_t):
+//   add/sub/mul/neg      int64 wraps modulo 2^64 as PyTorch's (core/scalar.hpp's wrapping_*)
+//   div, pow, exp, log, sqrt, tanh                   the C++ <cmath> functions (IEEE results)
+//   abs, relu            |-0.0| = +0.0, relu keeps NaN and -0.0 (torch.abs, torch.relu)
+//   sigmoid              1/(1+e^-x) for x >= 0, e^x/(1+e^x) otherwise: no overflow
+//   eq/ne/lt/le/gt/ge    0 or 1 as int64_t
+//   maximum(a, b)        NaN if either is NaN, else the larger (torch.maximum; minimum likewise)
+//   pow(a, b)            int64: exact repeated squaring (wrapping); a negative exponent gives 1
+//                        for a = 1, +-1 for a = -1, 0 otherwise (torch.pow)
+//   floor_divide         floor(a / b) computed as (a - fmod(a, b)) / b with Python's fix-ups
+//                        (c10::div_floor_floating); b == 0 gives IEEE a / b
+//   remainder            a - floor(a / b) * b: the sign of b (Python's %);   fmod: the sign of a
+//   clamp(x)             min(max(x, lo), hi): NaN x stays NaN, lo > hi gives hi (torch.clamp)
+// Integer division by zero is refused by the ops layer before any loop runs; INT64_MIN / -1,
+// which traps on x86, is computed without dividing.
+// Namespace tinytorch::backend; backend/cpu/elementwise.hpp and elementwise_more.hpp re-export
+// every functor under its old name (backend::cpu::AddOp is backend::AddOp).
+// Chapter: chapters/01-training-loop.md; chapters/10-gpu-kernels.md (shared functors).
+// Reference: PyTorch 1.13 aten/src/ATen/native/cpu/BinaryOpsKernel.cpp, c10/util/generic_math.h;
+// PyTorch's functors shared by its CPU and CUDA kernels (aten/src/ATen/native/cuda/Loops.cuh).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "../core/config.hpp"
+#include "../core/scalar.hpp"  // wrapping_add/sub/mul/pow, Scalar::wrapping_neg: int64 modulo 2^64
+
+TT_NAMESPACE_BEGIN namespace backend {
+
+// ---- the first batch: arithmetic, comparisons, unary math (ops/elementwise.hpp) ---------------
+// int64 add, sub, mul and neg wrap modulo 2^64 as PyTorch's (INT64_MAX + 1 == INT64_MIN) without
+// C++'s undefined behaviour on signed overflow (core/scalar.hpp).
+struct AddOp {
+  template <class T> TT_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, int64_t>) return wrapping_add(a, b);
+    else return a + b;
+  }
+};
+struct SubOp {
+  template <class T> TT_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, int64_t>) return wrapping_sub(a, b);
+    else return a - b;
+  }
+};
+struct MulOp {
+  template <class T> TT_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, int64_t>) return wrapping_mul(a, b);
+    else return a * b;
+  }
+};
+struct DivOp { template <class T> TT_HOST_DEVICE T operator()(T a, T b) const { return a / b; } };
+struct PowOp { template <class T> TT_HOST_DEVICE T operator()(T a, T b) const { return std::pow(a, b); } };
+struct MaxOp { template <class T> TT_HOST_DEVICE T operator()(T a, T b) const { return a > b ? a : b; } };
+struct EqOp { template <class T> TT_HOST_DEVICE int64_t operator()(T a, T b) const { return a == b; } };
+struct NeOp { template <class T> TT_HOST_DEVICE int64_t operator()(T a, T b) const { return a != b; } };
+struct LtOp { template <class T> TT_HOST_DEVICE int64_t operator()(T a, T b) const { return a < b; } };
+struct LeOp { template <class T> TT_HOST_DEVICE int64_t operator()(T a, T b) const { return a <= b; } };
+struct GtOp { template <class T> TT_HOST_DEVICE int64_t operator()(T a, T b) const { return a > b; } };
+struct GeOp { template <class T> TT_HOST_DEVICE int64_t operator()(T a, T b) const { return a >= b; } };
+
+struct NegOp {
+  template <class T> TT_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_same_v<T, int64_t>) return Scalar::wrapping_neg(x);  // -INT64_MIN == INT64_MIN
+    else return -x;
+  }
+};
+struct ExpOp { template <class T> TT_HOST_DEVICE T operator()(T x) const { return std::exp(x); } };
+struct LogOp { template <class T> TT_HOST_DEVICE T operator()(T x) const { return std::log(x); } };
+struct SqrtOp { template <class T> TT_HOST_DEVICE T operator()(T x) const { return std::sqrt(x); } };
+struct AbsOp {  // |-0.0| = +0.0 as torch.abs (the sign bit is cleared); NaN stays NaN; |INT64_MIN| == INT64_MIN
+  template <class T> TT_HOST_DEVICE T operator()(T x) const { return x < T(0) ? NegOp{}(x) : (x == T(0) ? T(0) : x); }
+};
+struct ReluOp {  // NaN stays NaN and -0.0 stays -0.0, as torch.relu (x < 0 is false for both)
+  template <class T> TT_HOST_DEVICE T operator()(T x) const { return x < T(0) ? T(0) : x; }
+};
+struct TanhOp { template <class T> TT_HOST_DEVICE T operator()(T x) const { return std::tanh(x); } };
+struct SigmoidOp {
+  // 1/(1+e^-x) for x >= 0 and e^x/(1+e^x) otherwise: no overflow for large |x|.
+  template <class T> TT_HOST_DEVICE T operator()(T x) const {
+    if (x >= 0) return T(1) / (T(1) + std::exp(-x));
+    T e = std::exp(x);
+    return e / (T(1) + e);
+  }
+};
+struct PowScalarOp {
+  double e;  // for int64 x: integral and in [0, 2^63) (the caller checks; tinytorch::pow takes the
+             // exact int64 path, wrapping_pow with an int64 exponent, for an integral Scalar)
+  template <class T> TT_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_same_v<T, int64_t>) {
+      return wrapping_pow(x, static_cast<int64_t>(e));
+    } else {
+      if (e == 2.0) return x * x;
+      if (e == 1.0) return x;
+      return static_cast<T>(std::pow(static_cast<double>(x), e));
+    }
+  }
+};
+
+// ---- the second batch: maximum/minimum, pow, floor_divide/remainder/fmod, clamp -------------
+namespace detail {
+template <class T> TT_HOST_DEVICE bool is_nan(T v) { return v != v; }  // false for integers
+}  // namespace detail
+
+/// torch.maximum: NaN wins; otherwise the larger of the two.
+struct MaximumOp {
+  template <class T> TT_HOST_DEVICE T operator()(T a, T b) const {
+    if (detail::is_nan(a)) return a;
+    if (detail::is_nan(b)) return b;
+    return a > b ? a : b;
+  }
+};
+/// torch.minimum: NaN wins; otherwise the smaller of the two.
+struct MinimumOp {
+  template <class T> TT_HOST_DEVICE T operator()(T a, T b) const {
+    if (detail::is_nan(a)) return a;
+    if (detail::is_nan(b)) return b;
+    return a < b ? a : b;
+  }
+};
+
+/// torch.pow(Tensor, Tensor) / pow(Scalar, Tensor) on one element.
+struct PowTensorOp {
+  template <class T> TT_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      if (b < 0) {  // PyTorch's powi: only 1 and -1 have integer reciprocals
+        if (a == 1) return 1;
+        if (a == -1) return (b % 2) ? -1 : 1;
+        return 0;
+      }
+      // Square-and-multiply in uint64: the same bits as PyTorch's int64 loop, without signed overflow.
+      uint64_t r = 1, base = static_cast<uint64_t>(a);
+      for (T e = b; e; e /= 2) {
+        if (e & 1) r *= base;
+        base *= base;
+      }
+      return static_cast<T>(r);
+    } else {
+      return std::pow(a, b);
+    }
+  }
+};
+
+/// floor(a / b) (torch.floor_divide, torch.div(rounding_mode="floor")).
+struct FloorDivideOp {
+  template <class T> TT_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      if (b == 0) return 0;  // refused by the ops layer before the loop runs
+      if (b == -1) return static_cast<T>(0 - static_cast<uint64_t>(a));  // INT64_MIN / -1 would trap
+      const T q = a / b, r = a % b;
+      return (r != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+    } else {
+      if (b == 0) return a / b;  // IEEE: +-inf, or NaN for 0 / 0
+      T mod = std::fmod(a, b);
+      T div = (a - mod) / b;
+      if (mod != 0 && (b < 0) != (mod < 0)) div -= T(1);
+      if (div == 0) return std::copysign(T(0), a / b);
+      T floordiv = std::floor(div);
+      if (div - floordiv > T(0.5)) floordiv += T(1);
+      return floordiv;
+    }
+  }
+};
+
+/// a - floor(a / b) * b, with the sign of b (torch.remainder, Python's %).
+struct RemainderOp {
+  template <class T> TT_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      if (b == 0 || b == -1) return 0;  // b == 0 is refused before the loop; INT64_MIN % -1 would trap
+      T r = a % b;
+      if (r != 0 && ((r < 0) != (b < 0))) r += b;
+      return r;
+    } else {
+      T mod = std::fmod(a, b);
+      if (mod != 0 && ((b < 0) != (mod < 0))) mod += b;
+      return mod;
+    }
+  }
+};
+
+/// a - trunc(a / b) * b, with the sign of a (torch.fmod, C's fmod).
+struct FmodOp {
+  template <class T> TT_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      if (b == 0 || b == -1) return 0;  // as RemainderOp
+      return a % b;
+    } else {
+      return std::fmod(a, b);
+    }
+  }
+};
+
+/// trunc(a / b) (torch.div(rounding_mode="trunc")): fmod's derivative with respect to b is -trunc(a/b).
+struct TruncDivideOp {
+  template <class T> TT_HOST_DEVICE T operator()(T a, T b) const { return std::trunc(a / b); }
+};
+
+/// clamp with optional scalar bounds already converted to T (has_lo/has_hi: the bound is given).
+/// min(max(x, lo), hi) as PyTorch's clamp kernel: a NaN x stays NaN, lo > hi gives hi. (A NaN
+/// bound makes the whole result NaN; the ops layer handles that before the loop, as PyTorch.)
+template <class T>
+struct ClampScalarOp {
+  bool has_lo, has_hi;
+  T lo, hi;
+  TT_HOST_DEVICE T operator()(T x) const {
+    if (detail::is_nan(x)) return x;
+    if (has_lo && x < lo) x = lo;
+    if (has_hi && x > hi) x = hi;
+    return x;
+  }
+};
+
+/// clamp with tensor bounds on one element: NaN in x or in a given bound gives NaN (PyTorch's
+/// clamp kernel returns NaN for a NaN bound; its vectorised maximum/minimum propagate NaN).
+struct ClampTensorOp {
+  bool has_lo, has_hi;
+  template <class T> TT_HOST_DEVICE T operator()(T x, T lo, T hi) const {
+    if (has_lo) x = MaximumOp{}(x, lo);
+    if (has_hi) x = MinimumOp{}(x, hi);
+    return x;
+  }
+};
+
+}  TT_NAMESPACE_END  // namespace tinytorch::backend
