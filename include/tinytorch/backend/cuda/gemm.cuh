@@ -48,6 +48,10 @@
 #include "../../core/config.hpp"
 #include "launch.hpp"
 
+#if !TINYTORCH_WITH_CUDA
+#error "backend/cuda/gemm.cuh holds CUDA kernels: compile with nvcc, or with -DTINYTORCH_CUDA_SIM=1 (the simulator)"
+#endif
+
 namespace tinytorch::backend::cuda {
 
 // ------------------------------------------------------------------------------------------------
