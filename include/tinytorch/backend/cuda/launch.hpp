@@ -1,0 +1,132 @@
+// tinytorch/backend/cuda/launch.hpp — the one kernel launcher, for nvcc and for the simulator.
+//
+// Every kernel in backend/cuda/*.cuh is launched through
+//     launch_kernel("saxpy", saxpy_kernel<float>, grid_1d(n), dim3(256), /*dynamic_smem_bytes=*/0, n, a, x, y);
+// so the launch syntax, the error check and the simulator hook live in one place:
+//   nvcc (TINYTORCH_WITH_CUDA && !TINYTORCH_CUDA_SIM): `kernel<<<grid, block, smem>>>(args...)` (the only
+//     chevrons in tinytorch), then cudaGetLastError() is checked (a bad configuration is reported
+//     here); with the environment variable TINYTORCH_CUDA_LAUNCH_BLOCKING=1 the launch also waits for
+//     the kernel and checks it, so an error inside a kernel names that kernel instead of surfacing at
+//     a later call (PyTorch's CUDA_LAUNCH_BLOCKING).
+//   simulator (TINYTORCH_CUDA_SIM): the grid runs on the calling thread, one block at a time, the
+//     threads of a block as fibers (sim.hpp), inside a sim::DeviceAccessScope (device memory is
+//     readable only while a kernel or a copy runs, as on a GPU).
+// Errors: tinytorch::Error("kernel '<name>' <<<(grid), (block), smem>>>: <CUDA's error string>"), in both
+// modes with CUDA's wording ("invalid configuration argument" for a block of 1025 threads or a grid
+// of 0 blocks).
+// Kernel arguments are copied once at the launch, converted to the kernel's parameter types (as
+// cudaLaunchKernel does); each thread gets its own copy. They must be trivially copyable values:
+// device pointers, sizes, scalars, TT_HOST_DEVICE functor structs (no std::vector, no references).
+//
+// TT_DYNAMIC_SHARED(T, name): declares `T* const name`, the launch's dynamic shared memory (16-byte
+// aligned). Under nvcc it is an `extern __shared__` byte array cast to T*: a typed
+// `extern __shared__ T name[]` would clash between two instantiations of a template kernel with
+// different T ("declaration is incompatible"), so kernels never write extern __shared__ directly.
+//
+// grid_1d(n, threads): the grid of a 1-D grid-stride loop over n elements: ceil(n / threads) blocks,
+// at least 1 and at most kGrid1dMaxBlocks (4096 on a GPU, enough to fill any current GPU; 64 in the
+// simulator, where every extra block costs fibers and a small grid makes the stride loop do real
+// work in the tests). Kernels launched with it must loop:
+//     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+//
+// Chapter: chapters/10-gpu-kernels.md. Reference: CUDA C++ Programming Guide, "Execution
+// Configuration" and "Error Checking"; CUDA Runtime API cudaGetLastError; PyTorch's
+// CUDA_LAUNCH_BLOCKING (docs: "CUDA semantics", "Asynchronous execution").
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "../../core/check.hpp"
+#include "../../core/config.hpp"
+
+#if TINYTORCH_CUDA_SIM
+#include "sim.hpp"
+#include "sim_memory.hpp"
+#elif TINYTORCH_WITH_CUDA
+#include <cuda_runtime.h>
+#define TT_DYNAMIC_SHARED(T, name)                                  \
+  extern __shared__ __align__(16) unsigned char tt_dynamic_smem_[]; \
+  T* const name = reinterpret_cast<T*>(tt_dynamic_smem_)
+#endif
+
+// A CPU build (TINYTORCH_WITH_CUDA == 0) sees an empty header: there is nothing to launch, and the
+// header_compiles check compiles every public header on its own.
+#if TINYTORCH_WITH_CUDA
+namespace tinytorch::backend::cuda {
+
+#if TINYTORCH_CUDA_SIM
+inline constexpr int64_t kGrid1dMaxBlocks = 64;
+#else
+inline constexpr int64_t kGrid1dMaxBlocks = 4096;
+#endif
+
+/// The grid for a 1-D grid-stride loop over n elements with `threads` threads per block:
+/// min(max(ceil(n / threads), 1), kGrid1dMaxBlocks) blocks. Throws if threads is not in [1, 1024].
+inline dim3 grid_1d(int64_t n, int threads = 256) {
+  TT_CHECK(threads >= 1 && threads <= 1024, "grid_1d: threads per block must be in [1, 1024], got ", threads);
+  int64_t blocks = n > 0 ? (n + threads - 1) / threads : 1;
+  if (blocks > kGrid1dMaxBlocks) blocks = kGrid1dMaxBlocks;
+  return dim3(static_cast<unsigned int>(blocks));
+}
+
+namespace detail {
+
+inline std::string launch_config(const char* name, dim3 grid, dim3 block, size_t smem) {
+  return ::tinytorch::detail::str_cat("kernel '", name, "' <<<(", grid.x, ",", grid.y, ",", grid.z, "), (", block.x,
+                                      ",", block.y, ",", block.z, "), ", smem, ">>>: ");
+}
+
+/// TINYTORCH_CUDA_LAUNCH_BLOCKING=1: every launch waits for its kernel (read once).
+inline bool launch_blocking() {
+  static const bool on = [] {
+    const char* env = std::getenv("TINYTORCH_CUDA_LAUNCH_BLOCKING");
+    return env != nullptr && std::strcmp(env, "1") == 0;
+  }();
+  return on;
+}
+
+}  // namespace detail
+
+/// Launches `kernel` over `grid` x `block` threads with `dynamic_smem_bytes` of dynamic shared
+/// memory; `name` appears in every error. args are converted to the kernel's parameter types.
+/// Throws tinytorch::Error with CUDA's error string on a bad configuration (both modes), on an error
+/// in the kernel (simulator; nvcc with TINYTORCH_CUDA_LAUNCH_BLOCKING=1), and in the simulator on a
+/// barrier not every thread reaches.
+template <class... KArgs, class... Args>
+void launch_kernel(const char* name, void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t dynamic_smem_bytes,
+                   Args&&... args) {
+  static_assert(sizeof...(KArgs) == sizeof...(Args), "launch_kernel: wrong number of kernel arguments");
+  static_assert(((std::is_trivially_copyable_v<KArgs> && !std::is_reference_v<KArgs>)&&...),
+                "launch_kernel: kernel parameters must be trivially copyable values (pointers, scalars, structs)");
+#if TINYTORCH_CUDA_SIM
+  // The parameters, converted once as cudaLaunchKernel does; every thread calls the kernel with a copy.
+  struct Call {
+    void (*kernel)(KArgs...);
+    std::tuple<KArgs...> params;
+  } call{kernel, std::tuple<KArgs...>(std::forward<Args>(args)...)};
+  void (*body)(void*) = [](void* p) {
+    Call* c = static_cast<Call*>(p);
+    std::apply(c->kernel, c->params);
+  };
+  [[maybe_unused]] sim::DeviceAccessScope device_memory_readable;
+  sim::run_grid(name, grid, block, dynamic_smem_bytes, body, &call);
+#else
+  kernel<<<grid, block, dynamic_smem_bytes>>>(std::forward<Args>(args)...);
+  cudaError_t err = cudaGetLastError();
+  TT_CHECK(err == cudaSuccess, detail::launch_config(name, grid, block, dynamic_smem_bytes), cudaGetErrorString(err));
+  if (detail::launch_blocking()) {
+    err = cudaDeviceSynchronize();
+    TT_CHECK(err == cudaSuccess, detail::launch_config(name, grid, block, dynamic_smem_bytes),
+             cudaGetErrorString(err), " (while running the kernel; TINYTORCH_CUDA_LAUNCH_BLOCKING=1)");
+  }
+#endif
+}
+
+}  // namespace tinytorch::backend::cuda
+#endif  // TINYTORCH_WITH_CUDA
