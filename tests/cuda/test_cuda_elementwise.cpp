@@ -17,7 +17,9 @@
 #include "cuda_test_util.hpp"
 #include "kernels_test_util.hpp"
 
-namespace {
+// File-local names live in a namespace named after the file: nvcc compiles every
+// tests/cuda/test_cuda_*.cpp in one TU (tests/CMakeLists.txt, TINYTORCH_CUDA_TESTS_ONE_TU).
+namespace test_cuda_elementwise {
 
 namespace cpu = tinytorch::backend::cpu;
 namespace gpu = tinytorch::backend::cuda;
@@ -78,7 +80,6 @@ void check_binary_shapes(F f, const char* name, bool specials) {
   }
 }
 
-}  // namespace
 
 TEMPLATE_TEST_CASE("cuda unary kernels match the CPU twins", "[cuda][cuda_elementwise]", float, double) {
   using T = TestType;
@@ -248,3 +249,5 @@ TEST_CASE("cuda elementwise: more than 8 dims is a clear error", "[cuda][cuda_el
   gpu::binary_kernel(a.data(), s8, a.data(), s8, out.data(), shape8, false, cpu::AddOp{});
   REQUIRE(out.download()[0] == 6.0f);
 }
+
+}  // namespace test_cuda_elementwise

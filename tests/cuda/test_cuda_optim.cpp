@@ -20,7 +20,9 @@
 #include "cuda_test_util.hpp"
 #include "kernels_test_util.hpp"
 
-namespace {
+// File-local names live in a namespace named after the file: nvcc compiles every
+// tests/cuda/test_cuda_*.cpp in one TU (tests/CMakeLists.txt, TINYTORCH_CUDA_TESTS_ONE_TU).
+namespace test_cuda_optim {
 
 namespace gpu = tinytorch::backend::cuda;
 namespace optim = tinytorch::optim;
@@ -35,7 +37,6 @@ struct SgdCase {
   bool nesterov;
 };
 
-}  // namespace
 
 TEMPLATE_TEST_CASE("cuda sgd_kernel matches optim::sgd_kernel over three steps", "[cuda][cuda_optim]", float, double) {
   using T = TestType;
@@ -115,3 +116,5 @@ TEST_CASE("cuda optimizer kernels refuse missing state buffers", "[cuda][cuda_op
                                               1e-8, 0, true, false),
                       Catch::Contains("amsgrad needs max_exp_avg_sq"));
 }
+
+}  // namespace test_cuda_optim

@@ -21,7 +21,9 @@
 #include "cuda_test_util.hpp"
 #include "kernels_test_util.hpp"
 
-namespace {
+// File-local names live in a namespace named after the file: nvcc compiles every
+// tests/cuda/test_cuda_*.cpp in one TU (tests/CMakeLists.txt, TINYTORCH_CUDA_TESTS_ONE_TU).
+namespace test_cuda_reduce {
 
 namespace cpu = tinytorch::backend::cpu;
 namespace gpu = tinytorch::backend::cuda;
@@ -66,7 +68,6 @@ void check_extreme(const std::vector<T>& x, int64_t outer, int64_t n, int64_t in
   require_close(i_naive.download(), want_i, what + " indices (naive)");
 }
 
-}  // namespace
 
 TEMPLATE_TEST_CASE("cuda sum_dim / mean match the CPU twin, rows and strided columns", "[cuda][cuda_reduce]", float,
                    double, int64_t) {
@@ -171,3 +172,5 @@ TEST_CASE("cuda max over an empty dim is a clear error", "[cuda][cuda_reduce]") 
   REQUIRE_THROWS_WITH(gpu::max_dim_kernel(x.data(), v.data(), static_cast<int64_t*>(nullptr), 2, 0, 1),
                       Catch::Contains("cannot reduce a dimension of size 0"));
 }
+
+}  // namespace test_cuda_reduce

@@ -19,7 +19,9 @@
 #include "cuda_test_util.hpp"
 #include "kernels_test_util.hpp"
 
-namespace {
+// File-local names live in a namespace named after the file: nvcc compiles every
+// tests/cuda/test_cuda_*.cpp in one TU (tests/CMakeLists.txt, TINYTORCH_CUDA_TESTS_ONE_TU).
+namespace test_cuda_softmax {
 
 namespace cpu = tinytorch::backend::cpu;
 namespace gpu = tinytorch::backend::cuda;
@@ -53,7 +55,6 @@ void check_backward(const std::vector<T>& x, const std::vector<T>& dy, int64_t o
   require_close(dx_naive.download(), want, what + " (naive)");
 }
 
-}  // namespace
 
 TEMPLATE_TEST_CASE("cuda softmax / log_softmax forward and backward match the CPU twins", "[cuda][cuda_softmax]",
                    float, double) {
@@ -90,3 +91,5 @@ TEMPLATE_TEST_CASE("cuda softmax edge rows: large logits, all -inf, NaN, +inf", 
     REQUIRE(std::isfinite(y[0]));                      // 1000 does not overflow
   }
 }
+
+}  // namespace test_cuda_softmax

@@ -30,6 +30,10 @@
 #include "launch.hpp"                   // launch_kernel, grid_1d (and sim.hpp in the simulator)
 #include "runtime.hpp"
 
+#if !TINYTORCH_WITH_CUDA
+#error "backend/cuda/*.cuh hold CUDA kernels: compile with nvcc, or with -DTINYTORCH_CUDA_SIM=1 (the simulator)"
+#endif
+
 namespace tinytorch::backend::cuda {
 
 // ---- KernelShape: shape and up to three operands' strides, passed to kernels by value ----------
