@@ -9,6 +9,7 @@
 // Chapter: chapters/10-gpu-kernels.md.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -233,7 +234,31 @@ TEST_CASE("cuda fill and arange", "[cuda][cuda_elementwise]") {
     for (int64_t i = 0; i < n; ++i) want_d[i] = 0.5 + 0.1 * static_cast<double>(i);
     require_close(d.download(), want_d, "arange double");
   }
+  DeviceArray<int64_t> fi(129);
+  gpu::fill_kernel(fi.data(), 129, INT64_MIN);
+  require_close(fi.download(), std::vector<int64_t>(129, INT64_MIN), "fill int64");
+  DeviceArray<double> fd(33);
+  gpu::fill_kernel(fd.data(), 33, -0.0);
+  for (double v : fd.download()) REQUIRE(std::signbit(v));  // -0.0 stays -0.0
   gpu::fill_kernel(static_cast<float*>(nullptr), 0, 1.0f);  // empty: launches nothing
+}
+
+TEST_CASE("cuda copy kernel casts int64 to float and double as the CPU twin", "[cuda][cuda_elementwise]") {
+  for (int64_t n : kSizes) {
+    auto src = make_values<int64_t>(n, 70 + n, -1e6, 1e6);
+    src[0] = (int64_t(1) << 53) + 1;  // not a float64: rounds
+    std::vector<float> want_f(src.size());
+    std::vector<double> want_d(src.size());
+    cpu::copy_kernel(src.data(), Strides{1}, want_f.data(), Shape{n});
+    cpu::copy_kernel(src.data(), Strides{1}, want_d.data(), Shape{n});
+    DeviceArray<int64_t> ds(src);
+    DeviceArray<float> out_f(src.size());
+    DeviceArray<double> out_d(src.size());
+    gpu::copy_kernel(ds.data(), Strides{1}, out_f.data(), Shape{n});
+    gpu::copy_kernel(ds.data(), Strides{1}, out_d.data(), Shape{n});
+    require_close(out_f.download(), want_f, "int64 -> float", 0.0);
+    require_close(out_d.download(), want_d, "int64 -> double", 0.0);
+  }
 }
 
 TEST_CASE("cuda elementwise: more than 8 dims is a clear error", "[cuda][cuda_elementwise]") {
