@@ -1,0 +1,260 @@
+// tinytorch/backend/cuda/elementwise.cuh — elementwise CUDA kernels: unary, binary (with
+// broadcasting), scalar, compare, ternary, copy/cast/contiguous, fill and arange.
+//
+// The CUDA twins of backend/cpu/elementwise.hpp and elementwise_more.hpp: the launchers below have
+// the SAME names and signatures as the CPU loops (unary_kernel, binary_kernel, scalar_kernel,
+// copy_kernel, ternary_kernel) and take device pointers. One element per thread-iteration, with the
+// functor structs of the CPU backend (backend::cpu::AddOp, ExpOp, ... are TT_HOST_DEVICE; never copied):
+//   out[i] = f(a[offset_a(i)], b[offset_b(i)])   for i in [0, numel(shape)),  out dense row-major
+//   offset_k(i) = sum_d idx_d(i) * strides_k[d],  idx(i) the row-major multi-index of i in `shape`
+// A broadcast dim has stride 0, a transposed view permuted strides: the strided path reads any
+// view without a copy. Comparisons return int64 (0/1), as the CPU functors do.
+// Two kernels per op, as every kernel of this backend (CUDA.md §5):
+//   fast   all operands dense: a flat grid-stride loop, out[i] = f(a[i], b[i]) (coalesced)
+//   naive  (the oracle) the same loop through KernelShape's offset math, any strides
+// Both are grid-stride loops over int64 indices, so any n runs on a capped grid (grid_1d).
+// Shapes reach the kernels by value in KernelShape (trivially copyable; at most 8 dims).
+// Chapter: chapters/10-gpu-kernels.md. Reference: PyTorch aten/src/ATen/native/cuda/Loops.cuh and
+// OffsetCalculator.cuh (the same split: contiguous fast path, offset calculator otherwise).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "../../core/check.hpp"
+#include "../../core/config.hpp"
+#include "../../core/shape.hpp"
+#include "../cpu/elementwise.hpp"       // the functors (AddOp, ExpOp, ...) and the CPU twins
+#include "../cpu/elementwise_more.hpp"  // MaximumOp, ClampTensorOp, ...
+#include "launch.hpp"                   // launch_kernel, grid_1d (and sim.hpp in the simulator)
+#include "runtime.hpp"
+
+#if !TINYTORCH_WITH_CUDA
+#error "backend/cuda/*.cuh hold CUDA kernels: compile with nvcc, or with -DTINYTORCH_CUDA_SIM=1 (the simulator)"
+#endif
+
+namespace tinytorch::backend::cuda {
+
+// ---- KernelShape: shape and up to three operands' strides, passed to kernels by value ----------
+// TODO(lead): unify with backend/indexer.hpp's Indexer (fork-prep) once it lands on main.
+
+constexpr int kMaxKernelDims = 8;
+
+/// A shape and the element strides of up to 3 operands, as a trivially copyable kernel argument.
+/// offset(k, i) = the element offset of operand k at row-major linear index i of `sizes`.
+struct KernelShape {
+  int ndim;
+  int64_t sizes[kMaxKernelDims];
+  int64_t strides[3][kMaxKernelDims];
+
+  TT_HOST_DEVICE int64_t offset(int k, int64_t i) const {
+    int64_t off = 0;
+    for (int d = ndim - 1; d >= 0; --d) {
+      const int64_t q = i / sizes[d];
+      off += (i - q * sizes[d]) * strides[k][d];
+      i = q;
+    }
+    return off;
+  }
+};
+static_assert(std::is_trivially_copyable_v<KernelShape>, "KernelShape is a kernel argument");
+
+/// Packs shape and strides; throws tinytorch::Error naming `op` for more than 8 dims or a strides
+/// vector whose length is not the shape's.
+inline KernelShape make_kernel_shape(const char* op, const Shape& shape, const Strides& s0,
+                                     const Strides& s1 = {}, const Strides& s2 = {}) {
+  const int nd = static_cast<int>(shape.size());
+  TT_CHECK(nd <= kMaxKernelDims, op, ": the CUDA backend supports at most ", kMaxKernelDims,
+           " dimensions, got ", nd);
+  KernelShape ks{};
+  ks.ndim = nd;
+  const Strides* all[3] = {&s0, &s1, &s2};
+  for (int k = 0; k < 3; ++k)
+    TT_CHECK(all[k]->empty() || static_cast<int>(all[k]->size()) == nd, op, ": ", all[k]->size(),
+             " strides for a shape of ", nd, " dimensions");
+  for (int d = 0; d < nd; ++d) {
+    ks.sizes[d] = shape[d];
+    for (int k = 0; k < 3; ++k) ks.strides[k][d] = all[k]->empty() ? 0 : (*all[k])[d];
+  }
+  return ks;
+}
+
+// ================================ kernels ========================================================
+namespace kernels {
+
+/// for (int64 i = this thread's first index; i < n; i += the grid's thread count): a grid-stride
+/// loop (shared by the backend/cuda/*.cuh kernels).
+#define TT_GRID_STRIDE_LOOP(i, n)                                                         \
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+
+template <class T, class U, class F>
+__global__ void unary_contiguous(const T* x, U* y, int64_t n, F f) {
+  TT_GRID_STRIDE_LOOP(i, n) y[i] = f(x[i]);
+}
+template <class T, class U, class F>
+__global__ void unary_strided(const T* x, U* y, KernelShape ks, int64_t n, F f) {
+  TT_GRID_STRIDE_LOOP(i, n) y[i] = f(x[ks.offset(0, i)]);
+}
+
+template <class T, class U, class F>
+__global__ void binary_contiguous(const T* a, const T* b, U* out, int64_t n, F f) {
+  TT_GRID_STRIDE_LOOP(i, n) out[i] = f(a[i], b[i]);
+}
+template <class T, class U, class F>
+__global__ void binary_strided(const T* a, const T* b, U* out, KernelShape ks, int64_t n, F f) {
+  TT_GRID_STRIDE_LOOP(i, n) out[i] = f(a[ks.offset(0, i)], b[ks.offset(1, i)]);
+}
+
+template <class T, class U, class F>
+__global__ void scalar_contiguous(const T* a, T s, U* out, int64_t n, F f) {
+  TT_GRID_STRIDE_LOOP(i, n) out[i] = f(a[i], s);
+}
+
+template <class A, class B, class C, class U, class F>
+__global__ void ternary_strided(const A* a, const B* b, const C* c, U* out, KernelShape ks, int64_t n, F f) {
+  TT_GRID_STRIDE_LOOP(i, n) out[i] = f(a[ks.offset(0, i)], b[ks.offset(1, i)], c[ks.offset(2, i)]);
+}
+
+template <class S, class D>
+__global__ void copy_contiguous(const S* src, D* dst, int64_t n) {
+  TT_GRID_STRIDE_LOOP(i, n) dst[i] = static_cast<D>(src[i]);
+}
+template <class S, class D>
+__global__ void copy_strided(const S* src, D* dst, KernelShape ks, int64_t n) {
+  TT_GRID_STRIDE_LOOP(i, n) dst[i] = static_cast<D>(src[ks.offset(0, i)]);
+}
+
+template <class T>
+__global__ void fill(T* out, int64_t n, T value) {
+  TT_GRID_STRIDE_LOOP(i, n) out[i] = value;
+}
+/// out[i] = T(start + step * i), in double as ops/creation.hpp's arange.
+template <class T>
+__global__ void arange(T* out, int64_t n, double start, double step) {
+  TT_GRID_STRIDE_LOOP(i, n) out[i] = static_cast<T>(start + step * static_cast<double>(i));
+}
+
+}  // namespace kernels
+
+// ================================ launchers ======================================================
+// Device pointers in, nothing returned; an empty range launches nothing. Twins of backend/cpu.
+
+namespace detail {
+constexpr int kElementwiseThreads = 256;
+inline bool is_dense(const Shape& shape, const Strides& s) {
+  int64_t expect = 1;
+  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+    if (shape[d] != 1 && s[d] != expect) return false;
+    expect *= shape[d];
+  }
+  return true;
+}
+}  // namespace detail
+
+/// y[i] = f(x[i]) over n dense elements (twin of cpu::unary_kernel).
+template <class T, class U, class F>
+void unary_kernel(const T* x, U* y, int64_t n, F f) {
+  if (n <= 0) return;
+  launch_kernel("unary_contiguous", kernels::unary_contiguous<T, U, F>, grid_1d(n), dim3(detail::kElementwiseThreads),
+                0, x, y, n, f);
+}
+/// y[i] = f(x[offset(i)]) with x read through strides `sx`, y dense (the strided naive twin; no CPU twin).
+template <class T, class U, class F>
+void unary_kernel_strided(const T* x, const Strides& sx, U* y, const Shape& shape, F f) {
+  const int64_t n = numel_of(shape);
+  if (n <= 0) return;
+  const KernelShape ks = make_kernel_shape("unary", shape, sx);
+  launch_kernel("unary_strided", kernels::unary_strided<T, U, F>, grid_1d(n), dim3(detail::kElementwiseThreads), 0,
+                x, y, ks, n, f);
+}
+
+/// out[i] = f(a[.], b[.]) through (broadcast) strides, out dense (twin of cpu::binary_kernel).
+/// `contiguous`: both operands dense with the output's shape: the flat fast kernel; otherwise the
+/// strided one.
+template <class T, class U, class F>
+void binary_kernel(const T* a, const Strides& sa, const T* b, const Strides& sb, U* out, const Shape& shape,
+                   bool contiguous, F f) {
+  const int64_t n = numel_of(shape);
+  if (n <= 0) return;
+  if (contiguous) {
+    launch_kernel("binary_contiguous", kernels::binary_contiguous<T, U, F>, grid_1d(n),
+                  dim3(detail::kElementwiseThreads), 0, a, b, out, n, f);
+    return;
+  }
+  const KernelShape ks = make_kernel_shape("binary", shape, sa, sb);
+  launch_kernel("binary_strided", kernels::binary_strided<T, U, F>, grid_1d(n), dim3(detail::kElementwiseThreads),
+                0, a, b, out, ks, n, f);
+}
+/// The naive twin of binary_kernel: always the strided kernel (the oracle the tests compare with).
+template <class T, class U, class F>
+void binary_kernel_naive(const T* a, const Strides& sa, const T* b, const Strides& sb, U* out, const Shape& shape,
+                         F f) {
+  // qualified: an unqualified call would also find cpu::binary_kernel by ADL (F is a cpu:: functor)
+  cuda::binary_kernel(a, sa, b, sb, out, shape, false, f);
+}
+
+/// out[i] = f(a[i], s) for a scalar s (twin of cpu::scalar_kernel).
+template <class T, class U, class F>
+void scalar_kernel(const T* a, T s, U* out, int64_t n, F f) {
+  if (n <= 0) return;
+  launch_kernel("scalar_contiguous", kernels::scalar_contiguous<T, U, F>, grid_1d(n),
+                dim3(detail::kElementwiseThreads), 0, a, s, out, n, f);
+}
+
+/// out[i] = f(a[.], b[.], c[.]) through (broadcast) strides (twin of cpu::ternary_kernel: where, clamp).
+template <class A, class B, class C, class U, class F>
+void ternary_kernel(const A* a, const Strides& sa, const B* b, const Strides& sb, const C* c, const Strides& sc,
+                    U* out, const Shape& shape, F f) {
+  const int64_t n = numel_of(shape);
+  if (n <= 0) return;
+  const KernelShape ks = make_kernel_shape("ternary", shape, sa, sb, sc);
+  launch_kernel("ternary_strided", kernels::ternary_strided<A, B, C, U, F>, grid_1d(n),
+                dim3(detail::kElementwiseThreads), 0, a, b, c, out, ks, n, f);
+}
+
+/// dst (dense) = src read through strides `ss`, converted to D (twin of cpu::copy_kernel: copy,
+/// cast, contiguous). Dense src: one memcpy_d2d for the same type, the flat kernel for a cast.
+template <class S, class D>
+void copy_kernel(const S* src, const Strides& ss, D* dst, const Shape& shape) {
+  const int64_t n = numel_of(shape);
+  if (n <= 0) return;
+  if (detail::is_dense(shape, ss)) {
+    if constexpr (std::is_same_v<S, D>) {
+      memcpy_d2d(dst, src, static_cast<size_t>(n) * sizeof(D));
+    } else {
+      launch_kernel("copy_contiguous", kernels::copy_contiguous<S, D>, grid_1d(n), dim3(detail::kElementwiseThreads),
+                    0, src, dst, n);
+    }
+    return;
+  }
+  const KernelShape ks = make_kernel_shape("copy", shape, ss);
+  launch_kernel("copy_strided", kernels::copy_strided<S, D>, grid_1d(n), dim3(detail::kElementwiseThreads), 0, src,
+                dst, ks, n);
+}
+/// The naive twin of copy_kernel: always the strided kernel.
+template <class S, class D>
+void copy_kernel_naive(const S* src, const Strides& ss, D* dst, const Shape& shape) {
+  const int64_t n = numel_of(shape);
+  if (n <= 0) return;
+  const KernelShape ks = make_kernel_shape("copy", shape, ss);
+  launch_kernel("copy_strided", kernels::copy_strided<S, D>, grid_1d(n), dim3(detail::kElementwiseThreads), 0, src,
+                dst, ks, n);
+}
+
+/// out[i] = value for i < n (full, zeros, ones, zero_; no CPU twin: ops/creation.hpp loops inline).
+template <class T>
+void fill_kernel(T* out, int64_t n, T value) {
+  if (n <= 0) return;
+  launch_kernel("fill", kernels::fill<T>, grid_1d(n), dim3(detail::kElementwiseThreads), 0, out, n, value);
+}
+/// out[i] = T(start + step * i) computed in double, as ops/creation.hpp's arange (no CPU twin).
+/// (nvcc may contract start + step * i into one fma: a float64 result can differ in the last bit.)
+template <class T>
+void arange_kernel(T* out, int64_t n, double start, double step) {
+  if (n <= 0) return;
+  launch_kernel("arange", kernels::arange<T>, grid_1d(n), dim3(detail::kElementwiseThreads), 0, out, n, start, step);
+}
+
+}  // namespace tinytorch::backend::cuda
