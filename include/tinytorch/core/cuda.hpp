@@ -24,8 +24,9 @@
 #include "check.hpp"
 #include "config.hpp"
 #include "cuda_allocator.hpp"
+#include "config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::cuda {
+TT_NAMESPACE_BEGIN namespace cuda {
 
 /// Thrown when a device runs out of memory (torch.cuda.OutOfMemoryError); a tinytorch::Error.
 using OutOfMemoryError = ::tinytorch::backend::cuda::OutOfMemoryError;
@@ -107,4 +108,4 @@ inline void reset_peak_memory_stats(int device = 0) {
 #endif
 }
 
-}  // namespace tinytorch::cuda
+}  TT_NAMESPACE_END  // namespace tinytorch::cuda

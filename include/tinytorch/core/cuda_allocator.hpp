@@ -53,8 +53,9 @@
 #include "../backend/cuda/runtime.hpp"
 #include "check.hpp"
 #include "config.hpp"
+#include "config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch {
+TT_NAMESPACE_BEGIN
 
 /// One device's caching-allocator statistics, in bytes of size classes (torch.cuda.memory_stats's
 /// "allocated_bytes.all.current" and friends).
@@ -293,4 +294,4 @@ inline CudaCachingAllocator& cuda_caching_allocator() {
 
 }  // namespace detail
 
-}  // namespace tinytorch
+TT_NAMESPACE_END  // namespace tinytorch

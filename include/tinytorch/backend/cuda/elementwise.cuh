@@ -34,7 +34,7 @@
 #error "backend/cuda/*.cuh hold CUDA kernels: compile with nvcc, or with -DTINYTORCH_CUDA_SIM=1 (the simulator)"
 #endif
 
-namespace tinytorch::backend::cuda {
+TT_NAMESPACE_BEGIN namespace backend::cuda {
 
 // ---- KernelShape: shape and up to three operands' strides, passed to kernels by value ----------
 // TODO(lead): unify with backend/indexer.hpp's Indexer (fork-prep) once it lands on main.
@@ -257,4 +257,4 @@ void arange_kernel(T* out, int64_t n, double start, double step) {
   launch_kernel("arange", kernels::arange<T>, grid_1d(n), dim3(detail::kElementwiseThreads), 0, out, n, start, step);
 }
 
-}  // namespace tinytorch::backend::cuda
+}  TT_NAMESPACE_END  // namespace tinytorch::backend::cuda

@@ -52,7 +52,7 @@
 #error "backend/cuda/gemm.cuh holds CUDA kernels: compile with nvcc, or with -DTINYTORCH_CUDA_SIM=1 (the simulator)"
 #endif
 
-namespace tinytorch::backend::cuda {
+TT_NAMESPACE_BEGIN namespace backend::cuda {
 
 // ------------------------------------------------------------------------------------------------
 // kernels
@@ -316,4 +316,4 @@ void gemm(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, boo
     gemm_tiled(M, N, K, alpha, A, lda, trans_a, B, ldb, trans_b, beta, C, ldc);
 }
 
-}  // namespace tinytorch::backend::cuda
+}  TT_NAMESPACE_END  // namespace tinytorch::backend::cuda

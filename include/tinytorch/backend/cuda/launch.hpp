@@ -58,7 +58,7 @@
 // A CPU build (TINYTORCH_WITH_CUDA == 0) sees an empty header: there is nothing to launch, and the
 // header_compiles check compiles every public header on its own.
 #if TINYTORCH_WITH_CUDA
-namespace tinytorch::backend::cuda {
+TT_NAMESPACE_BEGIN namespace backend::cuda {
 
 #if TINYTORCH_CUDA_SIM
 inline constexpr int64_t kGrid1dMaxBlocks = 64;
@@ -128,5 +128,5 @@ void launch_kernel(const char* name, void (*kernel)(KArgs...), dim3 grid, dim3 b
 #endif
 }
 
-}  // namespace tinytorch::backend::cuda
+}  TT_NAMESPACE_END  // namespace tinytorch::backend::cuda
 #endif  // TINYTORCH_WITH_CUDA

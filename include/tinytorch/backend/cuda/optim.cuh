@@ -27,8 +27,9 @@
 #include <type_traits>
 
 #include "elementwise.cuh"  // TT_GRID_STRIDE_LOOP, launch_kernel
+#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::backend::cuda {
+TT_NAMESPACE_BEGIN namespace backend::cuda {
 
 /// One SGD element update, as optim::sgd_kernel. buf is read/written only when momentum != 0.
 template <class T>
@@ -167,4 +168,4 @@ void adam_on_host(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, T* max_exp
   for (int64_t i = 0; i < n; ++i) u(i, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq);
 }
 
-}  // namespace tinytorch::backend::cuda
+}  TT_NAMESPACE_END  // namespace tinytorch::backend::cuda

@@ -29,8 +29,9 @@
 #include "../cpu/reduce.hpp"       // acc_t and the CPU twins
 #include "../cpu/reduce_more.hpp"  // min_dim_kernel
 #include "elementwise.cuh"         // TT_GRID_STRIDE_LOOP, launch_kernel
+#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::backend::cuda {
+TT_NAMESPACE_BEGIN namespace backend::cuda {
 
 // ================================ kernels ========================================================
 namespace kernels {
@@ -256,4 +257,4 @@ void max_all_kernel(const T* x, T* value, int64_t* index, int64_t n) {
   extreme_dim_kernel_fast(x, value, index, 1, n, 1, std::greater<T>());
 }
 
-}  // namespace tinytorch::backend::cuda
+}  TT_NAMESPACE_END  // namespace tinytorch::backend::cuda

@@ -219,7 +219,7 @@ extern "C" void tt_sim_switch_stack(void** save_sp, void* load_sp);
 #define TT_SIM_ASM_SWITCH 0
 #endif
 
-namespace tinytorch::backend::cuda::sim {
+TT_NAMESPACE_BEGIN namespace backend::cuda::sim {
 
 using ::tinytorch::detail::str_cat;
 
@@ -719,7 +719,7 @@ To bit_cast(From v) {
 }
 
 }  // namespace detail
-}  // namespace tinytorch::backend::cuda::sim
+}  TT_NAMESPACE_END  // namespace tinytorch::backend::cuda::sim
 
 // ============================================================================================
 // 5. Device functions (global namespace, CUDA's names and signatures).

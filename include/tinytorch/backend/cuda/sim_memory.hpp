@@ -47,7 +47,7 @@
 
 #include "../../core/check.hpp"
 
-namespace tinytorch::backend::cuda::sim {
+TT_NAMESPACE_BEGIN namespace backend::cuda::sim {
 
 namespace detail {
 
@@ -203,6 +203,6 @@ inline size_t device_capacity_bytes() { return detail::Memory::get().capacity_by
 /// inside one live device block. Used by the copies to reject host pointers and overruns.
 inline int device_of(const void* p, size_t bytes) { return detail::Memory::get().device_of(p, bytes); }
 
-}  // namespace tinytorch::backend::cuda::sim
+}  TT_NAMESPACE_END  // namespace tinytorch::backend::cuda::sim
 
 #endif  // TINYTORCH_CUDA_SIM

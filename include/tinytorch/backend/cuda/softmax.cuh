@@ -30,8 +30,9 @@
 
 #include "../cpu/softmax.hpp"  // the CPU twins
 #include "elementwise.cuh"     // TT_GRID_STRIDE_LOOP, launch_kernel
+#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
-namespace tinytorch::backend::cuda {
+TT_NAMESPACE_BEGIN namespace backend::cuda {
 
 // ================================ kernels ========================================================
 namespace kernels {
@@ -272,4 +273,4 @@ void cross_entropy_kernel(const T* x, const int64_t* t, int64_t N, int64_t C, T*
   cross_entropy_kernel_fast(x, t, N, C, loss, grad);
 }
 
-}  // namespace tinytorch::backend::cuda
+}  TT_NAMESPACE_END  // namespace tinytorch::backend::cuda
