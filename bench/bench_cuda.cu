@@ -1,0 +1,366 @@
+// bench/bench_cuda.cu — how fast our CUDA kernels are next to the GPU's own ceilings (Google Benchmark, nvcc).
+//
+// What it measures (issue 7, item 6; chapter 10 prints the table it writes):
+//   elementwise  out = a + b, float, n = 2^24, 2^25, 2^26 (backend::cuda::binary_kernel, dense path), beside
+//                a device-to-device cudaMemcpy moving the same bytes. "Bytes" counts reads plus writes:
+//                the add reads 2n and writes n floats (12n bytes); the copy copies 1.5n floats (reads 6n,
+//                writes 6n bytes), so both move 12n bytes and ratio_to_copy = t_copy / t_add is the
+//                bandwidth ratio. Target: >= 0.8.
+//   matmul       C = A B, square n x n float, row-major: our ladder from backend/cuda/gemm.cuh
+//                (gemm_naive at n = 1024 only: ~1% of cuBLAS; gemm_tiled and gemm_register_blocked at
+//                1024, 2048, 4096, 8192) beside cublasSgemm with CUBLAS_DEFAULT_MATH (no TF32: TF32 would
+//                make "cuBLAS SGEMM" ~4x faster than FP32 math and the ratio meaningless). Row-major
+//                C = A B is column-major C^T = B^T A^T, so cuBLAS gets (B, A) with m = N, n = M.
+//                GFLOP/s = 2 n^3 / t; ratio_to_cublas = t_cublas / t_ours. Target: register-blocked
+//                >= 0.5 at n = 4096. Each of our results is also compared with cuBLAS's C (max_rel_err).
+//   MLP step     TODO(issue 7): needs Tensor on CUDA (ops/dispatch.hpp on cuda); then time one
+//                forward+backward+SGD step of examples' MLP beside a PyTorch-eager script. Not measured.
+// Timing: cudaEvents around each iteration (benchmark's manual time), one warm-up call per run,
+// 10 repetitions; the reported figure is the median over every timed iteration.
+// Run:  build/bin/bench_cuda [--markdown FILE] [benchmark flags, e.g. --benchmark_filter=matmul]
+//       With --markdown it also writes a Markdown table with the ratios and the targets
+//       (scripts/gpu_check.sh writes bench/results/gpu-<date>.md with it).
+// Without a CUDA device it prints "SKIPPED: no CUDA device (...)" and exits 77, as the CUDA tests do.
+// Reference: CUDA.md §6 (siboehm's SGEMM worklog: kernel 6 ~ 0.50-0.62x cuBLAS on an H100), cuBLAS
+// docs (cublasSgemm, cublasSetMathMode: CUBLAS_DEFAULT_MATH uses no Tensor Core / TF32 acceleration
+// unless NVIDIA_TF32_OVERRIDE says otherwise), llm.c dev/cuda/common.h (benchmark_kernel).
+#include <benchmark/benchmark.h>
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tinytorch/backend/cuda/elementwise.cuh"
+#include "tinytorch/backend/cuda/gemm.cuh"
+
+namespace bc = tinytorch::backend::cuda;
+
+namespace {
+
+#define BENCH_CUDA(call)                                                                          \
+  do {                                                                                            \
+    const cudaError_t e_ = (call);                                                                \
+    if (e_ != cudaSuccess) {                                                                      \
+      std::fprintf(stderr, "bench_cuda: %s failed: %s (%s:%d)\n", #call, cudaGetErrorString(e_), \
+                   __FILE__, __LINE__);                                                           \
+      std::exit(1);                                                                               \
+    }                                                                                             \
+  } while (0)
+#define BENCH_CUBLAS(call)                                                                          \
+  do {                                                                                              \
+    const cublasStatus_t s_ = (call);                                                               \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                              \
+      std::fprintf(stderr, "bench_cuda: %s failed: status %d (%s:%d)\n", #call, static_cast<int>(s_), \
+                   __FILE__, __LINE__);                                                             \
+      std::exit(1);                                                                                 \
+    }                                                                                               \
+  } while (0)
+
+// ---- device buffers filled with reproducible values in [-1, 1) --------------------------------
+template <class T>
+__global__ void bench_init_kernel(T* p, int64_t n, uint32_t seed) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += gridDim.x * (int64_t)blockDim.x) {
+    uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed;  // a hash, not a good RNG: enough here
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    p[i] = static_cast<T>((h >> 8) * (1.0 / 8388608.0) - 1.0);
+  }
+}
+
+struct DeviceBuffer {
+  float* p = nullptr;
+  int64_t n = 0;
+  explicit DeviceBuffer(int64_t count, uint32_t seed) : n(count) {
+    BENCH_CUDA(cudaMalloc(&p, static_cast<size_t>(n) * sizeof(float)));  // 256-byte aligned: float4 is fine
+    bc::launch_kernel("bench_init_kernel", bench_init_kernel<float>, bc::grid_1d(n), dim3(256), 0, p, n, seed);
+  }
+  ~DeviceBuffer() { cudaFree(p); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+};
+
+// ---- timing ------------------------------------------------------------------------------------
+struct Timer {
+  cudaEvent_t start, stop;
+  Timer() {
+    BENCH_CUDA(cudaEventCreate(&start));
+    BENCH_CUDA(cudaEventCreate(&stop));
+  }
+  ~Timer() {
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+  }
+  /// Milliseconds fn() takes on the GPU (legacy default stream, as every launch of ours).
+  double time_ms(const std::function<void()>& fn) {
+    BENCH_CUDA(cudaEventRecord(start));
+    fn();
+    BENCH_CUDA(cudaEventRecord(stop));
+    BENCH_CUDA(cudaEventSynchronize(stop));
+    float ms = 0;
+    BENCH_CUDA(cudaEventElapsedTime(&ms, start, stop));
+    return ms;
+  }
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  const size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+}
+
+// Every timed iteration of a benchmark, by name: the medians in the Markdown table come from these.
+std::map<std::string, std::vector<double>>& samples() {
+  static std::map<std::string, std::vector<double>> s;
+  return s;
+}
+double median_ms(const std::string& name) { return median(samples()[name]); }
+
+/// The benchmark loop shared by every case: warm up once, then time each iteration with events.
+void run_timed(benchmark::State& state, const std::string& name, const std::function<void()>& fn) {
+  Timer timer;
+  fn();  // warm-up: first-launch costs, clocks up, caches and TLB filled
+  BENCH_CUDA(cudaDeviceSynchronize());
+  for (auto _ : state) {
+    const double ms = timer.time_ms(fn);
+    state.SetIterationTime(ms * 1e-3);
+    samples()[name].push_back(ms);
+  }
+}
+
+cublasHandle_t cublas() {
+  static cublasHandle_t h = [] {
+    cublasHandle_t handle;
+    BENCH_CUBLAS(cublasCreate(&handle));
+    BENCH_CUBLAS(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
+    return handle;
+  }();
+  return h;
+}
+
+/// Row-major C (M x N) = A (M x K) B (K x N) with cuBLAS: column-major C^T = B^T A^T.
+void cublas_sgemm(int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C) {
+  const float one = 1.0f, zero = 0.0f;
+  BENCH_CUBLAS(cublasSgemm(cublas(), CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M),
+                           static_cast<int>(K), &one, B, static_cast<int>(N), A, static_cast<int>(K), &zero, C,
+                           static_cast<int>(N)));
+}
+
+// ---- elementwise -------------------------------------------------------------------------------
+std::string add_name(int64_t n) { return "add/" + std::to_string(n); }
+std::string copy_name(int64_t n) { return "copy/" + std::to_string(n); }
+
+void BM_copy(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const int64_t count = n * 3 / 2;  // 1.5 n floats: reads + writes = 12 n bytes, as the add
+  DeviceBuffer src(count, 1), dst(count, 2);
+  run_timed(state, copy_name(n), [&] {
+    BENCH_CUDA(cudaMemcpy(dst.p, src.p, static_cast<size_t>(count) * sizeof(float), cudaMemcpyDeviceToDevice));
+  });
+  state.SetBytesProcessed(state.iterations() * 12 * n);
+}
+
+void BM_add(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  DeviceBuffer a(n, 3), b(n, 4), out(n, 5);
+  const tinytorch::Shape shape{n};
+  const tinytorch::Strides strides{1};
+  run_timed(state, add_name(n),
+            [&] { bc::binary_kernel(a.p, strides, b.p, strides, out.p, shape, true, tinytorch::backend::AddOp{}); });
+  state.SetBytesProcessed(state.iterations() * 12 * n);
+  if (!samples()[copy_name(n)].empty())
+    state.counters["ratio_to_copy"] = median_ms(copy_name(n)) / median_ms(add_name(n));
+}
+
+// ---- matmul ------------------------------------------------------------------------------------
+enum class Gemm { cublas, naive, tiled, register_blocked };
+const char* gemm_label(Gemm g) {
+  switch (g) {
+    case Gemm::cublas: return "cublas";
+    case Gemm::naive: return "naive";
+    case Gemm::tiled: return "tiled";
+    case Gemm::register_blocked: return "register_blocked";
+  }
+  return "?";
+}
+std::string gemm_name(Gemm g, int64_t n) { return std::string("matmul_") + gemm_label(g) + "/" + std::to_string(n); }
+
+void run_gemm(Gemm g, int64_t n, const float* A, const float* B, float* C) {
+  switch (g) {
+    case Gemm::cublas: cublas_sgemm(n, n, n, A, B, C); break;
+    case Gemm::naive: bc::gemm_naive<float>(n, n, n, 1.0f, A, n, false, B, n, false, 0.0f, C, n); break;
+    case Gemm::tiled: bc::gemm_tiled<float>(n, n, n, 1.0f, A, n, false, B, n, false, 0.0f, C, n); break;
+    case Gemm::register_blocked:
+      bc::gemm_register_blocked<float>(n, n, n, 1.0f, A, n, false, B, n, false, 0.0f, C, n);
+      break;
+  }
+}
+
+// max |C - C_cublas| / max |C_cublas|, computed once per (kernel, n).
+std::map<std::string, double>& max_rel_errors() {
+  static std::map<std::string, double> e;
+  return e;
+}
+
+void BM_matmul(benchmark::State& state, Gemm g) {
+  const int64_t n = state.range(0);
+  DeviceBuffer A(n * n, 6), B(n * n, 7), C(n * n, 8);
+  const std::string name = gemm_name(g, n);
+  run_timed(state, name, [&] { run_gemm(g, n, A.p, B.p, C.p); });
+  const double flops = 2.0 * n * n * n;
+  state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  if (g == Gemm::cublas) return;
+  const std::string ref = gemm_name(Gemm::cublas, n);
+  if (!samples()[ref].empty()) state.counters["ratio_to_cublas"] = median_ms(ref) / median_ms(name);
+  if (!max_rel_errors().count(name)) {  // check the result against cuBLAS once
+    DeviceBuffer R(n * n, 9);
+    cublas_sgemm(n, n, n, A.p, B.p, R.p);
+    std::vector<float> c(static_cast<size_t>(n * n)), r(c.size());
+    BENCH_CUDA(cudaMemcpy(c.data(), C.p, c.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    BENCH_CUDA(cudaMemcpy(r.data(), R.p, r.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    double diff = 0, scale = 0;
+    for (size_t i = 0; i < c.size(); ++i) {
+      const double d = std::fabs(static_cast<double>(c[i]) - r[i]);
+      diff = std::isnan(d) ? INFINITY : std::max(diff, d);
+      scale = std::max(scale, std::fabs(static_cast<double>(r[i])));
+    }
+    max_rel_errors()[name] = diff / scale;
+  }
+  state.counters["max_rel_err"] = max_rel_errors()[name];
+}
+
+// ---- the Markdown report -----------------------------------------------------------------------
+const std::vector<int64_t> kAddSizes = {int64_t(1) << 24, int64_t(1) << 25, int64_t(1) << 26};
+const std::vector<int64_t> kGemmSizes = {1024, 2048, 4096, 8192};
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+bool write_markdown(const char* path, const std::string& device, const std::string& versions) {
+  FILE* f = std::fopen(path, "w");
+  if (!f) {
+    std::fprintf(stderr, "bench_cuda: --markdown: cannot write '%s': %s\n", path, std::strerror(errno));
+    return false;
+  }
+  char date[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  std::fprintf(f, "# GPU benchmark, %s\n\n%s; %s. Written by `bench_cuda --markdown` (bench/bench_cuda.cu):\n",
+               date, device.c_str(), versions.c_str());
+  std::fprintf(f, "medians over every timed iteration (cudaEvents, one warm-up per run, 10 repetitions).\n\n");
+  std::fprintf(f, "## Elementwise add vs device-to-device copy (float; GB/s counts reads + writes)\n\n");
+  std::fprintf(f, "| n | add ms | add GB/s | copy ms | copy GB/s | add / copy | target >= 0.8 |\n|---|---|---|---|---|---|---|\n");
+  bool add_pass = true, add_run = true;
+  for (int64_t n : kAddSizes) {
+    const double ta = median_ms(add_name(n)), tc = median_ms(copy_name(n));
+    const double bytes = 12.0 * n, ratio = tc / ta;
+    const bool pass = ratio >= 0.8;
+    add_pass = add_pass && pass;
+    add_run = add_run && !std::isnan(ratio);
+    std::fprintf(f, "| 2^%d | %.3f | %.0f | %.3f | %.0f | %.2f | %s |\n", static_cast<int>(std::log2(n)), ta,
+                 bytes / ta * 1e-6, tc, bytes / tc * 1e-6, ratio, std::isnan(ratio) ? "not run" : pass ? "PASS" : "FAIL");
+  }
+  std::fprintf(f, "\n## Matmul C = A B (float, n x n, row-major) vs cublasSgemm, CUBLAS_DEFAULT_MATH (no TF32)\n\n");
+  std::fprintf(f, "| kernel | n | ms | GFLOP/s | / cuBLAS | max rel. err vs cuBLAS |\n|---|---|---|---|---|---|\n");
+  for (int64_t n : kGemmSizes) {
+    const double tref = median_ms(gemm_name(Gemm::cublas, n));
+    for (Gemm g : {Gemm::cublas, Gemm::naive, Gemm::tiled, Gemm::register_blocked}) {
+      const std::string name = gemm_name(g, n);
+      if (samples()[name].empty()) continue;
+      const double t = median_ms(name);
+      std::fprintf(f, "| %s | %lld | %.3f | %.0f | %s | %s |\n", gemm_label(g), static_cast<long long>(n), t,
+                   2.0 * n * n * n / t * 1e-6, g == Gemm::cublas ? "1" : fmt("%.3f", tref / t).c_str(),
+                   g == Gemm::cublas ? "-" : fmt("%.1e", max_rel_errors()[name]).c_str());
+    }
+  }
+  const double r4096 = median_ms(gemm_name(Gemm::cublas, 4096)) / median_ms(gemm_name(Gemm::register_blocked, 4096));
+  const bool gemm_pass = r4096 >= 0.5;
+  std::fprintf(f, "\n## Targets (issue 7)\n\n| target | measured | result |\n|---|---|---|\n");
+  std::fprintf(f, "| elementwise add >= 0.8x device-to-device copy (every n above) | see the first table | %s |\n",
+               !add_run ? "not run" : add_pass ? "PASS" : "FAIL");
+  std::fprintf(f, "| register-blocked matmul >= 0.5x cuBLAS SGEMM at n = 4096 | %.3f | %s |\n", r4096,
+               std::isnan(r4096) ? "not run" : gemm_pass ? "PASS" : "FAIL");
+  std::fprintf(f, "| MLP training step no slower than PyTorch eager | not yet measured | TODO: needs Tensor on CUDA |\n");
+  std::fclose(f);
+  std::printf("bench_cuda: wrote %s\n", path);
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int devices = 0;
+  const cudaError_t err = cudaGetDeviceCount(&devices);
+  if (err != cudaSuccess || devices == 0) {
+    std::printf("SKIPPED: no CUDA device (%s)\n",
+                err != cudaSuccess ? cudaGetErrorString(err) : "cudaGetDeviceCount returned 0");
+    return 77;
+  }
+  // Our own flag, taken out before Google Benchmark sees the rest.
+  const char* markdown = nullptr;
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--markdown") == 0) {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "bench_cuda: --markdown needs a file name\n");
+        return 2;
+      }
+      markdown = argv[++i];
+    } else {
+      args.push_back(argv[i]);
+    }
+  }
+  int nargs = static_cast<int>(args.size());
+
+  cudaDeviceProp prop{};
+  BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
+  int driver = 0, runtime = 0, cublas_version = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  BENCH_CUBLAS(cublasGetVersion(cublas(), &cublas_version));
+  cublasMath_t mode;
+  BENCH_CUBLAS(cublasGetMathMode(cublas(), &mode));
+  const char* tf32_env = std::getenv("NVIDIA_TF32_OVERRIDE");
+  const std::string device = std::string(prop.name) + ", " + std::to_string(prop.multiProcessorCount) + " SMs, sm_" +
+                             std::to_string(prop.major) + std::to_string(prop.minor);
+  const std::string versions = "driver " + std::to_string(driver) + ", runtime " + std::to_string(runtime) +
+                               ", cuBLAS " + std::to_string(cublas_version) + ", cuBLAS math mode " +
+                               (mode == CUBLAS_DEFAULT_MATH ? "CUBLAS_DEFAULT_MATH (TF32 off)" : "NOT DEFAULT") +
+                               ", NVIDIA_TF32_OVERRIDE=" + (tf32_env ? tf32_env : "(unset)");
+  std::printf("bench_cuda: %s\nbench_cuda: %s\n", device.c_str(), versions.c_str());
+
+  // The reference of each pair is registered first, so that the ratio counters can read its medians.
+  for (int64_t n : kAddSizes) {
+    benchmark::RegisterBenchmark("copy_d2d", BM_copy)
+        ->Arg(n)->UseManualTime()->Iterations(10)->Repetitions(10)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("add", BM_add)
+        ->Arg(n)->UseManualTime()->Iterations(10)->Repetitions(10)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+  }
+  for (int64_t n : kGemmSizes) {
+    for (Gemm g : {Gemm::cublas, Gemm::naive, Gemm::tiled, Gemm::register_blocked}) {
+      if (g == Gemm::naive && n != 1024) continue;  // ~1% of cuBLAS: one size is enough
+      benchmark::RegisterBenchmark((std::string("matmul_") + gemm_label(g)).c_str(), BM_matmul, g)
+          ->Arg(n)->UseManualTime()->Iterations(n >= 4096 ? 1 : 3)->Repetitions(10)->ReportAggregatesOnly(true)
+          ->Unit(benchmark::kMillisecond);
+    }
+  }
+  benchmark::Initialize(&nargs, args.data());
+  if (benchmark::ReportUnrecognizedArguments(nargs, args.data())) return 2;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  if (markdown && !write_markdown(markdown, device, versions)) return 1;
+  return 0;
+}
