@@ -29,6 +29,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -357,6 +358,12 @@ int main(int argc, char** argv) {
           ->Unit(benchmark::kMillisecond);
     }
   }
+  // ---- TODO(issue 7): MLP training step vs PyTorch eager --------------------------------------
+  // Needs Tensor on CUDA (ops/dispatch.hpp forwarding to backend::cuda, phase B). Then: register
+  // "mlp_step" timing one forward + cross_entropy + backward + SGD step of examples/simple_mlp.hpp
+  // (784-128-10, batch 64, float) on cuda:0 with cudaEvents as above, and commit a small
+  // bench/mlp_step_torch.py timing the same step in PyTorch eager (torch.cuda.Event, same warm-up
+  // and repetitions) so that write_markdown can print the ratio for the third target.
   benchmark::Initialize(&nargs, args.data());
   if (benchmark::ReportUnrecognizedArguments(nargs, args.data())) return 2;
   benchmark::RunSpecifiedBenchmarks();
