@@ -12,9 +12,9 @@
 #       (the one nvcc test TU) on a 2-core machine; seconds when the targets are already built.
 #   there (one `run` call from the repo root, carry [".gpu"], timeout_s 480):
 #       bash scripts/gpu_check.sh          # logs and the summary in $OUT (at most 8 files come back)
-#       Steps, each capped with `timeout` (caps add up to 285 s; ~2-3 min expected):
+#       Steps, each capped with `timeout` (caps add up to 300 s; ~2-3 min expected):
 #         1. nvidia-smi -L, driver, compute-sanitizer version                      env.txt
-#         2. test_cuda_nvcc: every tests/cuda/test_cuda_*.cpp (= ctest -L cuda)  tests.txt
+#         2. test_cuda_nvcc, once per tests/cuda/test_cuda_<x>.cpp (= ctest -L cuda)  tests.txt
 #         3. compute-sanitizer memcheck on test_cuda_nvcc, racecheck on the
 #            shared-memory kernels' tests (gemm, reduce, softmax)                  sanitizer.txt
 #         4. train_mnist --device cuda, 1 epoch (skipped until the binary has the flag);
@@ -126,7 +126,20 @@ skip() { printf '%-34s %-16s        %s\n' "$1" SKIP "$2" >>"$summary"; echo "$1:
 step "nvidia-smi" 10 env.txt nvidia-smi -L
 { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv; nvcc --version | tail -1
   compute-sanitizer --version | head -2; echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"; for b in "$bin"/*; do ldd "$b" | grep -i "not found" | sed "s|^|$(basename "$b"): |"; done; } >>"$out/env.txt" 2>&1
-step "cuda tests (test_cuda_nvcc)" 45 tests.txt "$bin/test_cuda_nvcc"
+# As ctest -L cuda: one process per tests/cuda/test_cuda_<x>.cpp (a sticky CUDA error, e.g. an illegal
+# address, poisons the process's context, so files must not share one).
+per_file() {
+  local rc=0 skipped=0 n=0 t r
+  for t in "$@"; do
+    echo "--- $t"; "$bin/test_cuda_nvcc" -# "[#$t]"; r=$?; n=$((n + 1))
+    if [ $r = 77 ]; then skipped=$((skipped + 1)); elif [ $r != 0 ]; then rc=$r; echo "--- $t: FAILED (exit $r)"; fi
+  done
+  if [ $rc = 0 ] && [ $skipped = $n ]; then return 77; fi
+  return $rc
+}
+export -f per_file; export bin
+step "cuda tests (ctest -L cuda)" 60 tests.txt bash -c 'per_file "$@"' _ \
+     $(cd "$root/tests/cuda" && ls test_cuda_*.cpp | sed 's/\.cpp$//')
 if command -v compute-sanitizer >/dev/null 2>&1; then
   step "memcheck test_cuda_nvcc" 60 sanitizer.txt compute-sanitizer --tool memcheck --error-exitcode 1 "$bin/test_cuda_nvcc"
   step "racecheck gemm/reduce/softmax" 60 sanitizer.txt compute-sanitizer --tool racecheck --error-exitcode 1 \
