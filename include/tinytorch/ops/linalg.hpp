@@ -52,7 +52,7 @@ inline void gemm_into(const Tensor& a, const Tensor& b, Tensor& out, double alph
 inline void check_mm(const Tensor& a, const Tensor& b, const char* op) {
   check_device(a, op);
   check_device(b, op);
-  check_same_device(a, b, op);
+  check_same_device(op, a, b);
   TT_CHECK(a.dim() == 2 && b.dim() == 2, op, ": expected 2-D tensors, got shapes ", shape_str(a.sizes()),
            " and ", shape_str(b.sizes()));
   TT_CHECK(a.sizes()[1] == b.sizes()[0], op, ": mat1 and mat2 shapes cannot be multiplied (",
@@ -73,7 +73,7 @@ inline Tensor mm(const Tensor& a, const Tensor& b) {
 inline Tensor addmm(const Tensor& c, const Tensor& a, const Tensor& b) {
   check_mm(a, b, "addmm");
   check_device(c, "addmm");
-  check_same_device(c, a, "addmm");
+  check_same_device("addmm", a, c);
   Shape shape{a.sizes()[0], b.sizes()[1]};
   Tensor out = make_tensor(shape, a.dtype(), a.device());
   Tensor cb = expand(c, shape);  // checks broadcastability
@@ -85,7 +85,7 @@ inline Tensor addmm(const Tensor& c, const Tensor& a, const Tensor& b) {
 inline Tensor bmm(const Tensor& a, const Tensor& b) {
   check_device(a, "bmm");
   check_device(b, "bmm");
-  check_same_device(a, b, "bmm");
+  check_same_device("bmm", a, b);
   TT_CHECK(a.dim() == 3 && b.dim() == 3, "bmm: expected 3-D tensors, got shapes ", shape_str(a.sizes()),
            " and ", shape_str(b.sizes()));
   TT_CHECK(a.sizes()[0] == b.sizes()[0] && a.sizes()[2] == b.sizes()[1], "bmm: shapes ",
