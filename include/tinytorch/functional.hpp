@@ -360,7 +360,10 @@ template <typename T> T Tensor::at(const std::vector<int64_t>& index) const {
   ops::check_device(*this, "at");
   return dispatch(dtype(), [&](auto tag) -> T {
     using S = typename decltype(tag)::type;
-    return static_cast<T>(data_ptr<S>()[off]);
+    if (device().is_cpu()) return static_cast<T>(data_ptr<S>()[off]);
+    S v{};  // a GPU tensor: copy the one element to the host
+    backend::dispatch::copy_bytes(Device::cpu(), &v, device(), data_ptr<S>() + off, sizeof(S));
+    return static_cast<T>(v);
   });
 }
 template <typename T> T Tensor::item() const {
@@ -368,11 +371,14 @@ template <typename T> T Tensor::item() const {
   ops::check_device(*this, "item");
   return dispatch(dtype(), [&](auto tag) -> T {
     using S = typename decltype(tag)::type;
-    return static_cast<T>(*data_ptr<S>());
+    if (device().is_cpu()) return static_cast<T>(*data_ptr<S>());
+    S v{};  // a GPU tensor: copy the value to the host
+    backend::dispatch::copy_bytes(Device::cpu(), &v, device(), data_ptr<S>(), sizeof(S));
+    return static_cast<T>(v);
   });
 }
 template <typename T> std::vector<T> Tensor::tolist() const {
-  const Tensor c = ops::contiguous(*this);
+  const Tensor c = ops::contiguous(ops::to_host(*this));  // a GPU tensor is read through a host copy
   std::vector<T> out(static_cast<size_t>(numel()));
   dispatch(dtype(), [&](auto tag) {
     using S = typename decltype(tag)::type;
@@ -408,9 +414,12 @@ inline Tensor& Tensor::requires_grad_(bool r) {
 }
 inline Tensor Tensor::grad() const { return Tensor(checked()->grad); }
 inline void Tensor::set_grad(const Tensor& g) {
-  if (g.defined())
+  if (g.defined()) {
     TT_CHECK(g.sizes() == sizes(), "set_grad: assigned grad has data of a different size (",
              shape_str(g.sizes()), " vs ", shape_str(sizes()), ")");
+    TT_CHECK(g.device() == device(), "set_grad: assigned grad has data located on a different device (",
+             g.device().str(), " vs ", device().str(), ")");
+  }
   checked()->grad = g.impl_ptr();
 }
 inline void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
@@ -527,6 +536,16 @@ inline Tensor Tensor::to(Device device) const {
   if (device == this->device()) return *this;
   return autograd::Copy::wrap(*this, ops::to_device(*this, device), "ToCopyBackward0");
 }
+inline Tensor Tensor::to(Device device, DType d) const {
+  if (d == dtype()) return to(device);
+  if (device == this->device()) return to(d);
+  TT_CHECK(!(requires_grad() && d == kInt64) || !GradMode::is_enabled(),
+           "to: cannot convert a tensor that requires grad to int64 (not differentiable); detach() it first");
+  // convert where the data is, then move it: one node whose backward converts and moves back
+  return autograd::Copy::wrap(*this, ops::to_device(ops::to_dtype(*this, d), device), "ToCopyBackward0");
+}
+inline Tensor Tensor::cuda(int index) const { return to(Device::cuda(index)); }
+inline Tensor Tensor::cpu() const { return to(Device::cpu()); }
 
 // ---- elementwise ------------------------------------------------------------------------------
 inline Tensor Tensor::operator-() const { return tinytorch::neg(*this); }
@@ -648,7 +667,14 @@ inline Tensor& fill_inplace(Tensor& self, const Scalar& s, const char* op, const
   dispatch(self.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T v = s.to<T>(op);
-    ops::unary_(self, [v](auto) { return v; }, op);
+    if (self.device().is_cpu()) {
+      ops::unary_(self, [v](auto) { return v; }, op);
+    } else if (self.is_contiguous()) {  // a GPU tensor: the fill kernel
+      backend::dispatch::fill_kernel(self.device(), self.data_ptr<T>(), self.numel(), v);
+    } else {  // a strided GPU view: fill a dense tensor, copy it in
+      Tensor dense = tinytorch::full(self.sizes(), s, TensorOptions(self.dtype()).device(self.device()));
+      ops::copy_into_strided(dense, self);
+    }
   });
   autograd::finish_inplace(self, std::move(node), {});
   return self;
@@ -747,7 +773,13 @@ inline Tensor& Tensor::copy_(const Tensor& src) {
                     sizes() == src.sizes() && dtype() == src.dtype()));
   if (!same) detail::check_write_overlap(*this, {&src}, "copy_");
   auto node = record ? autograd::CopyInplace::make(src) : nullptr;
-  if (!same) ops::binary_(*this, src, [](auto, auto b) { return b; }, "copy_");
+  if (!same && device().is_cpu() && src.device().is_cpu()) {
+    ops::binary_(*this, src, [](auto, auto b) { return b; }, "copy_");
+  } else if (!same) {  // a GPU on either side: src moved to this device, broadcast, then the copy kernel
+    TT_CHECK(src.defined(), "copy_: got an undefined tensor");
+    Tensor s = ops::expand(ops::to_device(src, device()), sizes());
+    ops::copy_into_strided(s, *this);
+  }
   autograd::finish_inplace(*this, std::move(node), {&src});
   return *this;
 }
@@ -796,8 +828,11 @@ inline std::string Tensor::str() const {
     suffix = "grad_fn=<" + name + ">";
   }
   else if (requires_grad()) suffix = "requires_grad=True";
-  if (dtype() == kInt64) return detail::format_tensor_int64(sizes(), tolist<int64_t>(), suffix);  // exact
-  return detail::format_tensor(sizes(), tolist<double>(), dtype(), suffix);
+  // A GPU tensor: the values come through a host copy (tolist), the repr names the device first,
+  // as PyTorch's: tensor([1., 2.], device='cuda:0').
+  const std::string dev = device().is_cpu() ? std::string() : "device='" + device().str() + "'";
+  if (dtype() == kInt64) return detail::format_tensor_int64(sizes(), tolist<int64_t>(), suffix, dev);  // exact
+  return detail::format_tensor(sizes(), tolist<double>(), dtype(), suffix, dev);
 }
 inline std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
 
