@@ -104,8 +104,11 @@ inline void run_backward(const Tensor& root, const Tensor& gradient, bool retain
   if (!seed.defined()) {
     TT_CHECK(root.numel() == 1, "backward: grad can be implicitly created only for scalar outputs "
              "(this tensor has shape ", shape_str(root.sizes()), "); pass a gradient of that shape");
-    seed = ops::make_tensor(root.sizes(), root.dtype());
-    dispatch(root.dtype(), [&](auto tag) { *seed.data_ptr<typename decltype(tag)::type>() = 1; });
+    seed = ops::make_tensor(root.sizes(), root.dtype(), root.device());  // 1, written on root's device
+    dispatch(root.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      backend::dispatch::fill_kernel(root.device(), seed.data_ptr<T>(), int64_t{1}, T(1));
+    });
   } else {
     TT_CHECK(seed.sizes() == root.sizes(), "backward: Mismatch in shape: grad_output[0] has a shape of ",
              shape_str(seed.sizes()), " and output[0] has a shape of ", shape_str(root.sizes()));

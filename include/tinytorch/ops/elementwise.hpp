@@ -38,15 +38,14 @@ inline bool dense_as(const Tensor& t, const Shape& shape) {
   return t.sizes() == shape && t.is_contiguous();
 }
 
-/// The device every defined operand is on; throws PyTorch's "Expected all tensors to be on the
-/// same device, but found at least two devices, cuda:0 and cpu!" (prefixed with `op`) otherwise.
+/// The device of the first defined operand, after check_same_device (ops/dispatch.hpp: PyTorch's
+/// "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!").
 inline Device common_device(const char* op, std::initializer_list<const Tensor*> operands) {
   const Tensor* first = nullptr;
   for (const Tensor* t : operands) {
     if (!t->defined()) continue;
-    if (!first) { first = t; continue; }
-    TT_CHECK(t->device() == first->device(), op, ": Expected all tensors to be on the same device, but found at "
-             "least two devices, ", first->device().str(), " and ", t->device().str(), "!");
+    if (first) check_same_device(op, *first, *t);
+    else first = t;
   }
   return first ? first->device() : Device::cpu();
 }
