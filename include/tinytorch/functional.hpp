@@ -363,7 +363,10 @@ template <typename T> T Tensor::at(const std::vector<int64_t>& index) const {
   ops::check_device(*this, "at");
   return dispatch(dtype(), [&](auto tag) -> T {
     using S = typename decltype(tag)::type;
-    return static_cast<T>(data_ptr<S>()[off]);
+    if (device().is_cpu()) return static_cast<T>(data_ptr<S>()[off]);
+    S v{};  // a GPU tensor: copy the one element to the host
+    backend::dispatch::copy_bytes(Device::cpu(), &v, device(), data_ptr<S>() + off, sizeof(S));
+    return static_cast<T>(v);
   });
 }
 template <typename T> T Tensor::item() const {
@@ -371,11 +374,14 @@ template <typename T> T Tensor::item() const {
   ops::check_device(*this, "item");
   return dispatch(dtype(), [&](auto tag) -> T {
     using S = typename decltype(tag)::type;
-    return static_cast<T>(*data_ptr<S>());
+    if (device().is_cpu()) return static_cast<T>(*data_ptr<S>());
+    S v{};  // a GPU tensor: copy the value to the host
+    backend::dispatch::copy_bytes(Device::cpu(), &v, device(), data_ptr<S>(), sizeof(S));
+    return static_cast<T>(v);
   });
 }
 template <typename T> std::vector<T> Tensor::tolist() const {
-  const Tensor c = ops::contiguous(*this);
+  const Tensor c = ops::contiguous(ops::to_host(*this));  // a GPU tensor is read through a host copy
   std::vector<T> out(static_cast<size_t>(numel()));
   dispatch(dtype(), [&](auto tag) {
     using S = typename decltype(tag)::type;
@@ -411,9 +417,12 @@ inline Tensor& Tensor::requires_grad_(bool r) {
 }
 inline Tensor Tensor::grad() const { return Tensor(checked()->grad); }
 inline void Tensor::set_grad(const Tensor& g) {
-  if (g.defined())
+  if (g.defined()) {
     TT_CHECK(g.sizes() == sizes(), "set_grad: assigned grad has data of a different size (",
              shape_str(g.sizes()), " vs ", shape_str(sizes()), ")");
+    TT_CHECK(g.device() == device(), "set_grad: assigned grad has data located on a different device (",
+             g.device().str(), " vs ", device().str(), ")");
+  }
   checked()->grad = g.impl_ptr();
 }
 inline void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
@@ -530,6 +539,16 @@ inline Tensor Tensor::to(Device device) const {
   if (device == this->device()) return *this;
   return autograd::Copy::wrap(*this, ops::to_device(*this, device), "ToCopyBackward0");
 }
+inline Tensor Tensor::to(Device device, DType d) const {
+  if (d == dtype()) return to(device);
+  if (device == this->device()) return to(d);
+  TT_CHECK(!(requires_grad() && d == kInt64) || !GradMode::is_enabled(),
+           "to: cannot convert a tensor that requires grad to int64 (not differentiable); detach() it first");
+  // convert where the data is, then move it: one node whose backward converts and moves back
+  return autograd::Copy::wrap(*this, ops::to_device(ops::to_dtype(*this, d), device), "ToCopyBackward0");
+}
+inline Tensor Tensor::cuda(int index) const { return to(Device::cuda(index)); }
+inline Tensor Tensor::cpu() const { return to(Device::cpu()); }
 
 // ---- elementwise ------------------------------------------------------------------------------
 inline Tensor Tensor::operator-() const { return tinytorch::neg(*this); }
@@ -761,6 +780,7 @@ inline Tensor& Tensor::copy_(const Tensor& src) {
   if (!same) detail::check_write_overlap(*this, {&src}, "copy_");
   auto node = record ? autograd::CopyInplace::make(src) : nullptr;
   if (!same) {  // copy_ moves data across devices (as PyTorch's), then copies in place
+    TT_CHECK(src.defined(), "copy_: got an undefined tensor");
     const Tensor s = src.device() == device() ? src : ops::to_device(src, device());
     ops::binary_(*this, s, backend::SecondOp{}, "copy_");
   }
@@ -812,8 +832,11 @@ inline std::string Tensor::str() const {
     suffix = "grad_fn=<" + name + ">";
   }
   else if (requires_grad()) suffix = "requires_grad=True";
-  if (dtype() == kInt64) return detail::format_tensor_int64(sizes(), tolist<int64_t>(), suffix);  // exact
-  return detail::format_tensor(sizes(), tolist<double>(), dtype(), suffix);
+  // A GPU tensor: the values come through a host copy (tolist), the repr names the device first,
+  // as PyTorch's: tensor([1., 2.], device='cuda:0').
+  const std::string dev = device().is_cpu() ? std::string() : "device='" + device().str() + "'";
+  if (dtype() == kInt64) return detail::format_tensor_int64(sizes(), tolist<int64_t>(), suffix, dev);  // exact
+  return detail::format_tensor(sizes(), tolist<double>(), dtype(), suffix, dev);
 }
 inline std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
 

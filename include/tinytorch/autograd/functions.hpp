@@ -541,7 +541,8 @@ inline Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
     shape[dim] += xs[i].sizes()[dim];
     dt = ops::promote_types(dt, xs[i].dtype());
   }
-  Tensor out = ops::make_tensor(shape, dt);
+  for (const Tensor& x : xs) ops::check_same_device("cat", first, x);
+  Tensor out = ops::make_tensor(shape, dt, first.device());
   int64_t start = 0;
   bool grad = false;
   for (const Tensor& x : xs) {
