@@ -316,8 +316,13 @@ int run(const Config& cfg) {
   // device); batches are moved in the loop. On a CUDA device the model trains unwrapped (DDP's
   // buckets are CPU buffers), so --device cuda refuses mpirun and --dp.
   const tt::Device device = examples::parse_device(cfg.device);
-  TT_CHECK(device.is_cpu() || (!distributed && cfg.dp == 0), "train_mnist: --device ", cfg.device,
-           " trains one process on one device; it cannot be combined with mpirun (world size ", world, ") or --dp");
+  TT_CHECK(device.is_cpu() || !distributed, "train_mnist: --device ", cfg.device,
+           " trains one process on one device; it cannot run under mpirun (world size ", world, ")");
+  TT_CHECK(device.is_cpu() || cfg.dp == 0, "train_mnist: --device ", cfg.device, " cannot be combined with --dp ",
+           cfg.dp, " (DataParallel here replicates over CPU devices)");
+  // Conv2d / MaxPool2d have no CUDA kernels yet (ops/dispatch.hpp: conv, pooling): refuse up front.
+  TT_CHECK(device.is_cpu() || !cnn, "train_mnist: --model cnn on ", cfg.device,
+           ": Conv2d and MaxPool2d have no CUDA kernels yet; use --model mlp");
   model->to(device);
   std::shared_ptr<tt::nn::Module> net;
   if (!device.is_cpu()) {
