@@ -16,6 +16,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -204,4 +205,24 @@ TEST_CASE("cuda nn: matmul on CUDA and its errors", "[cuda][nn]") {
                     Catch::Contains("Expected all tensors to be on the same device, but found at least two devices"));
   Tensor i = randint(0, 5, {2, 2}).to(Device::cuda(0));
   CHECK_THROWS_WITH(mm(i, i), Catch::Contains("\"addmm_cuda\" not implemented for 'Long'"));
+}
+
+TEST_CASE("cuda nn: clip_grad_norm_ on CUDA gradients equals the CPU's", "[cuda][nn]") {
+  const double p = GENERATE(2.0, 1.0, 3.0, std::numeric_limits<double>::infinity());
+  INFO("norm_type " << p);
+  manual_seed(5);
+  auto cpu_model = make_mlp();
+  auto dev_model = make_mlp();
+  dev_model->load_state_dict(cpu_model->state_dict());
+  dev_model->to(Device::cuda(0));
+  const Tensor x = randn({16, 4}), labels = randint(0, 3, {16});
+  cross_entropy(cpu_model->forward(x), labels).backward();
+  cross_entropy(dev_model->forward(x.to(Device::cuda(0))), labels.to(Device::cuda(0))).backward();
+  const Tensor nc = nn::utils::clip_grad_norm_(cpu_model->parameters(), 0.1, p);
+  const Tensor nd = nn::utils::clip_grad_norm_(dev_model->parameters(), 0.1, p);
+  CHECK(nd.device() == Device::cuda(0));
+  CHECK(nd.dtype() == kFloat32);
+  check_close(nc, nd, 1e-6, "total norm");
+  const auto cp = cpu_model->parameters(), dp = dev_model->parameters();
+  for (size_t i = 0; i < cp.size(); ++i) check_close(cp[i].grad(), dp[i].grad(), 1e-6, "clipped grad");
 }
