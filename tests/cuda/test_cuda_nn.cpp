@@ -70,9 +70,8 @@ std::vector<double> train(nn::Module& model, optim::Optimizer& opt, Recipe r, co
   return losses;
 }
 
-}  // namespace test_cuda_nn
-
-using namespace test_cuda_nn;
+// The test cases sit inside the namespace too: with nvcc every tests/cuda file is one TU, and
+// a global `using namespace` would leak these helpers (and tinytorch) into the others.
 
 TEST_CASE("cuda nn: Module::to(cuda) moves parameters in place, keeping their identity", "[cuda][nn]") {
   manual_seed(0);
@@ -226,3 +225,5 @@ TEST_CASE("cuda nn: clip_grad_norm_ on CUDA gradients equals the CPU's", "[cuda]
   const auto cp = cpu_model->parameters(), dp = dev_model->parameters();
   for (size_t i = 0; i < cp.size(); ++i) check_close(cp[i].grad(), dp[i].grad(), 1e-6, "clipped grad");
 }
+
+}  // namespace test_cuda_nn
