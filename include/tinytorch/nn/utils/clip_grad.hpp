@@ -81,7 +81,9 @@ inline double round_to(double v, DType d) { return d == kFloat32 ? static_cast<d
 
 /// Scales all gradients in place so that their joint p-norm is at most max_norm (see the top of
 /// this file). parameters: tensors whose .grad is used (undefined .grad: skipped). Returns the
-/// total norm before clipping, a 0-d tensor of the gradients' dtype (float64 if any is float64);
+/// total norm before clipping, a 0-d tensor of the gradients' dtype (float64 if any is float64)
+/// on their device (gradients on a CUDA device are reduced there: the host reads only the total
+/// norm; p = inf and p = 0 still copy them to the host);
 /// a float32 0 when no parameter has a gradient (nothing is changed then).
 /// Throws tinytorch::Error when error_if_nonfinite and the total norm is nan or inf (nothing is
 /// changed then), with PyTorch's message; otherwise a non-finite norm scales by it (nan
@@ -93,12 +95,27 @@ inline Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_
     if (p.defined() && p.grad().defined()) grads.push_back(p.grad());
   if (grads.empty()) return scalar_tensor(0.0);
   DType dt = grads[0].dtype();
-  std::vector<double> norms;  // one per gradient, each rounded to its tensor's dtype
-  for (const Tensor& g : grads) {
-    dt = ops::promote_types(dt, g.dtype());
-    norms.push_back(detail::round_to(detail::vector_norm(g, norm_type), g.dtype()));
+  for (const Tensor& g : grads) dt = ops::promote_types(dt, g.dtype());
+  double total = 0;
+  const bool on_device = !grads[0].device().is_cpu();
+  if (on_device && std::isfinite(norm_type) && norm_type > 0) {
+    // Gradients on a CUDA device: the norms are reduced there (float64), and only the total,
+    // one scalar, is read on the host. Same rounding as the host path below.
+    NoGradGuard ng;
+    Tensor acc;  // sum over gradients of ||g_i||^p, float64, on the device
+    for (const Tensor& g : grads) {
+      Tensor a = g.to(kFloat64).abs();
+      Tensor n = (norm_type == 1 ? a : a.pow(norm_type)).sum().pow(1.0 / norm_type);  // ||g_i||_p
+      n = n.to(g.dtype()).to(kFloat64);                                                // rounded to g's dtype
+      Tensor np = norm_type == 1 ? n : n.pow(norm_type);
+      acc = acc.defined() ? acc + np : np;
+    }
+    total = detail::round_to(acc.pow(1.0 / norm_type).item<double>(), dt);
+  } else {
+    std::vector<double> norms;  // one per gradient, each rounded to its tensor's dtype
+    for (const Tensor& g : grads) norms.push_back(detail::round_to(detail::vector_norm(g, norm_type), g.dtype()));
+    total = detail::round_to(detail::vector_norm(tensor(norms, kFloat64), norm_type), dt);
   }
-  const double total = detail::round_to(detail::vector_norm(tensor(norms, kFloat64), norm_type), dt);
   TT_CHECK(!error_if_nonfinite || std::isfinite(total), "clip_grad_norm_: The total norm of order ",
            detail::python_float(norm_type), " for gradients from `parameters` is non-finite, so it cannot be "
            "clipped. To disable this error and scale the gradients by the non-finite norm anyway, set "
@@ -112,7 +129,7 @@ inline Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_
   });
   NoGradGuard ng;
   for (Tensor& g : grads) g.mul_(coef);
-  return scalar_tensor(total, dt);
+  return scalar_tensor(total, TensorOptions(dt).device(grads[0].device()));
 }
 /// The same for one tensor (torch.nn.utils.clip_grad_norm_ accepts a single Tensor too).
 inline Tensor clip_grad_norm_(const Tensor& parameter, double max_norm, double norm_type = 2.0,
