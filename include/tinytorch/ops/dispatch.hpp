@@ -1,29 +1,392 @@
 // tinytorch/ops/dispatch.hpp — the single CPU/CUDA fork, and the helpers every op uses.
 //
-// Every op in ops/ calls check_device() before touching data: CPU tensors go to backend/cpu/;
-// CUDA tensors go to backend/cuda/ in a translation unit compiled by nvcc, and raise a clear
-// tinytorch::Error otherwise. (The CUDA backend arrives in a later issue; until then a CUDA
-// tensor raises here in every build.)
+// Every op in ops/ calls check_device() (and check_same_device() for several operands) before
+// touching data, allocates its output on the inputs' device (make_tensor(shape, dtype, device)),
+// and runs its data work through backend::dispatch:: below, never through backend::cpu:: or
+// backend::cuda:: directly. One function per backend primitive, with the SAME name and arguments
+// as the backend functions plus the device first:
+//   backend::dispatch::unary_kernel(Device d, x, y, n, f)
+//     d on the CPU  -> backend::cpu::unary_kernel(x, y, n, f)
+//     d on cuda:i   -> backend::cuda::unary_kernel(x, y, n, f) under a DeviceGuard for cuda:i, in a
+//                      translation unit with the CUDA backend (nvcc, or the kernel simulator:
+//                      TINYTORCH_CUDA_SIM); a tinytorch::Error in a CPU build (check_device throws
+//                      earlier with a clearer message).
+// (The namespace is backend::dispatch, not tinytorch::dispatch: that name is the dtype dispatch
+// function of core/dtype.hpp, and a namespace cannot share it.)
+// Primitives with no CUDA twin yet (conv, pooling, im2col/col2im) throw on a CUDA device:
+// "<op>: not implemented for CUDA tensors yet".
+// Pointers passed with a CUDA device are device pointers: nothing here reads them on the host.
+// copy_bytes() moves raw bytes between any two devices; ops::to_host() gives a CPU copy of a tensor
+// (item, tolist, printing and at() read through it).
 // Type promotion follows PyTorch for the three dtypes:
 //   same dtype -> that dtype; int64 with float -> the float; float32 with float64 -> float64.
+// Chapter: chapters/10-gpu-kernels.md. Reference: PyTorch's dispatcher (one kernel per backend,
+// chosen by the tensors' device), c10::cuda::CUDAGuard.
 #pragma once
 
+#include <cstring>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <type_traits>
 
+#include "../backend/cpu/conv.hpp"
+#include "../backend/cpu/elementwise.hpp"
+#include "../backend/cpu/elementwise_more.hpp"
+#include "../backend/cpu/gemm.hpp"
+#include "../backend/cpu/pooling.hpp"
+#include "../backend/cpu/reduce.hpp"
+#include "../backend/cpu/reduce_more.hpp"
+#include "../backend/cpu/softmax.hpp"
 #include "../core/check.hpp"
 #include "../core/config.hpp"
 #include "../tensor.hpp"
+#if TINYTORCH_WITH_CUDA
+#include "../backend/cuda/elementwise.cuh"
+#include "../backend/cuda/gemm.cuh"
+#include "../backend/cuda/optim.cuh"
+#include "../backend/cuda/reduce.cuh"
+#include "../backend/cuda/runtime.hpp"
+#include "../backend/cuda/softmax.cuh"
+#endif
+
+// ---- the CPU twins of the optimizer kernels live in optim/ (which includes this header) ---------
+TT_NAMESPACE_BEGIN namespace optim {
+template <typename T>
+inline void sgd_kernel(T* param, const T* grad, T* momentum_buffer, int64_t n, double lr, double momentum,
+                       double dampening, double weight_decay, bool nesterov, bool first_step);
+template <typename T>
+inline void adam_kernel(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, T* max_exp_avg_sq, int64_t n,
+                        int64_t step, double lr, double beta1, double beta2, double eps, double weight_decay,
+                        bool amsgrad, bool decoupled_weight_decay);
+}  TT_NAMESPACE_END  // namespace tinytorch::optim
+
+TT_NAMESPACE_BEGIN namespace backend::dispatch {
+
+/// Throws the error of a CUDA device reaching a primitive in a translation unit without the CUDA
+/// backend (check_device normally throws first, naming the op).
+[[noreturn]] inline void throw_no_cuda_backend(const char* fn, Device d) {
+  throw Error(::tinytorch::detail::str_cat(
+      fn, ": tensor on ", d.str(), " needs the CUDA backend, which this build does not have (compile with nvcc, "
+      "or with -DTINYTORCH_CUDA_SIM=1 for the kernel simulator)"));
+}
+/// Throws for a primitive that has no CUDA twin yet.
+[[noreturn]] inline void throw_not_on_cuda(const char* op, Device d) {
+  throw Error(::tinytorch::detail::str_cat(op, ": not implemented for CUDA tensors yet (got a tensor on ", d.str(),
+                                           "); copy it to the CPU with .cpu() first"));
+}
+
+#if TINYTORCH_WITH_CUDA
+/// Makes `d` the current CUDA device for the calling thread while it lives and restores the previous
+/// one after (c10::cuda::CUDAGuard). In the simulator there is no current device (kernels run on
+/// the pointers they get): the guard only checks the ordinal ("invalid device ordinal").
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(Device d)
+#if !TINYTORCH_CUDA_SIM
+      : guard_(d.index)
+#endif
+  {
+#if TINYTORCH_CUDA_SIM
+    backend::cuda::detail::check_sim_device("cudaSetDevice", d.index);
+#endif
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+#if !TINYTORCH_CUDA_SIM
+  backend::cuda::detail::ScopedDevice guard_;
+#endif
+};
+#endif
+
+// Each primitive below: `if (d.is_cpu()) cpu twin; else (under a DeviceGuard) the cuda twin`.
+// TT_DISPATCH_CUDA(name, call) is the CUDA branch: the call in a CUDA build, an Error otherwise.
+#if TINYTORCH_WITH_CUDA
+#define TT_DISPATCH_CUDA(name, d, ...) \
+  do {                                 \
+    DeviceGuard tt_guard_(d);          \
+    __VA_ARGS__;                       \
+  } while (0)
+#else
+#define TT_DISPATCH_CUDA(name, d, ...) throw_no_cuda_backend(name, d)
+#endif
+
+// ---- elementwise (backend/cpu/elementwise*.hpp, backend/cuda/elementwise.cuh) ------------------
+
+/// y[i] = f(x[i]) over n dense elements.
+template <class T, class U, class F>
+void unary_kernel(Device d, const T* x, U* y, int64_t n, F f) {
+  if (d.is_cpu()) return backend::cpu::unary_kernel(x, y, n, f);
+  TT_DISPATCH_CUDA("unary_kernel", d, backend::cuda::unary_kernel(x, y, n, f));
+}
+/// y[i] = f(x[offset(i)]) with x read through strides `sx`, y dense over `shape`.
+template <class T, class U, class F>
+void unary_kernel_strided(Device d, const T* x, const Strides& sx, U* y, const Shape& shape, F f) {
+  if (d.is_cpu()) {
+    const Strides zero(shape.size(), 0);
+    backend::cpu::strided_loop2(shape, sx, zero, [&](int64_t i, int64_t ox, int64_t) { y[i] = f(x[ox]); });
+    return;
+  }
+  TT_DISPATCH_CUDA("unary_kernel_strided", d, backend::cuda::unary_kernel_strided(x, sx, y, shape, f));
+}
+/// out[i] = f(a[.], b[.]) through (broadcast) strides, out dense; comparisons are this with EqOp, ...
+template <class T, class U, class F>
+void binary_kernel(Device d, const T* a, const Strides& sa, const T* b, const Strides& sb, U* out,
+                   const Shape& shape, bool contiguous, F f) {
+  if (d.is_cpu()) return backend::cpu::binary_kernel(a, sa, b, sb, out, shape, contiguous, f);
+  TT_DISPATCH_CUDA("binary_kernel", d, backend::cuda::binary_kernel(a, sa, b, sb, out, shape, contiguous, f));
+}
+/// out[i] = f(a[i], s) for a scalar s.
+template <class T, class U, class F>
+void scalar_kernel(Device d, const T* a, T s, U* out, int64_t n, F f) {
+  if (d.is_cpu()) return backend::cpu::scalar_kernel(a, s, out, n, f);
+  TT_DISPATCH_CUDA("scalar_kernel", d, backend::cuda::scalar_kernel(a, s, out, n, f));
+}
+/// out[i] = f(a[.], b[.], c[.]) through (broadcast) strides (where, clamp with tensor bounds).
+template <class A, class B, class C, class U, class F>
+void ternary_kernel(Device d, const A* a, const Strides& sa, const B* b, const Strides& sb, const C* c,
+                    const Strides& sc, U* out, const Shape& shape, F f) {
+  if (d.is_cpu()) return backend::cpu::ternary_kernel(a, sa, b, sb, c, sc, out, shape, f);
+  TT_DISPATCH_CUDA("ternary_kernel", d, backend::cuda::ternary_kernel(a, sa, b, sb, c, sc, out, shape, f));
+}
+/// dst (dense over `shape`) = src read through strides `ss`, converted to D (copy, cast, contiguous).
+/// Both pointers on `d`.
+template <class S, class D>
+void copy_kernel(Device d, const S* src, const Strides& ss, D* dst, const Shape& shape) {
+  if (d.is_cpu()) return backend::cpu::copy_kernel(src, ss, dst, shape);
+  TT_DISPATCH_CUDA("copy_kernel", d, backend::cuda::copy_kernel(src, ss, dst, shape));
+}
+/// out[i] = value for i < n (zeros, ones, full, fill_, zero_).
+template <class T>
+void fill_kernel(Device d, T* out, int64_t n, T value) {
+  if (d.is_cpu()) {
+    for (int64_t i = 0; i < n; ++i) out[i] = value;
+    return;
+  }
+  TT_DISPATCH_CUDA("fill_kernel", d, backend::cuda::fill_kernel(out, n, value));
+}
+/// out[i] = T(start + step * i), computed in double (arange).
+template <class T>
+void arange_kernel(Device d, T* out, int64_t n, double start, double step) {
+  if (d.is_cpu()) {
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(start + step * static_cast<double>(i));
+    return;
+  }
+  TT_DISPATCH_CUDA("arange_kernel", d, backend::cuda::arange_kernel(out, n, start, step));
+}
+
+// ---- reductions (backend/cpu/reduce*.hpp, backend/cuda/reduce.cuh) -----------------------------
+// A contiguous x viewed as (outer, n, inner), reduced over n; see backend/cpu/reduce.hpp.
+
+/// out[o, i] = scale * sum_k x[o, k, i].
+template <class T>
+void sum_dim_kernel(Device d, const T* x, T* out, int64_t outer, int64_t n, int64_t inner, double scale) {
+  if (d.is_cpu()) return backend::cpu::sum_dim_kernel(x, out, outer, n, inner, scale);
+  TT_DISPATCH_CUDA("sum_dim_kernel", d, backend::cuda::sum_dim_kernel(x, out, outer, n, inner, scale));
+}
+/// out[0] = scale * sum of the n elements of x.
+template <class T>
+void sum_all_kernel(Device d, const T* x, T* out, int64_t n, double scale) {
+  if (d.is_cpu()) return backend::cpu::sum_dim_kernel(x, out, 1, n, 1, scale);
+  TT_DISPATCH_CUDA("sum_all_kernel", d, backend::cuda::sum_all_kernel(x, out, n, scale));
+}
+/// values/indices[o, i] = the best x[o, k, i] by `better` (std::greater: max, std::less: min), first
+/// index, NaN wins; either output may be null.
+template <class T, class Better>
+void extreme_dim_kernel(Device d, const T* x, T* values, int64_t* indices, int64_t outer, int64_t n, int64_t inner,
+                        Better better) {
+  if (d.is_cpu()) return backend::cpu::extreme_dim_kernel(x, values, indices, outer, n, inner, better);
+  TT_DISPATCH_CUDA("extreme_dim_kernel", d,
+                   backend::cuda::extreme_dim_kernel(x, values, indices, outer, n, inner, better));
+}
+/// max and argmax along a dim.
+template <class T>
+void max_dim_kernel(Device d, const T* x, T* values, int64_t* indices, int64_t outer, int64_t n, int64_t inner) {
+  if (d.is_cpu()) return backend::cpu::max_dim_kernel(x, values, indices, outer, n, inner);
+  TT_DISPATCH_CUDA("max_dim_kernel", d, backend::cuda::max_dim_kernel(x, values, indices, outer, n, inner));
+}
+/// min and argmin along a dim.
+template <class T>
+void min_dim_kernel(Device d, const T* x, T* values, int64_t* indices, int64_t outer, int64_t n, int64_t inner) {
+  if (d.is_cpu()) return backend::cpu::min_dim_kernel(x, values, indices, outer, n, inner);
+  TT_DISPATCH_CUDA("min_dim_kernel", d, backend::cuda::min_dim_kernel(x, values, indices, outer, n, inner));
+}
+/// max()/argmax() over all n elements (value and index may be null).
+template <class T>
+void max_all_kernel(Device d, const T* x, T* value, int64_t* index, int64_t n) {
+  if (d.is_cpu()) return backend::cpu::max_dim_kernel(x, value, index, 1, n, 1);
+  TT_DISPATCH_CUDA("max_all_kernel", d, backend::cuda::max_all_kernel(x, value, index, n));
+}
+/// min()/argmin() over all n elements (value and index may be null).
+template <class T>
+void min_all_kernel(Device d, const T* x, T* value, int64_t* index, int64_t n) {
+  if (d.is_cpu()) return backend::cpu::min_dim_kernel(x, value, index, 1, n, 1);
+  TT_DISPATCH_CUDA("min_all_kernel", d,
+                   backend::cuda::extreme_dim_kernel_fast(x, value, index, 1, n, 1, std::less<T>()));
+}
+
+// ---- softmax and cross entropy (backend/cpu/softmax.hpp, backend/cuda/softmax.cuh) -------------
+
+template <class T>
+void softmax_kernel(Device d, const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool log) {
+  if (d.is_cpu()) return backend::cpu::softmax_kernel(x, y, outer, n, inner, log);
+  TT_DISPATCH_CUDA("softmax_kernel", d, backend::cuda::softmax_kernel(x, y, outer, n, inner, log));
+}
+template <class T>
+void softmax_backward_kernel(Device d, const T* dy, const T* y, T* dx, int64_t outer, int64_t n, int64_t inner,
+                             bool log) {
+  if (d.is_cpu()) return backend::cpu::softmax_backward_kernel(dy, y, dx, outer, n, inner, log);
+  TT_DISPATCH_CUDA("softmax_backward_kernel", d,
+                   backend::cuda::softmax_backward_kernel(dy, y, dx, outer, n, inner, log));
+}
+/// Per-sample losses (and gradient rows when grad != nullptr) of logits x: (N, C), targets t: (N).
+/// The caller validates t (0 <= t_i < C) before: on CUDA that means a check on a host copy.
+template <class T>
+void cross_entropy_kernel(Device d, const T* x, const int64_t* t, int64_t N, int64_t C, T* loss, T* grad) {
+  if (d.is_cpu()) return backend::cpu::cross_entropy_kernel(x, t, N, C, loss, grad);
+  TT_DISPATCH_CUDA("cross_entropy_kernel", d, backend::cuda::cross_entropy_kernel(x, t, N, C, loss, grad));
+}
+
+// ---- gemm (backend/cpu/gemm.hpp, backend/cuda/gemm.cuh) ----------------------------------------
+
+/// C = alpha * op(A) op(B) + beta * C (row-major, leading dimensions; see backend/cpu/gemm.hpp).
+/// CUDA: float and double only; int64 throws PyTorch's "addmm_cuda" not implemented for 'Long'.
+template <class T>
+void gemm(Device d, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, bool trans_a, const T* B,
+          int64_t ldb, bool trans_b, T beta, T* C, int64_t ldc) {
+  if (d.is_cpu()) return backend::cpu::gemm(M, N, K, alpha, A, lda, trans_a, B, ldb, trans_b, beta, C, ldc);
+  if constexpr (std::is_floating_point_v<T>) {
+    TT_DISPATCH_CUDA("gemm", d, backend::cuda::gemm(M, N, K, alpha, A, lda, trans_a, B, ldb, trans_b, beta, C, ldc));
+  } else {
+    throw Error("gemm: \"addmm_cuda\" not implemented for 'Long' (int64 matrix products on CUDA tensors)");
+  }
+}
+
+// ---- optimizers (optim/sgd.hpp, optim/adam.hpp; backend/cuda/optim.cuh) -----------------------
+
+template <class T>
+void sgd_kernel(Device d, T* param, const T* grad, T* momentum_buffer, int64_t n, double lr, double momentum,
+                double dampening, double weight_decay, bool nesterov, bool first_step) {
+  if (d.is_cpu())
+    return optim::sgd_kernel<T>(param, grad, momentum_buffer, n, lr, momentum, dampening, weight_decay, nesterov,
+                                first_step);
+  TT_DISPATCH_CUDA("sgd_kernel", d,
+                   backend::cuda::sgd_kernel<T>(param, grad, momentum_buffer, n, lr, momentum, dampening,
+                                                weight_decay, nesterov, first_step));
+}
+template <class T>
+void adam_kernel(Device d, T* param, const T* grad, T* exp_avg, T* exp_avg_sq, T* max_exp_avg_sq, int64_t n,
+                 int64_t step, double lr, double beta1, double beta2, double eps, double weight_decay, bool amsgrad,
+                 bool decoupled_weight_decay) {
+  if (d.is_cpu())
+    return optim::adam_kernel<T>(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, n, step, lr, beta1, beta2, eps,
+                                 weight_decay, amsgrad, decoupled_weight_decay);
+  TT_DISPATCH_CUDA("adam_kernel", d,
+                   backend::cuda::adam_kernel<T>(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, n, step, lr, beta1,
+                                                 beta2, eps, weight_decay, amsgrad, decoupled_weight_decay));
+}
+
+// ---- CPU only so far: conv and pooling (backend/cpu/conv.hpp, pooling.hpp) ---------------------
+// On a CUDA device these throw "<op>: not implemented for CUDA tensors yet".
+
+template <class T>
+void im2col(Device d, const T* x, T* col, int64_t C, const backend::cpu::Conv2dGeometry& g) {
+  if (!d.is_cpu()) throw_not_on_cuda("im2col", d);
+  backend::cpu::im2col(x, col, C, g);
+}
+template <class T>
+void col2im(Device d, const T* col, T* x, int64_t C, const backend::cpu::Conv2dGeometry& g) {
+  if (!d.is_cpu()) throw_not_on_cuda("col2im", d);
+  backend::cpu::col2im(col, x, C, g);
+}
+template <class T>
+void conv2d_kernel(Device d, const T* x, const T* w, const T* b, T* y, const backend::cpu::Conv2dGeometry& g) {
+  if (!d.is_cpu()) throw_not_on_cuda("conv2d", d);
+  backend::cpu::conv2d_kernel(x, w, b, y, g);
+}
+template <class T>
+void conv2d_backward_kernel(Device d, const T* x, const T* w, const T* dy, T* dx, T* dw, T* db,
+                            const backend::cpu::Conv2dGeometry& g) {
+  if (!d.is_cpu()) throw_not_on_cuda("conv2d_backward", d);
+  backend::cpu::conv2d_backward_kernel(x, w, dy, dx, dw, db, g);
+}
+template <class T>
+void max_pool2d_kernel(Device d, const T* x, T* y, int64_t* indices, const backend::cpu::Pool2dGeometry& g) {
+  if (!d.is_cpu()) throw_not_on_cuda("max_pool2d", d);
+  backend::cpu::max_pool2d_kernel(x, y, indices, g);
+}
+template <class T>
+void max_pool2d_backward_kernel(Device d, const T* dy, const int64_t* indices, T* dx,
+                                const backend::cpu::Pool2dGeometry& g) {
+  if (!d.is_cpu()) throw_not_on_cuda("max_pool2d_backward", d);
+  backend::cpu::max_pool2d_backward_kernel(dy, indices, dx, g);
+}
+
+#undef TT_DISPATCH_CUDA
+
+// ---- raw copies between devices --------------------------------------------------------------
+
+/// Copies `bytes` bytes from `src` on `src_device` to `dst` on `dst_device` (any pair of cpu and
+/// cuda:i; synchronous with respect to the host, as cudaMemcpy). Throws without the CUDA backend
+/// when either side is a GPU.
+inline void copy_bytes(Device dst_device, void* dst, Device src_device, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  if (dst_device.is_cpu() && src_device.is_cpu()) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+#if TINYTORCH_WITH_CUDA
+  if (src_device.is_cpu()) {
+    DeviceGuard g(dst_device);
+    backend::cuda::memcpy_h2d(dst, src, bytes);
+  } else if (dst_device.is_cpu()) {
+    DeviceGuard g(src_device);
+    backend::cuda::memcpy_d2h(dst, src, bytes);
+  } else {
+    DeviceGuard g(src_device);
+    backend::cuda::memcpy_d2d(dst, src, bytes);  // also between two GPUs (unified addressing)
+  }
+#else
+  throw_no_cuda_backend("copy_bytes", dst_device.is_cpu() ? src_device : dst_device);
+#endif
+}
+
+}  TT_NAMESPACE_END  // namespace tinytorch::backend::dispatch
 
 TT_NAMESPACE_BEGIN namespace ops {
 
-/// Throws unless `t` can be computed on here (defined, on the CPU in this build).
+/// Throws unless `t` can be computed on here: defined, and on the CPU or (in a build with the CUDA
+/// backend: nvcc or TINYTORCH_CUDA_SIM) on a GPU. A CUDA tensor in a CPU-only build throws a clear
+/// error naming the op and the device.
 inline void check_device(const Tensor& t, const char* op) {
   TT_CHECK(t.defined(), op, ": got an undefined tensor");
+#if !TINYTORCH_WITH_CUDA
   TT_CHECK(t.device().is_cpu(), op, ": tensor on ", t.device().str(),
-           " needs the CUDA backend, which this build does not have (compile with nvcc)");
+           " needs the CUDA backend, which this build does not have (compile with nvcc, or with "
+           "-DTINYTORCH_CUDA_SIM=1 for the kernel simulator)");
+#endif
 }
+
+/// Throws PyTorch's error unless every defined tensor is on one device:
+///   "<op>: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
+/// (the first tensor's device, then the first that differs). Undefined tensors are skipped.
+/// PyTorch lets a 0-d CPU tensor join a CUDA op as a scalar; tinytorch does not (yet).
+template <class... Ts>
+void check_same_device(const char* op, const Ts&... tensors) {
+  std::optional<Device> first;
+  auto one = [&](const Tensor& t) {
+    if (!t.defined()) return;
+    if (!first) { first = t.device(); return; }
+    TT_CHECK(t.device() == *first, op, ": Expected all tensors to be on the same device, but found at least two "
+             "devices, ", first->str(), " and ", t.device().str(), "!");
+  };
+  (one(tensors), ...);
+}
+
+
 
 /// A new contiguous tensor (uninitialised data).
 inline Tensor make_tensor(const Shape& shape, DType dtype, Device device = Device::cpu()) {
@@ -85,5 +448,27 @@ inline DType result_type(std::initializer_list<const Tensor*> operands) {
   return promote_types(*dimensioned, *zero_dim);
 }
 inline DType result_type(const Tensor& a, const Tensor& b) { return result_type({&a, &b}); }
+
+/// A CPU tensor with `t`'s shape and values: `t` itself when it is on the CPU (any strides), else a
+/// dense copy (made contiguous on its GPU by the copy kernel, then one device-to-host memcpy).
+/// item(), tolist(), at() and printing read CUDA tensors through it. Not differentiable (see
+/// Tensor::to(Device) for the autograd-aware copy).
+inline Tensor to_host(const Tensor& t) {
+  check_device(t, "to_host");
+  if (t.device().is_cpu()) return t;
+  const Device d = t.device();
+  Tensor src = t;
+  if (!t.is_contiguous()) {
+    src = make_tensor(t.sizes(), t.dtype(), d);
+    dispatch(t.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      backend::dispatch::copy_kernel(d, t.data_ptr<T>(), t.strides(), src.data_ptr<T>(), t.sizes());
+    });
+  }
+  Tensor out = make_tensor(t.sizes(), t.dtype(), Device::cpu());
+  backend::dispatch::copy_bytes(Device::cpu(), out.raw_data(), d, src.raw_data(),
+                                static_cast<size_t>(t.numel()) * element_size(t.dtype()));
+  return out;
+}
 
 }  TT_NAMESPACE_END  // namespace tinytorch::ops
