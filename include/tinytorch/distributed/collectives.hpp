@@ -22,7 +22,10 @@
 //
 // CUDA tensors (issue 7): the MPI backend moves host memory, so a CUDA tensor is staged through a
 // host buffer (device -> host copy, the MPI collective, host -> device copy; device_staging.hpp),
-// as PyTorch's gloo backend does; an async collective copies back when its Work completes.
+// as PyTorch's gloo backend does; an async collective copies back when its Work completes. With
+// Backend::NCCL (an nvcc build with NCCL), all_reduce, broadcast and all_gather into a tensor on
+// CUDA tensors run on the GPU instead (nccl.hpp: the communicator's own stream, ordered by
+// events); the other forms (ring, async, lists, reduce_scatter) stage through host memory.
 // Checked on each rank before any message is sent, with a tinytorch::Error naming the collective
 // and the values: tensor defined; CPU, or CUDA in a build with the CUDA backend; one device for
 // all the tensors of a collective; contiguous; dtypes agree; sizes agree (list length N,
@@ -45,6 +48,7 @@
 #include "algorithms.hpp"
 #include "buffer_collectives.hpp"
 #include "device_staging.hpp"
+#include "nccl.hpp"  // (empty unless TINYTORCH_WITH_NCCL)
 #include "errors.hpp"
 #include "process_group.hpp"
 #include "work.hpp"
@@ -92,6 +96,17 @@ inline void check_output_list(const char* op, const std::vector<Tensor>& list, c
   }
 }
 
+/// True when a CUDA tensor's collective goes to NCCL (the group's backend is NCCL) rather than
+/// through a host buffer and MPI.
+inline bool use_nccl(const Tensor& t) {
+#if TINYTORCH_WITH_NCCL
+  return t.device().is_cuda() && group().backend == Backend::NCCL;
+#else
+  (void)t;
+  return false;
+#endif
+}
+
 /// Copies a gathered contiguous host buffer (N blocks of `bytes`) into the output tensors (on
 /// the CPU or a CUDA device: memcpy_h2d).
 inline void scatter_to_list(const std::vector<Tensor>& list, const char* gathered, size_t bytes) {
@@ -107,6 +122,9 @@ inline void scatter_to_list(const std::vector<Tensor>& list, const char* gathere
 /// Throws tinytorch::Error on a bad argument (before any message) or an MPI failure.
 inline void all_reduce(const Tensor& t, ReduceOp op = ReduceOp::SUM) {
   detail::check_tensor("all_reduce", t);
+#if TINYTORCH_WITH_NCCL
+  if (detail::use_nccl(t)) return nccl_all_reduce(t, op);
+#endif
   detail::HostStage h(t);
   all_reduce(h.data(), t.numel(), t.dtype(), op);
   h.upload();
@@ -151,6 +169,9 @@ inline Work all_reduce_async(const Tensor& t, ReduceOp op = ReduceOp::SUM) {
 /// t <- rank src's t, on every rank (MPI_Bcast). Throws for src outside [0, world_size).
 inline void broadcast(const Tensor& t, int src) {
   detail::check_tensor("broadcast", t);
+#if TINYTORCH_WITH_NCCL
+  if (detail::use_nccl(t)) return nccl_broadcast(t, src);
+#endif
   detail::HostStage h(t, get_rank() == src);  // only the source's data is read
   broadcast(h.data(), t.numel(), t.dtype(), src);
   h.upload();
@@ -182,6 +203,9 @@ inline void all_gather(const Tensor& out, const Tensor& t) {
   detail::check(out.numel() == n * t.numel(), detail::rank_prefix(), op, ": output has ", out.numel(),
                 " elements (sizes ", shape_str(out.sizes()), ") but world_size * input.numel() = ", n, " * ",
                 t.numel(), " = ", n * t.numel());
+#if TINYTORCH_WITH_NCCL
+  if (detail::use_nccl(t)) return nccl_all_gather(out, t);
+#endif
   detail::HostStage hin(t), hout(out, false);
   all_gather(hout.data(), hin.data(), t.numel(), t.dtype());
   hout.upload();

@@ -52,6 +52,14 @@
 // they are watched by the watchdog and agreed at TINYTORCH_DISTRIBUTED_DEBUG=DETAIL.
 // The communication happens in Reducer::all_reduce_bucket and Reducer::all_reduce_used_map.
 //
+// CUDA parameters (issue 7): the buckets live on the parameters' device; the hook's copy-and-scale
+//   is a kernel (device_staging.hpp's scale_copy) and the write-back a device-to-device copy, so
+//   gradients never visit the host except where the backend needs it: the MPI backend stages
+//   each bucket through a host buffer around its all-reduce (as gloo does); Backend::NCCL
+//   all-reduces it on the GPU on the communicator's own stream, ordered by one event pair per
+//   bucket (nccl.hpp; no communication thread: NCCL calls only enqueue), and finalize makes the
+//   compute stream wait for every bucket before the copies back. DDPOptions::
+//   force_bucket_path_single_rank runs all of this at world size 1 (the one-GPU check).
 // The math: on rank r the slice of parameter i in its bucket holds g_r,i / N (copy_into_bucket);
 //   the SUM all-reduce of the bucket makes it sum_r g_r,i / N, the average, on every rank, which
 //   write_average copies into .grad (the whole derivation: ddp.hpp).
@@ -90,6 +98,7 @@
 #include "errors.hpp"
 #include "model_agreement.hpp"
 #include "mpi_include.hpp"
+#include "nccl.hpp"  // (empty unless TINYTORCH_WITH_NCCL)
 #include "process_group.hpp"
 #include "trace.hpp"
 #include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
@@ -192,6 +201,9 @@ struct Reducer {
     Tensor contents;                ///< (numel,) the flat buffer that is all-reduced, on the
                                     ///< parameters' device
     std::vector<char> host;         ///< MPI backend, CUDA bucket: the host staging buffer
+#if TINYTORCH_WITH_NCCL
+    std::shared_ptr<NcclEvents> events;  ///< NCCL: ready (compute stream) / done (NCCL stream)
+#endif
     size_t pending = 0;             ///< parameters not yet ready in this backward
   };
 
@@ -260,6 +272,12 @@ struct Reducer {
         zero_fill(device, bucket.contents.raw_data(), bucket.numel, bucket.dtype);
         if (!device.is_cpu() && !nccl)
           bucket.host.resize(static_cast<size_t>(bucket.numel) * element_size(bucket.dtype));
+#if TINYTORCH_WITH_NCCL
+        if (nccl) {
+          backend::cuda::detail::ScopedDevice on(device.index);
+          bucket.events = std::make_shared<NcclEvents>();
+        }
+#endif
       }
       buckets.push_back(std::move(bucket));
     }
@@ -444,6 +462,12 @@ struct Reducer {
   /// thread hand-off per step, and a one-bucket model never involves the thread at all.
   void launch(size_t bi) {
     if (!use_buckets()) return;
+#if TINYTORCH_WITH_NCCL
+    if (nccl) {  // NCCL calls only enqueue work on the GPU: no communication thread needed
+      all_reduce_bucket(bi, 0);
+      return;
+    }
+#endif
     if (bi + 1 < buckets.size()) {
       enqueue([this, bi] { all_reduce_bucket(bi, 1); });
     } else {
@@ -458,6 +482,23 @@ struct Reducer {
 #if TINYTORCH_WITH_MPI
     Bucket& b = buckets[bi];
     const double t0 = Trace::steady_us();
+#if TINYTORCH_WITH_NCCL
+    if (nccl) {
+      // The bucket on the GPU: ready[b] recorded on the compute stream after the hooks' copy
+      // kernels, the NCCL stream waits for it and runs ncclAllReduce (SUM of the g_r / N),
+      // done[b] recorded there; finalize_backward makes the compute stream wait for done[b].
+      const NcclContext& ctx = group().nccl;
+      const char* name = "DistributedDataParallel (NCCL bucket all-reduce)";
+      nccl_ordered(ctx, name, *b.events, false, [&](cudaStream_t s) {
+        nccl_check(ncclAllReduce(b.contents.raw_data(), b.contents.raw_data(), static_cast<size_t>(b.numel),
+                                 nccl_datatype(b.dtype), ncclSum, ctx.comm, s),
+                   "ncclAllReduce", name, ctx.comm);
+      });
+      stats.buckets[bi].start_us = t0;  // (enqueue times: the GPU runs it later)
+      stats.buckets[bi].end_us = Trace::steady_us();
+      return;
+    }
+#endif
     AlgorithmOptions ao;
     ao.group = pg.get();
     if (device.is_cpu()) {
@@ -492,6 +533,10 @@ struct Reducer {
     wait_all();  // (already idle: launch() ran the last bucket on this thread after the others)
     if (find_unused && use_buckets()) all_reduce_used_map();
     if (use_buckets()) {
+#if TINYTORCH_WITH_NCCL
+      if (nccl)  // the compute stream waits (on the GPU) for every bucket's all-reduce
+        for (const Bucket& b : buckets) nccl_join(group().nccl, "DistributedDataParallel (finalize)", *b.events);
+#endif
       for (size_t bi = 0; bi < buckets.size(); ++bi) {
         const Bucket& b = buckets[bi];
         for (size_t s = 0; s < b.params.size(); ++s) {
