@@ -6,6 +6,8 @@
 //   build/bin/example_single                 # fixed init, PyTorch's numbers
 //   build/bin/example_single --random-init   # weights drawn from the seeded generator
 //   build/bin/example_single --dot graph.dot # also writes epoch 0's backward graph (Graphviz)
+//   build/bin/example_single --device cuda   # the same loop on cuda:0 (the same printed losses);
+//   build/bin/example_single_sim --device cuda   # ... in the kernel simulator (no GPU needed)
 // --dot writes autograd::to_dot(loss, model.named_parameters(), "loss") of the first epoch, before
 // its backward (the graph is freed by backward), and prints where it wrote it; render it with
 // `dot -Tsvg graph.dot -o graph.svg`. It also prints the first step's gradients, from
@@ -18,6 +20,7 @@
 #include <string>
 
 #include "single_loop.hpp"
+#include "device_flag.hpp"
 #include "flags.hpp"
 
 int main(int argc, char** argv) {
@@ -26,12 +29,16 @@ int main(int argc, char** argv) {
   int epochs = 5;
   uint64_t seed = 0;
   std::string dot_path;
+  std::string device_text = "cpu";
   app.add_flag("--random-init", random_init, "draw the initial weights instead of the fixed ones");
   app.add_option("--epochs", epochs, "number of epochs")->check(flags::integer_in(1, 1000000));
   app.add_option("--seed", seed, "seed for --random-init")->check(flags::seed());
   app.add_option("--dot", dot_path, "write the first epoch's autograd graph (Graphviz dot) to this file");
+  app.add_option("--device", device_text, "where the model and data live: cpu, cuda (= cuda:0) or cuda:N")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
+    const tinytorch::Device device = examples::parse_device(device_text);
     examples::LossCallback write_dot;
     bool first_step = false;  // print the gradients of epoch 0 only
     if (!dot_path.empty())
@@ -54,7 +61,7 @@ int main(int argc, char** argv) {
         std::printf("wrote the autograd graph of epoch 0's loss to %s (render it: dot -Tsvg %s -o %s)\n",
                     dot_path.c_str(), dot_path.c_str(), svg.c_str());
       };
-    std::vector<double> losses = examples::train_single(epochs, random_init, seed, write_dot);
+    std::vector<double> losses = examples::train_single(epochs, random_init, seed, write_dot, device);
     for (size_t k = 0; k < losses.size(); ++k) std::printf("epoch %zu: loss=%.4f\n", k, losses[k]);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "example_single: %s\n", e.what());

@@ -24,8 +24,11 @@ namespace examples {
 /// of each epoch. Fixed initial weights unless random_init. on_loss(epoch, loss, model), if set,
 /// runs after the forward pass and before loss.backward(), while the graph is still there.
 using LossCallback = std::function<void(int epoch, const tinytorch::Tensor& loss, const tinytorch::nn::Module& model)>;
+/// device: where the model and the data live (the initial weights are set on the CPU, then the
+/// model is moved with Module::to, which keeps the parameter handles taken before it).
 inline std::vector<double> train_two_samples(tinytorch::nn::Module& model, int epochs, bool random_init,
-                                             const LossCallback& on_loss = nullptr) {
+                                             const LossCallback& on_loss = nullptr,
+                                             tinytorch::Device device = tinytorch::Device::cpu()) {
   using namespace tinytorch;
   std::vector<Tensor> params = model.parameters();  // [weight (1, 2), bias (1)]
   if (!random_init) {
@@ -33,8 +36,9 @@ inline std::vector<double> train_two_samples(tinytorch::nn::Module& model, int e
     params.at(0).copy_(tensor({0.25, -0.5}, {1, 2}));
     params.at(1).copy_(tensor({0.1}));
   }
-  Tensor X = tensor({1.0, 0.5, 0.5, 1.0}, {2, 2});  // X: (2, 2)
-  Tensor y = tensor({2.0, 1.5}, {2, 1});            // y: (2, 1)
+  model.to(device);  // in place: `params` still holds the model's parameters
+  Tensor X = tensor({1.0, 0.5, 0.5, 1.0}, {2, 2}).to(device);  // X: (2, 2)
+  Tensor y = tensor({2.0, 1.5}, {2, 1}).to(device);            // y: (2, 1)
   optim::SGD optimizer(params, /*lr=*/0.01);
   nn::MSELoss loss_fn;
 
@@ -52,10 +56,11 @@ inline std::vector<double> train_two_samples(tinytorch::nn::Module& model, int e
 }
 
 inline std::vector<double> train_single(int epochs = 5, bool random_init = false, uint64_t seed = 0,
-                                        const LossCallback& on_loss = nullptr) {
+                                        const LossCallback& on_loss = nullptr,
+                                        tinytorch::Device device = tinytorch::Device::cpu()) {
   tinytorch::manual_seed(seed);
   auto model = std::make_shared<tinytorch::nn::Linear>(2, 1);
-  return train_two_samples(*model, epochs, random_init, on_loss);
+  return train_two_samples(*model, epochs, random_init, on_loss, device);
 }
 
 }  // namespace examples

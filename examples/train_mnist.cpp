@@ -17,6 +17,10 @@
 //       summary line per epoch, and last `test_accuracy=0.xxxx`.
 //   build/bin/train_mnist                         # the full run (about a minute per epoch or less)
 //   build/bin/train_mnist --epochs 1 --limit 6000 # a quick look
+//   build/bin/train_mnist --device cuda           # on cuda:0 (one process; not with mpirun or --dp)
+//   build/bin/train_mnist_sim --device cuda --max-steps 5 --limit 320
+//                         # the kernel simulator (no GPU): 5 steps, each loss printed ("step k: loss=...");
+//                         # ctest train_mnist_sim_cuda_steps checks they equal the CPU run's to 1e-5
 //
 // Under mpirun (scripts/mpirun.sh -np N build/bin/train_mnist) the same binary trains with
 // DistributedDataParallel on N ranks:
@@ -86,6 +90,7 @@
 #include <tinytorch/tinytorch.hpp>
 #include <vector>
 
+#include "device_flag.hpp"
 #include "flags.hpp"
 
 namespace tt = tinytorch;
@@ -115,6 +120,8 @@ struct Config {
   int stop_after = 0;  // > 0: stop after this epoch
   int dp = 0;  // > 0: DataParallel over that many CPU replicas
   double timeout = 0;  // seconds; 0: TINYTORCH_DIST_TIMEOUT or the default 30 minutes
+  std::string device = "cpu";  // --device: cpu, cuda (= cuda:0) or cuda:N (one process, no DDP wrapper)
+  int64_t max_steps = 0;  // > 0: train this many iterations, print each one's loss, then stop (no evaluation)
 };
 
 /// The flags every rank must agree on (all but --data-dir, --threads and --timeout, which may
@@ -305,8 +312,17 @@ int run(const Config& cfg) {
   if (!cfg.trace.empty()) trace = std::make_shared<dist::Trace>(rank, dist::common_origin_us());
   auto model = cnn ? make_cnn() : make_mlp(cfg.hidden);
   if (!checkpoint.empty()) model->load_state_dict(with_prefix(checkpoint, "model."));
+  // --device: move the model before building the optimizer (its state is made on the parameters'
+  // device); batches are moved in the loop. On a CUDA device the model trains unwrapped (DDP's
+  // buckets are CPU buffers), so --device cuda refuses mpirun and --dp.
+  const tt::Device device = examples::parse_device(cfg.device);
+  TT_CHECK(device.is_cpu() || (!distributed && cfg.dp == 0), "train_mnist: --device ", cfg.device,
+           " trains one process on one device; it cannot be combined with mpirun (world size ", world, ") or --dp");
+  model->to(device);
   std::shared_ptr<tt::nn::Module> net;
-  if (cfg.dp > 0) {
+  if (!device.is_cpu()) {
+    net = model;
+  } else if (cfg.dp > 0) {
     net = std::make_shared<tt::nn::DataParallel>(model, std::vector<tt::Device>(cfg.dp, tt::Device::cpu()));
   } else {
     dist::DDPOptions ddp_options;
@@ -390,10 +406,11 @@ int run(const Config& cfg) {
     for (auto& batch : loader) {
       optimizer.zero_grad();
       tt::Tensor logits, loss;
+      const tt::Tensor target = batch.target.to(device);  // (B) int64
       {
         dist::Trace::Scope s(trace.get(), "forward");
-        logits = net->forward(batch.data);      // (B, 10)
-        loss = loss_fn(logits, batch.target);   // scalar
+        logits = net->forward(batch.data.to(device));  // (B, 10)
+        loss = loss_fn(logits, target);                // scalar
       }
       {
         dist::Trace::Scope s(trace.get(), "backward");
@@ -406,10 +423,15 @@ int run(const Config& cfg) {
       }
 
       const int64_t b = batch.data.size(0);
-      loss_sum += loss.item<double>() * static_cast<double>(b);
-      correct += logits.argmax(1).eq(batch.target).sum().item<int64_t>();
+      const double loss_value = loss.item<double>();
+      loss_sum += loss_value * static_cast<double>(b);
+      correct += logits.argmax(1).eq(target).sum().item<int64_t>();
       seen += b;
       ++it;
+      if (cfg.max_steps > 0) {  // --max-steps: every loss, with enough digits to compare devices
+        if (is_main) std::printf("step %lld: loss=%.8f\n", (long long)it, loss_value);
+        if (it == cfg.max_steps) break;
+      }
       const bool report = tty ? (it % 20 == 0) : (it % std::max<int64_t>(1, iters_per_epoch / 4) == 0);
       if (is_main && report && it < iters_per_epoch) {
         double secs = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -419,6 +441,7 @@ int run(const Config& cfg) {
         std::fflush(stdout);
       }
     }
+    if (cfg.max_steps > 0) return 0;  // --max-steps: no evaluation, no test_accuracy line
     const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
     // The training statistics of all ranks, and the slowest rank's time.
     double sums[2] = {loss_sum, secs};
@@ -432,7 +455,7 @@ int run(const Config& cfg) {
     {
       dist::Trace::Scope s(trace.get(), "evaluate");
       net->eval();
-      eval[0] = count_correct(*model, my_test_x, my_test_y);  // the wrapped model: no collective
+      eval[0] = count_correct(*model, my_test_x.to(device), my_test_y.to(device));  // the wrapped model: no collective
       eval[1] = my_test_x.size(0);
       if (distributed) dist::all_reduce(eval, 2, dist::ReduceOp::SUM);
     }
@@ -527,6 +550,11 @@ int main(int argc, char** argv) {
                  "seconds a collective may wait for the other ranks before the job is aborted with a report "
                  "(default: $TINYTORCH_DIST_TIMEOUT, else 1800)")
       ->check(flags::real_in(0.001, 1e9));
+  app.add_option("--device", cfg.device, "where the model trains: cpu, cuda (= cuda:0) or cuda:N (one process)")
+      ->capture_default_str();
+  app.add_option("--max-steps", cfg.max_steps,
+                 "train only this many iterations of the first epoch, printing each loss (no evaluation)")
+      ->check(flags::integer_in(1, 1000000000));
   CLI11_PARSE(app, argc, argv);
   std::chrono::milliseconds timeout{0};
   try {

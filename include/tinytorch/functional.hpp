@@ -185,6 +185,8 @@ inline Tensor cross_entropy(const Tensor& input, const Tensor& target, const Ten
                             double label_smoothing = 0.0) {
   TT_CHECK(input.dim() == 2, "cross_entropy: expected input of shape (N, C), got ", shape_str(input.sizes()));
   detail::check_label_smoothing(label_smoothing, "cross_entropy");
+  if (target.defined() && target.dtype() == kInt64 && target.dim() == 1)  // before any kernel runs
+    autograd::checked_targets(target, input.sizes()[1], ignore_index, "cross_entropy");
   const Tensor logp = log_softmax(input, 1);  // (N, C)
   const Tensor nll = nll_loss(logp, target, weight, ignore_index, reduction);
   if (label_smoothing == 0.0) return nll;
@@ -257,8 +259,9 @@ inline Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const 
                            std::pair<Tensor, const std::vector<double>*>{running_var, &batch_var}}) {
       if (!t.defined()) continue;
       // r = (1 - momentum) * r + momentum * stat, in r's own dtype
-      ops::binary_(t, ops::reshape(tensor(*stat, t.dtype()), t.sizes()),
-                   [momentum](auto r, auto v) { return (1 - momentum) * r + momentum * v; }, "batch_norm");
+      Tensor st = ops::reshape(tensor(*stat, t.dtype()), t.sizes());
+      if (!t.device().is_cpu()) st = ops::to_device(st, t.device());
+      ops::binary_(t, st, backend::RunningStatOp{momentum}, "batch_norm");
     }
   }
   return y;
@@ -360,7 +363,10 @@ template <typename T> T Tensor::at(const std::vector<int64_t>& index) const {
   ops::check_device(*this, "at");
   return dispatch(dtype(), [&](auto tag) -> T {
     using S = typename decltype(tag)::type;
-    return static_cast<T>(data_ptr<S>()[off]);
+    if (device().is_cpu()) return static_cast<T>(data_ptr<S>()[off]);
+    S v{};  // a GPU tensor: copy the one element to the host
+    backend::dispatch::copy_bytes(Device::cpu(), &v, device(), data_ptr<S>() + off, sizeof(S));
+    return static_cast<T>(v);
   });
 }
 template <typename T> T Tensor::item() const {
@@ -368,11 +374,14 @@ template <typename T> T Tensor::item() const {
   ops::check_device(*this, "item");
   return dispatch(dtype(), [&](auto tag) -> T {
     using S = typename decltype(tag)::type;
-    return static_cast<T>(*data_ptr<S>());
+    if (device().is_cpu()) return static_cast<T>(*data_ptr<S>());
+    S v{};  // a GPU tensor: copy the value to the host
+    backend::dispatch::copy_bytes(Device::cpu(), &v, device(), data_ptr<S>(), sizeof(S));
+    return static_cast<T>(v);
   });
 }
 template <typename T> std::vector<T> Tensor::tolist() const {
-  const Tensor c = ops::contiguous(*this);
+  const Tensor c = ops::contiguous(ops::to_host(*this));  // a GPU tensor is read through a host copy
   std::vector<T> out(static_cast<size_t>(numel()));
   dispatch(dtype(), [&](auto tag) {
     using S = typename decltype(tag)::type;
@@ -408,9 +417,12 @@ inline Tensor& Tensor::requires_grad_(bool r) {
 }
 inline Tensor Tensor::grad() const { return Tensor(checked()->grad); }
 inline void Tensor::set_grad(const Tensor& g) {
-  if (g.defined())
+  if (g.defined()) {
     TT_CHECK(g.sizes() == sizes(), "set_grad: assigned grad has data of a different size (",
              shape_str(g.sizes()), " vs ", shape_str(sizes()), ")");
+    TT_CHECK(g.device() == device(), "set_grad: assigned grad has data located on a different device (",
+             g.device().str(), " vs ", device().str(), ")");
+  }
   checked()->grad = g.impl_ptr();
 }
 inline void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
@@ -527,6 +539,16 @@ inline Tensor Tensor::to(Device device) const {
   if (device == this->device()) return *this;
   return autograd::Copy::wrap(*this, ops::to_device(*this, device), "ToCopyBackward0");
 }
+inline Tensor Tensor::to(Device device, DType d) const {
+  if (d == dtype()) return to(device);
+  if (device == this->device()) return to(d);
+  TT_CHECK(!(requires_grad() && d == kInt64) || !GradMode::is_enabled(),
+           "to: cannot convert a tensor that requires grad to int64 (not differentiable); detach() it first");
+  // convert where the data is, then move it: one node whose backward converts and moves back
+  return autograd::Copy::wrap(*this, ops::to_device(ops::to_dtype(*this, d), device), "ToCopyBackward0");
+}
+inline Tensor Tensor::cuda(int index) const { return to(Device::cuda(index)); }
+inline Tensor Tensor::cpu() const { return to(Device::cpu()); }
 
 // ---- elementwise ------------------------------------------------------------------------------
 inline Tensor Tensor::operator-() const { return tinytorch::neg(*this); }
@@ -597,15 +619,12 @@ inline void add_scaled_kernel(Tensor& self, const Tensor& o, const Scalar& k, co
     TT_CHECK(k.is_integral(), op, ": For integral input tensors, argument alpha must not be a floating point "
              "number.");
     const int64_t ki = k.to_int64();
-    ops::binary_(self, o, [ki](auto a, auto b) {
-      if constexpr (std::is_same_v<decltype(a), int64_t>) return wrapping_add(a, wrapping_mul(ki, b));
-      else return a;  // not reached: self is int64
-    }, op);
+    ops::binary_(self, o, backend::AddScaledInt64Op{ki}, op);
     return;
   }
   const double kd = k.to_double();
   if (kd == 1) ops::binary_(self, o, backend::cpu::AddOp{}, op);
-  else ops::binary_(self, o, [kd](auto a, auto b) { return a + kd * b; }, op);
+  else ops::binary_(self, o, backend::AddScaledOp{kd}, op);
 }
 inline Scalar negated(const Scalar& s) {
   return s.is_integral() ? Scalar(Scalar::wrapping_neg(s.to_int64())) : Scalar(-s.to_double());
@@ -621,7 +640,8 @@ inline Tensor& add_inplace(Tensor& self, const Tensor& o, const Scalar& alpha, c
   return self;
 }
 // self = f(self, s) for a number: add_(v) (AddBackward1), sub_(v), mul_(v) (MulBackward1);
-// int_op (wrapping) for an int64 self, float_op(a, double) otherwise.
+// int_op(a, s) (a functor of backend/functors.hpp, wrapping) for an int64 self, float_op(a, v)
+// computed in double otherwise.
 template <class IntOp, class FloatOp, class MakeNode>
 Tensor& scalar_inplace(Tensor& self, const Scalar& s, IntOp int_op, FloatOp float_op, MakeNode make_node,
                        const char* op) {
@@ -636,9 +656,21 @@ Tensor& scalar_inplace(Tensor& self, const Scalar& s, IntOp int_op, FloatOp floa
   const double v = s.to_double();
   std::shared_ptr<autograd::Node> node;
   if (record) node = make_node(v);
-  ops::unary_(self, [&](auto a) { return float_op(a, v); }, op);
+  ops::unary_(self, backend::BindDouble<FloatOp>{float_op, v}, op);
   autograd::finish_inplace(self, std::move(node), {});
   return self;
+}
+// self[i] = draw(stream) in row-major order (uniform_, normal_). The generator runs on the host:
+// a CUDA self is filled from a CPU tensor drawn the same way, so CPU and CUDA get the same numbers.
+template <class Draw>
+void host_fill_(Tensor& self, Generator& g, Draw draw, const char* op) {
+  if (self.device().is_cpu()) {
+    g.locked([&](Generator::Stream& s) { ops::unary_(self, [&](auto) { return draw(s); }, op); });
+    return;
+  }
+  Tensor h = ops::make_tensor(self.sizes(), self.dtype());
+  g.locked([&](Generator::Stream& s) { ops::unary_(h, [&](auto) { return draw(s); }, op); });
+  ops::binary_(self, ops::to_device(h, self.device()), backend::SecondOp{}, op);
 }
 // self = v everywhere (zero_, fill_): no overlap check, as PyTorch's fill_; exact for int64
 // (a value beyond int64's range throws).
@@ -648,7 +680,7 @@ inline Tensor& fill_inplace(Tensor& self, const Scalar& s, const char* op, const
   dispatch(self.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T v = s.to<T>(op);
-    ops::unary_(self, [v](auto) { return v; }, op);
+    ops::unary_(self, backend::FillOp<T>{v}, op);
   });
   autograd::finish_inplace(self, std::move(node), {});
   return self;
@@ -675,11 +707,11 @@ inline Tensor& Tensor::sub_(const Tensor& o, Scalar alpha) {
   return detail::add_inplace(*this, o, detail::negated(alpha), "sub_", "SubBackward0");
 }
 inline Tensor& Tensor::add_(Scalar v) {
-  return detail::scalar_inplace(*this, v, wrapping_add, [](auto a, double b) { return a + b; },
+  return detail::scalar_inplace(*this, v, backend::AddOp{}, backend::AddOp{},
                                 [](double) { return std::make_shared<autograd::AddScalar>(); }, "add_");
 }
 inline Tensor& Tensor::sub_(Scalar v) {
-  return detail::scalar_inplace(*this, v, wrapping_sub, [](auto a, double b) { return a - b; },
+  return detail::scalar_inplace(*this, v, backend::SubOp{}, backend::SubOp{},
                                 [](double) {
                                   auto n = std::make_shared<autograd::AddScalar>();
                                   n->node_name = "SubBackward1";
@@ -701,7 +733,7 @@ inline Tensor& Tensor::mul_(Scalar v) {
     n->s = s;
     return n;
   };
-  return detail::scalar_inplace(*this, v, wrapping_mul, [](auto a, double b) { return a * b; }, make_node, "mul_");
+  return detail::scalar_inplace(*this, v, backend::MulOp{}, backend::MulOp{}, make_node, "mul_");
 }
 // div_ is true division, as torch.div_: its result is floating point, which an int64 tensor cannot
 // hold, so int64 div_ raises as in PyTorch (and never runs an integer division, which would trap
@@ -725,8 +757,8 @@ inline Tensor& Tensor::div_(Scalar s) {
     n->s = v;
     return n;
   };
-  return detail::scalar_inplace(*this, s, wrapping_mul /* not reached: self is floating */,
-                                [](auto a, double b) { return a / b; }, make_node, "div_");
+  return detail::scalar_inplace(*this, s, backend::MulOp{} /* not reached: self is floating */,
+                                backend::DivOp{}, make_node, "div_");
 }
 inline Tensor& Tensor::addcmul_(const Tensor& t1, const Tensor& t2, Scalar value) {
   return detail::addc_inplace(*this, t1, t2, value, backend::cpu::MulOp{}, false, "addcmul_");
@@ -747,7 +779,11 @@ inline Tensor& Tensor::copy_(const Tensor& src) {
                     sizes() == src.sizes() && dtype() == src.dtype()));
   if (!same) detail::check_write_overlap(*this, {&src}, "copy_");
   auto node = record ? autograd::CopyInplace::make(src) : nullptr;
-  if (!same) ops::binary_(*this, src, [](auto, auto b) { return b; }, "copy_");
+  if (!same) {  // copy_ moves data across devices (as PyTorch's), then copies in place
+    TT_CHECK(src.defined(), "copy_: got an undefined tensor");
+    const Tensor s = src.device() == device() ? src : ops::to_device(src, device());
+    ops::binary_(*this, s, backend::SecondOp{}, "copy_");
+  }
   autograd::finish_inplace(*this, std::move(node), {&src});
   return *this;
 }
@@ -756,7 +792,7 @@ inline Tensor& Tensor::uniform_(double from, double to, Generator* gen) {
   const bool record = autograd::check_inplace(*this, {}, "uniform_");
   ops::assert_no_internal_overlap(*this, "uniform_");
   Generator& g = gen ? *gen : default_generator();
-  g.locked([&](Generator::Stream& s) { ops::unary_(*this, [&](auto) { return s.uniform(from, to); }, "uniform_"); });
+  detail::host_fill_(*this, g, [&](Generator::Stream& s) { return s.uniform(from, to); }, "uniform_");
   autograd::finish_inplace(*this, record ? autograd::OverwriteInplace::make("UniformBackward0") : nullptr, {});
   return *this;
 }
@@ -764,7 +800,7 @@ inline Tensor& Tensor::normal_(double mean, double std, Generator* gen) {
   const bool record = autograd::check_inplace(*this, {}, "normal_");
   ops::assert_no_internal_overlap(*this, "normal_");
   Generator& g = gen ? *gen : default_generator();
-  g.locked([&](Generator::Stream& s) { ops::unary_(*this, [&](auto) { return mean + std * s.normal(); }, "normal_"); });
+  detail::host_fill_(*this, g, [&](Generator::Stream& s) { return mean + std * s.normal(); }, "normal_");
   autograd::finish_inplace(*this, record ? autograd::OverwriteInplace::make("NormalBackward0") : nullptr, {});
   return *this;
 }
@@ -796,8 +832,11 @@ inline std::string Tensor::str() const {
     suffix = "grad_fn=<" + name + ">";
   }
   else if (requires_grad()) suffix = "requires_grad=True";
-  if (dtype() == kInt64) return detail::format_tensor_int64(sizes(), tolist<int64_t>(), suffix);  // exact
-  return detail::format_tensor(sizes(), tolist<double>(), dtype(), suffix);
+  // A GPU tensor: the values come through a host copy (tolist), the repr names the device first,
+  // as PyTorch's: tensor([1., 2.], device='cuda:0').
+  const std::string dev = device().is_cpu() ? std::string() : "device='" + device().str() + "'";
+  if (dtype() == kInt64) return detail::format_tensor_int64(sizes(), tolist<int64_t>(), suffix, dev);  // exact
+  return detail::format_tensor(sizes(), tolist<double>(), dtype(), suffix, dev);
 }
 inline std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
 
@@ -819,22 +858,22 @@ inline Tensor promote_for(const Tensor& t, const Scalar& s) {
 }
 }  // namespace detail
 inline Tensor operator+(const Tensor& a, Scalar b) {
-  if (detail::int64_exact(a, b)) return ops::scalar_int64(a, b.to_int64(), wrapping_add, "add");
+  if (detail::int64_exact(a, b)) return ops::scalar_int64(a, b.to_int64(), backend::AddOp{}, "add");
   return autograd::AddScalar::forward(detail::promote_for(a, b), b.to_double());
 }
 inline Tensor operator-(const Tensor& a, Scalar b) {
-  if (detail::int64_exact(a, b)) return ops::scalar_int64(a, b.to_int64(), wrapping_sub, "sub");
+  if (detail::int64_exact(a, b)) return ops::scalar_int64(a, b.to_int64(), backend::SubOp{}, "sub");
   return autograd::AddScalar::forward(detail::promote_for(a, b), -b.to_double(), "SubBackward1");
 }
 inline Tensor operator*(const Tensor& a, Scalar b) {
-  if (detail::int64_exact(a, b)) return ops::scalar_int64(a, b.to_int64(), wrapping_mul, "mul");
+  if (detail::int64_exact(a, b)) return ops::scalar_int64(a, b.to_int64(), backend::MulOp{}, "mul");
   return autograd::MulScalar::forward(detail::promote_for(a, b), b.to_double());
 }
 inline Tensor operator/(const Tensor& a, Scalar b) { return autograd::DivScalar::forward(a, b.to_double()); }
 inline Tensor operator+(Scalar a, const Tensor& b) { return b + a; }
 inline Tensor operator-(Scalar a, const Tensor& b) {
   if (detail::int64_exact(b, a))
-    return ops::scalar_int64(b, a.to_int64(), [](int64_t x, int64_t s) { return wrapping_sub(s, x); }, "rsub");
+    return ops::scalar_int64(b, a.to_int64(), backend::RsubOp{}, "rsub");
   return autograd::RsubScalar::forward(detail::promote_for(b, a), a.to_double());
 }
 inline Tensor operator*(Scalar a, const Tensor& b) { return b * a; }
@@ -847,10 +886,7 @@ inline Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
     TT_CHECK(alpha.is_integral(), "add: For integral input tensors, argument alpha must not be a floating point "
              "number.");
     const int64_t k = alpha.to_int64();
-    return ops::binary(a, b, [k](auto x, auto y) {
-      if constexpr (std::is_same_v<decltype(x), int64_t>) return wrapping_add(x, wrapping_mul(k, y));
-      else return x;  // not reached: both are int64
-    }, "add");
+    return ops::binary(a, b, backend::AddScaledInt64Op{k}, "add");
   }
   return autograd::Add::forward(a, b, alpha.to_double());
 }
@@ -859,7 +895,7 @@ inline Tensor pow(const Tensor& x, Scalar exponent) {
     const int64_t e = exponent.to_int64();
     TT_CHECK(e >= 0, "pow: Integers to negative integer powers are not allowed. (got exponent ", e,
              " for an int64 tensor; pass ", e, ".0 for a float32 result)");
-    return ops::scalar_int64(x, e, wrapping_pow, "pow");
+    return ops::scalar_int64(x, e, backend::WrappingPowOp{}, "pow");
   }
   return autograd::pow(detail::promote_for(x, exponent), exponent.to_double());
 }

@@ -104,6 +104,7 @@ class Tensor {
   DType dtype() const { return checked()->dtype; }
   Device device() const { return checked()->storage->device(); }
   bool is_floating_point() const { return tinytorch::is_floating_point(dtype()); }
+  bool is_cuda() const { return device().is_cuda(); }  ///< Tensor.is_cuda
   bool is_contiguous() const;
   /// True when both handles point at the same TensorImpl (PyTorch's `a is b`).
   bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
@@ -182,6 +183,13 @@ class Tensor {
   /// backward (ToCopyBackward0) copies the gradient back. Copies between devices need the CUDA
   /// backend; without it they throw tinytorch::Error naming both devices.
   Tensor to(Device device) const;
+  /// to(device) and to(dtype) in one copy (one ToCopyBackward0 node), as Tensor.to(device, dtype).
+  Tensor to(Device device, DType dtype) const;
+  /// to(Device::cuda(index)) (Tensor.cuda(): *this when already there). Throws "invalid device
+  /// ordinal" for a GPU the machine does not have, and without the CUDA backend.
+  Tensor cuda(int index = 0) const;
+  /// to(Device::cpu()) (Tensor.cpu()).
+  Tensor cpu() const;
 
   // ---- elementwise, with broadcasting (functional.hpp) ------------------------------------
   Tensor operator-() const;

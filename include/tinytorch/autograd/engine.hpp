@@ -53,6 +53,10 @@ inline std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_in) {
   if (!impl->hooks.empty()) g = call_hooks(impl->hooks, g, "a leaf tensor of shape " + shape_str(impl->shape));
   TT_CHECK(g.sizes() == impl->shape, "backward: gradient of shape ", shape_str(g.sizes()),
            " does not match the leaf's shape ", shape_str(impl->shape));
+  // the gradient lives on the leaf's device; PyTorch's validate_outputs wording otherwise
+  TT_CHECK(g.device() == impl->storage->device(), "backward: invalid gradient at index 0 - expected device ",
+           impl->storage->device().str(), " but got ", g.device().str(), " (leaf of shape ", shape_str(impl->shape),
+           ")");
   if (g.dtype() != impl->dtype) g = ops::to_dtype(g, impl->dtype);
   if (!impl->grad) {
     // Steal the buffer when nobody else can see it; otherwise copy, so that .grad never aliases
@@ -104,11 +108,18 @@ inline void run_backward(const Tensor& root, const Tensor& gradient, bool retain
   if (!seed.defined()) {
     TT_CHECK(root.numel() == 1, "backward: grad can be implicitly created only for scalar outputs "
              "(this tensor has shape ", shape_str(root.sizes()), "); pass a gradient of that shape");
-    seed = ops::make_tensor(root.sizes(), root.dtype());
-    dispatch(root.dtype(), [&](auto tag) { *seed.data_ptr<typename decltype(tag)::type>() = 1; });
+    // ones_like(root): on the root's device (a GPU root gets its seed from the fill kernel)
+    seed = ops::make_tensor(root.sizes(), root.dtype(), root.device());
+    dispatch(root.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      backend::dispatch::fill_kernel(root.device(), seed.data_ptr<T>(), seed.numel(), T(1));
+    });
   } else {
     TT_CHECK(seed.sizes() == root.sizes(), "backward: Mismatch in shape: grad_output[0] has a shape of ",
              shape_str(seed.sizes()), " and output[0] has a shape of ", shape_str(root.sizes()));
+    // PyTorch's validate_outputs wording
+    TT_CHECK(seed.device() == root.device(), "backward: invalid gradient at index 0 - expected device ",
+             root.device().str(), " but got ", seed.device().str());
     if (seed.dtype() != root.dtype()) seed = ops::to_dtype(seed, root.dtype());
   }
   std::shared_ptr<Node> root_node = gradient_edge(root).fn;  // grad_fn, or a leaf's AccumulateGrad

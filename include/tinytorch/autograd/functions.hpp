@@ -21,6 +21,7 @@
 #include "../backend/cpu/softmax.hpp"
 #include "../ops/creation.hpp"
 #include "../ops/elementwise.hpp"
+#include "../ops/elementwise_more.hpp"  // where, scalar_as_tensor (max / nll backward)
 #include "../ops/linalg.hpp"
 #include "../ops/reduce.hpp"
 #include "../ops/shape.hpp"
@@ -58,7 +59,7 @@ struct Add : Node {
   std::string name() const override { return "AddBackward0"; }
   static Tensor forward(const Tensor& a, const Tensor& b, double alpha = 1) {
     Tensor out = alpha == 1 ? ops::binary(a, b, cpu::AddOp{}, "add")
-                            : ops::binary(a, b, [alpha](auto x, auto y) { return x + alpha * y; }, "add");
+                            : ops::binary(a, b, backend::AddScaledOp{alpha}, "add");
     if (!any_requires_grad({&a, &b})) return out;
     auto n = std::make_shared<Add>();
     n->a_shape = a.sizes();
@@ -184,7 +185,7 @@ struct AddScalar : Node {
 struct RsubScalar : Node {
   std::string name() const override { return "RsubBackward1"; }
   static Tensor forward(const Tensor& a, double s) {
-    Tensor out = ops::scalar(a, s, [](auto x, auto v) { return v - x; }, "rsub");
+    Tensor out = ops::scalar(a, s, backend::RsubOp{}, "rsub");
     if (!any_requires_grad({&a})) return out;
     return record(out, std::make_shared<RsubScalar>(), {&a});
   }
@@ -232,16 +233,16 @@ struct Pointwise : Node {
   }
   std::vector<Tensor> apply(const Tensor& dy0) override {
     const Tensor dy = ops::contiguous(dy0);
-    Tensor dx = ops::make_tensor(dy.sizes(), dy.dtype());
+    Tensor dx = ops::make_tensor(dy.sizes(), dy.dtype(), dy.device());
+    // A value the node did not save is never read by its Deriv: dy stands in for it.
+    const Tensor& xs = x.defined() ? x : dy;
+    const Tensor& ys = y.defined() ? y : dy;
+    const Strides st = contiguous_strides(dy.sizes());
     dispatch(dy.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      const T* g = dy.data_ptr<T>();
-      const T* xs = x.defined() ? x.data_ptr<T>() : nullptr;
-      const T* ys = y.defined() ? y.data_ptr<T>() : nullptr;
-      T* o = dx.data_ptr<T>();
-      const int64_t n = dy.numel();
-      for (int64_t i = 0; i < n; ++i)
-        o[i] = static_cast<T>(deriv(g[i], xs ? xs[i] : T(0), ys ? ys[i] : T(0)));
+      backend::dispatch::ternary_kernel(dy.device(), dy.data_ptr<T>(), st, xs.template data_ptr<T>(), st,
+                                        ys.template data_ptr<T>(), st, dx.data_ptr<T>(), dy.sizes(),
+                                        backend::CastTo<T, Deriv>{deriv});
     });
     return {dx};
   }
@@ -256,45 +257,43 @@ Tensor pointwise(const Tensor& in, Fwd f, Deriv d, const char* op, const char* n
 
 // y = e^x         =>  dx = dy * y
 inline Tensor exp(const Tensor& x) {
-  return pointwise(x, cpu::ExpOp{}, [](auto g, auto, auto y) { return g * y; }, "exp", "ExpBackward0", true,
+  return pointwise(x, cpu::ExpOp{}, backend::ExpBackwardOp{}, "exp", "ExpBackward0", true,
                    Saves::Output);
 }
 // y = ln x        =>  dx = dy / x
 inline Tensor log(const Tensor& x) {
-  return pointwise(x, cpu::LogOp{}, [](auto g, auto x, auto) { return g / x; }, "log", "LogBackward0", true,
+  return pointwise(x, cpu::LogOp{}, backend::LogBackwardOp{}, "log", "LogBackward0", true,
                    Saves::Input);
 }
 // y = sqrt(x)     =>  dx = dy / (2 y)
 inline Tensor sqrt(const Tensor& x) {
-  return pointwise(x, cpu::SqrtOp{}, [](auto g, auto, auto y) { return g / (2 * y); }, "sqrt",
+  return pointwise(x, cpu::SqrtOp{}, backend::SqrtBackwardOp{}, "sqrt",
                    "SqrtBackward0", true, Saves::Output);
 }
 // y = |x|         =>  dx = dy * sign(x)   (sign(0) = 0, as PyTorch)
 inline Tensor abs(const Tensor& x) {
-  return pointwise(x, cpu::AbsOp{}, [](auto g, auto x, auto) { return x > 0 ? g : (x < 0 ? -g : g * 0); },
-                   "abs", "AbsBackward0", false, Saves::Input);
+  return pointwise(x, cpu::AbsOp{}, backend::AbsBackwardOp{}, "abs", "AbsBackward0", false, Saves::Input);
 }
 // y = max(x, 0)   =>  dx = dy * (y > 0)
 // Written as PyTorch's threshold_backward (y <= 0 ? 0 : dy), so a NaN input passes dy, as there.
 inline Tensor relu(const Tensor& x) {
-  return pointwise(x, cpu::ReluOp{}, [](auto g, auto, auto y) { return y <= 0 ? g * 0 : g; }, "relu",
+  return pointwise(x, cpu::ReluOp{}, backend::ReluBackwardOp{}, "relu",
                    "ReluBackward0", false, Saves::Output);
 }
 // y = 1/(1+e^-x)  =>  dx = dy * y * (1 - y)
 inline Tensor sigmoid(const Tensor& x) {
-  return pointwise(x, cpu::SigmoidOp{}, [](auto g, auto, auto y) { return g * y * (1 - y); }, "sigmoid",
+  return pointwise(x, cpu::SigmoidOp{}, backend::SigmoidBackwardOp{}, "sigmoid",
                    "SigmoidBackward0", true, Saves::Output);
 }
 // y = tanh x      =>  dx = dy * (1 - y^2)
 inline Tensor tanh(const Tensor& x) {
-  return pointwise(x, cpu::TanhOp{}, [](auto g, auto, auto y) { return g * (1 - y * y); }, "tanh",
+  return pointwise(x, cpu::TanhOp{}, backend::TanhBackwardOp{}, "tanh",
                    "TanhBackward0", true, Saves::Output);
 }
 // y = x^p         =>  dx = dy * p * x^(p-1)
 // An int64 x with a fractional or negative p computes in float32 (as a scalar op: int64 * 2.5).
 inline Tensor pow(const Tensor& x, double p) {
-  return pointwise(x, cpu::PowScalarOp{p},
-                   [p](auto g, auto x, auto) { return p == 0 ? g * 0 : g * p * std::pow(x, p - 1); }, "pow",
+  return pointwise(x, cpu::PowScalarOp{p}, backend::PowBackwardOp{p}, "pow",
                    "PowBackward0", x.dtype() == kInt64 && (p < 0 || p != std::floor(p)), Saves::Input);
 }
 // clamp (optional and tensor bounds): autograd/functions_more.hpp
@@ -369,29 +368,22 @@ struct Max : Node {
     if (all) {
       // PyTorch's evenly_distribute_backward: the elements equal to the result share dy; when the
       // result is NaN, the NaNs share it (x == NaN would match nothing and make 0/0).
-      const bool nan = std::isnan(y.item<double>());
-      Tensor mask = nan ? ops::unary(x, [](auto v) { return v != v ? 1 : 0; }, "max_backward")
-                        : ops::binary(x, y, cpu::EqOp{}, "max_backward", true);
-      mask = ops::to_dtype(mask, dy.dtype());
+      // (ExtremeMaskOp: x == y, or isnan(x) when y is NaN; no host read of y)
+      Tensor mask = ops::to_dtype(ops::binary(x, y, backend::ExtremeMaskOp{}, "max_backward", true), dy.dtype());
       Tensor count = ops::sum_all(mask);
       return {grad_math::mul(mask, grad_math::div(dy, count))};
     }
-    Tensor dx = zeros(in_shape, dy.dtype());
     if (in_shape.empty()) return {ops::clone(dy)};
+    // The scatter dx[.., k, ..] = dy[.., 0, ..] where k == index, as an elementwise op on any
+    // device: positions 0..n-1 along dim, compared with the (kept-dim) indices, select dy or 0.
     Tensor g = keepdim ? dy : ops::unsqueeze(dy, dim);
     Tensor idx = keepdim ? indices : ops::unsqueeze(indices, dim);
-    auto sp = ops::detail::split_dim(in_shape, dim, true);
-    const Tensor gc = ops::contiguous(g), ic = ops::contiguous(idx);
-    dispatch(dy.dtype(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      T* o = dx.data_ptr<T>();
-      const T* gp = gc.data_ptr<T>();
-      const int64_t* ip = ic.data_ptr<int64_t>();
-      for (int64_t a = 0; a < sp.outer; ++a)
-        for (int64_t i = 0; i < sp.inner; ++i)
-          o[(a * sp.n + ip[a * sp.inner + i]) * sp.inner + i] = gp[a * sp.inner + i];
-    });
-    return {dx};
+    Shape pos_shape(in_shape.size(), 1);
+    pos_shape[dim] = in_shape[dim];
+    Tensor pos = ops::reshape(arange(0, static_cast<double>(in_shape[dim]), 1, kInt64), pos_shape);
+    if (!dy.device().is_cpu()) pos = ops::to_device(pos, dy.device());
+    const Tensor hit = ops::binary(pos, idx, cpu::EqOp{}, "max_backward", true);  // in_shape, 0/1
+    return {ops::where(hit, g, ops::scalar_as_tensor(0.0, dy.dtype(), dy.device()))};
   }
   void release_saved() override { indices = x = y = Tensor(); }
 };
@@ -488,7 +480,7 @@ struct Slice : Node {
   std::vector<Tensor> apply(const Tensor& dy) override {
     Tensor dx = zeros(in_shape, dy.dtype());
     Tensor part = select ? ops::select(dx, dim, start) : ops::narrow(dx, dim, start, length);
-    ops::binary_(part, dy, [](auto, auto b) { return b; }, "slice_backward");
+    ops::binary_(part, dy, backend::SecondOp{}, "slice_backward");
     return {dx};
   }
 };
@@ -549,12 +541,13 @@ inline Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
     shape[dim] += xs[i].sizes()[dim];
     dt = ops::promote_types(dt, xs[i].dtype());
   }
-  Tensor out = ops::make_tensor(shape, dt);
+  for (const Tensor& x : xs) ops::check_same_device("cat", first, x);
+  Tensor out = ops::make_tensor(shape, dt, first.device());
   int64_t start = 0;
   bool grad = false;
   for (const Tensor& x : xs) {
     Tensor part = ops::narrow(out, dim, start, x.sizes()[dim]);
-    ops::binary_(part, x, [](auto, auto b) { return b; }, "cat");
+    ops::binary_(part, x, backend::SecondOp{}, "cat");
     start += x.sizes()[dim];
     grad = grad || any_requires_grad({&x});
   }
@@ -665,12 +658,12 @@ struct Softmax : Node {
     const char* op = log ? "log_softmax" : "softmax";
     ops::check_device(x0, op);
     const Tensor x = ops::contiguous(x0.dtype() == kInt64 ? ops::to_dtype(x0, kFloat32) : x0);
-    Tensor out = ops::make_tensor(x.sizes(), x.dtype());
+    Tensor out = ops::make_tensor(x.sizes(), x.dtype(), x.device());
     int64_t d = x.dim() ? wrap_dim(dim, x.dim(), op) : 0;
     auto sp = ops::detail::split_dim(x.sizes(), x.dim() ? d : -1, true);
     dispatch_floating(x.dtype(), op, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      cpu::softmax_kernel(x.data_ptr<T>(), out.data_ptr<T>(), sp.outer, sp.n, sp.inner, log);
+      backend::dispatch::softmax_kernel(x.device(), x.data_ptr<T>(), out.data_ptr<T>(), sp.outer, sp.n, sp.inner, log);
     });
     if (!any_requires_grad({&x0})) return out;
     auto n = std::make_shared<Softmax>();
@@ -683,11 +676,11 @@ struct Softmax : Node {
   }
   std::vector<Tensor> apply(const Tensor& dy0) override {
     const Tensor dy = ops::contiguous(dy0);
-    Tensor dx = ops::make_tensor(dy.sizes(), dy.dtype());
+    Tensor dx = ops::make_tensor(dy.sizes(), dy.dtype(), dy.device());
     auto sp = ops::detail::split_dim(dy.sizes(), dy.dim() ? dim : -1, true);
     dispatch_floating(dy.dtype(), "softmax_backward", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      cpu::softmax_backward_kernel(dy.data_ptr<T>(), y.data_ptr<T>(), dx.data_ptr<T>(), sp.outer, sp.n,
+      backend::dispatch::softmax_backward_kernel(dy.device(), dy.data_ptr<T>(), y.data_ptr<T>(), dx.data_ptr<T>(), sp.outer, sp.n,
                                    sp.inner, log);
     });
     return {dx};
@@ -730,18 +723,30 @@ struct MseLoss : Node {
   void release_saved() override { diff = Tensor(); }
 };
 
+/// Throws PyTorch's "Target 7 is out of bounds" (prefixed with `op`) unless every target is
+/// ignore_index or in [0, C). The labels are read on the host (a CUDA target is copied there first):
+/// a device-side assert would be asynchronous and opaque (CUDA.md section 5). Returns them.
+inline std::vector<int64_t> checked_targets(const Tensor& t, int64_t C, int64_t ignore_index, const char* op) {
+  const std::vector<int64_t> tp = t.tolist<int64_t>();
+  for (size_t i = 0; i < tp.size(); ++i)
+    TT_CHECK(tp[i] == ignore_index || (tp[i] >= 0 && tp[i] < C), op, ": Target ", tp[i], " is out of bounds (", C,
+             " classes; sample ", i, ")");
+  return tp;
+}
+
 /// loss_i = -w[t_i] * x[i, t_i], 0 where t_i == ignore_index (x holds log-probabilities: (N, C);
 /// t: (N) int64; w: (C) class weights, 1 when undefined).
 /// Reductions: none -> loss (N); sum -> sum_i loss_i; mean -> sum_i loss_i / sum_i w[t_i] over the
 /// non-ignored i (the weighted mean; 0/0 = nan when every target is ignored, as PyTorch).
 ///   =>  dx[i, t_i] = -w[t_i] * dloss_i   (dloss / total_weight for mean, dloss for sum), 0
 ///       elsewhere and on ignored rows. The weight gets no gradient (as PyTorch).   (nn.NLLLoss)
+/// On any device: the targets and weights are read on the host (checked, and turned into the
+/// per-sample factors -w[t_i], 0 when ignored); the pick x[i, t_i] and the scatter of the
+/// gradient are elementwise ops with the mask hit[i, c] = (c == t_i).
 struct NllLoss : Node {
-  Tensor target;
-  std::vector<double> w;  // per-class weight (empty: all 1)
-  Shape in_shape;
+  Tensor hit;       // (N, C) int64 0/1: c == t_i (never for an ignored sample)
+  Tensor neg_w;     // (N, 1) in x's dtype: -w[t_i], 0 for an ignored sample
   Reduction reduction = Reduction::Mean;
-  int64_t ignore_index = -100;
   double total_weight = 0;
   std::string name() const override { return "NllLossBackward0"; }
   static Tensor forward(const Tensor& x, const Tensor& t, Reduction reduction, const Tensor& weight = Tensor(),
@@ -752,6 +757,7 @@ struct NllLoss : Node {
              dtype_name(t.dtype()));
     TT_CHECK(t.dim() == 1 && t.sizes()[0] == x.sizes()[0], "nll_loss: expected target of shape (",
              x.sizes()[0], "), got ", shape_str(t.sizes()), " for input of shape ", shape_str(x.sizes()));
+    const Device dev = ops::detail::common_device("nll_loss", {&x, &t, &weight});
     const int64_t N = x.sizes()[0], C = x.sizes()[1];
     std::vector<double> w;
     if (weight.defined()) {
@@ -762,31 +768,33 @@ struct NllLoss : Node {
                " (the input's), got ", dtype_name(weight.dtype()));
       TT_CHECK(!(GradMode::is_enabled() && weight.requires_grad()), "nll_loss: The function 'nll_loss_forward' is "
                "not differentiable with respect to argument 'weight'. This input cannot have requires_grad True.");
-      const Tensor wc = ops::contiguous(weight);
-      dispatch_floating(wc.dtype(), "nll_loss", [&](auto tag) {
+      dispatch_floating(weight.dtype(), "nll_loss", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        w.assign(wc.data_ptr<T>(), wc.data_ptr<T>() + C);
+        for (T v : weight.tolist<T>()) w.push_back(static_cast<double>(v));
       });
     }
-    const Tensor xc = ops::contiguous(x), tc = ops::contiguous(t);
-    const int64_t* tp = tc.data_ptr<int64_t>();
-    for (int64_t i = 0; i < N; ++i)
-      TT_CHECK(tp[i] == ignore_index || (tp[i] >= 0 && tp[i] < C), "nll_loss: Target ", tp[i],
-               " is out of bounds (", C, " classes; sample ", i, ")");
-    Tensor per = ops::make_tensor({N}, x.dtype());
+    const std::vector<int64_t> tp = checked_targets(t, C, ignore_index, "nll_loss");
+    std::vector<double> neg_w(static_cast<size_t>(N));  // -w[t_i] rounded to x's dtype, 0 when ignored
     double total_weight = 0;  // sum of w[t_i] over the non-ignored samples
     dispatch_floating(x.dtype(), "nll_loss", [&](auto tag) {
       using T = typename decltype(tag)::type;
       for (int64_t i = 0; i < N; ++i) {
-        if (tp[i] == ignore_index) {
-          per.data_ptr<T>()[i] = T(0);
-          continue;
-        }
+        if (tp[i] == ignore_index) continue;
         const T wi = w.empty() ? T(1) : static_cast<T>(w[tp[i]]);
-        per.data_ptr<T>()[i] = -xc.data_ptr<T>()[i * C + tp[i]] * wi;
+        neg_w[i] = static_cast<double>(-wi);
         total_weight += static_cast<double>(wi);
       }
     });
+    Tensor nw = ops::reshape(tensor(neg_w, Shape{N}, x.dtype()), {N, 1});
+    Tensor classes = ops::reshape(arange(0, static_cast<double>(C), 1, kInt64), {1, C});
+    if (!dev.is_cpu()) {
+      nw = ops::to_device(nw, dev);
+      classes = ops::to_device(classes, dev);
+    }
+    const Tensor hit = ops::binary(classes, ops::reshape(t, {N, 1}), cpu::EqOp{}, "nll_loss", true);  // (N, C)
+    // x[i, t_i] (exact: one value plus zeros), times -w[t_i]: -x[i, t_i] * w[t_i], 0 when ignored
+    const Tensor picked = ops::sum_dim(ops::where(hit, x, ops::scalar_as_tensor(0.0, x.dtype(), dev)), 1, true);
+    Tensor per = ops::reshape(grad_math::mul(picked, nw), {N});
     Tensor out = per;
     if (reduction != Reduction::None) {
       out = ops::sum_all(per);
@@ -795,34 +803,23 @@ struct NllLoss : Node {
     if (!any_requires_grad({&x})) return out;
     auto n = std::make_shared<NllLoss>();
     n->watch(x);  // PyTorch keeps it; only the target is read back
-    n->target = tc;
-    n->w = std::move(w);
+    n->hit = hit;
+    n->neg_w = nw;
     n->watch(t);
-    n->in_shape = x.sizes();
     n->reduction = reduction;
-    n->ignore_index = ignore_index;
     n->total_weight = total_weight;
     return record(out, n, {&x});
   }
-  std::vector<Tensor> apply(const Tensor& dy0) override {
-    const int64_t N = in_shape[0], C = in_shape[1];
-    Tensor dx = zeros(in_shape, dy0.dtype());
-    const Tensor dy = ops::contiguous(dy0);
-    dispatch_floating(dy.dtype(), "nll_loss_backward", [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const T* g = dy.data_ptr<T>();
-      T* o = dx.data_ptr<T>();
-      const int64_t* tp = target.data_ptr<int64_t>();
-      const T g_all = reduction == Reduction::Mean ? g[0] / static_cast<T>(total_weight) : g[0];
-      for (int64_t i = 0; i < N; ++i) {
-        if (tp[i] == ignore_index) continue;
-        const T wi = w.empty() ? T(1) : static_cast<T>(w[tp[i]]);
-        o[i * C + tp[i]] = -(reduction == Reduction::None ? g[i] : g_all) * wi;
-      }
-    });
-    return {dx};
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    // dx[i, c] = hit[i, c] ? g_i * -w[t_i] : 0, with g_i = dy[i] (none), dy (sum), dy / total_weight (mean)
+    const int64_t N = hit.sizes()[0];
+    Tensor g = reduction == Reduction::None ? ops::reshape(dy, {N, 1})
+               : reduction == Reduction::Mean ? ops::scalar(dy, total_weight, cpu::DivOp{}, "nll_loss_backward")
+                                              : dy;
+    const Tensor gw = grad_math::mul(g, neg_w);  // (N, 1)
+    return {ops::where(hit, gw, ops::scalar_as_tensor(0.0, dy.dtype(), dy.device()))};
   }
-  void release_saved() override { target = Tensor(); }
+  void release_saved() override { hit = neg_w = Tensor(); }
 };
 
 }  TT_NAMESPACE_END  // namespace tinytorch::autograd

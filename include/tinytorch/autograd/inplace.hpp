@@ -112,10 +112,10 @@ struct CopySlices : Node {
     fn->check_saved_versions();
     if (numel_of(base.shape) == 0 || numel_of(view.shape) == 0) return {dy};  // nothing was written
     StorageScratch s(base, view, dy.dtype());
-    ops::binary_(s.base, dy, [](auto, auto b) { return b; }, "CopySlices");  // dB = dB'
+    ops::binary_(s.base, dy, backend::SecondOp{}, "CopySlices");  // dB = dB'
     std::vector<Tensor> res = fn->apply(ops::clone(s.view));                 // fn's gradients
-    if (res.empty() || !res[0].defined()) ops::unary_(s.view, [](auto v) { return decltype(v)(0); }, "CopySlices");
-    else ops::binary_(s.view, res[0], [](auto, auto b) { return b; }, "CopySlices");
+    if (res.empty() || !res[0].defined()) ops::unary_(s.view, backend::ZeroOp{}, "CopySlices");
+    else ops::binary_(s.view, res[0], backend::SecondOp{}, "CopySlices");
     std::vector<Tensor> out{ops::contiguous(s.base)};
     for (size_t i = 1; i < res.size(); ++i) out.push_back(res[i]);
     return out;

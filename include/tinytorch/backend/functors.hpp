@@ -231,4 +231,134 @@ struct ClampTensorOp {
   }
 };
 
+// ---- ops-cuda (issue 7B): wrappers the ops layer builds around the functors above, and the ---
+// ---- per-element backward formulas of the pointwise autograd nodes ----------------------------
+// They replace lambdas in ops/ and autograd/ (a kernel argument must be a named, trivially
+// copyable struct). Each computes exactly what the lambda it replaces computed, in the same
+// types, so CPU results are unchanged.
+
+/// True for the functors a CUDA kernel can take: class types that are default constructible. A
+/// C++17 lambda's closure type has a deleted default constructor and a function pointer is not a
+/// class, so neither qualifies; ops/ throws "not implemented for CUDA tensors yet" for them on a
+/// CUDA tensor (their CPU path is unchanged). Named functors must be TT_HOST_DEVICE.
+/// The wrappers below are kernel functors when what they wrap is (a CastTo of a function pointer
+/// is not). Named functors must be TT_HOST_DEVICE.
+template <class F>
+struct kernel_functor : std::bool_constant<std::is_class_v<F> && std::is_default_constructible_v<F>> {};
+template <class F>
+inline constexpr bool is_kernel_functor_v = kernel_functor<F>::value;
+
+/// static_cast<T>(f(args...)): the result of f converted to the output type T (ops::binary etc.).
+template <class T, class F>
+struct CastTo {
+  F f;
+  template <class... A> TT_HOST_DEVICE T operator()(A... a) const { return static_cast<T>(f(a...)); }
+};
+template <class T, class F> struct kernel_functor<CastTo<T, F>> : kernel_functor<F> {};
+/// f(x), ignoring a second operand (ops::unary_ runs on the in-place binary kernel).
+template <class F>
+struct FirstOnly {
+  F f;
+  template <class T> TT_HOST_DEVICE auto operator()(T x, T) const { return f(x); }
+};
+template <class F> struct kernel_functor<FirstOnly<F>> : kernel_functor<F> {};
+/// b (copy_, cat, slice backward: writes the second operand into the first).
+struct SecondOp { template <class T> TT_HOST_DEVICE T operator()(T, T b) const { return b; } };
+/// v for every element (fill_, zero_).
+template <class T>
+struct FillOp {
+  T v;
+  TT_HOST_DEVICE T operator()(T) const { return v; }
+};
+/// 0 for every element (CopySlices' backward).
+struct ZeroOp { template <class T> TT_HOST_DEVICE T operator()(T) const { return T(0); } };
+/// s - x (rsub: a number minus a tensor; int64 wraps as SubOp).
+struct RsubOp { template <class T> TT_HOST_DEVICE T operator()(T x, T s) const { return SubOp{}(s, x); } };
+/// a + alpha * b computed in double (add with a floating alpha; add_ / sub_ with alpha != 1).
+struct AddScaledOp {
+  double alpha;
+  template <class T> TT_HOST_DEVICE double operator()(T a, T b) const { return a + alpha * b; }
+};
+/// a + k * b modulo 2^64 for int64 (add / add_ with an integral alpha); other types: a (not reached).
+struct AddScaledInt64Op {
+  int64_t k;
+  template <class T> TT_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, int64_t>) return wrapping_add(a, wrapping_mul(k, b));
+    else return a;
+  }
+};
+/// f(double(x), v) for a double v (in-place ops with a floating number: add_(2.5), mul_(v), ...).
+template <class F>
+struct BindDouble {
+  F f;
+  double v;
+  template <class T> TT_HOST_DEVICE T operator()(T x) const {
+    return static_cast<T>(f(static_cast<double>(x), v));
+  }
+};
+template <class F> struct kernel_functor<BindDouble<F>> : kernel_functor<F> {};
+/// f(x, s) for an int64 x and int64 s (scalar_int64_); other types: x (not reached).
+template <class F>
+struct BindInt64 {
+  F f;
+  int64_t s;
+  template <class T> TT_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_same_v<T, int64_t>) return f(x, s);
+    else return x;
+  }
+};
+template <class F> struct kernel_functor<BindInt64<F>> : kernel_functor<F> {};
+/// a^e modulo 2^64 for int64 a and e >= 0 (pow of an int64 tensor with an integral exponent).
+struct WrappingPowOp {
+  TT_HOST_DEVICE int64_t operator()(int64_t a, int64_t e) const { return wrapping_pow(a, e); }
+};
+/// 1 where x is NaN, else 0, in x's type (the NaN mask of max()/min() backward).
+struct IsNanOp { template <class T> TT_HOST_DEVICE T operator()(T x) const { return x != x ? T(1) : T(0); } };
+/// The elements that share max()/min()'s gradient: x == y, or x is NaN when y is (int64 0/1).
+struct ExtremeMaskOp {
+  template <class T> TT_HOST_DEVICE int64_t operator()(T x, T y) const { return y != y ? (x != x) : (x == y); }
+};
+/// r = (1 - momentum) * r + momentum * v (batch_norm's running statistics, in double).
+struct RunningStatOp {
+  double momentum;
+  template <class T> TT_HOST_DEVICE double operator()(T r, T v) const { return (1 - momentum) * r + momentum * v; }
+};
+
+/// c != 0 ? x : y (torch.where; c is the int64 0/1 condition).
+struct WhereOp {
+  template <class T> TT_HOST_DEVICE T operator()(int64_t c, T x, T y) const { return c != 0 ? x : y; }
+};
+
+// Pointwise backward: dx = f(g, x, y) with g = dy, x the input, y the output (autograd/functions.hpp
+// Pointwise; a value the node did not save is never read).
+/// exp: dx = g * y
+struct ExpBackwardOp { template <class T> TT_HOST_DEVICE T operator()(T g, T, T y) const { return g * y; } };
+/// log: dx = g / x
+struct LogBackwardOp { template <class T> TT_HOST_DEVICE T operator()(T g, T x, T) const { return g / x; } };
+/// sqrt: dx = g / (2 y)
+struct SqrtBackwardOp { template <class T> TT_HOST_DEVICE T operator()(T g, T, T y) const { return g / (2 * y); } };
+/// abs: dx = g * sign(x), sign(0) = 0 (g * 0 keeps NaN g as NaN, as PyTorch's sgn(x) * g)
+struct AbsBackwardOp {
+  template <class T> TT_HOST_DEVICE T operator()(T g, T x, T) const { return x > 0 ? g : (x < 0 ? -g : g * 0); }
+};
+/// relu: dx = (y <= 0 ? 0 : g), PyTorch's threshold_backward (a NaN input passes g)
+struct ReluBackwardOp {
+  template <class T> TT_HOST_DEVICE T operator()(T g, T, T y) const { return y <= 0 ? g * 0 : g; }
+};
+/// sigmoid: dx = g * y * (1 - y)
+struct SigmoidBackwardOp {
+  template <class T> TT_HOST_DEVICE T operator()(T g, T, T y) const { return g * y * (1 - y); }
+};
+/// tanh: dx = g * (1 - y^2)
+struct TanhBackwardOp {
+  template <class T> TT_HOST_DEVICE T operator()(T g, T, T y) const { return g * (1 - y * y); }
+};
+/// pow(x, p): dx = g * p * x^(p-1) in double (0 * g for p == 0)
+struct PowBackwardOp {
+  double p;
+  template <class T> TT_HOST_DEVICE double operator()(T g, T x, T) const {
+    return p == 0 ? g * 0 : g * p * std::pow(x, p - 1);
+  }
+};
+
 }  TT_NAMESPACE_END  // namespace tinytorch::backend

@@ -152,6 +152,36 @@ class Module : public std::enable_shared_from_this<Module> {
   void eval() { train(false); }
   bool is_training() const { return training_; }
 
+  // ---- devices (issue 7) ----------------------------------------------------------------------
+  /// Moves every parameter, buffer and parameter gradient of this module and its children to
+  /// `device`, IN PLACE (torch.nn.Module.to(device), whose _apply sets param.data): each
+  /// parameter keeps its identity (the same TensorImpl, so `Linear::weight`, handles taken from
+  /// parameters() earlier and an optimizer's params all see the move) and gets a contiguous copy
+  /// of its values on `device`; requires_grad is kept. Tensors already there are untouched. As in
+  /// PyTorch, build the optimizer after moving the model: optimizer state made before the move
+  /// stays where it was. Returns *this. Errors: those of Tensor::to(Device) (no CUDA backend in
+  /// this build, a device index out of range).
+  Module& to(Device device) {
+    NoGradGuard no_grad;
+    auto move = [&](Tensor& t) {
+      if (!t.defined() || t.device() == device) return;
+      Tensor moved = t.detach().to(device).contiguous();
+      TensorImpl& impl = *t.impl();
+      impl.storage = moved.impl()->storage;
+      impl.strides = moved.strides();
+      impl.offset = moved.storage_offset();
+      if (impl.grad) impl.grad = Tensor(impl.grad).to(device).contiguous().impl_ptr();
+    };
+    for (auto& e : params_) move(e.second);
+    for (auto& e : buffers_) move(e.second);
+    for (auto& c : children_) c.second->to(device);
+    return *this;
+  }
+  /// to(Device::cuda(index)) (torch.nn.Module.cuda).
+  Module& cuda(int index = 0) { return to(Device::cuda(index)); }
+  /// to(Device::cpu()) (torch.nn.Module.cpu).
+  Module& cpu() { return to(Device::cpu()); }
+
   /// Resets gradients of all parameters: to undefined (set_to_none=true, PyTorch 2.x default)
   /// or to zeros.
   void zero_grad(bool set_to_none = true) {

@@ -5,12 +5,17 @@
 // as torch.arange(5) and torch.randint do). Random tensors draw from a Generator (core/random.hpp)
 // in row-major order: reproducible for a seed, not bit-equal to PyTorch's streams.
 // A tensor created with TensorOptions().requires_grad(true) is a leaf that requires grad.
+// TensorOptions().device(Device::cuda(i)) puts the result on a GPU: full/zeros/ones run the fill
+// kernel there; tensor-from-data and the random factories make the values on the host and copy them
+// (the same seed gives the same numbers on the CPU and on every GPU). *_like keep the input's device.
+// arange and randperm have no device argument yet: use .to(device).
 #pragma once
 
 #include <cmath>
 #include <vector>
 
 #include "dispatch.hpp"
+#include "shape.hpp"  // to_device
 #include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN
@@ -27,8 +32,14 @@ inline Tensor finish(Tensor t, const TensorOptions& o, const char* op) {
 /// A tensor whose element i is f(i) converted to the dtype: exactly for int64 from an integer,
 /// and through Scalar::to for a double (an int64 tensor refuses NaN and values beyond its range,
 /// whose C++ conversion would be undefined).
+/// On a GPU the values are made on the host (a random tensor draws the same numbers from the same
+/// generator state as on the CPU, CUDA.md section 5) and copied over in one memcpy.
 template <class F>
 Tensor fill_with(const Shape& shape, const TensorOptions& o, const char* op, F f) {
+  if (!o.device_.is_cpu()) {
+    const Tensor host = fill_with(shape, TensorOptions(o.dtype_), op, f);
+    return finish(ops::to_device(host, o.device_), o, op);
+  }
   Tensor t = ops::make_tensor(shape, o.dtype_, o.device_);
   dispatch(o.dtype_, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -50,9 +61,7 @@ inline Tensor full(const Shape& shape, Scalar value, TensorOptions o) {
   dispatch(o.dtype_, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T v = value.to<T>("full");
-    T* p = t.data_ptr<T>();
-    const int64_t n = t.numel();
-    for (int64_t i = 0; i < n; ++i) p[i] = v;
+    backend::dispatch::fill_kernel(o.device_, t.data_ptr<T>(), t.numel(), v);
   });
   return detail::finish(t, o, "full");
 }
@@ -117,9 +126,12 @@ inline Tensor randperm(int64_t n, Generator* gen) {
   return t;
 }
 
-inline Tensor empty_like(const Tensor& t) { return empty(t.sizes(), t.dtype()); }
-inline Tensor zeros_like(const Tensor& t) { return zeros(t.sizes(), t.dtype()); }
-inline Tensor ones_like(const Tensor& t) { return ones(t.sizes(), t.dtype()); }
-inline Tensor full_like(const Tensor& t, Scalar value) { return full(t.sizes(), value, t.dtype()); }
+// The *_like factories keep the input's dtype and device (as PyTorch's), not its requires_grad.
+inline Tensor empty_like(const Tensor& t) { return empty(t.sizes(), TensorOptions(t.dtype()).device(t.device())); }
+inline Tensor zeros_like(const Tensor& t) { return zeros(t.sizes(), TensorOptions(t.dtype()).device(t.device())); }
+inline Tensor ones_like(const Tensor& t) { return ones(t.sizes(), TensorOptions(t.dtype()).device(t.device())); }
+inline Tensor full_like(const Tensor& t, Scalar value) {
+  return full(t.sizes(), value, TensorOptions(t.dtype()).device(t.device()));
+}
 
 TT_NAMESPACE_END  // namespace tinytorch

@@ -160,6 +160,14 @@ void copy_kernel(Device d, const S* src, const Strides& ss, D* dst, const Shape&
   TT_DISPATCH_CUDA("copy_kernel", d, backend::cuda::copy_kernel(src, ss, dst, shape));
 }
 /// out[i] = value for i < n (zeros, ones, full, fill_, zero_).
+// (ops-cuda) the in-place loop of ops::binary_ / unary_ / copy_: self[.] = f(self[.], o[.]) through
+// self's own strides and o's broadcast strides.
+template <class T, class F>
+void binary_inplace_kernel(Device d, T* self, const Strides& ss, const T* o, const Strides& so, const Shape& shape,
+                           F f) {
+  if (d.is_cpu()) return backend::cpu::binary_inplace_kernel(self, ss, o, so, shape, f);
+  TT_DISPATCH_CUDA("binary_inplace_kernel", d, backend::cuda::binary_inplace_kernel(self, ss, o, so, shape, f));
+}
 template <class T>
 void fill_kernel(Device d, T* out, int64_t n, T value) {
   if (d.is_cpu()) {

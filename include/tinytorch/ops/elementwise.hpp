@@ -37,28 +37,78 @@ namespace detail {
 inline bool dense_as(const Tensor& t, const Shape& shape) {
   return t.sizes() == shape && t.is_contiguous();
 }
+
+/// The device of the first defined operand, after check_same_device (ops/dispatch.hpp: PyTorch's
+/// "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!").
+inline Device common_device(const char* op, std::initializer_list<const Tensor*> operands) {
+  const Tensor* first = nullptr;
+  for (const Tensor* t : operands) {
+    if (!t->defined()) continue;
+    if (first) check_same_device(op, *first, *t);
+    else first = t;
+  }
+  return first ? first->device() : Device::cpu();
+}
+
+/// A lambda (or function pointer) cannot run in a CUDA kernel: throws on a CUDA device, so only
+/// named TT_HOST_DEVICE functors (backend/functors.hpp) reach backend::dispatch::.
+template <class F>
+void check_functor(Device d, const char* op) {
+  if constexpr (!backend::is_kernel_functor_v<F>)
+    TT_CHECK(d.is_cpu(), op, ": not implemented for CUDA tensors yet (this caller passes a lambda, which a "
+             "kernel cannot run; it needs a named TT_HOST_DEVICE functor, backend/functors.hpp)");
+}
+
+// The loops of the ops below on device d: backend::dispatch:: for a kernel functor, the CPU loop
+// for a lambda (check_functor has refused a CUDA device for it already).
+template <class T, class U, class F>
+void run_unary(Device d, const T* x, U* y, int64_t n, F f) {
+  if constexpr (backend::is_kernel_functor_v<F>) backend::dispatch::unary_kernel(d, x, y, n, f);
+  else backend::cpu::unary_kernel(x, y, n, f);
+}
+template <class T, class U, class F>
+void run_binary(Device d, const T* a, const Strides& sa, const T* b, const Strides& sb, U* out, const Shape& shape,
+                bool dense, F f) {
+  if constexpr (backend::is_kernel_functor_v<F>) backend::dispatch::binary_kernel(d, a, sa, b, sb, out, shape, dense, f);
+  else backend::cpu::binary_kernel(a, sa, b, sb, out, shape, dense, f);
+}
+template <class T, class U, class F>
+void run_scalar(Device d, const T* a, T s, U* out, int64_t n, F f) {
+  if constexpr (backend::is_kernel_functor_v<F>) backend::dispatch::scalar_kernel(d, a, s, out, n, f);
+  else backend::cpu::scalar_kernel(a, s, out, n, f);
+}
+/// self[.] = f(self[.], other[.]) through both strides (in place; any layout of self).
+template <class T, class F>
+void run_binary_inplace(Device d, T* self, const Strides& ss, const T* o, const Strides& so, const Shape& shape,
+                        F f) {
+  if constexpr (backend::is_kernel_functor_v<F>) backend::dispatch::binary_inplace_kernel(d, self, ss, o, so, shape, f);
+  else backend::cpu::binary_inplace_kernel(self, ss, o, so, shape, f);
+}
 }  // namespace detail
 
 /// out = f(a, b) elementwise with broadcasting; out dtype = result_type(a, b) (int64 for compare).
+/// On the inputs' device (both on one device, else PyTorch's "Expected all tensors to be on the
+/// same device" error); on CUDA f must be a named functor (a lambda throws).
 template <class F>
 Tensor binary(const Tensor& a0, const Tensor& b0, F f, const char* op, bool compare = false) {
   check_device(a0, op);
   check_device(b0, op);
+  const Device dev = detail::common_device(op, {&a0, &b0});
+  detail::check_functor<F>(dev, op);
   DType dt = result_type(a0, b0);  // torch.result_type: a 0-d operand ranks below a dimensioned one
   const Tensor a = to_dtype(a0, dt), b = to_dtype(b0, dt);
   Shape shape = broadcast_shapes(a.sizes(), b.sizes(), op);
-  Tensor out = make_tensor(shape, compare ? kInt64 : dt);
+  Tensor out = make_tensor(shape, compare ? kInt64 : dt, dev);
   bool dense = detail::dense_as(a, shape) && detail::dense_as(b, shape);
   Strides sa = broadcast_strides(a.sizes(), a.strides(), shape);
   Strides sb = broadcast_strides(b.sizes(), b.strides(), shape);
   dispatch(dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (compare)
-      backend::cpu::binary_kernel(a.data_ptr<T>(), sa, b.data_ptr<T>(), sb, out.data_ptr<int64_t>(),
-                                  shape, dense, f);
+      detail::run_binary(dev, a.data_ptr<T>(), sa, b.data_ptr<T>(), sb, out.data_ptr<int64_t>(), shape, dense, f);
     else
-      backend::cpu::binary_kernel(a.data_ptr<T>(), sa, b.data_ptr<T>(), sb, out.data_ptr<T>(), shape,
-                                  dense, [&](T x, T y) { return static_cast<T>(f(x, y)); });
+      detail::run_binary(dev, a.data_ptr<T>(), sa, b.data_ptr<T>(), sb, out.data_ptr<T>(), shape, dense,
+                         backend::CastTo<T, F>{f});
   });
   return out;
 }
@@ -67,12 +117,12 @@ Tensor binary(const Tensor& a0, const Tensor& b0, F f, const char* op, bool comp
 template <class F>
 Tensor unary(const Tensor& x0, F f, const char* op, bool float_only = false) {
   check_device(x0, op);
+  detail::check_functor<F>(x0.device(), op);
   const Tensor x = contiguous(float_only && x0.dtype() == kInt64 ? to_dtype(x0, kFloat32) : x0);
-  Tensor out = make_tensor(x.sizes(), x.dtype());
+  Tensor out = make_tensor(x.sizes(), x.dtype(), x.device());
   dispatch(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    backend::cpu::unary_kernel(x.data_ptr<T>(), out.data_ptr<T>(), x.numel(),
-                               [&](T v) { return static_cast<T>(f(v)); });
+    detail::run_unary(x.device(), x.data_ptr<T>(), out.data_ptr<T>(), x.numel(), backend::CastTo<T, F>{f});
   });
   return out;
 }
@@ -81,13 +131,14 @@ Tensor unary(const Tensor& x0, F f, const char* op, bool float_only = false) {
 template <class F>
 Tensor scalar(const Tensor& a0, double s, F f, const char* op) {
   check_device(a0, op);
+  detail::check_functor<F>(a0.device(), op);
   bool to_float = a0.dtype() == kInt64 && s != std::floor(s);
   const Tensor a = contiguous(to_float ? to_dtype(a0, kFloat32) : a0);
-  Tensor out = make_tensor(a.sizes(), a.dtype());
+  Tensor out = make_tensor(a.sizes(), a.dtype(), a.device());
   dispatch(a.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    backend::cpu::scalar_kernel(a.data_ptr<T>(), static_cast<T>(s), out.data_ptr<T>(), a.numel(),
-                                [&](T x, T y) { return static_cast<T>(f(x, y)); });
+    detail::run_scalar(a.device(), a.data_ptr<T>(), static_cast<T>(s), out.data_ptr<T>(), a.numel(),
+                       backend::CastTo<T, F>{f});
   });
   return out;
 }
@@ -160,10 +211,11 @@ inline void assert_no_partial_overlap(const Tensor& out, const Tensor& in, const
 template <class F>
 Tensor scalar_int64(const Tensor& a0, int64_t s, F f, const char* op) {
   check_device(a0, op);
+  detail::check_functor<F>(a0.device(), op);
   TT_CHECK(a0.dtype() == kInt64, op, ": expected an int64 tensor, got ", dtype_name(a0.dtype()));
   const Tensor a = contiguous(a0);
-  Tensor out = make_tensor(a.sizes(), kInt64);
-  backend::cpu::scalar_kernel(a.data_ptr<int64_t>(), s, out.data_ptr<int64_t>(), a.numel(), f);
+  Tensor out = make_tensor(a.sizes(), kInt64, a.device());
+  detail::run_scalar(a.device(), a.data_ptr<int64_t>(), s, out.data_ptr<int64_t>(), a.numel(), f);
   return out;
 }
 
@@ -173,13 +225,21 @@ void scalar_int64_(Tensor& self, int64_t s, F f, const char* op);
 
 /// In place: self = f(self, other) with other broadcast to self's shape (self keeps its dtype).
 /// When other shares memory with self in any layout but the same one, it is read from a copy.
+/// self and other must be on one device (other may not be a CPU tensor for a CUDA self: as
+/// PyTorch's in-place ops, except copy_, which moves data across devices before calling this).
 template <class F>
 void binary_(Tensor& self, const Tensor& other0, F f, const char* op) {
   check_device(self, op);
   check_device(other0, op);
+  const Device dev = detail::common_device(op, {&self, &other0});
+  detail::check_functor<F>(dev, op);
   Shape shape = broadcast_shapes(self.sizes(), other0.sizes(), op);
   TT_CHECK(shape == self.sizes(), op, ": output with shape ", shape_str(self.sizes()),
            " doesn't match the broadcast shape ", shape_str(shape));
+  // (on a GPU the elements run in parallel: a self that repeats a location would race)
+  TT_CHECK(dev.is_cpu() || has_internal_overlap(self) != MemOverlap::Yes, op, ": not implemented for CUDA tensors "
+           "yet: the written-to tensor repeats a memory location (shape ", shape_str(self.sizes()), ", strides ",
+           shape_str(self.strides()), ")");
   Tensor other = to_dtype(other0, self.dtype());
   if (other.impl()->storage == self.impl()->storage) {
     const MemOverlapStatus st = get_overlap_status(self, other);
@@ -188,16 +248,8 @@ void binary_(Tensor& self, const Tensor& other0, F f, const char* op) {
   Strides so = broadcast_strides(other.sizes(), other.strides(), shape);
   dispatch(self.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    T* s = self.data_ptr<T>();
-    const T* o = other.data_ptr<T>();
-    if (self.is_contiguous() && detail::dense_as(other, shape)) {
-      const int64_t n = self.numel();
-      for (int64_t i = 0; i < n; ++i) s[i] = static_cast<T>(f(s[i], o[i]));
-      return;
-    }
-    backend::cpu::strided_loop2(shape, self.strides(), so, [&](int64_t, int64_t os, int64_t oo) {
-      s[os] = static_cast<T>(f(s[os], o[oo]));
-    });
+    detail::run_binary_inplace(dev, self.data_ptr<T>(), self.strides(), other.data_ptr<T>(), so, shape,
+                               backend::CastTo<T, F>{f});
   });
 }
 
@@ -205,27 +257,19 @@ void binary_(Tensor& self, const Tensor& other0, F f, const char* op) {
 template <class F>
 void unary_(Tensor& self, F f, const char* op) {
   check_device(self, op);
+  detail::check_functor<F>(self.device(), op);
   dispatch(self.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* s = self.data_ptr<T>();
-    if (self.is_contiguous()) {
-      const int64_t n = self.numel();
-      for (int64_t i = 0; i < n; ++i) s[i] = static_cast<T>(f(s[i]));
-      return;
-    }
-    Strides zero(self.dim(), 0);
-    backend::cpu::strided_loop2(self.sizes(), self.strides(), zero,
-                                [&](int64_t, int64_t os, int64_t) { s[os] = static_cast<T>(f(s[os])); });
+    detail::run_binary_inplace(self.device(), s, self.strides(), s, self.strides(), self.sizes(),
+                               backend::CastTo<T, backend::FirstOnly<F>>{{f}});
   });
 }
 
 template <class F>
 void scalar_int64_(Tensor& self, int64_t s, F f, const char* op) {
   TT_CHECK(self.dtype() == kInt64, op, ": expected an int64 tensor, got ", dtype_name(self.dtype()));
-  unary_(self, [&](auto x) {
-    if constexpr (std::is_same_v<decltype(x), int64_t>) return f(x, s);
-    else return x;  // not reached: self is int64
-  }, op);
+  unary_(self, backend::BindInt64<F>{f, s}, op);
 }
 
 }  TT_NAMESPACE_END  // namespace tinytorch::ops

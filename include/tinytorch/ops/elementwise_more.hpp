@@ -44,14 +44,15 @@ inline DType scalar_result_type(DType t, double s) {
   return t == kInt64 && !scalar_fits_int64(s) ? kFloat32 : t;
 }
 
-/// A 0-d tensor of dtype `dt` holding s (s must fit when dt is int64: see scalar_result_type).
-inline Tensor scalar_as_tensor(double s, DType dt) {
+/// A 0-d tensor of dtype `dt` holding s on `device` (s must fit when dt is int64: see
+/// scalar_result_type). Made on the CPU and copied to a CUDA device.
+inline Tensor scalar_as_tensor(double s, DType dt, Device device = Device::cpu()) {
   Tensor t = make_tensor({}, dt);
   dispatch(dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
     *t.data_ptr<T>() = static_cast<T>(s);
   });
-  return t;
+  return device.is_cpu() ? t : to_device(t, device);
 }
 
 /// out = f(a, s) as int64 0/1 for a comparison functor f (EqOp, LtOp, ...).
@@ -59,7 +60,7 @@ template <class F>
 Tensor compare_scalar(const Tensor& a, double s, F f, const char* op) {
   check_device(a, op);
   const DType dt = scalar_result_type(a.dtype(), s);
-  return binary(to_dtype(a, dt), scalar_as_tensor(s, dt), f, op, true);
+  return binary(to_dtype(a, dt), scalar_as_tensor(s, dt, a.device()), f, op, true);
 }
 
 /// Shape of broadcasting three tensors; the error names all three (`names`: how the op calls them).
@@ -87,12 +88,16 @@ Tensor integer_division(const Tensor& a, const Tensor& b, F f, const char* op, b
   check_device(b, op);
   const DType dt = result_type(a, b);
   if (dt == kInt64) {
-    const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), op);
-    const int64_t* pa = a.data_ptr<int64_t>();
-    const int64_t* pb = b.data_ptr<int64_t>();
+    // The divisors are checked on the host (a CUDA tensor is copied there first): a device-side
+    // check could only report asynchronously and opaquely (CUDA.md section 5).
+    const Tensor ah = a.device().is_cpu() ? a : to_device(a, Device::cpu());
+    const Tensor bh = b.device().is_cpu() ? b : to_device(b, Device::cpu());
+    const Shape shape = broadcast_shapes(ah.sizes(), bh.sizes(), op);
+    const int64_t* pa = ah.data_ptr<int64_t>();
+    const int64_t* pb = bh.data_ptr<int64_t>();
     bool zero = false, overflow = false;
-    backend::cpu::strided_loop2(shape, broadcast_strides(a.sizes(), a.strides(), shape),
-                                broadcast_strides(b.sizes(), b.strides(), shape),
+    backend::cpu::strided_loop2(shape, broadcast_strides(ah.sizes(), ah.strides(), shape),
+                                broadcast_strides(bh.sizes(), bh.strides(), shape),
                                 [&](int64_t, int64_t oa, int64_t ob) {
                                   zero |= pb[ob] == 0;
                                   overflow |= pb[ob] == -1 && pa[oa] == std::numeric_limits<int64_t>::min();
@@ -110,7 +115,7 @@ template <class F>
 Tensor integer_division(const Tensor& a, double s, F f, const char* op, bool floor) {
   check_device(a, op);
   const DType dt = scalar_result_type(a.dtype(), s);
-  return integer_division(to_dtype(a, dt), scalar_as_tensor(s, dt), f, op, floor);
+  return integer_division(to_dtype(a, dt), scalar_as_tensor(s, dt, a.device()), f, op, floor);
 }
 
 /// torch.clamp(x, min, max) with number bounds, either of which may be absent (not both: PyTorch's
@@ -131,7 +136,7 @@ inline Tensor clamp_scalar(const Tensor& x0, std::optional<double> lo, std::opti
                  std::abs(*bound) <= static_cast<double>(std::numeric_limits<float>::max()),
              op, ": value cannot be converted to type float without overflow (bound ", *bound, ")");
   const Tensor x = contiguous(to_dtype(x0, dt));
-  Tensor out = make_tensor(x.sizes(), dt);
+  Tensor out = make_tensor(x.sizes(), dt, x.device());
   const bool fills = (lo && hi) || std::string(op) != "clamp";  // clamp_min, clamp_max
   const bool nan_bound = fills && ((lo && std::isnan(*lo)) || (hi && std::isnan(*hi)));
   dispatch(dt, [&](auto tag) {
@@ -139,12 +144,13 @@ inline Tensor clamp_scalar(const Tensor& x0, std::optional<double> lo, std::opti
     T* o = out.data_ptr<T>();
     const int64_t n = out.numel();
     if (nan_bound) {  // only reachable for float dtypes (a NaN bound turns int64 into float32)
-      for (int64_t i = 0; i < n; ++i) o[i] = std::numeric_limits<T>::quiet_NaN();
+      backend::dispatch::unary_kernel(x.device(), x.data_ptr<T>(), o, n,
+                                      backend::FillOp<T>{std::numeric_limits<T>::quiet_NaN()});
       return;
     }
     backend::cpu::ClampScalarOp<T> f{lo.has_value(), hi.has_value(), static_cast<T>(lo ? *lo : 0.0),
                                      static_cast<T>(hi ? *hi : 0.0)};
-    backend::cpu::unary_kernel(x.data_ptr<T>(), o, n, f);
+    backend::dispatch::unary_kernel(x.device(), x.data_ptr<T>(), o, n, f);
   });
   return out;
 }
@@ -157,16 +163,17 @@ inline Tensor clamp_tensor(const Tensor& x, const Tensor& lo, const Tensor& hi, 
   TT_CHECK(lo.defined() || hi.defined(), op, ": At least one of 'min' or 'max' must not be None");
   if (lo.defined()) check_device(lo, op);
   if (hi.defined()) check_device(hi, op);
+  const Device dev = detail::common_device(op, {&x, &lo, &hi});
   const Tensor& l = lo.defined() ? lo : x;  // an absent bound is read (and ignored) as x
   const Tensor& h = hi.defined() ? hi : x;
   const DType dt = result_type({&x, &l, &h});
   const Shape shape = broadcast_shapes3(x.sizes(), l.sizes(), h.sizes(), op, "input", lo.defined() ? "min" : "input",
                                         hi.defined() ? "max" : "input");
   const Tensor xc = to_dtype(x, dt), lc = to_dtype(l, dt), hc = to_dtype(h, dt);
-  Tensor out = make_tensor(shape, dt);
+  Tensor out = make_tensor(shape, dt, dev);
   dispatch(dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    backend::cpu::ternary_kernel(xc.data_ptr<T>(), broadcast_strides(xc.sizes(), xc.strides(), shape),
+    backend::dispatch::ternary_kernel(dev, xc.data_ptr<T>(), broadcast_strides(xc.sizes(), xc.strides(), shape),
                                  lc.data_ptr<T>(), broadcast_strides(lc.sizes(), lc.strides(), shape),
                                  hc.data_ptr<T>(), broadcast_strides(hc.sizes(), hc.strides(), shape),
                                  out.data_ptr<T>(), shape,
@@ -187,16 +194,17 @@ inline Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   check_condition(cond, "where");
   check_device(a, "where");
   check_device(b, "where");
+  const Device dev = detail::common_device("where", {&cond, &a, &b});
   const DType dt = result_type(a, b);
   const Shape shape = broadcast_shapes3(cond.sizes(), a.sizes(), b.sizes(), "where", "condition", "input", "other");
   const Tensor ac = to_dtype(a, dt), bc = to_dtype(b, dt);
-  Tensor out = make_tensor(shape, dt);
+  Tensor out = make_tensor(shape, dt, dev);
   dispatch(dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    backend::cpu::ternary_kernel(cond.data_ptr<int64_t>(), broadcast_strides(cond.sizes(), cond.strides(), shape),
-                                 ac.data_ptr<T>(), broadcast_strides(ac.sizes(), ac.strides(), shape),
-                                 bc.data_ptr<T>(), broadcast_strides(bc.sizes(), bc.strides(), shape),
-                                 out.data_ptr<T>(), shape, [](int64_t c, T x, T y) { return c != 0 ? x : y; });
+    backend::dispatch::ternary_kernel(
+        dev, cond.data_ptr<int64_t>(), broadcast_strides(cond.sizes(), cond.strides(), shape), ac.data_ptr<T>(),
+        broadcast_strides(ac.sizes(), ac.strides(), shape), bc.data_ptr<T>(),
+        broadcast_strides(bc.sizes(), bc.strides(), shape), out.data_ptr<T>(), shape, backend::WhereOp{});
   });
   return out;
 }

@@ -1,10 +1,15 @@
-// tinytorch/ops/linalg.hpp — matrix products through backend/cpu/gemm.hpp, no autograd.
+// tinytorch/ops/linalg.hpp — matrix products through backend::dispatch::gemm (backend/cpu/gemm.hpp
+// on the CPU, backend/cuda/gemm.cuh on cuda:i), no autograd.
 //
 //   mm(a, b):           (M, K) @ (K, N) -> (M, N)
 //   addmm(c, a, b):     c + a @ b, c broadcast to (M, N) (nn.Linear: x @ W^T + b)
 //   bmm(a, b):          (B, M, K) @ (B, K, N) -> (B, M, N)
 // Operands are read in place when one of their two strides is 1 (a row-major matrix or a
 // transposed view of one); anything else is made contiguous first.
+// Devices: both operands (and addmm's c) must be on one device; the output is allocated there.
+// On CUDA, float and double run backend::cuda::gemm (the register-blocked kernel when the shapes
+// allow it, else the 32x32 tiled one); int64 has no CUDA kernel (as PyTorch, whose CUDA addmm has
+// none either) and throws PyTorch's message: mm: "addmm_cuda" not implemented for 'Long'.
 // Reference: torch.mm / torch.addmm / torch.bmm.
 #pragma once
 
@@ -38,26 +43,28 @@ inline void gemm_into(const Tensor& a, const Tensor& b, Tensor& out, double alph
   const int64_t M = a.sizes()[0], K = a.sizes()[1], N = b.sizes()[1];
   dispatch(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    backend::cpu::gemm<T>(M, N, K, static_cast<T>(alpha), A.keep.template data_ptr<T>(), A.ld, A.trans,
-                          B.keep.template data_ptr<T>(), B.ld, B.trans, static_cast<T>(beta),
-                          out.data_ptr<T>(), N);
+    backend::dispatch::gemm<T>(out.device(), M, N, K, static_cast<T>(alpha), A.keep.template data_ptr<T>(), A.ld,
+                               A.trans, B.keep.template data_ptr<T>(), B.ld, B.trans, static_cast<T>(beta),
+                               out.data_ptr<T>(), N);
   });
 }
 
 inline void check_mm(const Tensor& a, const Tensor& b, const char* op) {
   check_device(a, op);
   check_device(b, op);
+  check_same_device(op, a, b);
   TT_CHECK(a.dim() == 2 && b.dim() == 2, op, ": expected 2-D tensors, got shapes ", shape_str(a.sizes()),
            " and ", shape_str(b.sizes()));
   TT_CHECK(a.sizes()[1] == b.sizes()[0], op, ": mat1 and mat2 shapes cannot be multiplied (",
            a.sizes()[0], "x", a.sizes()[1], " and ", b.sizes()[0], "x", b.sizes()[1], ")");
   TT_CHECK(a.dtype() == b.dtype(), op, ": expected both operands to have the same dtype, but got ",
            dtype_name(a.dtype()), " and ", dtype_name(b.dtype()));
+  TT_CHECK(!(a.device().is_cuda() && a.dtype() == kInt64), op, ": \"addmm_cuda\" not implemented for 'Long'");
 }
 
 inline Tensor mm(const Tensor& a, const Tensor& b) {
   check_mm(a, b, "mm");
-  Tensor out = make_tensor({a.sizes()[0], b.sizes()[1]}, a.dtype());
+  Tensor out = make_tensor({a.sizes()[0], b.sizes()[1]}, a.dtype(), a.device());
   gemm_into(a, b, out);
   return out;
 }
@@ -65,8 +72,10 @@ inline Tensor mm(const Tensor& a, const Tensor& b) {
 /// c + a @ b with c broadcastable to (M, N).
 inline Tensor addmm(const Tensor& c, const Tensor& a, const Tensor& b) {
   check_mm(a, b, "addmm");
+  check_device(c, "addmm");
+  check_same_device("addmm", a, c);
   Shape shape{a.sizes()[0], b.sizes()[1]};
-  Tensor out = make_tensor(shape, a.dtype());
+  Tensor out = make_tensor(shape, a.dtype(), a.device());
   Tensor cb = expand(c, shape);  // checks broadcastability
   copy_into_dense(cb, out);
   gemm_into(a, b, out, 1.0, 1.0);
@@ -76,14 +85,16 @@ inline Tensor addmm(const Tensor& c, const Tensor& a, const Tensor& b) {
 inline Tensor bmm(const Tensor& a, const Tensor& b) {
   check_device(a, "bmm");
   check_device(b, "bmm");
+  check_same_device("bmm", a, b);
   TT_CHECK(a.dim() == 3 && b.dim() == 3, "bmm: expected 3-D tensors, got shapes ", shape_str(a.sizes()),
            " and ", shape_str(b.sizes()));
   TT_CHECK(a.sizes()[0] == b.sizes()[0] && a.sizes()[2] == b.sizes()[1], "bmm: shapes ",
            shape_str(a.sizes()), " and ", shape_str(b.sizes()), " cannot be multiplied");
   TT_CHECK(a.dtype() == b.dtype(), "bmm: expected both operands to have the same dtype, but got ",
            dtype_name(a.dtype()), " and ", dtype_name(b.dtype()));
+  TT_CHECK(!(a.device().is_cuda() && a.dtype() == kInt64), "bmm: \"bmm_cuda\" not implemented for 'Long'");
   const int64_t B = a.sizes()[0];
-  Tensor out = make_tensor({B, a.sizes()[1], b.sizes()[2]}, a.dtype());
+  Tensor out = make_tensor({B, a.sizes()[1], b.sizes()[2]}, a.dtype(), a.device());
   for (int64_t i = 0; i < B; ++i) {
     Tensor oi = select(out, 0, i);
     gemm_into(select(a, 0, i), select(b, 0, i), oi);

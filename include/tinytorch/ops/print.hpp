@@ -301,10 +301,11 @@ inline std::string add_suffixes(const std::string& tensor_str, const std::vector
 /// (The implementation of format_tensor and format_tensor_int64 below.)
 template <class V>
 std::string format_tensor_impl(const Shape& shape, const std::vector<V>& values, DType dtype,
-                               const std::string& suffix_kwargs) {
+                               const std::string& suffix_kwargs, const std::string& device_kwarg) {
   const std::string prefix = "tensor(";
   const int indent = static_cast<int>(prefix.size());
   std::vector<std::string> suffixes;
+  if (!device_kwarg.empty()) suffixes.push_back(device_kwarg);  // PyTorch names the device first
   std::string body;
   if (numel_of(shape) == 0) {
     // Like NumPy, the shape is shown unless it is (0,); with no elements to show, every dtype
@@ -327,17 +328,18 @@ std::string format_tensor_impl(const Shape& shape, const std::vector<V>& values,
 ///     == "tensor([0.1000, 0.2000], dtype=torch.float64, requires_grad=True)"
 /// Suffix order follows PyTorch: size= (empty, non-1-D only), dtype= (float64 always; int64 only
 /// when empty), then suffix_kwargs -- the caller's already formatted "grad_fn=<MulBackward0>" or
-/// "requires_grad=True" (empty string for none), treated as one suffix.
+/// "requires_grad=True" (empty string for none), treated as one suffix. device_kwarg: "" for a CPU
+/// tensor, else "device='cuda:0'", which PyTorch puts before every other suffix.
 /// Throws tinytorch::Error when values.size() != numel(shape).
 inline std::string format_tensor(const Shape& shape, const std::vector<double>& values, DType dtype,
-                                 const std::string& suffix_kwargs) {
-  return format_tensor_impl(shape, values, dtype, suffix_kwargs);
+                                 const std::string& suffix_kwargs, const std::string& device_kwarg = "") {
+  return format_tensor_impl(shape, values, dtype, suffix_kwargs, device_kwarg);
 }
 /// format_tensor for an int64 tensor, from its int64 values: exact for every int64
 /// ("tensor([9007199254740993])", where a double would print 9007199254740992).
 inline std::string format_tensor_int64(const Shape& shape, const std::vector<int64_t>& values,
-                                       const std::string& suffix_kwargs) {
-  return format_tensor_impl(shape, values, DType::Int64, suffix_kwargs);
+                                       const std::string& suffix_kwargs, const std::string& device_kwarg = "") {
+  return format_tensor_impl(shape, values, DType::Int64, suffix_kwargs, device_kwarg);
 }
 
 }  // namespace detail

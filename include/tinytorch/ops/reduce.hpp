@@ -42,11 +42,11 @@ inline Tensor sum_dim(const Tensor& x0, int64_t dim, bool keepdim, bool mean = f
   dim = wrap_dim(dim, x.dim(), op);  // a 0-d tensor accepts dim 0 and -1 only
   if (x.dim() == 0) return clone(x);
   auto sp = detail::split_dim(x.sizes(), dim, keepdim);
-  Tensor out = make_tensor(sp.out_shape, x.dtype());
+  Tensor out = make_tensor(sp.out_shape, x.dtype(), x.device());
   dispatch(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     double scale = mean ? 1.0 / static_cast<double>(sp.n) : 1.0;
-    backend::cpu::sum_dim_kernel(x.data_ptr<T>(), out.data_ptr<T>(), sp.outer, sp.n, sp.inner, scale);
+    backend::dispatch::sum_dim_kernel(x.device(), x.data_ptr<T>(), out.data_ptr<T>(), sp.outer, sp.n, sp.inner, scale);
   });
   return out;
 }
@@ -64,20 +64,23 @@ inline std::tuple<Tensor, Tensor> extreme_dim(const Tensor& x0, int64_t dim, boo
   check_device(x0, op);
   const Tensor x = contiguous(x0);
   dim = wrap_dim(dim, x.dim(), op);  // a 0-d tensor accepts dim 0 and -1 only
-  if (x.dim() == 0) return {clone(x), zeros({}, kInt64)};
+  if (x.dim() == 0) {
+    const Tensor index = zeros({}, kInt64);
+    return {clone(x), x.device().is_cpu() ? index : to_device(index, x.device())};
+  }
   TT_CHECK(x.sizes()[dim] > 0, op, "(): Expected reduction dim ", dim,
            " to have non-zero size (input shape ", shape_str(x.sizes()), ")");
   auto sp = detail::split_dim(x.sizes(), dim, keepdim);
-  Tensor values = make_tensor(sp.out_shape, x.dtype());
-  Tensor indices = make_tensor(sp.out_shape, kInt64);
+  Tensor values = make_tensor(sp.out_shape, x.dtype(), x.device());
+  Tensor indices = make_tensor(sp.out_shape, kInt64, x.device());
   dispatch(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (is_max)
-      backend::cpu::extreme_dim_kernel(x.data_ptr<T>(), values.data_ptr<T>(), indices.data_ptr<int64_t>(), sp.outer,
-                                       sp.n, sp.inner, std::greater<T>());
+      backend::dispatch::max_dim_kernel(x.device(), x.data_ptr<T>(), values.data_ptr<T>(), indices.data_ptr<int64_t>(),
+                                        sp.outer, sp.n, sp.inner);
     else
-      backend::cpu::extreme_dim_kernel(x.data_ptr<T>(), values.data_ptr<T>(), indices.data_ptr<int64_t>(), sp.outer,
-                                       sp.n, sp.inner, std::less<T>());
+      backend::dispatch::min_dim_kernel(x.device(), x.data_ptr<T>(), values.data_ptr<T>(), indices.data_ptr<int64_t>(),
+                                        sp.outer, sp.n, sp.inner);
   });
   return {values, indices};
 }

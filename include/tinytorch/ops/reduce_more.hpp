@@ -72,12 +72,12 @@ inline Tensor amax_amin(const Tensor& x, const std::vector<int64_t>& dims, bool 
   }
   perm.insert(perm.end(), red.begin(), red.end());
   const Tensor xp = contiguous(permute(x, perm));  // (rows, cols) in row-major order
-  Tensor out = make_tensor(out_shape, x.dtype());
+  Tensor out = make_tensor(out_shape, x.dtype(), x.device());
   if (rows == 0) return out;
   dispatch(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (is_max) backend::cpu::max_dim_kernel(xp.data_ptr<T>(), out.data_ptr<T>(), nullptr, rows, cols, 1);
-    else backend::cpu::min_dim_kernel(xp.data_ptr<T>(), out.data_ptr<T>(), nullptr, rows, cols, 1);
+    if (is_max) backend::dispatch::max_dim_kernel(x.device(), xp.data_ptr<T>(), out.data_ptr<T>(), nullptr, rows, cols, 1);
+    else backend::dispatch::min_dim_kernel(x.device(), xp.data_ptr<T>(), out.data_ptr<T>(), nullptr, rows, cols, 1);
   });
   return out;
 }

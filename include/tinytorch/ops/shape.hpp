@@ -86,28 +86,86 @@ inline Tensor view(const Tensor& t, const Shape& shape) {
   return make_view(t, s, *st, t.storage_offset());
 }
 
-/// Copies `src` (any strides, any dtype) into the dense tensor `dst` of the same shape.
+/// Copies `src` (any strides, any dtype) into the dense tensor `dst` of the same shape, on their
+/// (common) device: the copy kernel of backend/cpu or backend/cuda (ops/dispatch.hpp).
 inline void copy_into_dense(const Tensor& src, Tensor& dst) {
+  TT_CHECK(src.device() == dst.device(), "copy: source on ", src.device().str(), " and destination on ",
+           dst.device().str(), " (copy_into_dense copies within one device)");
+  const Device d = dst.device();
   dispatch(src.dtype(), [&](auto s) {
     using S = typename decltype(s)::type;
-    dispatch(dst.dtype(), [&](auto d) {
-      using D = typename decltype(d)::type;
-      backend::cpu::copy_kernel(src.data_ptr<S>(), src.strides(), dst.data_ptr<D>(), src.sizes());
+    dispatch(dst.dtype(), [&](auto t) {
+      using D = typename decltype(t)::type;
+      backend::dispatch::copy_kernel(d, src.data_ptr<S>(), src.strides(), dst.data_ptr<D>(), src.sizes());
     });
   });
+}
+
+/// Copies `src` (same shape, any strides, any dtype, the same device) into `dst`, which may be any
+/// view (a slice of cat's output, a transposed tensor): the dims are ordered by dst's strides, the
+/// dense trailing block of dst is written by one copy kernel per index of the remaining outer dims.
+/// Works on every device (the kernels write dense memory only; this is how a strided destination is
+/// reached). dst must not overlap src.
+inline void copy_into_strided(const Tensor& src, Tensor& dst) {
+  TT_CHECK(src.sizes() == dst.sizes(), "copy: shapes ", shape_str(src.sizes()), " and ", shape_str(dst.sizes()),
+           " differ");
+  if (dst.numel() == 0) return;
+  if (dst.is_contiguous()) {
+    Tensor dense = make_view(dst, dst.sizes(), contiguous_strides(dst.sizes()), dst.storage_offset());
+    copy_into_dense(src, dense);
+    return;
+  }
+  const int64_t nd = dst.dim();
+  std::vector<int64_t> order(static_cast<size_t>(nd));
+  for (int64_t i = 0; i < nd; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return dst.strides()[a] > dst.strides()[b];
+  });
+  Shape shape(nd);
+  Strides ds(nd), ss(nd);
+  for (int64_t i = 0; i < nd; ++i) {
+    shape[i] = dst.sizes()[order[i]];
+    ds[i] = dst.strides()[order[i]];
+    ss[i] = src.strides()[order[i]];
+  }
+  int64_t k = nd, expected = 1;  // dims [k, nd) form a dense block of dst
+  while (k > 0 && (shape[k - 1] == 1 || ds[k - 1] == expected)) {
+    expected *= shape[k - 1];
+    --k;
+  }
+  const Shape inner_shape(shape.begin() + k, shape.end());
+  const Strides inner_src(ss.begin() + k, ss.end());
+  const Strides inner_dense = contiguous_strides(inner_shape);
+  std::vector<int64_t> idx(static_cast<size_t>(k), 0);
+  int64_t outer = 1;
+  for (int64_t i = 0; i < k; ++i) outer *= shape[i];
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t doff = dst.storage_offset(), soff = src.storage_offset();
+    for (int64_t i = 0; i < k; ++i) {
+      doff += idx[i] * ds[i];
+      soff += idx[i] * ss[i];
+    }
+    const Tensor s_part = make_view(src, inner_shape, inner_src, soff);
+    Tensor d_part = make_view(dst, inner_shape, inner_dense, doff);
+    copy_into_dense(s_part, d_part);
+    for (int64_t i = k - 1; i >= 0; --i) {  // next outer multi-index
+      if (++idx[i] < shape[i]) break;
+      idx[i] = 0;
+    }
+  }
 }
 
 inline Tensor contiguous(const Tensor& t) {
   check_device(t, "contiguous");
   if (t.is_contiguous()) return t;
-  Tensor out = make_tensor(t.sizes(), t.dtype());
+  Tensor out = make_tensor(t.sizes(), t.dtype(), t.device());
   copy_into_dense(t, out);
   return out;
 }
 
 inline Tensor clone(const Tensor& t) {
   check_device(t, "clone");
-  Tensor out = make_tensor(t.sizes(), t.dtype());
+  Tensor out = make_tensor(t.sizes(), t.dtype(), t.device());
   copy_into_dense(t, out);
   return out;
 }
@@ -115,19 +173,30 @@ inline Tensor clone(const Tensor& t) {
 inline Tensor to_dtype(const Tensor& t, DType dtype) {
   check_device(t, "to");
   if (t.dtype() == dtype) return t;
-  Tensor out = make_tensor(t.sizes(), dtype);
+  Tensor out = make_tensor(t.sizes(), dtype, t.device());
   copy_into_dense(t, out);
   return out;
 }
 
-/// The same values on `device` (Tensor::to(Device)); `t` itself when it is already there, as
-/// PyTorch's to() returns self. Copies between devices need the CUDA backend: in this build
-/// they throw, naming both devices.
+/// The same values on `device` (Tensor::to(Device), not differentiable here): `t` itself when it is
+/// already there, as PyTorch's to() returns self; else a dense copy: a strided source is made
+/// contiguous on its own device first (copy kernel), then one runtime memcpy (host to device,
+/// device to host, or device to device, another GPU included). Throws "invalid device ordinal"
+/// for a GPU the machine does not have. Copies between devices need the CUDA backend: in a CPU
+/// build they throw, naming both devices.
 inline Tensor to_device(const Tensor& t, Device device) {
   TT_CHECK(t.defined(), "to: got an undefined tensor");
-  TT_CHECK(t.device() == device, "to: copying a tensor from ", t.device().str(), " to ", device.str(),
-           " needs the CUDA backend, which this build does not have (compile with nvcc)");
-  return t;
+  if (t.device() == device) return t;
+#if !TINYTORCH_WITH_CUDA
+  TT_CHECK(false, "to: copying a tensor from ", t.device().str(), " to ", device.str(),
+           " needs the CUDA backend, which this build does not have (compile with nvcc, or with "
+           "-DTINYTORCH_CUDA_SIM=1 for the kernel simulator)");
+#endif
+  const Tensor src = contiguous(t);
+  Tensor out = make_tensor(t.sizes(), t.dtype(), device);
+  backend::dispatch::copy_bytes(device, out.raw_data(), src.device(), src.raw_data(),
+                                static_cast<size_t>(t.numel()) * element_size(t.dtype()));
+  return out;
 }
 
 inline Tensor reshape(const Tensor& t, const Shape& shape) {

@@ -13,7 +13,8 @@
 // i.e. p -= lr * m_hat / (sqrt(v_hat) + eps) with m_hat = m / bc1, v_hat = v / bc2: the bias
 // corrections undo the zero initialisation of m and v, which would make the first steps tiny.
 // Shapes: m, v, v_max have p's shape and dtype; t is counted per parameter (state.step).
-// Two implementations, as for SGD: adam_kernel (raw loops, dense CPU float/double) and
+// Two implementations, as for SGD: adam_kernel (raw loops running the shared functor
+// backend::AdamUpdate, dense float/double; dispatch::adam_kernel on CUDA) and
 // adam_naive (tensor ops, PyTorch's Python line by line), tested against each other.
 // (PyTorch 1.13 updated m with mul_ + add_; 2.x uses lerp_ as here: the same up to rounding.)
 // Chapter: chapters/03-optimizers.md.
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "optimizer.hpp"
+#include "../backend/optim_functors.hpp"
 #include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace optim {
@@ -68,30 +70,10 @@ template <typename T>
 inline void adam_kernel(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, T* max_exp_avg_sq, int64_t n,
                         int64_t step, double lr, double beta1, double beta2, double eps, double weight_decay,
                         bool amsgrad, bool decoupled_weight_decay) {
-  const double bias_correction1 = 1 - std::pow(beta1, static_cast<double>(step));
-  const double bias_correction2 = 1 - std::pow(beta2, static_cast<double>(step));
-  const T neg_step_size = static_cast<T>(-(lr / bias_correction1));
-  const T bias_correction2_sqrt = static_cast<T>(std::sqrt(bias_correction2));
-  const T one_minus_beta1 = static_cast<T>(1 - beta1);
-  const T b2 = static_cast<T>(beta2), one_minus_beta2 = static_cast<T>(1 - beta2);
-  const T eps_t = static_cast<T>(eps), wd = static_cast<T>(weight_decay);
-  const T decay = static_cast<T>(1 - lr * weight_decay);
-  const bool l2 = weight_decay != 0 && !decoupled_weight_decay;
-  const bool decoupled = weight_decay != 0 && decoupled_weight_decay;
-  for (int64_t i = 0; i < n; ++i) {
-    T p = param[i];
-    T g = grad[i];
-    if (decoupled) p = p * decay;
-    if (l2) g = g + wd * p;
-    const T m = detail::lerp(exp_avg[i], g, one_minus_beta1);
-    const T v = exp_avg_sq[i] * b2 + one_minus_beta2 * g * g;
-    exp_avg[i] = m;
-    exp_avg_sq[i] = v;
-    T v_used = v;
-    if (amsgrad) v_used = max_exp_avg_sq[i] = detail::maximum(max_exp_avg_sq[i], v);
-    const T denom = std::sqrt(v_used) / bias_correction2_sqrt + eps_t;
-    param[i] = p + neg_step_size * m / denom;
-  }
+  // The per-element math is backend::AdamUpdate, the functor the CUDA kernel runs too.
+  const auto u = backend::AdamUpdate<T>::make(step, lr, beta1, beta2, eps, weight_decay, amsgrad,
+                                              decoupled_weight_decay);
+  for (int64_t i = 0; i < n; ++i) u(i, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq);
 }
 
 /// The Adam/AdamW update in tensor ops, as PyTorch's _single_tensor_adam. Creates the state
@@ -177,13 +159,15 @@ class Adam : public Optimizer {
                  decoupled_weight_decay_);
       return;
     }
-    if (!state.exp_avg.defined()) state.exp_avg = zeros(param.sizes(), param.dtype());
-    if (!state.exp_avg_sq.defined()) state.exp_avg_sq = zeros(param.sizes(), param.dtype());
-    if (group.amsgrad && !state.max_exp_avg_sq.defined()) state.max_exp_avg_sq = zeros(param.sizes(), param.dtype());
+    // State lives on the parameter's device (PyTorch: torch.zeros_like(p)).
+    const TensorOptions like = TensorOptions(param.dtype()).device(param.device());
+    if (!state.exp_avg.defined()) state.exp_avg = zeros(param.sizes(), like);
+    if (!state.exp_avg_sq.defined()) state.exp_avg_sq = zeros(param.sizes(), like);
+    if (group.amsgrad && !state.max_exp_avg_sq.defined()) state.max_exp_avg_sq = zeros(param.sizes(), like);
     state.step += 1;
     dispatch_floating(param.dtype(), decoupled_weight_decay_ ? "AdamW" : "Adam", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      adam_kernel<T>(param.data_ptr<T>(), grad.data_ptr<T>(), state.exp_avg.data_ptr<T>(),
+      backend::dispatch::adam_kernel<T>(param.device(), param.data_ptr<T>(), grad.data_ptr<T>(), state.exp_avg.data_ptr<T>(),
                      state.exp_avg_sq.data_ptr<T>(), group.amsgrad ? state.max_exp_avg_sq.data_ptr<T>() : nullptr,
                      param.numel(), state.step, group.lr, beta1, beta2, group.eps, group.weight_decay,
                      group.amsgrad, decoupled_weight_decay_);

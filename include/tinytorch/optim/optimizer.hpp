@@ -395,7 +395,7 @@ class Optimizer {
   /// the same dtype, both dense and row-major (the usual case: nn:: parameters and the grads
   /// autograd accumulates). Otherwise optimizers fall back to their *_naive tensor-op version.
   static bool fast_path_ok(const Tensor& param, const Tensor& grad) {
-    return param.device().is_cpu() && grad.device().is_cpu() && param.dtype() == grad.dtype() &&
+    return param.device() == grad.device() && param.dtype() == grad.dtype() &&
            param.dtype() != kInt64 && param.is_contiguous() && grad.is_contiguous() &&
            param.sizes() == grad.sizes();
   }
@@ -440,7 +440,7 @@ class Optimizer {
     if (name == "betas") {
       TT_CHECK(t.numel() == 2, "Optimizer.load_state_dict: ", key, " must hold two numbers, got shape ",
                shape_str(t.sizes()));
-      const Tensor b = t.to(kFloat64).contiguous();
+      const Tensor b = t.to(kFloat64).to(Device::cpu()).contiguous();  // a host read: copy a CUDA tensor first
       g.betas = {b.data_ptr<double>()[0], b.data_ptr<double>()[1]};
       return;
     }

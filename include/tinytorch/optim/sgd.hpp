@@ -12,8 +12,9 @@
 // rescales the whole step at once.
 // Shapes: p, g and the momentum buffer b all have p's shape. Arithmetic is in p's dtype with the
 // hyper-parameters rounded to it, as PyTorch's kernels do.
-// Two implementations: sgd_kernel (raw loops over float/double pointers, what step() uses for
-// dense CPU parameters: no temporaries) and sgd_naive (the same rule in tensor ops, line by line
+// Two implementations: sgd_kernel (raw loops over float/double pointers running the shared
+// functor backend::SgdUpdate, what step() uses for dense parameters, through
+// dispatch::sgd_kernel on CUDA: no temporaries) and sgd_naive (the same rule in tensor ops, line by line
 // as PyTorch's Python; used for anything else, and tested against sgd_kernel).
 // Chapter: chapters/01-training-loop.md, chapters/03-optimizers.md.
 // Reference: torch.optim.SGD (PyTorch 2.x torch/optim/sgd.py); Sutskever et al., "On the
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "optimizer.hpp"
+#include "../backend/optim_functors.hpp"
 #include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace optim {
@@ -43,26 +45,9 @@ struct SGDOptions {
 template <typename T>
 inline void sgd_kernel(T* param, const T* grad, T* momentum_buffer, int64_t n, double lr, double momentum,
                        double dampening, double weight_decay, bool nesterov, bool first_step) {
-  const T neg_lr = static_cast<T>(-lr);
-  const T wd = static_cast<T>(weight_decay);
-  const bool decay = weight_decay != 0;
-  if (momentum == 0) {
-    if (!decay) {
-      for (int64_t i = 0; i < n; ++i) param[i] = param[i] + neg_lr * grad[i];
-    } else {
-      for (int64_t i = 0; i < n; ++i) param[i] = param[i] + neg_lr * (grad[i] + wd * param[i]);
-    }
-    return;
-  }
-  const T mom = static_cast<T>(momentum);
-  const T one_minus_dampening = static_cast<T>(1 - dampening);
-  T* buf = momentum_buffer;
-  for (int64_t i = 0; i < n; ++i) {
-    const T d_p = decay ? grad[i] + wd * param[i] : grad[i];
-    const T b = first_step ? d_p : buf[i] * mom + one_minus_dampening * d_p;
-    buf[i] = b;
-    param[i] = param[i] + neg_lr * (nesterov ? d_p + mom * b : b);
-  }
+  // The per-element math is backend::SgdUpdate, the functor the CUDA kernel runs too.
+  const auto u = backend::SgdUpdate<T>::make(lr, momentum, dampening, weight_decay, nesterov, first_step);
+  for (int64_t i = 0; i < n; ++i) u(i, param, grad, momentum_buffer);
 }
 
 /// The SGD update in tensor ops, line by line as PyTorch's _single_tensor_sgd. Creates
@@ -128,12 +113,14 @@ class SGD : public Optimizer {
       return;
     }
     const bool first_step = group.momentum != 0 && !state.momentum_buffer.defined();
-    if (first_step) state.momentum_buffer = empty(param.sizes(), param.dtype());
+    // State lives on the parameter's device (PyTorch: torch.clone(grad) on the grad's device).
+    if (first_step) state.momentum_buffer = empty(param.sizes(), TensorOptions(param.dtype()).device(param.device()));
     dispatch_floating(param.dtype(), "SGD", [&](auto tag) {
       using T = typename decltype(tag)::type;
       T* buf = group.momentum != 0 ? state.momentum_buffer.data_ptr<T>() : nullptr;
-      sgd_kernel<T>(param.data_ptr<T>(), grad.data_ptr<T>(), buf, param.numel(), group.lr, group.momentum,
-                    group.dampening, group.weight_decay, group.nesterov, first_step);
+      backend::dispatch::sgd_kernel<T>(param.device(), param.data_ptr<T>(), grad.data_ptr<T>(), buf, param.numel(),
+                                       group.lr, group.momentum, group.dampening, group.weight_decay,
+                                       group.nesterov, first_step);
     });
     autograd::increment_version(param);  // one in-place write, as PyTorch's param.add_
   }

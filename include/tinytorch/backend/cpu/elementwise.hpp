@@ -105,4 +105,24 @@ void copy_kernel(const S* src, const Strides& ss, D* dst,
   strided_loop2(shape, ss, zero, [&](int64_t i, int64_t os, int64_t) { dst[i] = static_cast<D>(src[os]); });
 }
 
+// ---- ops-cuda (issue 7B): the in-place loop ---------------------------------------------------
+/// self[os(i)] = f(self[os(i)], o[oo(i)]) with both read through strides (`ss`: self's own
+/// strides, `so`: o's broadcast strides); the flat loop when both are dense (ops::binary_, unary_).
+/// o may alias self in the same layout (unary_ passes self twice); each element is read before
+/// it is written.
+template <class T, class F>
+void binary_inplace_kernel(T* self, const Strides& ss, const T* o, const Strides& so, const Shape& shape, F f) {
+  int64_t n = 1;
+  bool dense = true;
+  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+    if (shape[d] != 1 && (ss[d] != n || so[d] != n)) dense = false;
+    n *= shape[d];
+  }
+  if (dense) {
+    for (int64_t i = 0; i < n; ++i) self[i] = f(self[i], o[i]);
+    return;
+  }
+  strided_loop2(shape, ss, so, [&](int64_t, int64_t os, int64_t oo) { self[os] = f(self[os], o[oo]); });
+}
+
 }  TT_NAMESPACE_END  // namespace tinytorch::backend::cpu

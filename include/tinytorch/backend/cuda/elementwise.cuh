@@ -257,4 +257,27 @@ void arange_kernel(T* out, int64_t n, double start, double step) {
   launch_kernel("arange", kernels::arange<T>, grid_1d(n), dim3(detail::kElementwiseThreads), 0, out, n, start, step);
 }
 
+// ---- ops-cuda (issue 7B): the in-place kernel (twin of cpu::binary_inplace_kernel) -----------
+namespace kernels {
+/// self[offset0(i)] = f(self[offset0(i)], o[offset1(i)]): each thread owns distinct elements of
+/// self (the ops layer refuses a self that repeats a location), so there is no race.
+template <class T, class F>
+__global__ void binary_inplace_strided(T* self, const T* o, KernelShape ks, int64_t n, F f) {
+  TT_GRID_STRIDE_LOOP(i, n) {
+    T* p = self + ks.offset(0, i);
+    *p = f(*p, o[ks.offset(1, i)]);
+  }
+}
+}  // namespace kernels
+/// self[.] = f(self[.], o[.]) through self's strides `ss` and o's broadcast strides `so`, in place
+/// (twin of cpu::binary_inplace_kernel: ops::binary_, unary_, copy_).
+template <class T, class F>
+void binary_inplace_kernel(T* self, const Strides& ss, const T* o, const Strides& so, const Shape& shape, F f) {
+  const int64_t n = numel_of(shape);
+  if (n <= 0) return;
+  const KernelShape ks = make_kernel_shape("binary_", shape, ss, so);
+  launch_kernel("binary_inplace_strided", kernels::binary_inplace_strided<T, F>, grid_1d(n),
+                dim3(detail::kElementwiseThreads), 0, self, o, ks, n, f);
+}
+
 }  TT_NAMESPACE_END  // namespace tinytorch::backend::cuda

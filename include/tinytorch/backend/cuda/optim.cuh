@@ -14,9 +14,8 @@
 // Shapes: every buffer has n elements (param's numel), dense.
 // The kernel applies the functor to one element per grid-stride iteration; its naive twin is the
 // same functor run on the host (sgd_on_host / adam_on_host), and the tests check both against
-// the optimizers' own CPU loops. TODO(lead): once optim/sgd.hpp and adam.hpp call these functors
-// (CUDA.md §5: "sgd_kernel/adam_kernel math becomes TT_HOST_DEVICE"), the CPU loops and these
-// kernels share one body.
+// the optimizers' own CPU loops. optim/sgd.hpp's and adam.hpp's CPU loops run the same functors
+// (backend/optim_functors.hpp), so CPU and CUDA share one body.
 // Chapter: chapters/10-gpu-kernels.md (and chapters/03-optimizers.md for the math).
 // Reference: torch.optim.SGD / Adam / AdamW (PyTorch 2.x _single_tensor_sgd, _single_tensor_adam);
 // PyTorch's fused Adam CUDA kernel (aten/src/ATen/native/cuda/fused_adam_utils.cuh) has the same shape.
@@ -27,86 +26,13 @@
 #include <type_traits>
 
 #include "elementwise.cuh"  // TT_GRID_STRIDE_LOOP, launch_kernel
+#include "../optim_functors.hpp"  // SgdUpdate, AdamUpdate
 #include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace backend::cuda {
 
-/// One SGD element update, as optim::sgd_kernel. buf is read/written only when momentum != 0.
-template <class T>
-struct SgdUpdate {
-  T neg_lr, wd, mom, one_minus_dampening;
-  bool decay, use_momentum, nesterov, first_step;
-
-  static SgdUpdate make(double lr, double momentum, double dampening, double weight_decay, bool nesterov,
-                        bool first_step) {
-    return SgdUpdate{static_cast<T>(-lr),       static_cast<T>(weight_decay), static_cast<T>(momentum),
-                     static_cast<T>(1 - dampening), weight_decay != 0,       momentum != 0,
-                     nesterov,                  first_step};
-  }
-  TT_HOST_DEVICE void operator()(int64_t i, T* param, const T* grad, T* buf) const {
-    const T d_p = decay ? grad[i] + wd * param[i] : grad[i];
-    if (!use_momentum) {
-      param[i] = param[i] + neg_lr * d_p;
-      return;
-    }
-    const T b = first_step ? d_p : buf[i] * mom + one_minus_dampening * d_p;
-    buf[i] = b;
-    param[i] = param[i] + neg_lr * (nesterov ? d_p + mom * b : b);
-  }
-};
-static_assert(std::is_trivially_copyable_v<SgdUpdate<float>>, "a kernel argument");
-
-/// One Adam/AdamW element update at step `step` (>= 1), as optim::adam_kernel.
-template <class T>
-struct AdamUpdate {
-  T neg_step_size, bias_correction2_sqrt, one_minus_beta1, beta2, one_minus_beta2, eps, wd, decay;
-  bool l2, decoupled, amsgrad;
-
-  static AdamUpdate make(int64_t step, double lr, double beta1, double beta2, double eps, double weight_decay,
-                         bool amsgrad, bool decoupled_weight_decay) {
-    const double bias_correction1 = 1 - std::pow(beta1, static_cast<double>(step));
-    const double bias_correction2 = 1 - std::pow(beta2, static_cast<double>(step));
-    AdamUpdate u;
-    u.neg_step_size = static_cast<T>(-(lr / bias_correction1));
-    u.bias_correction2_sqrt = static_cast<T>(std::sqrt(bias_correction2));
-    u.one_minus_beta1 = static_cast<T>(1 - beta1);
-    u.beta2 = static_cast<T>(beta2);
-    u.one_minus_beta2 = static_cast<T>(1 - beta2);
-    u.eps = static_cast<T>(eps);
-    u.wd = static_cast<T>(weight_decay);
-    u.decay = static_cast<T>(1 - lr * weight_decay);
-    u.l2 = weight_decay != 0 && !decoupled_weight_decay;
-    u.decoupled = weight_decay != 0 && decoupled_weight_decay;
-    u.amsgrad = amsgrad;
-    return u;
-  }
-  /// torch.lerp as PyTorch's CPU kernel (optim::detail::lerp, which is host-only).
-  static TT_HOST_DEVICE T lerp(T a, T b, T w) {
-    return (w < 0 ? -w : w) < T(0.5) ? a + w * (b - a) : b - (b - a) * (T(1) - w);
-  }
-  /// torch.maximum: NaN if either is NaN.
-  static TT_HOST_DEVICE T maximum(T a, T b) {
-    if (a != a) return a;
-    if (b != b) return b;
-    return a > b ? a : b;
-  }
-  TT_HOST_DEVICE void operator()(int64_t i, T* param, const T* grad, T* exp_avg, T* exp_avg_sq,
-                                 T* max_exp_avg_sq) const {
-    T p = param[i];
-    T g = grad[i];
-    if (decoupled) p = p * decay;
-    if (l2) g = g + wd * p;
-    const T m = lerp(exp_avg[i], g, one_minus_beta1);
-    const T v = exp_avg_sq[i] * beta2 + one_minus_beta2 * g * g;
-    exp_avg[i] = m;
-    exp_avg_sq[i] = v;
-    T v_used = v;
-    if (amsgrad) v_used = max_exp_avg_sq[i] = maximum(max_exp_avg_sq[i], v);
-    const T denom = std::sqrt(v_used) / bias_correction2_sqrt + eps;
-    param[i] = p + neg_step_size * m / denom;
-  }
-};
-static_assert(std::is_trivially_copyable_v<AdamUpdate<float>>, "a kernel argument");
+// SgdUpdate<T> and AdamUpdate<T>, the per-element math, live in backend/optim_functors.hpp (shared
+// with the CPU loops of optim/sgd.hpp and optim/adam.hpp).
 
 // ================================ kernels ========================================================
 namespace kernels {

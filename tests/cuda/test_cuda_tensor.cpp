@@ -1,0 +1,289 @@
+// tests/cuda/test_cuda_tensor.cpp — CUDA tensors end to end through the Tensor API: to(Device) /
+// cuda() / cpu() round trips (cpu <-> cuda:i <-> cuda:j, float32/float64/int64, views), ToCopyBackward0
+// carrying gradients back across devices, the engine's seed and AccumulateGrad on a GPU, factories
+// with a device (the same seed gives the same random numbers on the CPU and a GPU), item/at/tolist/
+// printing through a host copy, copy_/fill_/zero_/contiguous/clone/cat on a GPU, and the errors:
+// mixed devices (PyTorch's "Expected all tensors to be on the same device, ...") and a GPU the machine
+// does not have ("invalid device ordinal").
+//
+// Compiled as test_cuda_tensor_sim (g++ -DTINYTORCH_CUDA_SIM=1: the simulator, 4 devices, where any
+// host read of device memory segfaults, so every path here is shown to copy through the runtime)
+// and into test_cuda_nvcc (nvcc; skipped without a GPU). Tests use up to 4 devices, as many as there
+// are. Reference values: the CPU tensors themselves (a copy is exact); repr strings follow PyTorch's
+// _tensor_str (the device suffix comes first: checked with torch's meta device,
+// repr(torch.tensor([1., 2.], dtype=torch.float64, device='meta')) ==
+// "tensor(..., device='meta', size=(2,), dtype=torch.float64)").
+// Covers ops/dispatch.hpp, ops/shape.hpp (to_device, copy_into_strided), ops/creation.hpp,
+// functional.hpp (to/cuda/cpu/item/at/tolist/str/copy_/fill_), autograd/engine.hpp.
+// Chapter: chapters/10-gpu-kernels.md. Reference: torch.Tensor.to, Tensor.cuda, Tensor.cpu.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <tinytorch/tinytorch.hpp>
+
+using Catch::Matchers::Contains;
+using tinytorch::Device;
+using tinytorch::Tensor;
+using tinytorch::TensorOptions;
+
+namespace test_cuda_tensor {
+
+/// The number of GPUs the tests use: as many as there are, at most 4.
+inline int devices() {
+  const int n = tinytorch::cuda::device_count();
+  return n < 4 ? n : 4;
+}
+inline TensorOptions on(Device d, tinytorch::DType dt = tinytorch::kFloat32) { return TensorOptions(dt).device(d); }
+
+}  // namespace test_cuda_tensor
+
+TEST_CASE("to/cuda/cpu round trips keep every value, across devices and dtypes", "[cuda][tensor]") {
+  using namespace test_cuda_tensor;
+  const int n = devices();
+  REQUIRE(n >= 1);
+  for (tinytorch::DType dt : {tinytorch::kFloat32, tinytorch::kFloat64, tinytorch::kInt64}) {
+    const Tensor x = tinytorch::tensor({1, -2, 3.5, 4, 0, 6}, {2, 3}, dt);
+    const std::vector<double> want = x.tolist<double>();
+    for (int i = 0; i < n; ++i) {
+      const Tensor g = x.cuda(i);
+      CHECK(g.device() == Device::cuda(i));
+      CHECK(g.is_cuda());
+      CHECK(g.dtype() == dt);
+      CHECK(g.sizes() == x.sizes());
+      CHECK(g.tolist<double>() == want);
+      const Tensor back = g.cpu();
+      CHECK(back.device() == Device::cpu());
+      CHECK(back.tolist<double>() == want);
+      // GPU to GPU (the next one round the ring; the same one when there is a single GPU)
+      const Tensor other = g.to(Device::cuda((i + 1) % n));
+      CHECK(other.device() == Device::cuda((i + 1) % n));
+      CHECK(other.cpu().tolist<double>() == want);
+    }
+  }
+  // int64 beyond 2^53 is copied exactly (bytes, never through a double)
+  const int64_t big = (int64_t(1) << 53) + 1;
+  const Tensor i64 = tinytorch::full({3}, big, tinytorch::kInt64);
+  CHECK(i64.cuda().cpu().tolist<int64_t>() == std::vector<int64_t>{big, big, big});
+  // an empty tensor
+  const Tensor e = tinytorch::empty({0, 3}).cuda();
+  CHECK(e.sizes() == tinytorch::Shape{0, 3});
+  CHECK(e.cpu().numel() == 0);
+}
+
+TEST_CASE("to() of views: transposed, narrowed and expanded sources", "[cuda][tensor]") {
+  const Tensor x = tinytorch::arange(0.0, 12.0, 1.0, tinytorch::kFloat32).view({3, 4});
+  const Tensor t = x.t();  // (4, 3), strides (1, 4)
+  CHECK(t.cuda().tolist<double>() == t.tolist<double>());
+  CHECK(t.cuda().is_contiguous());
+  const Tensor s = x.narrow(1, 1, 2);  // (3, 2), offset 1
+  CHECK(s.cuda(0).cpu().tolist<double>() == s.tolist<double>());
+  const Tensor b = x.select(0, 1).unsqueeze(0).expand({3, 4});  // stride 0
+  CHECK(b.cuda().tolist<double>() == b.tolist<double>());
+  // a view of a GPU tensor back to the CPU
+  const Tensor g = x.cuda();
+  CHECK(g.t().cpu().tolist<double>() == t.tolist<double>());
+  CHECK(g.narrow(1, 1, 2).cpu().tolist<double>() == s.tolist<double>());
+  CHECK(g.t().contiguous().cpu().tolist<double>() == t.tolist<double>());
+  CHECK(g.t().clone().is_cuda());
+}
+
+TEST_CASE("to() on the same device returns the same tensor; to(device, dtype) converts", "[cuda][tensor]") {
+  const Tensor x = tinytorch::ones({2});
+  CHECK(x.to(Device::cpu()).is_same(x));
+  CHECK(x.cpu().is_same(x));
+  const Tensor g = x.cuda();
+  CHECK(g.cuda().is_same(g));
+  CHECK(g.cuda(0).is_same(g));
+  CHECK(g.to(Device::cuda(0)).is_same(g));
+  const Tensor d = x.to(Device::cuda(0), tinytorch::kFloat64);
+  CHECK(d.dtype() == tinytorch::kFloat64);
+  CHECK(d.is_cuda());
+  CHECK(d.tolist<double>() == std::vector<double>{1, 1});
+  const Tensor l = g.to(Device::cpu(), tinytorch::kInt64);
+  CHECK(l.dtype() == tinytorch::kInt64);
+  CHECK(l.device() == Device::cpu());
+  CHECK(g.to(tinytorch::kFloat64).is_cuda());  // a dtype conversion on the GPU
+}
+
+TEST_CASE("ToCopyBackward0 carries the gradient back to the CPU leaf", "[cuda][tensor][autograd]") {
+  using namespace test_cuda_tensor;
+  Tensor x = tinytorch::tensor({1, 2, 3}, TensorOptions().requires_grad(true));
+  const Tensor y = x.cuda();
+  REQUIRE(y.grad_fn() != nullptr);
+  CHECK(y.grad_fn()->name() == "ToCopyBackward0");
+  CHECK_FALSE(y.is_leaf());
+  y.backward(tinytorch::tensor({0.5, -1, 2}, on(Device::cuda(0))));
+  REQUIRE(x.grad().defined());
+  CHECK(x.grad().device() == Device::cpu());
+  CHECK(x.grad().tolist<double>() == std::vector<double>{0.5, -1, 2});
+
+  // cpu -> cuda:0 -> cuda:(1) -> cpu, with a float64 hop: the gradient retraces every hop
+  Tensor a = tinytorch::tensor({4, 5}, TensorOptions().requires_grad(true));
+  const int other = devices() > 1 ? 1 : 0;
+  const Tensor z = a.cuda(0).to(Device::cuda(other), tinytorch::kFloat64).cpu();
+  CHECK(z.dtype() == tinytorch::kFloat64);
+  CHECK(z.grad_fn()->name() == "ToCopyBackward0");
+  z.backward(tinytorch::tensor({3, 7}, tinytorch::kFloat64));
+  CHECK(a.grad().dtype() == tinytorch::kFloat32);
+  CHECK(a.grad().device() == Device::cpu());
+  CHECK(a.grad().tolist<double>() == std::vector<double>{3, 7});
+}
+
+TEST_CASE("backward from a GPU scalar: the seed is made on the GPU; grads land on the leaf's device",
+          "[cuda][tensor][autograd]") {
+  using namespace test_cuda_tensor;
+  Tensor x = tinytorch::tensor({2.5}, TensorOptions().requires_grad(true));
+  x.cuda(0).backward();  // seed = ones_like(root), on cuda:0
+  CHECK(x.grad().tolist<double>() == std::vector<double>{1});
+
+  // a GPU leaf: its grad stays on the GPU
+  Tensor w = tinytorch::tensor({1, 2}, on(Device::cuda(0)).requires_grad(true));
+  CHECK(w.is_leaf());
+  const Tensor c = w.cpu();
+  c.backward(tinytorch::tensor({6, 8}));
+  REQUIRE(w.grad().defined());
+  CHECK(w.grad().device() == Device::cuda(0));
+  CHECK(w.grad().tolist<double>() == std::vector<double>{6, 8});
+
+  // a gradient on the wrong device: PyTorch's validate_outputs wording
+  Tensor v = tinytorch::tensor({1, 2}, on(Device::cuda(0)).requires_grad(true));
+  v.register_hook([](const Tensor& g) { return g.cpu(); });
+  CHECK_THROWS_WITH(v.cpu().backward(tinytorch::tensor({1, 1})),
+                    Contains("invalid gradient at index 0 - expected device cuda:0 but got cpu"));
+  // backward(gradient) with the gradient on another device than the root
+  Tensor u = tinytorch::tensor({1, 2}, TensorOptions().requires_grad(true));
+  CHECK_THROWS_WITH(u.cuda().backward(tinytorch::tensor({1, 1})),
+                    Contains("invalid gradient at index 0 - expected device cuda:0 but got cpu"));
+  // set_grad onto another device
+  CHECK_THROWS_WITH(u.set_grad(tinytorch::zeros({2}, on(Device::cuda(0)))),
+                    Contains("assigned grad has data located on a different device"));
+}
+
+TEST_CASE("factories with a device equal the CPU factories", "[cuda][tensor]") {
+  using namespace test_cuda_tensor;
+  const int last = devices() - 1;
+  const Device d = Device::cuda(last);
+  CHECK(tinytorch::zeros({2, 3}, on(d)).device() == d);
+  CHECK(tinytorch::zeros({2, 3}, on(d)).tolist<double>() == std::vector<double>(6, 0.0));
+  CHECK(tinytorch::ones({4}, on(d, tinytorch::kInt64)).tolist<int64_t>() == std::vector<int64_t>(4, 1));
+  CHECK(tinytorch::full({3}, 2.5, on(d, tinytorch::kFloat64)).tolist<double>() == std::vector<double>(3, 2.5));
+  CHECK(tinytorch::empty({5}, on(d)).device() == d);
+  CHECK(tinytorch::tensor({1, 2, 3}, {3}, on(d)).tolist<double>() == std::vector<double>{1, 2, 3});
+  CHECK(tinytorch::scalar_tensor(7, on(d)).item<double>() == 7);
+  const Tensor r = tinytorch::ones({2}, on(d).requires_grad(true));
+  CHECK(r.requires_grad());
+  CHECK(r.is_leaf());
+  // the same seed gives the same numbers on the CPU and on the GPU (drawn on the host, then copied)
+  tinytorch::manual_seed(123);
+  const Tensor hn = tinytorch::randn({17});
+  const Tensor hu = tinytorch::rand({5}, tinytorch::kFloat64);
+  const Tensor hi = tinytorch::randint(-5, 5, {9});
+  tinytorch::manual_seed(123);
+  const Tensor gn = tinytorch::randn({17}, on(d));
+  const Tensor gu = tinytorch::rand({5}, on(d, tinytorch::kFloat64));
+  const Tensor gi = tinytorch::randint(-5, 5, {9}, on(d, tinytorch::kInt64));
+  CHECK(gn.device() == d);
+  CHECK(gn.tolist<double>() == hn.tolist<double>());
+  CHECK(gu.tolist<double>() == hu.tolist<double>());
+  CHECK(gi.tolist<int64_t>() == hi.tolist<int64_t>());
+  // *_like keep the device
+  const Tensor g = tinytorch::tensor({1, 2}, on(d, tinytorch::kFloat64));
+  for (const Tensor& t : {tinytorch::zeros_like(g), tinytorch::ones_like(g), tinytorch::empty_like(g),
+                          tinytorch::full_like(g, 3)}) {
+    CHECK(t.device() == d);
+    CHECK(t.dtype() == tinytorch::kFloat64);
+  }
+  CHECK(tinytorch::full_like(g, 3).tolist<double>() == std::vector<double>{3, 3});
+}
+
+TEST_CASE("item, at, tolist, equal, allclose and printing read a GPU tensor through a host copy",
+          "[cuda][tensor]") {
+  using namespace test_cuda_tensor;
+  const Tensor g = tinytorch::tensor({1, 2}, on(Device::cuda(0)));
+  CHECK(g.str() == "tensor([1., 2.], device='cuda:0')");
+  const int last = devices() - 1;
+  const std::string dev = "device='cuda:" + std::to_string(last) + "'";
+  CHECK(tinytorch::tensor({1, 2}, on(Device::cuda(last), tinytorch::kInt64)).str() == "tensor([1, 2], " + dev + ")");
+  CHECK(tinytorch::tensor({0.5, 2}, on(Device::cuda(last), tinytorch::kFloat64)).str() ==
+        "tensor([0.5000, 2.0000], " + dev + ", dtype=torch.float64)");
+  CHECK(tinytorch::ones({2}, on(Device::cuda(0)).requires_grad(true)).str() ==
+        "tensor([1., 1.], device='cuda:0', requires_grad=True)");
+  CHECK(tinytorch::empty({0, 3}, on(Device::cuda(0))).str() == "tensor([], device='cuda:0', size=(0, 3))");
+  Tensor leaf = tinytorch::ones({2}, TensorOptions().requires_grad(true));
+  CHECK(leaf.cuda().str() == "tensor([1., 1.], device='cuda:0', grad_fn=<ToCopyBackward0>)");
+
+  const Tensor m = tinytorch::tensor({1, 2, 3, 4, 5, 6}, {2, 3}, on(Device::cuda(0), tinytorch::kFloat64));
+  CHECK(m.at<double>({1, 2}) == 6);
+  CHECK(m.t().at<double>({2, 1}) == 6);
+  CHECK(m.select(0, 1).select(0, 0).item<double>() == 4);
+  CHECK(m.t().tolist<double>() == std::vector<double>{1, 4, 2, 5, 3, 6});
+  CHECK(m.equal(m.cpu().cuda()));
+  CHECK(m.allclose(m.cpu()));  // values compared on the host, as the tests use them
+}
+
+TEST_CASE("copy_, fill_, zero_ and cat on a GPU", "[cuda][tensor]") {
+  using namespace test_cuda_tensor;
+  const int other = devices() > 1 ? 1 : 0;
+  Tensor g = tinytorch::zeros({2, 3}, on(Device::cuda(0)));
+  g.copy_(tinytorch::tensor({1, 2, 3, 4, 5, 6}, {2, 3}));  // cpu -> cuda
+  CHECK(g.tolist<double>() == std::vector<double>{1, 2, 3, 4, 5, 6});
+  g.copy_(tinytorch::tensor({7, 8, 9}, on(Device::cuda(other), tinytorch::kInt64)));  // broadcast, cast, other GPU
+  CHECK(g.tolist<double>() == std::vector<double>{7, 8, 9, 7, 8, 9});
+  Tensor h = tinytorch::zeros({3, 2});
+  h.copy_(g.t());  // cuda -> cpu, strided source
+  CHECK(h.tolist<double>() == std::vector<double>{7, 7, 8, 8, 9, 9});
+  Tensor gt = g.t();  // a strided GPU destination
+  gt.copy_(tinytorch::tensor({1, 2, 3, 4, 5, 6}, {3, 2}));
+  CHECK(g.tolist<double>() == std::vector<double>{1, 3, 5, 2, 4, 6});
+  g.narrow(1, 1, 2).fill_(-1);
+  CHECK(g.tolist<double>() == std::vector<double>{1, -1, -1, 2, -1, -1});
+  g.fill_(2.5);
+  CHECK(g.tolist<double>() == std::vector<double>(6, 2.5));
+  g.zero_();
+  CHECK(g.tolist<double>() == std::vector<double>(6, 0.0));
+  CHECK(g._version() == 6);
+
+  const Tensor a = tinytorch::tensor({1, 2, 3, 4}, {2, 2}, on(Device::cuda(0)));
+  const Tensor b = tinytorch::tensor({5, 6}, {2, 1}, on(Device::cuda(0)));
+  const Tensor c = tinytorch::cat({a, b}, 1);
+  CHECK(c.is_cuda());
+  CHECK(c.sizes() == tinytorch::Shape{2, 3});
+  CHECK(c.tolist<double>() == std::vector<double>{1, 2, 5, 3, 4, 6});
+  CHECK(tinytorch::cat({a, a.t()}, 0).tolist<double>() == std::vector<double>{1, 2, 3, 4, 1, 3, 2, 4});
+  const Tensor s = tinytorch::stack({a.select(0, 0), a.select(0, 1)}, 1);
+  CHECK(s.tolist<double>() == std::vector<double>{1, 3, 2, 4});
+  CHECK_THROWS_WITH(tinytorch::cat({a, a.cpu()}, 0),
+                    Contains("Expected all tensors to be on the same device, but found at least two devices, "
+                             "cuda:0 and cpu!"));
+}
+
+TEST_CASE("device errors: mixed devices, a GPU that is not there", "[cuda][tensor]") {
+  using namespace test_cuda_tensor;
+  const Tensor c = tinytorch::ones({2});
+  const Tensor g = c.cuda();
+  CHECK_THROWS_WITH(tinytorch::ops::check_same_device("add", g, c),
+                    "add: Expected all tensors to be on the same device, but found at least two devices, cuda:0 "
+                    "and cpu!");
+  CHECK_THROWS_WITH(tinytorch::ops::check_same_device("mul", c, Tensor(), g),
+                    "mul: Expected all tensors to be on the same device, but found at least two devices, cpu and "
+                    "cuda:0!");
+  CHECK_NOTHROW(tinytorch::ops::check_same_device("add", g, g, Tensor()));
+  CHECK_NOTHROW(tinytorch::ops::check_device(g, "add"));
+  // CUDA's own string for a device the machine does not have
+  const int missing = tinytorch::cuda::device_count();
+  CHECK_THROWS_WITH(c.cuda(missing), Contains("invalid device ordinal"));
+  CHECK_THROWS_WITH(c.to(Device::cuda(7 > missing ? 7 : missing)), Contains("invalid device ordinal"));
+  CHECK_THROWS_WITH(tinytorch::zeros({2}, on(Device::cuda(missing))), Contains("invalid device ordinal"));
+  // primitives with no CUDA twin yet say so
+  CHECK_THROWS_WITH(tinytorch::backend::dispatch::max_pool2d_kernel(Device::cuda(0), (const float*)nullptr,
+                                                                    (float*)nullptr, (int64_t*)nullptr,
+                                                                    tinytorch::backend::cpu::Pool2dGeometry{}),
+                    Contains("max_pool2d: not implemented for CUDA tensors yet"));
+  CHECK_THROWS_WITH(tinytorch::backend::dispatch::gemm(Device::cuda(0), 1, 1, 1, int64_t(1), (const int64_t*)nullptr,
+                                                       1, false, (const int64_t*)nullptr, 1, false, int64_t(0),
+                                                       (int64_t*)nullptr, 1),
+                    Contains("\"addmm_cuda\" not implemented for 'Long'"));
+}
