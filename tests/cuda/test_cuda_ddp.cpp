@@ -53,16 +53,6 @@ inline double max_abs_diff(const std::vector<double>& a, const std::vector<doubl
   return d;
 }
 
-/// Module::to(device) (until it lands: parameters moved one by one).
-inline void move_module(nn::Module& m, Device device) {
-  for (Tensor p : m.parameters()) {
-    tinytorch::NoGradGuard no_grad;
-    Tensor moved = p.to(device);
-    p.impl()->storage = moved.impl()->storage;
-    p.impl()->offset = moved.impl()->offset;
-  }
-}
-
 /// 3 SGD steps of `ddp` (parameters on `device`) and of a plain CPU copy; returns the max abs
 /// parameter difference. first_bucket_mb tiny: one bucket per parameter (four buckets).
 inline double ddp_vs_plain(Device device, bool force, bool* bucket_path_used) {
@@ -72,7 +62,7 @@ inline double ddp_vs_plain(Device device, bool force, bool* bucket_path_used) {
   auto model = make_mlp();
   tinytorch::manual_seed(7);
   auto plain = make_mlp();
-  if (!device.is_cpu()) move_module(*model, device);
+  model->to(device);
   dist::DDPOptions o;
   o.force_bucket_path_single_rank = force;
   o.first_bucket_mb = 1e-6;

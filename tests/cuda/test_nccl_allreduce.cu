@@ -207,12 +207,7 @@ TEST_CASE("DDP at world size 1 through NCCL buckets on the GPU equals the plain 
   tinytorch::manual_seed(7);
   auto plain = make();
   const Device gpu = Device::cuda(0);
-  for (Tensor p : model->parameters()) {  // (Module::to)
-    tinytorch::NoGradGuard no_grad;
-    Tensor moved = p.to(gpu);
-    p.impl()->storage = moved.impl()->storage;
-    p.impl()->offset = moved.impl()->offset;
-  }
+  model->to(gpu);
   dist::DDPOptions o;
   o.force_bucket_path_single_rank = true;
   o.first_bucket_mb = 1e-6;  // one bucket per parameter: four NCCL all-reduces per step

@@ -11,8 +11,10 @@
 //     on CUDA tensors give exactly what the same collectives give on CPU tensors (staged through
 //     host memory, device_staging.hpp);
 //   * a collective mixing a CPU and a CUDA tensor throws, naming both devices;
-//   * DistributedDataParallel with the buckets on the device: the hook's scale-and-copy and the
-//     write-back are device operations, the bucket all-reduce is staged (see the DDP test case).
+//   * DistributedDataParallel on cuda:<local rank> (buckets on the device: the hook's
+//     scale-and-copy and the write-back are device operations, each bucket all-reduce staged)
+//     ends 3 SGD(momentum) steps with the parameters of the same DDP on the CPU (1e-5), with one
+//     bucket and with one bucket per parameter; a module on two devices is refused.
 // The test's process group lives in the simulator's ABI namespace (tinytorch::sim_abi), not in
 // mpi_main.cpp's (cpu_abi): the last test case destroys it.
 // Chapter: chapters/06-distributed-data-parallel.md, 07-all-reduce.md, 10-gpu-kernels.md.
@@ -25,7 +27,10 @@
 #include <tinytorch/distributed.hpp>
 #include <tinytorch/tinytorch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <memory>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -174,6 +179,79 @@ TEST_CASE("broadcast, all_gather and reduce_scatter on CUDA tensors", "[distribu
       const std::string msg = e.what();
       CHECK(msg.find("all_gather: output is on cpu but input is on " + gpu.str()) != std::string::npos);
     }
+  }
+}
+
+namespace mpi_cuda_sim {
+
+std::shared_ptr<tinytorch::nn::Sequential> make_mlp() {
+  namespace nn = tinytorch::nn;
+  auto m = std::make_shared<nn::Sequential>();
+  m->push_back(std::make_shared<nn::Linear>(6, 16));
+  m->push_back(std::make_shared<nn::ReLU>());
+  m->push_back(std::make_shared<nn::Linear>(16, 8));
+  m->push_back(std::make_shared<nn::ReLU>());
+  m->push_back(std::make_shared<nn::Linear>(8, 3));
+  return m;
+}
+
+/// 3 SGD(momentum) steps of DDP with the model on `device` (rank r: rows [r*B, (r+1)*B) of the
+/// step's global batch); returns every parameter, flattened, on the CPU.
+std::vector<double> train_ddp(Device device, const dist::DDPOptions& options) {
+  namespace nn = tinytorch::nn;
+  const int r = dist::get_rank(), N = dist::get_world_size();
+  const int64_t B = 4;
+  tinytorch::manual_seed(42 + static_cast<uint64_t>(r));  // different per rank: DDP broadcasts rank 0's
+  auto model = make_mlp();
+  model->to(device);
+  auto ddp = std::make_shared<dist::DistributedDataParallel>(model, options);
+  tinytorch::optim::SGD opt(ddp->parameters(), 0.1, 0.9);
+  nn::MSELoss loss_fn;
+  for (int s = 0; s < 3; ++s) {
+    tinytorch::Generator g(1000 + static_cast<uint64_t>(s));
+    Tensor x = tinytorch::randn({N * B, 6}, {}, &g);
+    Tensor y = tinytorch::randn({N * B, 3}, {}, &g);
+    opt.zero_grad();
+    loss_fn(ddp->forward(x.narrow(0, r * B, B).to(device)), y.narrow(0, r * B, B).to(device)).backward();
+    opt.step();
+  }
+  CHECK(ddp->last_iteration_stats().valid);
+  for (const Tensor& p : model->parameters()) CHECK(p.device() == device);
+  std::vector<double> out;
+  for (const Tensor& p : model->parameters()) {
+    auto v = p.cpu().tolist<double>();
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+
+}  // namespace mpi_cuda_sim
+
+TEST_CASE("DDP on cuda:local_rank equals DDP on the CPU after 3 steps", "[distributed][cuda_sim][ddp]") {
+  ensure_group();
+  for (double cap : {25.0, 1e-6}) {  // one bucket; one bucket per parameter (six)
+    dist::DDPOptions o;
+    o.bucket_cap_mb = cap;
+    o.first_bucket_mb = cap;
+    const std::vector<double> cpu = train_ddp(Device::cpu(), o);
+    const std::vector<double> gpu = train_ddp(my_gpu(), o);
+    REQUIRE(cpu.size() == gpu.size());
+    double d = 0;
+    for (size_t i = 0; i < cpu.size(); ++i) d = std::max(d, std::abs(cpu[i] - gpu[i]));
+    CAPTURE(cap);
+    CHECK(d < 1e-5);
+  }
+}
+
+TEST_CASE("DDP with parameters on two devices throws", "[distributed][cuda_sim][ddp]") {
+  ensure_group();
+  auto model = make_mlp();
+  (*model)[0]->to(my_gpu());
+  try {
+    dist::DistributedDataParallel ddp(model);
+    FAIL("expected an error");
+  } catch (const tinytorch::Error& e) {
+    CHECK(std::string(e.what()).find("expects all parameters of the module on one device") != std::string::npos);
   }
 }
 
