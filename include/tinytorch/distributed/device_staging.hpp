@@ -43,10 +43,10 @@
 
 TT_NAMESPACE_BEGIN namespace distributed::detail {
 
-/// Throws in a build without CUDA (a CUDA tensor's memory cannot be reached there).
+/// Throws for a CUDA device in a build without CUDA (a CUDA tensor's memory cannot be reached there).
 inline void require_cuda_build(const char* op, Device d) {
 #if !TINYTORCH_WITH_CUDA
-  TT_CHECK(false, op, ": tensor on ", d.str(),
+  TT_CHECK(d.is_cpu(), op, ": tensor on ", d.str(),
            " needs the CUDA backend, which this build does not have (compile with nvcc, or "
            "-DTINYTORCH_CUDA_SIM=1 for the simulator)");
 #else
