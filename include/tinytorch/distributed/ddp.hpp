@@ -110,11 +110,14 @@ struct DDPOptions {
   bool force_bucket_path_single_rank = false;
 };
 
-/// DistributedDataParallel (torch.nn.parallel.DistributedDataParallel) for CPU tensors over
-/// MPI. See the file comment for the algorithm (and reducer.hpp's for backward).
+/// DistributedDataParallel (torch.nn.parallel.DistributedDataParallel) over MPI, or NCCL for a
+/// model on this rank's GPU. The buckets live on the parameters' device (one device per module);
+/// with CUDA parameters and Backend::MPI each bucket is staged through host memory around its
+/// all-reduce. See the file comment for the algorithm (and reducer.hpp's for backward).
 ///   module: the replica on this rank; registered as the child "module", so named_parameters()
 ///           of the wrapper are "module.<name>" (as PyTorch's state_dict keys).
-/// Throws tinytorch::Error: process group not initialised; MPI without MPI_THREAD_MULTIPLE
+/// Throws tinytorch::Error: parameters on more than one device, or on CUDA in a build without
+/// CUDA; process group not initialised; MPI without MPI_THREAD_MULTIPLE
 /// (world size > 1); a model that differs across ranks (the same message on every rank);
 /// a module without parameters that require grad; bucket_cap_mb <= 0.
 class DistributedDataParallel : public nn::Module {
