@@ -17,7 +17,10 @@
 //       summary line per epoch, and last `test_accuracy=0.xxxx`.
 //   build/bin/train_mnist                         # the full run (about a minute per epoch or less)
 //   build/bin/train_mnist --epochs 1 --limit 6000 # a quick look
-//   build/bin/train_mnist --device cuda           # on cuda:0 (one process; not with mpirun or --dp)
+//   build/bin/train_mnist --device cuda           # on cuda:0 (one process; not with --dp)
+//   mpirun -np N build/bin/train_mnist --device cuda --backend nccl
+//                         # DDP, one GPU per local rank (cuda:<local rank>), buckets all-reduced by NCCL
+//                         # on the GPUs; --backend mpi (the default) stages them through host memory
 //   build/bin/train_mnist_sim --device cuda --max-steps 5 --limit 320
 //                         # the kernel simulator (no GPU): 5 steps, each loss printed ("step k: loss=...");
 //                         # ctest train_mnist_sim_cuda_steps checks they equal the CPU run's to 1e-5
@@ -85,6 +88,7 @@
 #include <cstring>
 #include <memory>
 #include <sstream>
+#include <optional>
 #include <string>
 #include <tinytorch/distributed.hpp>
 #include <tinytorch/tinytorch.hpp>
@@ -120,7 +124,8 @@ struct Config {
   int stop_after = 0;  // > 0: stop after this epoch
   int dp = 0;  // > 0: DataParallel over that many CPU replicas
   double timeout = 0;  // seconds; 0: TINYTORCH_DIST_TIMEOUT or the default 30 minutes
-  std::string device = "cpu";  // --device: cpu, cuda (= cuda:0) or cuda:N (one process, no DDP wrapper)
+  std::string device = "cpu";  // --device: cpu, cuda (= cuda:0; under mpirun cuda:<local rank>) or cuda:N
+  std::string backend = "mpi";  // --backend: mpi, or nccl (CUDA tensors, an nvcc build with NCCL)
   int64_t max_steps = 0;  // > 0: train this many iterations, print each one's loss, then stop (no evaluation)
 };
 
@@ -146,6 +151,7 @@ std::vector<std::pair<std::string, std::string>> flags_that_must_match(const Con
           {"--momentum", real(c.momentum)},
           {"--hidden", hidden},
           {"--seed", std::to_string(c.seed)},
+          {"--backend", c.backend},
           {"--no-scale-lr", c.no_scale_lr ? "on" : "off"},
           {"--warmup-epochs", std::to_string(c.warmup_epochs)},
           {"--warmup-start-factor", real(c.warmup_start_factor)},
@@ -313,21 +319,25 @@ int run(const Config& cfg) {
   auto model = cnn ? make_cnn() : make_mlp(cfg.hidden);
   if (!checkpoint.empty()) model->load_state_dict(with_prefix(checkpoint, "model."));
   // --device: move the model before building the optimizer (its state is made on the parameters'
-  // device); batches are moved in the loop. On a CUDA device the model trains unwrapped (DDP's
-  // buckets are CPU buffers), so --device cuda refuses mpirun and --dp.
-  const tt::Device device = examples::parse_device(cfg.device);
-  TT_CHECK(device.is_cpu() || !distributed, "train_mnist: --device ", cfg.device,
-           " trains one process on one device; it cannot run under mpirun (world size ", world, ")");
-  TT_CHECK(device.is_cpu() || cfg.dp == 0, "train_mnist: --device ", cfg.device, " cannot be combined with --dp ",
-           cfg.dp, " (DataParallel here replicates over CPU devices)");
+  // device); batches are moved in the loop. Under mpirun, --device cuda means one GPU per local
+  // rank, cuda:<local rank> (torchrun's LOCAL_RANK; ours from MPI_Comm_split_type, process_group.hpp),
+  // and DDP keeps its buckets there (all-reduced by NCCL with --backend nccl, else staged through
+  // host memory for MPI). --dp runs CPU replicas only.
+  tt::Device device = examples::parse_device(cfg.device);
+  if (distributed && cfg.device == "cuda") device = tt::Device::cuda(dist::get_local_rank());
+  TT_CHECK(!distributed || device.is_cpu() || device.index == dist::get_local_rank(), "train_mnist: --device ",
+           cfg.device, " on rank ", rank, ": under mpirun each rank uses the GPU of its local rank (cuda:",
+           dist::get_local_rank(), "); pass --device cuda");
+  TT_CHECK(device.is_cpu() || cfg.dp == 0, "train_mnist: --device ", cfg.device,
+           " cannot be combined with --dp (DataParallel over CPU replicas)");
+  TT_CHECK(cfg.backend != "nccl" || device.is_cuda(), "train_mnist: --backend nccl moves CUDA tensors only; pass "
+           "--device cuda (or use --backend mpi for the CPU)");
   // Conv2d / MaxPool2d have no CUDA kernels yet (ops/dispatch.hpp: conv, pooling): refuse up front.
   TT_CHECK(device.is_cpu() || !cnn, "train_mnist: --model cnn on ", cfg.device,
            ": Conv2d and MaxPool2d have no CUDA kernels yet; use --model mlp");
   model->to(device);
   std::shared_ptr<tt::nn::Module> net;
-  if (!device.is_cpu()) {
-    net = model;
-  } else if (cfg.dp > 0) {
+  if (cfg.dp > 0) {
     net = std::make_shared<tt::nn::DataParallel>(model, std::vector<tt::Device>(cfg.dp, tt::Device::cpu()));
   } else {
     dist::DDPOptions ddp_options;
@@ -555,7 +565,12 @@ int main(int argc, char** argv) {
                  "seconds a collective may wait for the other ranks before the job is aborted with a report "
                  "(default: $TINYTORCH_DIST_TIMEOUT, else 1800)")
       ->check(flags::real_in(0.001, 1e9));
-  app.add_option("--device", cfg.device, "where the model trains: cpu, cuda (= cuda:0) or cuda:N (one process)")
+  app.add_option("--device", cfg.device,
+                 "where the model trains: cpu, cuda (= cuda:0; under mpirun cuda:<local rank>) or cuda:N")
+      ->capture_default_str();
+  app.add_option("--backend", cfg.backend,
+                 "the process group's backend: mpi, or nccl (with --device cuda; needs a build with nvcc and NCCL)")
+      ->check(CLI::IsMember({"mpi", "nccl"}))
       ->capture_default_str();
   app.add_option("--max-steps", cfg.max_steps,
                  "train only this many iterations of the first epoch, printing each loss (no evaluation)")
@@ -569,12 +584,19 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "train_mnist: %s\n", e.what());
     return 2;
   }
-  dist::ProcessGroupGuard pg(dist::Backend::MPI, timeout);  // world size 1 without mpirun
+  const dist::Backend backend = cfg.backend == "nccl" ? dist::Backend::NCCL : dist::Backend::MPI;
+  std::optional<dist::ProcessGroupGuard> pg;  // world size 1 without mpirun
+  try {
+    pg.emplace(backend, timeout);
+  } catch (const std::exception& e) {  // e.g. --backend nccl in a build without NCCL
+    std::fprintf(stderr, "train_mnist: %s\n", e.what());
+    return 2;
+  }
   try {
     dist::check_same_across_ranks("train_mnist", flags_that_must_match(cfg));
     return run(cfg);
   } catch (const std::exception& e) {
-    if (dist::get_world_size() > 1) pg.abort(e);  // "rank r: ...", then MPI_Abort: nobody hangs
+    if (dist::get_world_size() > 1) pg->abort(e);  // "rank r: ...", then MPI_Abort: nobody hangs
     std::fprintf(stderr, "train_mnist: %s\n", e.what());
     return 1;
   }

@@ -364,7 +364,8 @@ TEST_CASE("Tensor::to(Device) and its errors", "[ch05][parallel][tensor]") {
   Tensor x = ones({2, 2}, TensorOptions().requires_grad(true));
   CHECK(x.to(Device::cpu()).is_same(x));  // as PyTorch: no copy when already there
   CHECK_THROWS_WITH(x.to(Device::cuda(1)), "to: copying a tensor from cpu to cuda:1 needs the CUDA backend, which "
-                                           "this build does not have (compile with nvcc)");
+                                           "this build does not have (compile with nvcc, or with -DTINYTORCH_CUDA_SIM=1 "
+                                           "for the kernel simulator)");
 }
 
 TEST_CASE("gather: scalars become a vector; mismatched shapes are errors", "[ch05][parallel]") {

@@ -6,7 +6,13 @@
 //     cudaSetDevice(local_rank), ncclCommInitRank), the group's MPI side still works;
 //   * nccl_all_reduce on raw device buffers: SUM (float32), AVG (float64), MAX (int64), checked
 //     element by element against the values computed on the host;
-//   * argument errors (host pointer, int64 AVG) throw tinytorch::Error before any NCCL call.
+//   * argument errors (host pointer, int64 AVG) throw tinytorch::Error before any NCCL call;
+//   * CUDA tensors (issue 7): all_reduce / broadcast / all_gather on Tensors go to NCCL on the
+//     communicator's own non-blocking stream, ordered by events (no host sync in between: the
+//     copies back to the host follow in stream order); with Backend::MPI the same calls stage
+//     through host memory;
+//   * DDP at world size 1 through its buckets on the GPU (DDPOptions::
+//     force_bucket_path_single_rank; NCCL refuses two ranks on one GPU) equals the plain model.
 // Without a GPU the shared CUDA test main (tests/cuda/cuda_main.cpp, built with
 // TT_TEST_WITH_MPI=1, which also brackets the run with MPI_Init_thread/MPI_Finalize) exits with
 // 77 and ctest reports the test as skipped.
@@ -22,6 +28,8 @@
 #include <tinytorch/distributed/buffer_collectives.hpp>
 #include <tinytorch/distributed/nccl.hpp>
 #include <tinytorch/distributed/process_group.hpp>
+#include <tinytorch/distributed.hpp>
+#include <tinytorch/tinytorch.hpp>
 
 #include <cuda_runtime.h>
 
@@ -115,5 +123,117 @@ TEST_CASE("nccl_all_reduce refuses an MPI group", "[distributed][nccl]") {
   CHECK_THROWS_WITH(dist::nccl_all_reduce(dev, 1, tinytorch::kFloat32),
                     Catch::Contains("created with Backend::mpi; call init_process_group(Backend::NCCL)"));
   TT_TEST_CUDA(cudaFree(dev));
+  dist::destroy_process_group();
+}
+
+namespace nccl_tensors {
+
+using tinytorch::Device;
+using tinytorch::Tensor;
+using tinytorch::TensorOptions;
+
+Tensor to_device(const std::vector<double>& v, tinytorch::DType dtype, Device d) {
+  Tensor c = tinytorch::tensor(v, {static_cast<int64_t>(v.size())}, TensorOptions(dtype));
+  Tensor out = tinytorch::empty(c.sizes(), TensorOptions(dtype).device(d));
+  tinytorch::backend::cuda::memcpy_h2d(out.raw_data(), c.raw_data(), static_cast<size_t>(c.numel()) * tinytorch::element_size(dtype));
+  return out;
+}
+
+std::vector<double> to_host(const Tensor& t) {
+  Tensor out = tinytorch::empty(t.sizes(), TensorOptions(t.dtype()));
+  tinytorch::backend::cuda::memcpy_d2h(out.raw_data(), t.raw_data(), static_cast<size_t>(t.numel()) * tinytorch::element_size(t.dtype()));
+  return out.tolist<double>();
+}
+
+void check_tensor_collectives() {
+  const int r = dist::get_rank(), n = dist::get_world_size();
+  const Device gpu = Device::cuda(dist::get_local_rank());
+  Tensor a = to_device({double(r), 1.0, 2.5}, tinytorch::kFloat32, gpu);
+  dist::all_reduce(a);  // SUM
+  CHECK(to_host(a) == std::vector<double>{n * (n - 1) / 2.0, double(n), 2.5 * n});
+  Tensor m = to_device({double(r), -double(r)}, tinytorch::kInt64, gpu);
+  dist::all_reduce(m, ReduceOp::MIN);
+  CHECK(to_host(m) == std::vector<double>{0.0, -double(n - 1)});
+  Tensor b = to_device({double(r) + 0.5, 7.0}, tinytorch::kFloat64, gpu);
+  dist::broadcast(b, n - 1);
+  CHECK(to_host(b) == std::vector<double>{n - 0.5, 7.0});
+  Tensor in = to_device({double(r), 10.0 + r}, tinytorch::kFloat32, gpu);
+  Tensor out = tinytorch::empty({2 * n}, TensorOptions(tinytorch::kFloat32).device(gpu));
+  dist::all_gather(out, in);
+  std::vector<double> expect;
+  for (int q = 0; q < n; ++q) expect.insert(expect.end(), {double(q), 10.0 + q});
+  CHECK(to_host(out) == expect);
+}
+
+}  // namespace nccl_tensors
+
+TEST_CASE("NCCL collectives on CUDA tensors, ordered by events", "[distributed][nccl]") {
+  dist::init_process_group(dist::Backend::NCCL);
+  nccl_tensors::check_tensor_collectives();
+  // A tensor on another GPU than this rank's communicator: an error before any NCCL call.
+  int ndev = 0;
+  TT_TEST_CUDA(cudaGetDeviceCount(&ndev));
+  if (ndev > dist::get_local_rank() + 1) {
+    tinytorch::Tensor t = tinytorch::empty({2}, tinytorch::TensorOptions().device(tinytorch::Device::cuda(dist::get_local_rank() + 1)));
+    CHECK_THROWS_WITH(dist::all_reduce(t), Catch::Contains("but this rank's NCCL communicator uses cuda:"));
+  }
+  dist::destroy_process_group();
+}
+
+TEST_CASE("MPI backend with CUDA tensors stages through host memory (nvcc build)", "[distributed][nccl]") {
+  dist::init_process_group(dist::Backend::MPI);
+  nccl_tensors::check_tensor_collectives();
+  dist::destroy_process_group();
+}
+
+TEST_CASE("DDP at world size 1 through NCCL buckets on the GPU equals the plain model", "[distributed][nccl][ddp]") {
+  dist::init_process_group(dist::Backend::NCCL);
+  if (dist::get_world_size() != 1) {  // the multi-rank DDP check is tests/mpi (MPI on simulated GPUs)
+    dist::destroy_process_group();
+    return;
+  }
+  namespace nn = tinytorch::nn;
+  using tinytorch::Device;
+  using tinytorch::Tensor;
+  auto make = [] {
+    auto m = std::make_shared<nn::Sequential>();
+    m->push_back(std::make_shared<nn::Linear>(6, 16));
+    m->push_back(std::make_shared<nn::ReLU>());
+    m->push_back(std::make_shared<nn::Linear>(16, 3));
+    return m;
+  };
+  tinytorch::manual_seed(7);
+  auto model = make();
+  tinytorch::manual_seed(7);
+  auto plain = make();
+  const Device gpu = Device::cuda(0);
+  model->to(gpu);
+  dist::DDPOptions o;
+  o.force_bucket_path_single_rank = true;
+  o.first_bucket_mb = 1e-6;  // one bucket per parameter: four NCCL all-reduces per step
+  o.bucket_cap_mb = 1e-6;
+  {
+    dist::DistributedDataParallel ddp(model, o);
+    tinytorch::optim::SGD opt(ddp.parameters(), 0.1, 0.9);
+    tinytorch::optim::SGD plain_opt(plain->parameters(), 0.1, 0.9);
+    nn::MSELoss loss_fn;
+    for (int s = 0; s < 3; ++s) {
+      tinytorch::Generator g(100 + static_cast<uint64_t>(s));
+      Tensor x = tinytorch::randn({5, 6}, {}, &g);
+      Tensor y = tinytorch::randn({5, 3}, {}, &g);
+      opt.zero_grad();
+      loss_fn(ddp.forward(x.to(gpu)), y.to(gpu)).backward();
+      opt.step();
+      plain_opt.zero_grad();
+      loss_fn(plain->forward(x), y).backward();
+      plain_opt.step();
+    }
+    CHECK(ddp.last_iteration_stats().valid);
+    const auto mp = model->parameters(), pp = plain->parameters();
+    for (size_t i = 0; i < mp.size(); ++i) {
+      const auto a = mp[i].to(Device::cpu()).tolist<double>(), b = pp[i].tolist<double>();
+      for (size_t k = 0; k < a.size(); ++k) CHECK(a[k] == Approx(b[k]).margin(1e-5));
+    }
+  }
   dist::destroy_process_group();
 }

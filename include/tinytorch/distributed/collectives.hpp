@@ -20,9 +20,15 @@
 // Tensors are handles (copying one shares the data), so the collectives take `const Tensor&`
 // and write into the data in place, as PyTorch's C++ API does.
 //
+// CUDA tensors (issue 7): the MPI backend moves host memory, so a CUDA tensor is staged through a
+// host buffer (device -> host copy, the MPI collective, host -> device copy; device_staging.hpp),
+// as PyTorch's gloo backend does; an async collective copies back when its Work completes. With
+// Backend::NCCL (an nvcc build with NCCL), all_reduce, broadcast and all_gather into a tensor on
+// CUDA tensors run on the GPU instead (nccl.hpp: the communicator's own stream, ordered by
+// events); the other forms (ring, async, lists, reduce_scatter) stage through host memory.
 // Checked on each rank before any message is sent, with a tinytorch::Error naming the collective
-// and the values: tensor defined; on the CPU (the MPI backend moves host memory; NCCL on CUDA
-// tensors comes with the CUDA backend); contiguous; dtypes agree; sizes agree (list length N,
+// and the values: tensor defined; CPU, or CUDA in a build with the CUDA backend; one device for
+// all the tensors of a collective; contiguous; dtypes agree; sizes agree (list length N,
 // numel ratios); src in range; no int64 AVG. What cannot be checked locally is that *other*
 // ranks passed the same sizes — a mismatch there is undefined behaviour in MPI (usually an
 // MPI_ERR_TRUNCATE error or a hang). DDP verifies its model across ranks for that reason.
@@ -41,6 +47,8 @@
 #include "../tensor.hpp"
 #include "algorithms.hpp"
 #include "buffer_collectives.hpp"
+#include "device_staging.hpp"
+#include "nccl.hpp"  // (empty unless TINYTORCH_WITH_NCCL)
 #include "errors.hpp"
 #include "process_group.hpp"
 #include "work.hpp"
@@ -55,11 +63,16 @@ namespace detail {
 inline void check_tensor(const char* op, const Tensor& t, const char* what = "tensor") {
   require_initialized(op);
   check(t.defined(), rank_prefix(), op, ": ", what, " is an undefined Tensor");
-  check(t.device().is_cpu(), rank_prefix(), op, ": ", what, " is on ", t.device().str(),
-        "; the MPI backend moves CPU tensors only (NCCL collectives on CUDA tensors come with the "
-        "CUDA backend; use nccl_all_reduce on raw device buffers meanwhile)");
+  require_cuda_build(op, t.device());  // a CUDA tensor: staged through host memory (device_staging.hpp)
   check(t.is_contiguous(), rank_prefix(), op, ": ", what, " must be contiguous (sizes ",
         shape_str(t.sizes()), ", strides ", shape_str(t.strides()), "); call .contiguous() first");
+}
+
+/// The tensors of one collective must share a device (PyTorch's collectives require it too).
+inline void check_same_device(const char* op, const Tensor& a, const char* a_name, const Tensor& b,
+                              const char* b_name) {
+  check(a.device() == b.device(), rank_prefix(), op, ": ", a_name, " is on ", a.device().str(), " but ", b_name,
+        " is on ", b.device().str(), "; the tensors of one collective must be on the same device");
 }
 
 inline void check_same_dtype(const char* op, const Tensor& a, const char* a_name, const Tensor& b,
@@ -76,16 +89,29 @@ inline void check_output_list(const char* op, const std::vector<Tensor>& list, c
     const std::string name = "output_list[" + std::to_string(i) + "]";
     check_tensor(op, list[i], name.c_str());
     check_same_dtype(op, list[i], name.c_str(), in, "input");
+    check_same_device(op, list[i], name.c_str(), in, "input");
     check(list[i].numel() == in.numel(), rank_prefix(), op, ": ", name, " has ", list[i].numel(),
           " elements (sizes ", shape_str(list[i].sizes()), ") but input has ", in.numel(), " (sizes ",
           shape_str(in.sizes()), ")");
   }
 }
 
-/// Copies a gathered contiguous buffer (N blocks of `bytes`) into the output tensors.
+/// True when a CUDA tensor's collective goes to NCCL (the group's backend is NCCL) rather than
+/// through a host buffer and MPI.
+inline bool use_nccl(const Tensor& t) {
+#if TINYTORCH_WITH_NCCL
+  return t.device().is_cuda() && group().backend == Backend::NCCL;
+#else
+  (void)t;
+  return false;
+#endif
+}
+
+/// Copies a gathered contiguous host buffer (N blocks of `bytes`) into the output tensors (on
+/// the CPU or a CUDA device: memcpy_h2d).
 inline void scatter_to_list(const std::vector<Tensor>& list, const char* gathered, size_t bytes) {
   for (size_t i = 0; i < list.size(); ++i)
-    if (bytes > 0) std::memcpy(list[i].raw_data(), gathered + i * bytes, bytes);
+    if (bytes > 0) copy_from_host(list[i].device(), list[i].raw_data(), gathered + i * bytes, bytes);
 }
 
 }  // namespace detail
@@ -96,14 +122,22 @@ inline void scatter_to_list(const std::vector<Tensor>& list, const char* gathere
 /// Throws tinytorch::Error on a bad argument (before any message) or an MPI failure.
 inline void all_reduce(const Tensor& t, ReduceOp op = ReduceOp::SUM) {
   detail::check_tensor("all_reduce", t);
-  all_reduce(t.raw_data(), t.numel(), t.dtype(), op);
+#if TINYTORCH_WITH_NCCL
+  if (detail::use_nccl(t)) return nccl_all_reduce(t, op);
+#endif
+  detail::HostStage h(t);
+  all_reduce(h.data(), t.numel(), t.dtype(), op);
+  h.upload();
 }
 
 /// In place with a teaching algorithm (Algorithm::Ring, ParameterServer, Tree, or MPI).
 /// Returns this rank's CommStats (bytes sent/received, messages, steps).
 inline CommStats all_reduce(const Tensor& t, ReduceOp op, Algorithm algo, const AlgorithmOptions& opt = {}) {
   detail::check_tensor("all_reduce", t);
-  return all_reduce(t.raw_data(), t.numel(), t.dtype(), op, algo, opt);
+  detail::HostStage h(t);
+  CommStats stats = all_reduce(h.data(), t.numel(), t.dtype(), op, algo, opt);
+  h.upload();
+  return stats;
 }
 
 /// Same, algorithm by name: "mpi", "ring", "parameter_server", "tree".
@@ -119,8 +153,14 @@ inline CommStats all_reduce(const Tensor& t, ReduceOp op, const char* algo, cons
 /// Starts an in-place all_reduce (MPI_Iallreduce). Do not touch t until Work::wait().
 inline Work all_reduce_async(const Tensor& t, ReduceOp op = ReduceOp::SUM) {
   detail::check_tensor("all_reduce_async", t);
-  Work w = all_reduce_async(t.raw_data(), t.numel(), t.dtype(), op);
-  w.attach(std::make_shared<Tensor>(t));  // t's memory stays alive until the Work completes
+  auto h = std::make_shared<detail::HostStage>(t);
+  Work w = all_reduce_async(h->data(), t.numel(), t.dtype(), op);
+  // t's memory (and the host stage of a CUDA tensor) stays alive until the Work completes; a
+  // CUDA tensor gets the result copied back then.
+  if (h->staged())
+    w.attach(std::make_shared<Tensor>(t), [h] { h->upload(); });
+  else
+    w.attach(std::make_shared<Tensor>(t));
   return w;
 }
 
@@ -129,14 +169,23 @@ inline Work all_reduce_async(const Tensor& t, ReduceOp op = ReduceOp::SUM) {
 /// t <- rank src's t, on every rank (MPI_Bcast). Throws for src outside [0, world_size).
 inline void broadcast(const Tensor& t, int src) {
   detail::check_tensor("broadcast", t);
-  broadcast(t.raw_data(), t.numel(), t.dtype(), src);
+#if TINYTORCH_WITH_NCCL
+  if (detail::use_nccl(t)) return nccl_broadcast(t, src);
+#endif
+  detail::HostStage h(t, get_rank() == src);  // only the source's data is read
+  broadcast(h.data(), t.numel(), t.dtype(), src);
+  h.upload();
 }
 
 /// Starts a broadcast (MPI_Ibcast).
 inline Work broadcast_async(const Tensor& t, int src) {
   detail::check_tensor("broadcast_async", t);
-  Work w = broadcast_async(t.raw_data(), t.numel(), t.dtype(), src);
-  w.attach(std::make_shared<Tensor>(t));
+  auto h = std::make_shared<detail::HostStage>(t, get_rank() == src);
+  Work w = broadcast_async(h->data(), t.numel(), t.dtype(), src);
+  if (h->staged())
+    w.attach(std::make_shared<Tensor>(t), [h] { h->upload(); });
+  else
+    w.attach(std::make_shared<Tensor>(t));
   return w;
 }
 
@@ -149,11 +198,17 @@ inline void all_gather(const Tensor& out, const Tensor& t) {
   detail::check_tensor(op, t, "input");
   detail::check_tensor(op, out, "output");
   detail::check_same_dtype(op, out, "output", t, "input");
+  detail::check_same_device(op, out, "output", t, "input");
   const int n = detail::group().world_size;
   detail::check(out.numel() == n * t.numel(), detail::rank_prefix(), op, ": output has ", out.numel(),
                 " elements (sizes ", shape_str(out.sizes()), ") but world_size * input.numel() = ", n, " * ",
                 t.numel(), " = ", n * t.numel());
-  all_gather(out.raw_data(), t.raw_data(), t.numel(), t.dtype());
+#if TINYTORCH_WITH_NCCL
+  if (detail::use_nccl(t)) return nccl_all_gather(out, t);
+#endif
+  detail::HostStage hin(t), hout(out, false);
+  all_gather(hout.data(), hin.data(), t.numel(), t.dtype());
+  hout.upload();
 }
 
 /// PyTorch's name for the single-output-tensor form.
@@ -166,7 +221,8 @@ inline void all_gather(const std::vector<Tensor>& out_list, const Tensor& t) {
   detail::check_output_list(op, out_list, t);
   const size_t bytes = static_cast<size_t>(t.numel()) * element_size(t.dtype());
   std::vector<char> gathered(bytes * out_list.size());
-  all_gather(gathered.data(), t.raw_data(), t.numel(), t.dtype());
+  detail::HostStage hin(t);
+  all_gather(gathered.data(), hin.data(), t.numel(), t.dtype());
   detail::scatter_to_list(out_list, gathered.data(), bytes);
 }
 
@@ -176,11 +232,17 @@ inline Work all_gather_async(const Tensor& out, const Tensor& t) {
   detail::check_tensor(op, t, "input");
   detail::check_tensor(op, out, "output");
   detail::check_same_dtype(op, out, "output", t, "input");
+  detail::check_same_device(op, out, "output", t, "input");
   const int n = detail::group().world_size;
   detail::check(out.numel() == n * t.numel(), detail::rank_prefix(), op, ": output has ", out.numel(),
                 " elements but world_size * input.numel() = ", n * t.numel());
-  Work w = all_gather_async(out.raw_data(), t.raw_data(), t.numel(), t.dtype());
-  w.attach(std::make_shared<std::vector<Tensor>>(std::vector<Tensor>{out, t}));
+  auto hin = std::make_shared<detail::HostStage>(t);
+  auto hout = std::make_shared<detail::HostStage>(out, false);
+  Work w = all_gather_async(hout->data(), hin->data(), t.numel(), t.dtype());
+  if (hout->staged())
+    w.attach(std::make_shared<std::vector<Tensor>>(std::vector<Tensor>{out, t}), [hin, hout] { hout->upload(); });
+  else
+    w.attach(std::make_shared<std::vector<Tensor>>(std::vector<Tensor>{out, t}));
   return w;
 }
 
@@ -191,11 +253,12 @@ inline Work all_gather_async(const std::vector<Tensor>& out_list, const Tensor& 
   detail::check_output_list(op, out_list, t);
   const size_t bytes = static_cast<size_t>(t.numel()) * element_size(t.dtype());
   auto gathered = std::make_shared<std::vector<char>>(bytes * out_list.size());
-  Work w = all_gather_async(gathered->data(), t.raw_data(), t.numel(), t.dtype());
+  auto hin = std::make_shared<detail::HostStage>(t);
+  Work w = all_gather_async(gathered->data(), hin->data(), t.numel(), t.dtype());
   // After completion: copy the gathered blocks into the list (which the lambda keeps alive).
   std::vector<Tensor> outs = out_list;
   w.attach(std::make_shared<Tensor>(t),
-           [outs, gathered, bytes] { detail::scatter_to_list(outs, gathered->data(), bytes); });
+           [outs, gathered, hin, bytes] { detail::scatter_to_list(outs, gathered->data(), bytes); });
   return w;
 }
 
@@ -208,11 +271,14 @@ inline void reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op = Re
   detail::check_tensor(name, in, "input");
   detail::check_tensor(name, out, "output");
   detail::check_same_dtype(name, out, "output", in, "input");
+  detail::check_same_device(name, out, "output", in, "input");
   const int n = detail::group().world_size;
   detail::check(in.numel() == n * out.numel(), detail::rank_prefix(), name, ": input has ", in.numel(),
                 " elements (sizes ", shape_str(in.sizes()), ") but world_size * output.numel() = ", n, " * ",
                 out.numel(), " = ", n * out.numel());
-  reduce_scatter(out.raw_data(), in.raw_data(), out.numel(), out.dtype(), op);
+  detail::HostStage hin(in), hout(out, false);
+  reduce_scatter(hout.data(), hin.data(), out.numel(), out.dtype(), op);
+  hout.upload();
 }
 
 /// PyTorch's name for the same operation.
@@ -226,11 +292,17 @@ inline Work reduce_scatter_async(const Tensor& out, const Tensor& in, ReduceOp o
   detail::check_tensor(name, in, "input");
   detail::check_tensor(name, out, "output");
   detail::check_same_dtype(name, out, "output", in, "input");
+  detail::check_same_device(name, out, "output", in, "input");
   const int n = detail::group().world_size;
   detail::check(in.numel() == n * out.numel(), detail::rank_prefix(), name, ": input has ", in.numel(),
                 " elements but world_size * output.numel() = ", n * out.numel());
-  Work w = reduce_scatter_async(out.raw_data(), in.raw_data(), out.numel(), out.dtype(), op);
-  w.attach(std::make_shared<std::vector<Tensor>>(std::vector<Tensor>{out, in}));
+  auto hin = std::make_shared<detail::HostStage>(in);
+  auto hout = std::make_shared<detail::HostStage>(out, false);
+  Work w = reduce_scatter_async(hout->data(), hin->data(), out.numel(), out.dtype(), op);
+  if (hout->staged())
+    w.attach(std::make_shared<std::vector<Tensor>>(std::vector<Tensor>{out, in}), [hin, hout] { hout->upload(); });
+  else
+    w.attach(std::make_shared<std::vector<Tensor>>(std::vector<Tensor>{out, in}));
   return w;
 }
 

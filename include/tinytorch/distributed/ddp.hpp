@@ -102,13 +102,22 @@ struct DDPOptions {
   Algorithm algorithm = Algorithm::MPI;
   /// If set: one event per bucket all-reduce (comm thread) and per finalize (main thread).
   std::shared_ptr<Trace> trace = nullptr;
+  /// World size 1 normally skips the buckets (there is nothing to average). True: gradients
+  /// still go through them (copy into the bucket, all-reduce, copy back), as on N ranks. NCCL
+  /// refuses two ranks on one GPU ("Duplicate GPU detected"), so this is how a one-GPU machine
+  /// runs DDP's CUDA/NCCL bucket path (issue 7; design/CUDA.md section 8). Test-only: no PyTorch
+  /// analogue (PyTorch's Reducer always uses its buckets).
+  bool force_bucket_path_single_rank = false;
 };
 
-/// DistributedDataParallel (torch.nn.parallel.DistributedDataParallel) for CPU tensors over
-/// MPI. See the file comment for the algorithm (and reducer.hpp's for backward).
+/// DistributedDataParallel (torch.nn.parallel.DistributedDataParallel) over MPI, or NCCL for a
+/// model on this rank's GPU. The buckets live on the parameters' device (one device per module);
+/// with CUDA parameters and Backend::MPI each bucket is staged through host memory around its
+/// all-reduce. See the file comment for the algorithm (and reducer.hpp's for backward).
 ///   module: the replica on this rank; registered as the child "module", so named_parameters()
 ///           of the wrapper are "module.<name>" (as PyTorch's state_dict keys).
-/// Throws tinytorch::Error: process group not initialised; MPI without MPI_THREAD_MULTIPLE
+/// Throws tinytorch::Error: parameters on more than one device, or on CUDA in a build without
+/// CUDA; process group not initialised; MPI without MPI_THREAD_MULTIPLE
 /// (world size > 1); a model that differs across ranks (the same message on every rank);
 /// a module without parameters that require grad; bucket_cap_mb <= 0.
 class DistributedDataParallel : public nn::Module {
@@ -134,6 +143,7 @@ class DistributedDataParallel : public nn::Module {
     reducer->find_unused = options_.find_unused_parameters;
     reducer->algorithm = options_.algorithm;
     reducer->trace = options_.trace;
+    reducer->force_buckets = options_.force_bucket_path_single_rank;
     if (reducer->world > 1) require_thread_multiple("DistributedDataParallel (its communication thread)");
 
     // (1) the same model everywhere, (2) rank 0's values everywhere.
@@ -155,6 +165,17 @@ class DistributedDataParallel : public nn::Module {
     detail::check(!reducer->params.empty(),
                   "DistributedDataParallel is not needed when a module doesn't have any parameter that requires a "
                   "gradient.");
+    // One device for every parameter (PyTorch's single-device module): the buckets live there.
+    reducer->device = reducer->params.front().device();
+    for (size_t i = 1; i < reducer->params.size(); ++i)
+      detail::check(reducer->params[i].device() == reducer->device,
+                    "DistributedDataParallel: expects all parameters of the module on one device, but \"",
+                    reducer->names[0], "\" is on ", reducer->device.str(), " and \"", reducer->names[i], "\" on ",
+                    reducer->params[i].device().str());
+    detail::require_cuda_build("DistributedDataParallel", reducer->device);
+#if TINYTORCH_WITH_NCCL
+    reducer->nccl = g.backend == Backend::NCCL && reducer->device.is_cuda();
+#endif
 
     // (3) buckets, reversed; contents buffers.
     const auto mib = [](double mb) {  // > 0 here; inf or huge = no limit (saturated, no overflow)
@@ -179,12 +200,11 @@ class DistributedDataParallel : public nn::Module {
     }
 
     // The communication thread and its communicator (nothing below throws after the thread starts).
-#if TINYTORCH_WITH_MPI
-    if (reducer->world > 1) {
+    // (World size 1 with force_bucket_path_single_rank: a group of one, the same thread.)
+    if (reducer->use_buckets()) {
       reducer->pg = new_group("DistributedDataParallel buckets");
       reducer->thread = std::thread([reducer] { reducer->comm_loop(); });
     }
-#endif
     reducer_ = std::move(reducer);
     if (get_debug_level() != DebugLevel::OFF) {  // INFO and DETAIL: what the buckets are
       std::string line = detail::rank_prefix() + "DistributedDataParallel: " +

@@ -45,6 +45,7 @@
 #include "algorithms.hpp"
 #include "buffer_collectives.hpp"
 #include "errors.hpp"
+#include "device_staging.hpp"
 #include "process_group.hpp"
 #include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
@@ -209,13 +210,12 @@ inline void broadcast_from_rank0(const std::vector<std::pair<std::string, Tensor
   for (const auto& nt : tensors) {
     Tensor t = nt.second;
     if (t.numel() == 0) continue;
-    if (t.is_contiguous()) {
-      broadcast(t.raw_data(), t.numel(), t.dtype(), 0);
-    } else {
-      Tensor c = t.contiguous();
-      broadcast(c.raw_data(), c.numel(), c.dtype(), 0);
-      t.copy_(c);
-    }
+    // A CUDA tensor goes through a host buffer (the MPI backend moves host memory).
+    Tensor c = t.is_contiguous() ? t : t.contiguous();
+    HostStage h(c, group().rank == 0);
+    broadcast(h.data(), c.numel(), c.dtype(), 0);
+    h.upload();
+    if (!t.is_contiguous()) t.copy_(c);
   }
 }
 

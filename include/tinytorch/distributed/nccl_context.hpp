@@ -8,6 +8,7 @@
 //   2. rank 0 creates the communicator's identity: ncclGetUniqueId(&id)   (128 opaque bytes)
 //   3. MPI broadcasts those bytes from rank 0 to every rank               (MPI_Bcast)
 //   4. every rank joins: ncclCommInitRank(&comm, world_size, id, rank)
+//   5. the communicator's own stream: cudaStreamCreateWithFlags(cudaStreamNonBlocking)
 //
 // Between the steps the ranks agree (an MPI all-reduce of an "ok" flag) that every rank
 // succeeded, so that a rank without a GPU makes *every* rank throw instead of leaving the others
@@ -56,10 +57,14 @@ inline bool all_ranks_ok(bool ok, MPI_Comm comm, const char* op) {
   return all == 1;
 }
 
-/// One NCCL communicator plus the GPU it lives on.
+/// One NCCL communicator plus the GPU it lives on and the stream its collectives run on.
 struct NcclContext {
   ncclComm_t comm = nullptr;
   int device = -1;  ///< the CUDA device this rank uses (= local rank)
+  /// The communicator's own stream, cudaStreamNonBlocking: the legacy default stream (where our
+  /// kernels run) "first waits on all blocking streams", so a blocking NCCL stream would
+  /// serialise NCCL with every kernel. Ordered against the compute stream by events (nccl.hpp).
+  cudaStream_t stream = nullptr;
 
   bool active() const { return comm != nullptr; }
 
@@ -112,10 +117,24 @@ struct NcclContext {
                                       : init_error));
     }
     device = local_rank;
+    // 5. the communicator's non-blocking stream (every rank has one, or every rank throws).
+    err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    if (!all_ranks_ok(err == cudaSuccess, mpi_comm, op)) {
+      if (err == cudaSuccess) cudaStreamDestroy(stream);
+      stream = nullptr;
+      destroy();
+      throw_error(rank_prefix() + op + ": cudaStreamCreateWithFlags(cudaStreamNonBlocking) failed" +
+                  (err == cudaSuccess ? std::string(" on another rank") : std::string(": ") + cudaGetErrorString(err)));
+    }
   }
 
   /// Frees the communicator (ncclCommDestroy). Safe to call twice.
   void destroy() noexcept {
+    if (stream != nullptr) {
+      cudaStreamSynchronize(stream);  // nothing of ours may still run on it
+      cudaStreamDestroy(stream);
+    }
+    stream = nullptr;
     if (comm != nullptr) ncclCommDestroy(comm);
     comm = nullptr;
     device = -1;

@@ -52,6 +52,14 @@
 // they are watched by the watchdog and agreed at TINYTORCH_DISTRIBUTED_DEBUG=DETAIL.
 // The communication happens in Reducer::all_reduce_bucket and Reducer::all_reduce_used_map.
 //
+// CUDA parameters (issue 7): the buckets live on the parameters' device; the hook's copy-and-scale
+//   is a kernel (device_staging.hpp's scale_copy) and the write-back a device-to-device copy, so
+//   gradients never visit the host except where the backend needs it: the MPI backend stages
+//   each bucket through a host buffer around its all-reduce (as gloo does); Backend::NCCL
+//   all-reduces it on the GPU on the communicator's own stream, ordered by one event pair per
+//   bucket (nccl.hpp; no communication thread: NCCL calls only enqueue), and finalize makes the
+//   compute stream wait for every bucket before the copies back. DDPOptions::
+//   force_bucket_path_single_rank runs all of this at world size 1 (the one-GPU check).
 // The math: on rank r the slice of parameter i in its bucket holds g_r,i / N (copy_into_bucket);
 //   the SUM all-reduce of the bucket makes it sum_r g_r,i / N, the average, on every rank, which
 //   write_average copies into .grad (the whole derivation: ddp.hpp).
@@ -86,9 +94,11 @@
 #include "../core/dtype.hpp"
 #include "../functional.hpp"
 #include "algorithms.hpp"
+#include "device_staging.hpp"
 #include "errors.hpp"
 #include "model_agreement.hpp"
 #include "mpi_include.hpp"
+#include "nccl.hpp"  // (empty unless TINYTORCH_WITH_NCCL)
 #include "process_group.hpp"
 #include "trace.hpp"
 #include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
@@ -188,12 +198,24 @@ struct Reducer {
     std::vector<int64_t> offsets;   ///< element offset of each of them in contents
     int64_t numel = 0;
     DType dtype = kFloat32;
-    Tensor contents;                ///< (numel,) the flat buffer that is all-reduced
+    Tensor contents;                ///< (numel,) the flat buffer that is all-reduced, on the
+                                    ///< parameters' device
+    std::vector<char> host;         ///< MPI backend, CUDA bucket: the host staging buffer
+#if TINYTORCH_WITH_NCCL
+    std::shared_ptr<NcclEvents> events;  ///< NCCL: ready (compute stream) / done (NCCL stream)
+#endif
     size_t pending = 0;             ///< parameters not yet ready in this backward
   };
 
   int rank = 0;
   int world = 1;
+  Device device = Device::cpu();    ///< where the parameters (and so the buckets) live
+  bool force_buckets = false;       ///< DDPOptions::force_bucket_path_single_rank
+  bool nccl = false;                ///< buckets all-reduced by NCCL (Backend::NCCL, CUDA buckets)
+
+  /// Gradients go through the buckets: always with several ranks; at world size 1 only when
+  /// forced (the one-GPU check of the CUDA/NCCL path; otherwise there is nothing to average).
+  bool use_buckets() const { return world > 1 || force_buckets; }
   std::vector<Tensor> params;       ///< requires_grad parameters, registration order, deduplicated
   std::vector<std::string> names;   ///< their dotted names inside the wrapped module
   std::vector<size_t> bucket_of;    ///< param -> bucket
@@ -245,7 +267,18 @@ struct Reducer {
         bucket.offsets.push_back(bucket.numel);
         bucket.numel += params[i].numel();
       }
-      if (world > 1) bucket.contents = zeros({bucket.numel}, TensorOptions(bucket.dtype));
+      if (use_buckets()) {  // on the parameters' device; zeroed there (no host write to a GPU)
+        bucket.contents = empty({bucket.numel}, TensorOptions(bucket.dtype).device(device));
+        zero_fill(device, bucket.contents.raw_data(), bucket.numel, bucket.dtype);
+        if (!device.is_cpu() && !nccl)
+          bucket.host.resize(static_cast<size_t>(bucket.numel) * element_size(bucket.dtype));
+#if TINYTORCH_WITH_NCCL
+        if (nccl) {
+          backend::cuda::detail::ScopedDevice on(device.index);
+          bucket.events = std::make_shared<NcclEvents>();
+        }
+#endif
+      }
       buckets.push_back(std::move(bucket));
     }
   }
@@ -384,7 +417,7 @@ struct Reducer {
     ready[i] = 1;
     if (!rebuilt) arrival.push_back(i);
     Bucket& b = buckets[bucket_of[i]];
-    if (world > 1) copy_into_bucket(i, b);
+    if (use_buckets()) copy_into_bucket(i, b);
     if (--b.pending == 0) {
       stats.buckets[bucket_of[i]].ready_us = Trace::steady_us();
       // Launch every ready bucket at the head of the order: all ranks launch the same sequence.
@@ -398,7 +431,10 @@ struct Reducer {
 
   /// slice <- .grad / world (or zeros when the parameter has no gradient). Dividing while
   /// copying, as PyTorch's mark_variable_ready does, saves a pass over the averaged result: the
-  /// all-reduce (SUM) of the g_r / N is the average.
+  /// all-reduce (SUM) of the g_r / N is the average. For N a power of two the division is a
+  /// multiply by the exact 1/N (the same correctly rounded number, several times cheaper).
+  /// On CUDA parameters both are device operations (a kernel on the compute stream:
+  /// device_staging.hpp's scale_copy / zero_fill); the gradient never visits the host.
   void copy_into_bucket(size_t i, Bucket& b) {
     const size_t slot = slot_of[i];
     const int64_t n = params[i].numel();
@@ -406,28 +442,16 @@ struct Reducer {
                 static_cast<size_t>(b.offsets[slot]) * element_size(b.dtype);
     Tensor g = params[i].grad();
     if (!g.defined()) {
-      std::memset(dst, 0, static_cast<size_t>(n) * element_size(b.dtype));
+      zero_fill(device, dst, n, b.dtype);
       return;
     }
     if (g.dtype() != b.dtype || !g.is_contiguous()) {
       NoGradGuard no_grad;
       g = g.to(b.dtype).contiguous();
     }
-    const int w = world;
-    dispatch(b.dtype, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const T* src = static_cast<const T*>(g.raw_data());
-      T* out = reinterpret_cast<T*>(dst);
-      const T d = static_cast<T>(w);
-      if (std::is_floating_point_v<T> && (w & (w - 1)) == 0) {
-        // N a power of two: 1/N is exact, so x * (1/N) is the same correctly rounded number as
-        // x / N, and a multiply is several times cheaper than a divide.
-        const T inv = T(1) / d;
-        for (int64_t k = 0; k < n; ++k) out[k] = src[k] * inv;
-      } else {
-        for (int64_t k = 0; k < n; ++k) out[k] = src[k] / d;
-      }
-    });
+    check(g.device() == device, "DistributedDataParallel: the gradient of parameter \"", names[i], "\" is on ",
+          g.device().str(), " but the parameter is on ", device.str());
+    scale_copy(device, dst, g.raw_data(), n, b.dtype, world);
   }
 
   /// Starts bucket bi's all-reduce. Buckets before the last go to the communication thread and
@@ -437,7 +461,13 @@ struct Reducer {
   /// order on every rank, and by one thread at a time), then calls MPI_Allreduce. This saves a
   /// thread hand-off per step, and a one-bucket model never involves the thread at all.
   void launch(size_t bi) {
-    if (world == 1) return;
+    if (!use_buckets()) return;
+#if TINYTORCH_WITH_NCCL
+    if (nccl) {  // NCCL calls only enqueue work on the GPU: no communication thread needed
+      all_reduce_bucket(bi, 0);
+      return;
+    }
+#endif
     if (bi + 1 < buckets.size()) {
       enqueue([this, bi] { all_reduce_bucket(bi, 1); });
     } else {
@@ -452,9 +482,35 @@ struct Reducer {
 #if TINYTORCH_WITH_MPI
     Bucket& b = buckets[bi];
     const double t0 = Trace::steady_us();
+#if TINYTORCH_WITH_NCCL
+    if (nccl) {
+      // The bucket on the GPU: ready[b] recorded on the compute stream after the hooks' copy
+      // kernels, the NCCL stream waits for it and runs ncclAllReduce (SUM of the g_r / N),
+      // done[b] recorded there; finalize_backward makes the compute stream wait for done[b].
+      const NcclContext& ctx = group().nccl;
+      const char* name = "DistributedDataParallel (NCCL bucket all-reduce)";
+      nccl_ordered(ctx, name, *b.events, false, [&](cudaStream_t s) {
+        nccl_check(ncclAllReduce(b.contents.raw_data(), b.contents.raw_data(), static_cast<size_t>(b.numel),
+                                 nccl_datatype(b.dtype), ncclSum, ctx.comm, s),
+                   "ncclAllReduce", name, ctx.comm);
+      });
+      stats.buckets[bi].start_us = t0;  // (enqueue times: the GPU runs it later)
+      stats.buckets[bi].end_us = Trace::steady_us();
+      return;
+    }
+#endif
     AlgorithmOptions ao;
     ao.group = pg.get();
-    all_reduce(b.contents.raw_data(), b.numel, b.dtype, ReduceOp::SUM, algorithm, ao);
+    if (device.is_cpu()) {
+      all_reduce(b.contents.raw_data(), b.numel, b.dtype, ReduceOp::SUM, algorithm, ao);
+    } else {
+      // The MPI backend moves host memory: stage the CUDA bucket through its host buffer
+      // (runtime copies, ordered after the hook's kernels on the compute stream), as gloo does.
+      const size_t bytes = b.host.size();
+      copy_to_host(device, b.host.data(), b.contents.raw_data(), bytes);
+      all_reduce(b.host.data(), b.numel, b.dtype, ReduceOp::SUM, algorithm, ao);
+      copy_from_host(device, b.contents.raw_data(), b.host.data(), bytes);
+    }
     const double t1 = Trace::steady_us();
     stats.buckets[bi].start_us = t0;  // from the comm thread: read by the main thread after wait_all()
     stats.buckets[bi].end_us = t1;
@@ -475,8 +531,12 @@ struct Reducer {
     expect_hooks = false;
     require_finalize = false;
     wait_all();  // (already idle: launch() ran the last bucket on this thread after the others)
-    if (find_unused && world > 1) all_reduce_used_map();
-    if (world > 1) {
+    if (find_unused && use_buckets()) all_reduce_used_map();
+    if (use_buckets()) {
+#if TINYTORCH_WITH_NCCL
+      if (nccl)  // the compute stream waits (on the GPU) for every bucket's all-reduce
+        for (const Bucket& b : buckets) nccl_join(group().nccl, "DistributedDataParallel (finalize)", *b.events);
+#endif
       for (size_t bi = 0; bi < buckets.size(); ++bi) {
         const Bucket& b = buckets[bi];
         for (size_t s = 0; s < b.params.size(); ++s) {
@@ -488,7 +548,7 @@ struct Reducer {
     }
     if (find_unused) std::fill(local_used.begin(), local_used.end(), 0);
     stats.finalize_end_us = Trace::steady_us();
-    stats.valid = world > 1;
+    stats.valid = use_buckets();
     last_stats = stats;
     if (trace) trace->complete("finalize: last bucket, average, write .grad", "comm", 0, t0, stats.finalize_end_us);
   }
@@ -502,17 +562,18 @@ struct Reducer {
   }
 
   /// .grad of param i <- its slice of the reduced bucket (already the average): in place when
-  /// .grad is a contiguous tensor of the parameter's dtype and shape, else a new tensor.
+  /// .grad is a contiguous tensor of the parameter's dtype, shape and device, else a new tensor
+  /// on the parameter's device (a device-to-device copy for CUDA parameters).
   void write_average(size_t i, const Bucket& b, int64_t offset) {
     Tensor& p = params[i];
     Tensor g = p.grad();
-    const bool reuse = g.defined() && g.dtype() == b.dtype && g.is_contiguous() && g.sizes() == p.sizes();
-    Tensor out = reuse ? g : empty(p.sizes(), TensorOptions(b.dtype));
+    const bool reuse = g.defined() && g.dtype() == b.dtype && g.is_contiguous() && g.sizes() == p.sizes() &&
+                       g.device() == device;
+    Tensor out = reuse ? g : empty(p.sizes(), TensorOptions(b.dtype).device(device));
     const size_t esize = element_size(b.dtype);
     const size_t bytes = static_cast<size_t>(p.numel()) * esize;
-    if (bytes > 0)
-      std::memcpy(out.raw_data(), static_cast<const char*>(b.contents.raw_data()) + static_cast<size_t>(offset) * esize,
-                  bytes);
+    copy_bytes(device, out.raw_data(),
+               static_cast<const char*>(b.contents.raw_data()) + static_cast<size_t>(offset) * esize, bytes);
     if (!reuse) {
       if (g.defined() && g.dtype() != b.dtype) out = out.to(g.dtype());
       p.set_grad(out);

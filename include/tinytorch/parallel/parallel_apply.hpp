@@ -5,8 +5,8 @@
 // Each thread runs with the caller's grad mode (GradMode is per thread, as in PyTorch) and, when
 // `generators` is given, with generators[i] as its default generator (GeneratorGuard): Dropout in
 // replica i draws from stream i, so runs repeat exactly and no two threads share a Generator.
-// (PyTorch also sets each thread's CUDA device and stream; with the CUDA backend a device guard
-// goes here too.) The forward graphs are built concurrently, but each replica's nodes are its own;
+// As PyTorch's, each thread also makes its replica's CUDA device current (a DeviceGuard, CUDA
+// builds; every kernel runs on the one compute stream of its device). The forward graphs are built concurrently, but each replica's nodes are its own;
 // backward later runs on the caller's thread.
 // An exception in a replica is rethrown in the caller, after every thread has finished, as a
 // tinytorch::Error "in replica i on device d: <message>" (the lowest failing i), as PyTorch's
@@ -20,6 +20,7 @@
 #include <mutex>
 #include <string>
 #include <system_error>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -28,6 +29,7 @@
 #include <Eigen/Core>
 
 #include "../nn/module.hpp"
+#include "../ops/dispatch.hpp"  // backend::dispatch::DeviceGuard
 
 TT_NAMESPACE_BEGIN namespace parallel {
 
@@ -53,6 +55,12 @@ inline std::vector<Tensor> parallel_apply(const std::vector<std::shared_ptr<nn::
     try {
       GradMode::set_enabled(grad_mode);
       GeneratorGuard generator(generators.empty() ? nullptr : generators[i]);
+#if TINYTORCH_WITH_CUDA
+      // The replica's device is this thread's current CUDA device (PyTorch's parallel_apply sets
+      // it too; every dispatch primitive also guards its own launch).
+      std::optional<backend::dispatch::DeviceGuard> device;
+      if (devices[i].is_cuda()) device.emplace(devices[i]);
+#endif
       autograd::ParallelRegion region;  // leaves shared between replicas: see grad_accumulator
       outputs[i] = replicas[i]->forward(inputs[i]);
     } catch (...) {
