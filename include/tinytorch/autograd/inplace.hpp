@@ -94,7 +94,7 @@ struct AsStridedBackward0 : Node {
   Geometry base, view;
   std::string name() const override { return "AsStridedBackward0"; }
   std::vector<Tensor> apply(const Tensor& dy) override {
-    if (numel_of(base.shape) == 0 || numel_of(view.shape) == 0) return {zeros(base.shape, dy.dtype())};
+    if (numel_of(base.shape) == 0 || numel_of(view.shape) == 0) return {zeros(base.shape, TensorOptions(dy.dtype()).device(dy.device()))};
     StorageScratch s(base, view, dy.dtype());
     ops::binary_(s.view, dy, backend::cpu::AddOp{}, "as_strided_backward");  // a sequential += loop
     return {ops::contiguous(s.base)};
@@ -339,7 +339,9 @@ struct OverwriteInplace : Node {
     n->node_name = node_name;
     return n;
   }
-  std::vector<Tensor> apply(const Tensor& dy) override { return {zeros(dy.sizes(), dy.dtype())}; }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    return {zeros(dy.sizes(), TensorOptions(dy.dtype()).device(dy.device()))};
+  }
 };
 
 /// self.copy_(src): y = src broadcast to self's shape  =>  d self = 0,  d src = dy summed to src's shape
@@ -352,7 +354,7 @@ struct CopyInplace : Node {
     return n;
   }
   std::vector<Tensor> apply(const Tensor& dy) override {
-    return {zeros(dy.sizes(), dy.dtype()), ops::sum_to(dy, src_shape)};
+    return {zeros(dy.sizes(), TensorOptions(dy.dtype()).device(dy.device())), ops::sum_to(dy, src_shape)};
   }
 };
 
