@@ -1,4 +1,5 @@
-// tinytorch/ops/linalg.hpp — matrix products through backend/cpu/gemm.hpp, no autograd.
+// tinytorch/ops/linalg.hpp — matrix products through backend::dispatch::gemm (backend/cpu/gemm.hpp,
+// backend/cuda/gemm.cuh), no autograd. On the operands' device (all on one).
 //
 //   mm(a, b):           (M, K) @ (K, N) -> (M, N)
 //   addmm(c, a, b):     c + a @ b, c broadcast to (M, N) (nn.Linear: x @ W^T + b)
@@ -38,15 +39,16 @@ inline void gemm_into(const Tensor& a, const Tensor& b, Tensor& out, double alph
   const int64_t M = a.sizes()[0], K = a.sizes()[1], N = b.sizes()[1];
   dispatch(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    backend::cpu::gemm<T>(M, N, K, static_cast<T>(alpha), A.keep.template data_ptr<T>(), A.ld, A.trans,
-                          B.keep.template data_ptr<T>(), B.ld, B.trans, static_cast<T>(beta),
-                          out.data_ptr<T>(), N);
+    backend::dispatch::gemm<T>(out.device(), M, N, K, static_cast<T>(alpha), A.keep.template data_ptr<T>(), A.ld,
+                               A.trans, B.keep.template data_ptr<T>(), B.ld, B.trans, static_cast<T>(beta),
+                               out.data_ptr<T>(), N);
   });
 }
 
 inline void check_mm(const Tensor& a, const Tensor& b, const char* op) {
   check_device(a, op);
   check_device(b, op);
+  check_same_device(op, a, b);
   TT_CHECK(a.dim() == 2 && b.dim() == 2, op, ": expected 2-D tensors, got shapes ", shape_str(a.sizes()),
            " and ", shape_str(b.sizes()));
   TT_CHECK(a.sizes()[1] == b.sizes()[0], op, ": mat1 and mat2 shapes cannot be multiplied (",
@@ -57,7 +59,7 @@ inline void check_mm(const Tensor& a, const Tensor& b, const char* op) {
 
 inline Tensor mm(const Tensor& a, const Tensor& b) {
   check_mm(a, b, "mm");
-  Tensor out = make_tensor({a.sizes()[0], b.sizes()[1]}, a.dtype());
+  Tensor out = make_tensor({a.sizes()[0], b.sizes()[1]}, a.dtype(), a.device());
   gemm_into(a, b, out);
   return out;
 }
@@ -66,7 +68,8 @@ inline Tensor mm(const Tensor& a, const Tensor& b) {
 inline Tensor addmm(const Tensor& c, const Tensor& a, const Tensor& b) {
   check_mm(a, b, "addmm");
   Shape shape{a.sizes()[0], b.sizes()[1]};
-  Tensor out = make_tensor(shape, a.dtype());
+  check_same_device("addmm", c, a);
+  Tensor out = make_tensor(shape, a.dtype(), a.device());
   Tensor cb = expand(c, shape);  // checks broadcastability
   copy_into_dense(cb, out);
   gemm_into(a, b, out, 1.0, 1.0);
@@ -76,6 +79,7 @@ inline Tensor addmm(const Tensor& c, const Tensor& a, const Tensor& b) {
 inline Tensor bmm(const Tensor& a, const Tensor& b) {
   check_device(a, "bmm");
   check_device(b, "bmm");
+  check_same_device("bmm", a, b);
   TT_CHECK(a.dim() == 3 && b.dim() == 3, "bmm: expected 3-D tensors, got shapes ", shape_str(a.sizes()),
            " and ", shape_str(b.sizes()));
   TT_CHECK(a.sizes()[0] == b.sizes()[0] && a.sizes()[2] == b.sizes()[1], "bmm: shapes ",
@@ -83,7 +87,7 @@ inline Tensor bmm(const Tensor& a, const Tensor& b) {
   TT_CHECK(a.dtype() == b.dtype(), "bmm: expected both operands to have the same dtype, but got ",
            dtype_name(a.dtype()), " and ", dtype_name(b.dtype()));
   const int64_t B = a.sizes()[0];
-  Tensor out = make_tensor({B, a.sizes()[1], b.sizes()[2]}, a.dtype());
+  Tensor out = make_tensor({B, a.sizes()[1], b.sizes()[2]}, a.dtype(), a.device());
   for (int64_t i = 0; i < B; ++i) {
     Tensor oi = select(out, 0, i);
     gemm_into(select(a, 0, i), select(b, 0, i), oi);
