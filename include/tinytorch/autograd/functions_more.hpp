@@ -40,7 +40,7 @@
 
 TT_NAMESPACE_BEGIN namespace autograd {
 
-namespace detail {
+namespace grad_math {
 /// out[i] = f(a[.], b[.], c[.]) over `shape` (default: a's) with each operand broadcast to it, on
 /// the operands' device; out has dtype `out_dtype` (default: a's). The backward formulas below that
 /// read several tensors per element run through it.
@@ -65,7 +65,7 @@ Tensor pointwise3(const Tensor& a, const Tensor& b, const Tensor& c, F f, const 
   });
   return out;
 }
-}  // namespace detail
+}  // namespace grad_math
 
 // ---------------------------------------------------------------------------------------------
 // min, amax / amin, maximum / minimum
@@ -150,8 +150,8 @@ struct MaximumMinimum : Node {
   std::vector<Tensor> apply(const Tensor& dy0) override {
     const Tensor dy = ops::contiguous(dy0);
     const Tensor ac = ops::to_dtype(a, dy.dtype()), bc = ops::to_dtype(b, dy.dtype());
-    const Tensor da = detail::pointwise3(dy, ac, bc, backend::MaxMinGradOp{is_max, true}, "maximum_backward");
-    const Tensor db = detail::pointwise3(dy, ac, bc, backend::MaxMinGradOp{is_max, false}, "maximum_backward");
+    const Tensor da = grad_math::pointwise3(dy, ac, bc, backend::MaxMinGradOp{is_max, true}, "maximum_backward");
+    const Tensor db = grad_math::pointwise3(dy, ac, bc, backend::MaxMinGradOp{is_max, false}, "maximum_backward");
     return {ops::sum_to(da, sa), ops::sum_to(db, sb)};
   }
   void release_saved() override { a = b = Tensor(); }
@@ -181,8 +181,8 @@ struct PowTensor : Node {
   std::vector<Tensor> apply(const Tensor& dy0) override {
     const Tensor dy = ops::contiguous(dy0), yc = ops::contiguous(ops::to_dtype(y, dy.dtype()));
     const Tensor ac = ops::to_dtype(a, dy.dtype()), bc = ops::to_dtype(b, dy.dtype());
-    const Tensor da = detail::pointwise3(dy, ac, bc, backend::PowTensorGradAOp{}, "pow_backward");
-    const Tensor db = grad_math::mul(dy, detail::pointwise3(ac, bc, yc, backend::PowTensorGradBOp{}, "pow_backward",
+    const Tensor da = grad_math::pointwise3(dy, ac, bc, backend::PowTensorGradAOp{}, "pow_backward");
+    const Tensor db = grad_math::mul(dy, grad_math::pointwise3(ac, bc, yc, backend::PowTensorGradBOp{}, "pow_backward",
                                                             dy.sizes()));
     return {ops::sum_to(da, sa), ops::sum_to(db, sb)};
   }
@@ -208,7 +208,7 @@ struct PowScalarBase : Node {
   std::vector<Tensor> apply(const Tensor& dy0) override {
     const Tensor dy = ops::contiguous(dy0);
     const Tensor yc = ops::contiguous(ops::to_dtype(y, dy.dtype())), bc = ops::contiguous(ops::to_dtype(b, dy.dtype()));
-    const Tensor db = detail::pointwise3(dy, yc, bc, backend::PowScalarBaseGradOp{s, std::log(s)}, "pow_backward");
+    const Tensor db = grad_math::pointwise3(dy, yc, bc, backend::PowScalarBaseGradOp{s, std::log(s)}, "pow_backward");
     return {db};
   }
   void release_saved() override { b = y = Tensor(); }
@@ -353,7 +353,7 @@ struct ClampTensor : Node {
     const Tensor lc = ops::to_dtype(has_lo ? lo : x, dy.dtype()), hc = ops::to_dtype(has_hi ? hi : x, dy.dtype());
     const Tensor zero = ops::scalar_as_tensor(0.0, dy.dtype(), dy.device());
     auto grad_where = [&](int which) {  // dy where the mask says so, else 0
-      const Tensor mask = detail::pointwise3(xc, lc, hc, backend::ClampTensorMaskOp{has_lo, has_hi, which},
+      const Tensor mask = grad_math::pointwise3(xc, lc, hc, backend::ClampTensorMaskOp{has_lo, has_hi, which},
                                              "clamp_backward", shape, kInt64);
       return ops::where(mask, dy, zero);
     };
