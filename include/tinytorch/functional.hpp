@@ -228,6 +228,7 @@ inline Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const 
                          const Tensor& weight = Tensor(), const Tensor& bias = Tensor(), bool training = false,
                          double momentum = 0.1, double eps = 1e-5) {
   ops::check_device(input, "batch_norm");
+  if (!input.device().is_cpu()) backend::dispatch::throw_not_on_cuda("batch_norm", input.device());  // CPU loops only
   TT_CHECK(input.dim() >= 2, "batch_norm: expected input of shape (N, C, *), got ", shape_str(input.sizes()));
   TT_CHECK(input.is_floating_point(), "batch_norm: expected a floating point input, got ", dtype_name(input.dtype()));
   const int64_t C = input.sizes()[1];
@@ -277,6 +278,7 @@ inline Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const 
 inline Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight = Tensor(),
                          const Tensor& bias = Tensor(), double eps = 1e-5) {
   ops::check_device(input, "layer_norm");
+  if (!input.device().is_cpu()) backend::dispatch::throw_not_on_cuda("layer_norm", input.device());  // CPU loops only
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
   TT_CHECK(k >= 1, "layer_norm: Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
            "element, but got normalized_shape = ", shape_str(normalized_shape));

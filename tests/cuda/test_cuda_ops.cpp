@@ -232,7 +232,7 @@ TEST_CASE("the second batch of ops and the in-place ops give the CPU's values an
       {"fmod", [](const V& v) { return fmod(v[0], v[1]); }},
       {"floor_divide", [](const V& v) { return floor_divide(v[0].detach(), v[1].detach()); }},
       {"clamp_tensor", [](const V& v) { return clamp(v[0], v[1], v[2]); }},
-      {"clamp_min_nan", [](const V& v) { return v[0].clamp_min(nan); }},
+      {"clamp_min_nan", [](const V& v) { return v[0].clamp_min(std::numeric_limits<double>::quiet_NaN()); }},
       {"where", [](const V& v) { return where(v[0].gt(0.0), v[0], v[1]); }},
       {"where_scalar", [](const V& v) { return where(v[1].le(0.5), v[1], 7.0); }},
       {"compare_scalar", [](const V& v) { return v[0].ge(1.0); }},
@@ -256,7 +256,7 @@ TEST_CASE("the second batch of ops and the in-place ops give the CPU's values an
     std::vector<Tensor> cpu_grads;
     for (Device d : {Device::cpu(), kCuda0}) {
       V in;
-      for (const Tensor& t : {x, y, z}) in.push_back(t.to(d).requires_grad_(true));
+      for (const Tensor& t : {x, y, z}) in.push_back(t.detach().to(d).requires_grad_(true));  // fresh leaves
       Tensor out = op.fn(in);
       std::vector<Tensor> grads;
       if (out.requires_grad()) {
@@ -280,6 +280,18 @@ TEST_CASE("the second batch of ops and the in-place ops give the CPU's values an
       }
     }
   }
+}
+
+TEST_CASE("ops without a CUDA path yet throw the clear error (conv2d, max_pool2d, batch_norm, layer_norm)",
+          "[cuda][ops]") {
+  using Catch::Matchers::Contains;
+  const Tensor x = tinytorch::ones({1, 1, 4, 4}).to(kCuda0);
+  const char* msg = "not implemented for CUDA tensors yet";
+  CHECK_THROWS_WITH(tinytorch::conv2d(x, tinytorch::ones({1, 1, 3, 3}).to(kCuda0)), Contains(msg));
+  CHECK_THROWS_WITH(tinytorch::max_pool2d(x, 2), Contains(msg));
+  CHECK_THROWS_WITH(tinytorch::batch_norm(x, tinytorch::zeros({1}).to(kCuda0), tinytorch::ones({1}).to(kCuda0)),
+                    Contains(msg));
+  CHECK_THROWS_WITH(tinytorch::layer_norm(x, {4}), Contains(msg));
 }
 
 TEST_CASE("uniform_ and normal_ draw the CPU's numbers into a CUDA tensor", "[cuda][ops]") {

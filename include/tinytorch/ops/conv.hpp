@@ -56,6 +56,8 @@ inline backend::cpu::Conv2dGeometry conv2d_geometry(const Tensor& x, const Tenso
                                                     Size2 padding, Size2 dilation, int64_t groups) {
   check_device(x, "conv2d");
   check_device(w, "conv2d");
+  // (ops-cuda) the conv loops are CPU-only so far: a clear error rather than a host read of device memory
+  if (!x.device().is_cpu()) backend::dispatch::throw_not_on_cuda("conv2d", x.device());
   TT_CHECK(x.dim() == 4, "conv2d: Expected 4D (batched) input to conv2d, but got input of size: ", shape_str(x.sizes()));
   // PyTorch derives the number of spatial dims from the weight and then complains about the stride
   // ("expected stride to be a single integer value or a list of 1 values ..."); this says what is wrong.
@@ -203,6 +205,7 @@ inline int64_t pool_out_size(int64_t in, int64_t k, int64_t pad, int64_t s, int6
 inline backend::cpu::Pool2dGeometry pool2d_geometry(const Tensor& x, Size2 k, Size2 s, Size2 p, Size2 d,
                                                     bool ceil_mode) {
   check_device(x, "max_pool2d");
+  if (!x.device().is_cpu()) backend::dispatch::throw_not_on_cuda("max_pool2d", x.device());  // (CPU loops only)
   TT_CHECK(x.dim() == 3 || x.dim() == 4, "max_pool2d: non-empty 3D or 4D (batch mode) tensor expected for input, "
            "but got input of size: ", shape_str(x.sizes()));
   TT_CHECK(k.h > 0 && k.w > 0, "max_pool2d: kernel size should be greater than zero, but got kH: ", k.h, " kW: ", k.w);
