@@ -228,7 +228,7 @@ inline Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const 
                          const Tensor& weight = Tensor(), const Tensor& bias = Tensor(), bool training = false,
                          double momentum = 0.1, double eps = 1e-5) {
   ops::check_device(input, "batch_norm");
-  if (!input.device().is_cpu()) backend::dispatch::throw_not_on_cuda("batch_norm", input.device());  // CPU loops only
+  ops::check_cpu_only(input, "batch_norm");  // CPU loops only (so far)
   TT_CHECK(input.dim() >= 2, "batch_norm: expected input of shape (N, C, *), got ", shape_str(input.sizes()));
   TT_CHECK(input.is_floating_point(), "batch_norm: expected a floating point input, got ", dtype_name(input.dtype()));
   const int64_t C = input.sizes()[1];
@@ -278,7 +278,7 @@ inline Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const 
 inline Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight = Tensor(),
                          const Tensor& bias = Tensor(), double eps = 1e-5) {
   ops::check_device(input, "layer_norm");
-  if (!input.device().is_cpu()) backend::dispatch::throw_not_on_cuda("layer_norm", input.device());  // CPU loops only
+  ops::check_cpu_only(input, "layer_norm");  // CPU loops only (so far)
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
   TT_CHECK(k >= 1, "layer_norm: Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
            "element, but got normalized_shape = ", shape_str(normalized_shape));
@@ -662,18 +662,6 @@ Tensor& scalar_inplace(Tensor& self, const Scalar& s, IntOp int_op, FloatOp floa
   autograd::finish_inplace(self, std::move(node), {});
   return self;
 }
-// self[i] = draw(stream) in row-major order (uniform_, normal_). The generator runs on the host:
-// a CUDA self is filled from a CPU tensor drawn the same way, so CPU and CUDA get the same numbers.
-template <class Draw>
-void host_fill_(Tensor& self, Generator& g, Draw draw, const char* op) {
-  if (self.device().is_cpu()) {
-    g.locked([&](Generator::Stream& s) { ops::unary_(self, [&](auto) { return draw(s); }, op); });
-    return;
-  }
-  Tensor h = ops::make_tensor(self.sizes(), self.dtype());
-  g.locked([&](Generator::Stream& s) { ops::unary_(h, [&](auto) { return draw(s); }, op); });
-  ops::binary_(self, ops::to_device(h, self.device()), backend::SecondOp{}, op);
-}
 // self = v everywhere (zero_, fill_): no overlap check, as PyTorch's fill_; exact for int64
 // (a value beyond int64's range throws).
 inline Tensor& fill_inplace(Tensor& self, const Scalar& s, const char* op, const char* node_name) {
@@ -794,7 +782,10 @@ inline Tensor& Tensor::uniform_(double from, double to, Generator* gen) {
   const bool record = autograd::check_inplace(*this, {}, "uniform_");
   ops::assert_no_internal_overlap(*this, "uniform_");
   Generator& g = gen ? *gen : default_generator();
-  detail::host_fill_(*this, g, [&](Generator::Stream& s) { return s.uniform(from, to); }, "uniform_");
+  // a GPU tensor: the numbers are drawn on the host in the same order, then copied (CUDA.md section 5)
+  Tensor host = device().is_cpu() ? *this : ops::make_tensor(sizes(), dtype());
+  g.locked([&](Generator::Stream& s) { ops::unary_(host, [&](auto) { return s.uniform(from, to); }, "uniform_"); });
+  if (!device().is_cpu()) ops::copy_into_strided(ops::to_device(host, device()), *this);
   autograd::finish_inplace(*this, record ? autograd::OverwriteInplace::make("UniformBackward0") : nullptr, {});
   return *this;
 }
@@ -802,7 +793,9 @@ inline Tensor& Tensor::normal_(double mean, double std, Generator* gen) {
   const bool record = autograd::check_inplace(*this, {}, "normal_");
   ops::assert_no_internal_overlap(*this, "normal_");
   Generator& g = gen ? *gen : default_generator();
-  detail::host_fill_(*this, g, [&](Generator::Stream& s) { return mean + std * s.normal(); }, "normal_");
+  Tensor host = device().is_cpu() ? *this : ops::make_tensor(sizes(), dtype());  // as uniform_
+  g.locked([&](Generator::Stream& s) { ops::unary_(host, [&](auto) { return mean + std * s.normal(); }, "normal_"); });
+  if (!device().is_cpu()) ops::copy_into_strided(ops::to_device(host, device()), *this);
   autograd::finish_inplace(*this, record ? autograd::OverwriteInplace::make("NormalBackward0") : nullptr, {});
   return *this;
 }

@@ -189,6 +189,20 @@ TEST_CASE("factories with a device equal the CPU factories", "[cuda][tensor]") {
   CHECK(gn.tolist<double>() == hn.tolist<double>());
   CHECK(gu.tolist<double>() == hu.tolist<double>());
   CHECK(gi.tolist<int64_t>() == hi.tolist<int64_t>());
+  // in-place random fills draw the same numbers as on the CPU too (a strided GPU destination included)
+  tinytorch::manual_seed(7);
+  Tensor hc = tinytorch::zeros({3, 4});
+  hc.normal_(1.0, 2.0);
+  Tensor hv = tinytorch::zeros({4});
+  hv.uniform_(-1.0, 1.0);
+  tinytorch::manual_seed(7);
+  Tensor gc = tinytorch::zeros({4, 3}, on(d));
+  Tensor gct = gc.t();
+  gct.normal_(1.0, 2.0);
+  Tensor gv = tinytorch::zeros({4}, on(d));
+  gv.uniform_(-1.0, 1.0);
+  CHECK(gct.tolist<double>() == hc.tolist<double>());
+  CHECK(gv.tolist<double>() == hv.tolist<double>());
   // *_like keep the device
   const Tensor g = tinytorch::tensor({1, 2}, on(d, tinytorch::kFloat64));
   for (const Tensor& t : {tinytorch::zeros_like(g), tinytorch::ones_like(g), tinytorch::empty_like(g),
@@ -277,7 +291,11 @@ TEST_CASE("device errors: mixed devices, a GPU that is not there", "[cuda][tenso
   CHECK_THROWS_WITH(c.cuda(missing), Contains("invalid device ordinal"));
   CHECK_THROWS_WITH(c.to(Device::cuda(7 > missing ? 7 : missing)), Contains("invalid device ordinal"));
   CHECK_THROWS_WITH(tinytorch::zeros({2}, on(Device::cuda(missing))), Contains("invalid device ordinal"));
-  // primitives with no CUDA twin yet say so
+  // ops and primitives with no CUDA twin yet say so
+  const Tensor img = tinytorch::ones({1, 1, 4, 4}, test_cuda_tensor::on(Device::cuda(0)));
+  CHECK_THROWS_WITH(tinytorch::conv2d(img, tinytorch::ones({1, 1, 3, 3}, test_cuda_tensor::on(Device::cuda(0)))),
+                    Contains("conv2d: not implemented for CUDA tensors yet"));
+  CHECK_THROWS_WITH(tinytorch::max_pool2d(img, 2), Contains("max_pool2d: not implemented for CUDA tensors yet"));
   CHECK_THROWS_WITH(tinytorch::backend::dispatch::max_pool2d_kernel(Device::cuda(0), (const float*)nullptr,
                                                                     (float*)nullptr, (int64_t*)nullptr,
                                                                     tinytorch::backend::cpu::Pool2dGeometry{}),

@@ -54,10 +54,8 @@ inline int64_t checked_mul_add(int64_t a, int64_t b, int64_t c, const char* op) 
 /// Checks conv2d's arguments (PyTorch's order and messages); returns the geometry.
 inline backend::cpu::Conv2dGeometry conv2d_geometry(const Tensor& x, const Tensor& w, const Tensor& b, Size2 stride,
                                                     Size2 padding, Size2 dilation, int64_t groups) {
-  check_device(x, "conv2d");
-  check_device(w, "conv2d");
-  // (ops-cuda) the conv loops are CPU-only so far: a clear error rather than a host read of device memory
-  if (!x.device().is_cpu()) backend::dispatch::throw_not_on_cuda("conv2d", x.device());
+  check_cpu_only(x, "conv2d");
+  check_cpu_only(w, "conv2d");
   TT_CHECK(x.dim() == 4, "conv2d: Expected 4D (batched) input to conv2d, but got input of size: ", shape_str(x.sizes()));
   // PyTorch derives the number of spatial dims from the weight and then complains about the stride
   // ("expected stride to be a single integer value or a list of 1 values ..."); this says what is wrong.
@@ -76,7 +74,7 @@ inline backend::cpu::Conv2dGeometry conv2d_geometry(const Tensor& x, const Tenso
            ", expected input", shape_str(x.sizes()), " to have ", ws[1] * groups, " channels, but got ",
            x.sizes()[1], " channels instead");
   if (b.defined()) {
-    check_device(b, "conv2d");
+    check_cpu_only(b, "conv2d");
     TT_CHECK(b.dim() == 1 && b.sizes()[0] == ws[0], "conv2d: Given weight of size ", shape_str(ws),
              ", expected bias to be 1-dimensional with ", ws[0], " elements, but got bias of size ",
              shape_str(b.sizes()), " instead");
@@ -204,8 +202,7 @@ inline int64_t pool_out_size(int64_t in, int64_t k, int64_t pad, int64_t s, int6
 /// Checks max_pool2d's arguments (PyTorch's order and messages); returns the geometry.
 inline backend::cpu::Pool2dGeometry pool2d_geometry(const Tensor& x, Size2 k, Size2 s, Size2 p, Size2 d,
                                                     bool ceil_mode) {
-  check_device(x, "max_pool2d");
-  if (!x.device().is_cpu()) backend::dispatch::throw_not_on_cuda("max_pool2d", x.device());  // (CPU loops only)
+  check_cpu_only(x, "max_pool2d");
   TT_CHECK(x.dim() == 3 || x.dim() == 4, "max_pool2d: non-empty 3D or 4D (batch mode) tensor expected for input, "
            "but got input of size: ", shape_str(x.sizes()));
   TT_CHECK(k.h > 0 && k.w > 0, "max_pool2d: kernel size should be greater than zero, but got kH: ", k.h, " kW: ", k.w);

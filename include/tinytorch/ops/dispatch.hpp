@@ -378,6 +378,13 @@ inline void check_device(const Tensor& t, const char* op) {
 #endif
 }
 
+/// check_device for an op that has no CUDA kernel yet (conv2d, max_pool2d, ...): a GPU tensor throws
+/// "<op>: not implemented for CUDA tensors yet" (instead of reading device memory on the host).
+inline void check_cpu_only(const Tensor& t, const char* op) {
+  check_device(t, op);
+  if (!t.device().is_cpu()) backend::dispatch::throw_not_on_cuda(op, t.device());
+}
+
 /// Throws PyTorch's error unless every defined tensor is on one device:
 ///   "<op>: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
 /// (the first tensor's device, then the first that differs). Undefined tensors are skipped.
