@@ -228,6 +228,7 @@ inline Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const 
                          const Tensor& weight = Tensor(), const Tensor& bias = Tensor(), bool training = false,
                          double momentum = 0.1, double eps = 1e-5) {
   ops::check_device(input, "batch_norm");
+  ops::check_cpu_only(input, "batch_norm");  // CPU loops only (so far)
   TT_CHECK(input.dim() >= 2, "batch_norm: expected input of shape (N, C, *), got ", shape_str(input.sizes()));
   TT_CHECK(input.is_floating_point(), "batch_norm: expected a floating point input, got ", dtype_name(input.dtype()));
   const int64_t C = input.sizes()[1];
@@ -277,6 +278,7 @@ inline Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const 
 inline Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight = Tensor(),
                          const Tensor& bias = Tensor(), double eps = 1e-5) {
   ops::check_device(input, "layer_norm");
+  ops::check_cpu_only(input, "layer_norm");  // CPU loops only (so far)
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
   TT_CHECK(k >= 1, "layer_norm: Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
            "element, but got normalized_shape = ", shape_str(normalized_shape));
@@ -659,18 +661,6 @@ Tensor& scalar_inplace(Tensor& self, const Scalar& s, IntOp int_op, FloatOp floa
   ops::unary_(self, backend::BindDouble<FloatOp>{float_op, v}, op);
   autograd::finish_inplace(self, std::move(node), {});
   return self;
-}
-// self[i] = draw(stream) in row-major order (uniform_, normal_). The generator runs on the host:
-// a CUDA self is filled from a CPU tensor drawn the same way, so CPU and CUDA get the same numbers.
-template <class Draw>
-void host_fill_(Tensor& self, Generator& g, Draw draw, const char* op) {
-  if (self.device().is_cpu()) {
-    g.locked([&](Generator::Stream& s) { ops::unary_(self, [&](auto) { return draw(s); }, op); });
-    return;
-  }
-  Tensor h = ops::make_tensor(self.sizes(), self.dtype());
-  g.locked([&](Generator::Stream& s) { ops::unary_(h, [&](auto) { return draw(s); }, op); });
-  ops::binary_(self, ops::to_device(h, self.device()), backend::SecondOp{}, op);
 }
 // self = v everywhere (zero_, fill_): no overlap check, as PyTorch's fill_; exact for int64
 // (a value beyond int64's range throws).

@@ -153,11 +153,11 @@ inline Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
 /// where with a number for `other` (or `input`); the number's dtype as in the file comment.
 inline Tensor where(const Tensor& condition, const Tensor& a, double b) {
   ops::check_device(a, "where");
-  return where(condition, a, ops::scalar_as_tensor(b, ops::scalar_result_type(a.dtype(), b)));
+  return where(condition, a, ops::scalar_as_tensor(b, ops::scalar_result_type(a.dtype(), b), a.device()));
 }
 inline Tensor where(const Tensor& condition, double a, const Tensor& b) {
   ops::check_device(b, "where");
-  return where(condition, ops::scalar_as_tensor(a, ops::scalar_result_type(b.dtype(), a)), b);
+  return where(condition, ops::scalar_as_tensor(a, ops::scalar_result_type(b.dtype(), a), b.device()), b);
 }
 
 // =============================================================================================

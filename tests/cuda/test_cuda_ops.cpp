@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <set>
 #include <string>
@@ -202,6 +203,123 @@ TEST_CASE("ops on tensors of two devices throw PyTorch's error", "[cuda][ops]") 
   CHECK_THROWS_WITH(a.mul_(b), Contains("Expected all tensors to be on the same device"));
   a.copy_(b + 1);  // copy_ moves across devices, as PyTorch's
   CHECK(a.to(Device::cpu()).tolist<double>() == std::vector<double>{2, 2, 2});
+}
+
+TEST_CASE("the second batch of ops and the in-place ops give the CPU's values and gradients on CUDA",
+          "[cuda][ops]") {
+  using namespace tinytorch;
+  using V = std::vector<Tensor>;
+  struct Op {
+    const char* name;
+    std::function<Tensor(const V&)> fn;
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // x: (3, 4) with a NaN, a tie and zeros; y: (4) broadcast; z: (3, 1) positive
+  const Tensor x = tensor({0.5, -1.5, 2.0, 0.0, 3.0, nan, -0.25, 2.0, 1.0, 1.0, -2.0, 0.75}, {3, 4});
+  const Tensor y = tensor({1.0, -1.5, 0.5, 2.0}, {4});
+  const Tensor z = tensor({0.5, 1.5, 2.5}, {3, 1});
+  const std::vector<Op> ops = {
+      {"min_all", [](const V& v) { return v[0].min(); }},
+      {"min_dim", [](const V& v) { return std::get<0>(v[0].min(1)); }},
+      {"argmin", [](const V& v) { return argmin(v[0], 0); }},
+      {"amax", [](const V& v) { return amax(v[0], {0}, true); }},
+      {"amin_all", [](const V& v) { return amin(v[0], {}); }},
+      {"maximum", [](const V& v) { return maximum(v[0], v[1]); }},
+      {"minimum", [](const V& v) { return minimum(v[0], v[1]); }},
+      {"pow_tensor", [](const V& v) { return pow(v[2], v[1]); }},
+      {"pow_scalar_base", [](const V& v) { return pow(2.0, v[0]); }},
+      {"remainder", [](const V& v) { return remainder(v[0], v[1]); }},
+      {"fmod", [](const V& v) { return fmod(v[0], v[1]); }},
+      {"floor_divide", [](const V& v) { return floor_divide(v[0].detach(), v[1].detach()); }},
+      {"clamp_tensor", [](const V& v) { return clamp(v[0], v[1], v[2]); }},
+      {"clamp_min_nan", [](const V& v) { return v[0].clamp_min(std::numeric_limits<double>::quiet_NaN()); }},
+      {"where", [](const V& v) { return where(v[0].gt(0.0), v[0], v[1]); }},
+      {"where_scalar", [](const V& v) { return where(v[1].le(0.5), v[1], 7.0); }},
+      {"compare_scalar", [](const V& v) { return v[0].ge(1.0); }},
+      {"eq_tensor", [](const V& v) { return v[0].eq(v[1]); }},
+      {"int64_floor_divide", [](const V& v) { return floor_divide(v[1].detach().to(kInt64) * 7, v[2].detach().to(kInt64) + 1); }},
+      {"sigmoid_tanh_abs_relu", [](const V& v) { return v[0].sigmoid() + v[0].tanh() + v[0].abs() + v[0].relu(); }},
+      {"inplace_scalar", [](const V& v) { Tensor t = v[0] * 1.0; t.add_(2.5); t.mul_(-0.5); t.sub_(1); t.div_(4.0); return t; }},
+      {"inplace_tensor", [](const V& v) { Tensor t = v[0] * 1.0; t.add_(v[1], 2); t.mul_(v[2]); t.div_(v[2]); t.sub_(v[1]); return t; }},
+      {"addcmul_addcdiv", [](const V& v) { Tensor t = v[0] * 1.0; t.addcmul_(v[1], v[2], 0.5); t.addcdiv_(v[1], v[2], 2); return t; }},
+      {"copy_fill_zero", [](const V& v) {
+         Tensor t = v[0] * 1.0;
+         t.narrow(1, 1, 2).copy_(v[2].expand({3, 2}));
+         t.select(0, 0).fill_(3.5);
+         t.t().narrow(0, 3, 1).zero_();
+         return t;
+       }},
+  };
+  for (const Op& op : ops) {
+    INFO("op " << op.name);
+    Tensor cpu_out;
+    std::vector<Tensor> cpu_grads;
+    for (Device d : {Device::cpu(), kCuda0}) {
+      V in;
+      for (const Tensor& t : {x, y, z}) in.push_back(t.detach().to(d).requires_grad_(true));  // fresh leaves
+      Tensor out = op.fn(in);
+      std::vector<Tensor> grads;
+      if (out.requires_grad()) {
+        const Tensor gout = arange(1, 1 + out.numel(), 1, out.dtype()).reshape(out.sizes()) * 0.25;
+        out.backward(gout.to(d));
+        for (const Tensor& t : in) grads.push_back(t.grad());
+      }
+      if (d.is_cpu()) {
+        cpu_out = out.detach();
+        cpu_grads = grads;
+        continue;
+      }
+      std::string err = same(out.detach(), cpu_out, "out");
+      INFO(err);
+      CHECK(err.empty());
+      REQUIRE(grads.size() == cpu_grads.size());
+      for (size_t i = 0; i < grads.size(); ++i) {
+        err = same(grads[i], cpu_grads[i], "grad" + std::to_string(i));
+        INFO(err);
+        CHECK(err.empty());
+      }
+    }
+  }
+}
+
+TEST_CASE("ops without a CUDA path yet throw the clear error (conv2d, max_pool2d, batch_norm, layer_norm)",
+          "[cuda][ops]") {
+  using Catch::Matchers::Contains;
+  const Tensor x = tinytorch::ones({1, 1, 4, 4}).to(kCuda0);
+  const char* msg = "not implemented for CUDA tensors yet";
+  CHECK_THROWS_WITH(tinytorch::conv2d(x, tinytorch::ones({1, 1, 3, 3}).to(kCuda0)), Contains(msg));
+  CHECK_THROWS_WITH(tinytorch::max_pool2d(x, 2), Contains(msg));
+  CHECK_THROWS_WITH(tinytorch::batch_norm(x, tinytorch::zeros({1}).to(kCuda0), tinytorch::ones({1}).to(kCuda0)),
+                    Contains(msg));
+  CHECK_THROWS_WITH(tinytorch::layer_norm(x, {4}), Contains(msg));
+}
+
+TEST_CASE("uniform_ and normal_ draw the CPU's numbers into a CUDA tensor", "[cuda][ops]") {
+  tinytorch::Generator g1(7), g2(7);
+  Tensor a = tinytorch::empty({5, 3});
+  Tensor b = tinytorch::empty({3, 5}).to(kCuda0).t();  // a strided CUDA view
+  a.uniform_(-1, 2, &g1);
+  b.uniform_(-1, 2, &g2);
+  CHECK(same(b, a, "uniform_").empty());
+  a.normal_(0.5, 2, &g1);
+  b.normal_(0.5, 2, &g2);
+  CHECK(same(b, a, "normal_").empty());
+}
+
+TEST_CASE("an op given a lambda refuses a CUDA tensor with a clear error; integer division by zero is caught",
+          "[cuda][ops]") {
+  using Catch::Matchers::Contains;
+  Tensor a = tinytorch::ones({3}).to(kCuda0);
+  CHECK_THROWS_WITH(tinytorch::ops::binary(a, a, [](auto u, auto) { return u; }, "my_op"),
+                    Contains("my_op: not implemented for CUDA tensors yet"));
+  CHECK_THROWS_WITH(tinytorch::ops::unary_(a, [](auto u) { return u; }, "my_op_"),
+                    Contains("my_op_: not implemented for CUDA tensors yet"));
+  Tensor c = tinytorch::ones({3});  // the CPU path still takes lambdas
+  CHECK(tinytorch::ops::binary(c, c, [](auto u, auto w) { return u + w; }, "my_op").tolist<double>() ==
+        std::vector<double>{2, 2, 2});
+  Tensor i = tinytorch::tensor({4, 5}, tinytorch::kInt64).to(kCuda0);
+  CHECK_THROWS_WITH(tinytorch::floor_divide(i, tinytorch::tensor({1, 0}, tinytorch::kInt64).to(kCuda0)),
+                    Contains("ZeroDivisionError"));
 }
 
 }  // namespace test_cuda_ops

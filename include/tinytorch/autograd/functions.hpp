@@ -478,7 +478,7 @@ struct Slice : Node {
     return record(out, n, {&x});
   }
   std::vector<Tensor> apply(const Tensor& dy) override {
-    Tensor dx = zeros(in_shape, dy.dtype());
+    Tensor dx = zeros(in_shape, TensorOptions(dy.dtype()).device(dy.device()));
     Tensor part = select ? ops::select(dx, dim, start) : ops::narrow(dx, dim, start, length);
     ops::binary_(part, dy, backend::SecondOp{}, "slice_backward");
     return {dx};

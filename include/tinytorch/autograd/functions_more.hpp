@@ -40,6 +40,33 @@
 
 TT_NAMESPACE_BEGIN namespace autograd {
 
+namespace grad_math {
+/// out[i] = f(a[.], b[.], c[.]) over `shape` (default: a's) with each operand broadcast to it, on
+/// the operands' device; out has dtype `out_dtype` (default: a's). The backward formulas below that
+/// read several tensors per element run through it.
+template <class F>
+Tensor pointwise3(const Tensor& a, const Tensor& b, const Tensor& c, F f, const char* op,
+                  std::optional<Shape> shape0 = std::nullopt, std::optional<DType> out_dtype = std::nullopt) {
+  const Device dev = ops::detail::common_device(op, {&a, &b, &c});
+  const Shape shape = shape0 ? *shape0 : a.sizes();
+  const DType odt = out_dtype ? *out_dtype : a.dtype();
+  Tensor out = ops::make_tensor(shape, odt, dev);
+  dispatch_floating(a.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const auto sa = broadcast_strides(a.sizes(), a.strides(), shape);
+    const auto sb = broadcast_strides(b.sizes(), b.strides(), shape);
+    const auto sc = broadcast_strides(c.sizes(), c.strides(), shape);
+    if (odt == kInt64)
+      backend::dispatch::ternary_kernel(dev, a.data_ptr<T>(), sa, b.data_ptr<T>(), sb, c.data_ptr<T>(), sc,
+                                        out.data_ptr<int64_t>(), shape, backend::CastTo<int64_t, F>{f});
+    else
+      backend::dispatch::ternary_kernel(dev, a.data_ptr<T>(), sa, b.data_ptr<T>(), sb, c.data_ptr<T>(), sc,
+                                        out.data_ptr<T>(), shape, backend::CastTo<T, F>{f});
+  });
+  return out;
+}
+}  // namespace grad_math
+
 // ---------------------------------------------------------------------------------------------
 // min, amax / amin, maximum / minimum
 // ---------------------------------------------------------------------------------------------
@@ -122,24 +149,9 @@ struct MaximumMinimum : Node {
   }
   std::vector<Tensor> apply(const Tensor& dy0) override {
     const Tensor dy = ops::contiguous(dy0);
-    const Shape& shape = dy.sizes();
     const Tensor ac = ops::to_dtype(a, dy.dtype()), bc = ops::to_dtype(b, dy.dtype());
-    Tensor da = ops::make_tensor(shape, dy.dtype()), db = ops::make_tensor(shape, dy.dtype());
-    const bool mx = is_max;
-    dispatch_floating(dy.dtype(), "maximum_backward", [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const T *g = dy.data_ptr<T>(), *pa = ac.data_ptr<T>(), *pb = bc.data_ptr<T>();
-      T *oa = da.data_ptr<T>(), *ob = db.data_ptr<T>();
-      const Strides zero(shape.size(), 0);
-      cpu::strided_loop3(shape, zero, broadcast_strides(ac.sizes(), ac.strides(), shape),
-                         broadcast_strides(bc.sizes(), bc.strides(), shape),
-                         [&](int64_t i, int64_t, int64_t ia, int64_t ib) {
-                           const T x = pa[ia], y = pb[ib], gi = g[i];
-                           const T share = x == y ? gi / T(2) : gi;
-                           oa[i] = (mx ? x < y : x > y) ? T(0) : share;  // a lost
-                           ob[i] = (mx ? x > y : x < y) ? T(0) : share;  // b lost
-                         });
-    });
+    const Tensor da = grad_math::pointwise3(dy, ac, bc, backend::MaxMinGradOp{is_max, true}, "maximum_backward");
+    const Tensor db = grad_math::pointwise3(dy, ac, bc, backend::MaxMinGradOp{is_max, false}, "maximum_backward");
     return {ops::sum_to(da, sa), ops::sum_to(db, sb)};
   }
   void release_saved() override { a = b = Tensor(); }
@@ -168,22 +180,10 @@ struct PowTensor : Node {
   }
   std::vector<Tensor> apply(const Tensor& dy0) override {
     const Tensor dy = ops::contiguous(dy0), yc = ops::contiguous(ops::to_dtype(y, dy.dtype()));
-    const Shape& shape = dy.sizes();
     const Tensor ac = ops::to_dtype(a, dy.dtype()), bc = ops::to_dtype(b, dy.dtype());
-    Tensor da = ops::make_tensor(shape, dy.dtype()), db = ops::make_tensor(shape, dy.dtype());
-    dispatch_floating(dy.dtype(), "pow_backward", [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const T *g = dy.data_ptr<T>(), *r = yc.data_ptr<T>(), *pa = ac.data_ptr<T>(), *pb = bc.data_ptr<T>();
-      T *oa = da.data_ptr<T>(), *ob = db.data_ptr<T>();
-      const Strides zero(shape.size(), 0);
-      cpu::strided_loop3(shape, zero, broadcast_strides(ac.sizes(), ac.strides(), shape),
-                         broadcast_strides(bc.sizes(), bc.strides(), shape),
-                         [&](int64_t i, int64_t, int64_t ia, int64_t ib) {
-                           const T x = pa[ia], e = pb[ib];
-                           oa[i] = e == T(0) ? T(0) : g[i] * (e * std::pow(x, e - T(1)));
-                           ob[i] = g[i] * ((x == T(0) && e >= T(0)) ? T(0) : r[i] * std::log(x));
-                         });
-    });
+    const Tensor da = grad_math::pointwise3(dy, ac, bc, backend::PowTensorGradAOp{}, "pow_backward");
+    const Tensor db = grad_math::mul(dy, grad_math::pointwise3(ac, bc, yc, backend::PowTensorGradBOp{}, "pow_backward",
+                                                            dy.sizes()));
     return {ops::sum_to(da, sa), ops::sum_to(db, sb)};
   }
   void release_saved() override { a = b = y = Tensor(); }
@@ -196,7 +196,7 @@ struct PowScalarBase : Node {
   std::string name() const override { return "PowBackward2"; }
   static Tensor forward(double s, const Tensor& b) {
     ops::check_device(b, "pow");
-    Tensor out = ops::pow_tensor(ops::scalar_as_tensor(s, ops::scalar_result_type(b.dtype(), s)), b);
+    Tensor out = ops::pow_tensor(ops::scalar_as_tensor(s, ops::scalar_result_type(b.dtype(), s), b.device()), b);
     if (!any_requires_grad({&b})) return out;
     auto n = std::make_shared<PowScalarBase>();
     n->s = s;
@@ -208,14 +208,7 @@ struct PowScalarBase : Node {
   std::vector<Tensor> apply(const Tensor& dy0) override {
     const Tensor dy = ops::contiguous(dy0);
     const Tensor yc = ops::contiguous(ops::to_dtype(y, dy.dtype())), bc = ops::contiguous(ops::to_dtype(b, dy.dtype()));
-    Tensor db = ops::make_tensor(dy.sizes(), dy.dtype());
-    dispatch_floating(dy.dtype(), "pow_backward", [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const T log_s = static_cast<T>(std::log(s));  // PyTorch: Scalar::log() in double, then the tensor's type
-      const T *g = dy.data_ptr<T>(), *r = yc.data_ptr<T>(), *e = bc.data_ptr<T>();
-      T* o = db.data_ptr<T>();
-      for (int64_t i = 0; i < dy.numel(); ++i) o[i] = g[i] * ((s == 0 && e[i] >= T(0)) ? T(0) : r[i] * log_s);
-    });
+    const Tensor db = grad_math::pointwise3(dy, yc, bc, backend::PowScalarBaseGradOp{s, std::log(s)}, "pow_backward");
     return {db};
   }
   void release_saved() override { b = y = Tensor(); }
@@ -321,15 +314,9 @@ struct ClampScalar : Node {
   }
   std::vector<Tensor> apply(const Tensor& dy0) override {
     const Tensor dy = ops::contiguous(dy0), xc = ops::contiguous(ops::to_dtype(x, dy.dtype()));
-    Tensor dx = ops::make_tensor(dy.sizes(), dy.dtype());
-    dispatch_floating(dy.dtype(), "clamp_backward", [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const T l = static_cast<T>(lo ? *lo : 0.0), h = static_cast<T>(hi ? *hi : 0.0);
-      const T *g = dy.data_ptr<T>(), *xs = xc.data_ptr<T>();
-      T* o = dx.data_ptr<T>();
-      for (int64_t i = 0; i < dy.numel(); ++i)
-        o[i] = ((!lo || xs[i] >= l) && (!hi || xs[i] <= h)) ? g[i] : T(0);
-    });
+    dispatch_floating(dy.dtype(), "clamp_backward", [](auto) {});  // float only (int64 has no gradient)
+    const Tensor dx = ops::binary(dy, xc, backend::ClampScalarGradOp{lo.has_value(), hi.has_value(), lo ? *lo : 0.0,
+                                                                     hi ? *hi : 0.0}, "clamp_backward");
     return {dx};
   }
   void release_saved() override { x = Tensor(); }
@@ -364,22 +351,13 @@ struct ClampTensor : Node {
     const bool has_lo = lo.defined(), has_hi = hi.defined();
     const Tensor xc = ops::to_dtype(x, dy.dtype());
     const Tensor lc = ops::to_dtype(has_lo ? lo : x, dy.dtype()), hc = ops::to_dtype(has_hi ? hi : x, dy.dtype());
-    Tensor dx = ops::make_tensor(shape, dy.dtype()), dl = ops::make_tensor(shape, dy.dtype()),
-           dh = ops::make_tensor(shape, dy.dtype());
-    dispatch_floating(dy.dtype(), "clamp_backward", [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const T *g = dy.data_ptr<T>(), *px = xc.data_ptr<T>(), *pl = lc.data_ptr<T>(), *ph = hc.data_ptr<T>();
-      T *ox = dx.data_ptr<T>(), *ol = dl.data_ptr<T>(), *oh = dh.data_ptr<T>();
-      cpu::strided_loop3(shape, broadcast_strides(xc.sizes(), xc.strides(), shape),
-                         broadcast_strides(lc.sizes(), lc.strides(), shape),
-                         broadcast_strides(hc.sizes(), hc.strides(), shape),
-                         [&](int64_t i, int64_t ix, int64_t il, int64_t ih) {
-                           const T v = px[ix], l = pl[il], h = ph[ih];
-                           ox[i] = ((!has_lo || v >= l) && (!has_hi || v <= h)) ? g[i] : T(0);
-                           ol[i] = (v < l && (!has_hi || l < h)) ? g[i] : T(0);
-                           oh[i] = (v > h || (has_lo && h < l)) ? g[i] : T(0);
-                         });
-    });
+    const Tensor zero = ops::scalar_as_tensor(0.0, dy.dtype(), dy.device());
+    auto grad_where = [&](int which) {  // dy where the mask says so, else 0
+      const Tensor mask = grad_math::pointwise3(xc, lc, hc, backend::ClampTensorMaskOp{has_lo, has_hi, which},
+                                             "clamp_backward", shape, kInt64);
+      return ops::where(mask, dy, zero);
+    };
+    const Tensor dx = grad_where(0), dl = has_lo ? grad_where(1) : Tensor(), dh = has_hi ? grad_where(2) : Tensor();
     std::vector<Tensor> out{ops::sum_to(dx, sx)};
     if (has_lo) out.push_back(ops::sum_to(dl, slo));
     if (has_hi) out.push_back(ops::sum_to(dh, shi));
@@ -407,7 +385,7 @@ struct Where : Node {
     return record(out, n, {&a, &b});
   }
   std::vector<Tensor> apply(const Tensor& dy) override {
-    const Tensor zero = ops::scalar_as_tensor(0.0, dy.dtype());
+    const Tensor zero = ops::scalar_as_tensor(0.0, dy.dtype(), dy.device());
     return {ops::sum_to(ops::where(cond, dy, zero), sa), ops::sum_to(ops::where(cond, zero, dy), sb)};
   }
   void release_saved() override { cond = Tensor(); }

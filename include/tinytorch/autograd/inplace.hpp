@@ -78,11 +78,11 @@ inline std::pair<int64_t, int64_t> storage_range(const Geometry& g) {
 // the two geometries laid over it: what PyTorch's as_strided backward and CopySlices compute in.
 struct StorageScratch {
   Tensor buffer, base, view;
-  StorageScratch(const Geometry& b, const Geometry& v, DType dtype) {
+  StorageScratch(const Geometry& b, const Geometry& v, DType dtype, Device device = Device::cpu()) {
     auto [blo, bhi] = storage_range(b);
     auto [vlo, vhi] = storage_range(v);
     const int64_t lo = std::min(blo, vlo), hi = std::max(bhi, vhi);
-    buffer = zeros({hi - lo + 1}, dtype);
+    buffer = zeros({hi - lo + 1}, TensorOptions(dtype).device(device));
     base = ops::make_view(buffer, b.shape, b.strides, b.offset - lo);
     view = ops::make_view(buffer, v.shape, v.strides, v.offset - lo);
   }
@@ -94,8 +94,8 @@ struct AsStridedBackward0 : Node {
   Geometry base, view;
   std::string name() const override { return "AsStridedBackward0"; }
   std::vector<Tensor> apply(const Tensor& dy) override {
-    if (numel_of(base.shape) == 0 || numel_of(view.shape) == 0) return {zeros(base.shape, dy.dtype())};
-    StorageScratch s(base, view, dy.dtype());
+    if (numel_of(base.shape) == 0 || numel_of(view.shape) == 0) return {zeros(base.shape, TensorOptions(dy.dtype()).device(dy.device()))};
+    StorageScratch s(base, view, dy.dtype(), dy.device());
     ops::binary_(s.view, dy, backend::cpu::AddOp{}, "as_strided_backward");  // a sequential += loop
     return {ops::contiguous(s.base)};
   }
@@ -111,7 +111,7 @@ struct CopySlices : Node {
   std::vector<Tensor> apply(const Tensor& dy) override {
     fn->check_saved_versions();
     if (numel_of(base.shape) == 0 || numel_of(view.shape) == 0) return {dy};  // nothing was written
-    StorageScratch s(base, view, dy.dtype());
+    StorageScratch s(base, view, dy.dtype(), dy.device());
     ops::binary_(s.base, dy, backend::SecondOp{}, "CopySlices");  // dB = dB'
     std::vector<Tensor> res = fn->apply(ops::clone(s.view));                 // fn's gradients
     if (res.empty() || !res[0].defined()) ops::unary_(s.view, backend::ZeroOp{}, "CopySlices");
@@ -339,7 +339,9 @@ struct OverwriteInplace : Node {
     n->node_name = node_name;
     return n;
   }
-  std::vector<Tensor> apply(const Tensor& dy) override { return {zeros(dy.sizes(), dy.dtype())}; }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    return {zeros(dy.sizes(), TensorOptions(dy.dtype()).device(dy.device()))};
+  }
 };
 
 /// self.copy_(src): y = src broadcast to self's shape  =>  d self = 0,  d src = dy summed to src's shape
@@ -352,7 +354,7 @@ struct CopyInplace : Node {
     return n;
   }
   std::vector<Tensor> apply(const Tensor& dy) override {
-    return {zeros(dy.sizes(), dy.dtype()), ops::sum_to(dy, src_shape)};
+    return {zeros(dy.sizes(), TensorOptions(dy.dtype()).device(dy.device())), ops::sum_to(dy, src_shape)};
   }
 };
 

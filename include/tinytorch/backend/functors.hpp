@@ -329,6 +329,59 @@ struct WhereOp {
   template <class T> TT_HOST_DEVICE T operator()(int64_t c, T x, T y) const { return c != 0 ? x : y; }
 };
 
+// Backward of the second batch (autograd/functions_more.hpp), per element.
+/// maximum/minimum: the gradient of operand a (for_a) or b from (g, a, b): 0 where it lost, g/2 on
+/// a tie, g otherwise (a NaN compares false, so it passes g to both).
+struct MaxMinGradOp {
+  bool is_max, for_a;
+  template <class T> TT_HOST_DEVICE T operator()(T g, T x, T y) const {
+    const T share = x == y ? g / T(2) : g;
+    const bool lost = for_a ? (is_max ? x < y : x > y) : (is_max ? x > y : x < y);
+    return lost ? T(0) : share;
+  }
+};
+/// a ** b, d/da from (g, a, b): 0 where b == 0, else g * (b * a^(b-1)).
+struct PowTensorGradAOp {
+  template <class T> TT_HOST_DEVICE T operator()(T g, T x, T e) const {
+    return e == T(0) ? T(0) : g * (e * std::pow(x, e - T(1)));
+  }
+};
+/// a ** b, the factor of d/db from (a, b, y = a^b): 0 where a == 0 and b >= 0, else y * ln a.
+struct PowTensorGradBOp {
+  template <class T> TT_HOST_DEVICE T operator()(T x, T e, T r) const {
+    return (x == T(0) && e >= T(0)) ? T(0) : r * std::log(x);
+  }
+};
+/// s ** b, d/db from (g, y, b): g * (0 where s == 0 and b >= 0, else y * ln s); ln s computed in
+/// double and rounded to T (PyTorch: Scalar::log()).
+struct PowScalarBaseGradOp {
+  double s, log_s;
+  template <class T> TT_HOST_DEVICE T operator()(T g, T r, T e) const {
+    return g * ((s == 0 && e >= T(0)) ? T(0) : r * static_cast<T>(log_s));
+  }
+};
+/// clamp with number bounds, d/dx from (g, x): g where lo <= x <= hi (bounds in T), else 0.
+struct ClampScalarGradOp {
+  bool has_lo, has_hi;
+  double lo, hi;
+  template <class T> TT_HOST_DEVICE T operator()(T g, T x) const {
+    const T l = static_cast<T>(lo), h = static_cast<T>(hi);
+    return ((!has_lo || x >= l) && (!has_hi || x <= h)) ? g : T(0);
+  }
+};
+/// clamp with tensor bounds: where the gradient goes, from (x, lo, hi), as int64 0/1:
+/// which 0 (x): lo <= x <= hi; 1 (lo): x < lo and (lo < hi when hi is given);
+/// 2 (hi): x > hi or (hi < lo when lo is given). PyTorch's clamp_backward_min_max.
+struct ClampTensorMaskOp {
+  bool has_lo, has_hi;
+  int which;
+  template <class T> TT_HOST_DEVICE int64_t operator()(T v, T l, T h) const {
+    if (which == 0) return (!has_lo || v >= l) && (!has_hi || v <= h);
+    if (which == 1) return v < l && (!has_hi || l < h);
+    return v > h || (has_lo && h < l);
+  }
+};
+
 // Pointwise backward: dx = f(g, x, y) with g = dy, x the input, y the output (autograd/functions.hpp
 // Pointwise; a value the node did not save is never read).
 /// exp: dx = g * y

@@ -7,6 +7,12 @@
 //   scalar_int64(a, s, f), scalar_int64_(self, s, f): int64 tensor with an int64 scalar, exact
 //                     (functional.hpp picks these for an integral Scalar, core/scalar.hpp)
 // Inputs are read through their strides (broadcast dims have stride 0): no copies.
+// Devices: every operand on one device (else PyTorch's "Expected all tensors to be on the same
+// device" error); the output is made there and the loop runs there through backend::dispatch::
+// (ops/dispatch.hpp). The functor f is wrapped in backend::CastTo<T, F> (the cast to the output
+// type) and passed by value to the kernel, so on CUDA it must be a named TT_HOST_DEVICE functor
+// (backend/functors.hpp); a lambda still works on the CPU and throws "not implemented for CUDA
+// tensors yet" on a GPU (backend::is_kernel_functor_v).
 // In place (binary_, unary_) and PyTorch's memory-overlap rules for them (ATen/MemoryOverlap.cpp),
 // which Tensor's in-place methods apply before writing:
 //   the written-to tensor may not repeat a location (an expanded tensor: stride 0, size > 1):

@@ -4,6 +4,8 @@
 // keepdim=true it stays as size 1: (A, 1, C). Over all elements the result is 0-d.
 // sum_to(g, shape) sums a broadcast gradient back to the shape of the input it came from:
 // leading extra dims are summed away, dims that were 1 are summed with keepdim.
+// On the input's device (backend::dispatch::sum_dim_kernel / max_dim_kernel / min_dim_kernel). On
+// CUDA a sum adds in another order than the CPU loop: equal within rounding, not bitwise.
 // Reference: torch.sum / torch.mean / torch.max / torch.argmax documentation.
 #pragma once
 
