@@ -782,7 +782,10 @@ inline Tensor& Tensor::uniform_(double from, double to, Generator* gen) {
   const bool record = autograd::check_inplace(*this, {}, "uniform_");
   ops::assert_no_internal_overlap(*this, "uniform_");
   Generator& g = gen ? *gen : default_generator();
-  detail::host_fill_(*this, g, [&](Generator::Stream& s) { return s.uniform(from, to); }, "uniform_");
+  // a GPU tensor: the numbers are drawn on the host in the same order, then copied (CUDA.md section 5)
+  Tensor host = device().is_cpu() ? *this : ops::make_tensor(sizes(), dtype());
+  g.locked([&](Generator::Stream& s) { ops::unary_(host, [&](auto) { return s.uniform(from, to); }, "uniform_"); });
+  if (!device().is_cpu()) ops::copy_into_strided(ops::to_device(host, device()), *this);
   autograd::finish_inplace(*this, record ? autograd::OverwriteInplace::make("UniformBackward0") : nullptr, {});
   return *this;
 }
@@ -790,7 +793,9 @@ inline Tensor& Tensor::normal_(double mean, double std, Generator* gen) {
   const bool record = autograd::check_inplace(*this, {}, "normal_");
   ops::assert_no_internal_overlap(*this, "normal_");
   Generator& g = gen ? *gen : default_generator();
-  detail::host_fill_(*this, g, [&](Generator::Stream& s) { return mean + std * s.normal(); }, "normal_");
+  Tensor host = device().is_cpu() ? *this : ops::make_tensor(sizes(), dtype());  // as uniform_
+  g.locked([&](Generator::Stream& s) { ops::unary_(host, [&](auto) { return mean + std * s.normal(); }, "normal_"); });
+  if (!device().is_cpu()) ops::copy_into_strided(ops::to_device(host, device()), *this);
   autograd::finish_inplace(*this, record ? autograd::OverwriteInplace::make("NormalBackward0") : nullptr, {});
   return *this;
 }
