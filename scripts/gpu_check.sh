@@ -9,7 +9,7 @@
 #       (examples/train_mnist.cpp by nvcc), and copies them with the shared libraries the GPU machine
 #       may lack (libbenchmark, Open MPI; not glibc/libstdc++ nor CUDA's own) and Fashion-MNIST
 #       ($TINYTORCH_DATA, else /usr/share/datasets/fashion-mnist: 30 MB of .gz, into .gpu/data; only
-#       the first 20000 training images, ~9 MB, when all would push the stage over 60 MiB) into the
+#       the first N training images that fit, when all would push the stage over 60 MiB) into the
 #       stage (default .gpu/, git-ignored, < 64 MiB).
 #       Then it looks for a GPU and, finding none, says "no GPU" and exits 0. About 5 min of CPU
 #       (the one nvcc test TU) on a 2-core machine; seconds when the targets are already built.
@@ -87,9 +87,11 @@ if [ "$mode" = build ]; then
     echo "gpu_check: no Fashion-MNIST in $data: the train_mnist_cuda steps will be skipped there"
   elif (($(du -smc "$stage" "$data"/*-ubyte* | tail -1 | cut -f1) <= 60)); then
     mkdir -p "$stage/data" && cp "$data"/*-ubyte* "$stage/data/"
-  else  # no room for all 60000 training images (26 MB): the first 20000 (~9 MB), the whole test set
+  elif n=$(( (59 - $(du -sm "$stage" | cut -f1) - 5) * 2000 )); ((n < 1000)); then  # ~2300 images per MB of .gz
+    echo "gpu_check: no room for Fashion-MNIST in the 60 MiB stage: the train_mnist_cuda steps will be skipped there"
+  else  # no room for all 60000 training images (26 MB): the first n that fit, and the whole test set (5 MB)
     mkdir -p "$stage/data" && cp "$data"/t10k-*-ubyte* "$stage/data/"
-    python3 - "$data" "$stage/data" 20000 <<'PY' || { echo "gpu_check: could not cut Fashion-MNIST down"; rm -rf "$stage/data"; }
+    python3 - "$data" "$stage/data" "$n" <<'PY' || { echo "gpu_check: could not cut Fashion-MNIST down"; rm -rf "$stage/data"; }
 import glob, gzip, os, struct, sys
 src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 for name, item in (("train-images-idx3-ubyte", 28 * 28), ("train-labels-idx1-ubyte", 1)):
@@ -101,7 +103,7 @@ for name, item in (("train-images-idx3-ubyte", 28 * 28), ("train-labels-idx1-uby
     with gzip.open(os.path.join(dst, name + ".gz"), "wb") as f:
         f.write(head + body)
 PY
-    echo "gpu_check: the stage holds the first 20000 Fashion-MNIST training images (all 60000 do not fit in 60 MiB)"
+    echo "gpu_check: the stage holds the first $n Fashion-MNIST training images (all 60000 do not fit in 60 MiB)"
   fi
   set +e
   echo "gpu_check: staged $(du -sh "$stage" | cut -f1) in $stage: $(ls "$stage/bin" | tr '\n' ' ')+ $(ls "$stage/lib" | wc -l) libraries"
