@@ -13,11 +13,16 @@
 //                C = A B is column-major C^T = B^T A^T, so cuBLAS gets (B, A) with m = N, n = M.
 //                GFLOP/s = 2 n^3 / t; ratio_to_cublas = t_cublas / t_ours. Target: register-blocked
 //                >= 0.5 at n = 4096. Each of our results is also compared with cuBLAS's C (max_rel_err).
-//   MLP step     TODO(issue 7): needs Tensor on CUDA (ops/dispatch.hpp on cuda); then time one
-//                forward+backward+SGD step of examples' MLP beside a PyTorch-eager script. Not measured.
+//   MLP step     one training step of bench/bench_mlp.cpp's MLP on cuda:0 through the Tensor API:
+//                784-256-128-10, ReLU, float, batch 64, CrossEntropyLoss, SGD(lr=0.02, momentum=0.9):
+//                zero_grad, forward, loss, backward, step (64.45 MFLOP; host launch costs dominate at
+//                this size, so it measures the framework's per-op overhead on a GPU). Beside it,
+//                bench/mlp_step_torch.py times the same step in PyTorch eager on the same GPU; its
+//                median goes in with --torch-mlp-ms MS (scripts/gpu_check.sh does this) and the
+//                table prints the ratio t_torch / t_ours. Target: >= 1 (no slower than PyTorch eager).
 // Timing: cudaEvents around each iteration (benchmark's manual time), one warm-up call per run,
 // 10 repetitions; the reported figure is the median over every timed iteration.
-// Run:  build/bin/bench_cuda [--markdown FILE] [benchmark flags, e.g. --benchmark_filter=matmul]
+// Run:  build/bin/bench_cuda [--markdown FILE] [--torch-mlp-ms MS] [benchmark flags, e.g. --benchmark_filter=matmul]
 //       With --markdown it also writes a Markdown table with the ratios and the targets
 //       (scripts/gpu_check.sh writes bench/results/gpu-<date>.md with it).
 // Without a CUDA device it prints "SKIPPED: no CUDA device (...)" and exits 77, as the CUDA tests do.
@@ -42,6 +47,7 @@
 
 #include "tinytorch/backend/cuda/elementwise.cuh"
 #include "tinytorch/backend/cuda/gemm.cuh"
+#include "tinytorch/tinytorch.hpp"
 
 namespace bc = tinytorch::backend::cuda;
 
@@ -240,6 +246,35 @@ void BM_matmul(benchmark::State& state, Gemm g) {
   state.counters["max_rel_err"] = max_rel_errors()[name];
 }
 
+// ---- MLP training step on cuda:0 through the Tensor API (bench/bench_mlp.cpp's model) ------------
+constexpr int64_t kMlpBatch = 64, kMlpIn = 784, kMlpH1 = 256, kMlpH2 = 128, kMlpOut = 10;
+const char* const kMlpName = "mlp_step";
+
+void BM_mlp_step(benchmark::State& state) {
+  namespace tt = tinytorch;
+  tt::manual_seed(0);
+  auto model = std::make_shared<tt::nn::Sequential>(
+      std::make_shared<tt::nn::Linear>(kMlpIn, kMlpH1), std::make_shared<tt::nn::ReLU>(),
+      std::make_shared<tt::nn::Linear>(kMlpH1, kMlpH2), std::make_shared<tt::nn::ReLU>(),
+      std::make_shared<tt::nn::Linear>(kMlpH2, kMlpOut));
+  const tt::Device dev = tt::Device::cuda(0);
+  model->to(dev);
+  tt::optim::SGD opt(model->parameters(), 0.02, 0.9);
+  tt::nn::CrossEntropyLoss loss_fn;
+  const tt::Tensor x = tt::rand({kMlpBatch, kMlpIn}).to(dev);
+  const tt::Tensor y = tt::randint(0, kMlpOut, {kMlpBatch}).to(dev);
+  tt::Tensor loss;
+  run_timed(state, kMlpName, [&] {
+    opt.zero_grad();
+    loss = loss_fn(model->forward(x), y);
+    loss.backward();
+    opt.step();
+  });
+  const double l = loss.item<double>();  // a copy to the host: also checks the step ran
+  if (!std::isfinite(l)) state.SkipWithError("mlp_step: the loss is not finite");
+  state.counters["loss"] = l;
+}
+
 // ---- the Markdown report -----------------------------------------------------------------------
 const std::vector<int64_t> kAddSizes = {int64_t(1) << 24, int64_t(1) << 25, int64_t(1) << 26};
 const std::vector<int64_t> kGemmSizes = {1024, 2048, 4096, 8192};
@@ -250,7 +285,7 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-bool write_markdown(const char* path, const std::string& device, const std::string& versions) {
+bool write_markdown(const char* path, const std::string& device, const std::string& versions, double torch_mlp_ms) {
   FILE* f = std::fopen(path, "w");
   if (!f) {
     std::fprintf(stderr, "bench_cuda: --markdown: cannot write '%s': %s\n", path, std::strerror(errno));
@@ -294,7 +329,11 @@ bool write_markdown(const char* path, const std::string& device, const std::stri
                !add_run ? "not run" : add_pass ? "PASS" : "FAIL");
   std::fprintf(f, "| register-blocked matmul >= 0.5x cuBLAS SGEMM at n = 4096 | %.3f | %s |\n", r4096,
                std::isnan(r4096) ? "not run" : gemm_pass ? "PASS" : "FAIL");
-  std::fprintf(f, "| MLP training step no slower than PyTorch eager | not yet measured | TODO: needs Tensor on CUDA |\n");
+  const double t_mlp = median_ms(kMlpName), r_mlp = torch_mlp_ms / t_mlp;
+  std::fprintf(f, "| MLP step (784-256-128-10, batch 64, SGD) no slower than PyTorch eager: torch / ours >= 1 | "
+                  "%.3f ms ours, %s PyTorch: %.2f | %s |\n",
+               t_mlp, std::isnan(torch_mlp_ms) ? "not measured" : fmt("%.3f ms", torch_mlp_ms).c_str(), r_mlp,
+               std::isnan(r_mlp) ? "not run" : r_mlp >= 1.0 ? "PASS" : "FAIL");
   std::fclose(f);
   std::printf("bench_cuda: wrote %s\n", path);
   return true;
@@ -312,6 +351,7 @@ int main(int argc, char** argv) {
   }
   // Our own flag, taken out before Google Benchmark sees the rest.
   const char* markdown = nullptr;
+  double torch_mlp_ms = NAN;  // --torch-mlp-ms: bench/mlp_step_torch.py's median, for the MLP target
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
     if (std::strcmp(argv[i], "--markdown") == 0) {
@@ -320,6 +360,15 @@ int main(int argc, char** argv) {
         return 2;
       }
       markdown = argv[++i];
+    } else if (std::strcmp(argv[i], "--torch-mlp-ms") == 0) {
+      char* end = nullptr;
+      if (i + 1 < argc) torch_mlp_ms = std::strtod(argv[i + 1], &end);
+      if (i + 1 >= argc || end == argv[i + 1] || *end != '\0' || !(torch_mlp_ms > 0) || std::isinf(torch_mlp_ms)) {
+        std::fprintf(stderr, "bench_cuda: --torch-mlp-ms: '%s' is not a positive number of milliseconds\n",
+                     i + 1 < argc ? argv[i + 1] : "");
+        return 2;
+      }
+      ++i;
     } else {
       args.push_back(argv[i]);
     }
@@ -358,16 +407,12 @@ int main(int argc, char** argv) {
           ->Unit(benchmark::kMillisecond);
     }
   }
-  // ---- TODO(issue 7): MLP training step vs PyTorch eager --------------------------------------
-  // Needs Tensor on CUDA (ops/dispatch.hpp forwarding to backend::cuda, phase B). Then: register
-  // "mlp_step" timing one forward + cross_entropy + backward + SGD step of examples/simple_mlp.hpp
-  // (784-128-10, batch 64, float) on cuda:0 with cudaEvents as above, and commit a small
-  // bench/mlp_step_torch.py timing the same step in PyTorch eager (torch.cuda.Event, same warm-up
-  // and repetitions) so that write_markdown can print the ratio for the third target.
+  benchmark::RegisterBenchmark(kMlpName, BM_mlp_step)
+      ->UseManualTime()->Iterations(100)->Repetitions(10)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
   benchmark::Initialize(&nargs, args.data());
   if (benchmark::ReportUnrecognizedArguments(nargs, args.data())) return 2;
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  if (markdown && !write_markdown(markdown, device, versions)) return 1;
+  if (markdown && !write_markdown(markdown, device, versions, torch_mlp_ms)) return 1;
   return 0;
 }

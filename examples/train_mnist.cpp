@@ -21,6 +21,8 @@
 //   mpirun -np N build/bin/train_mnist --device cuda --backend nccl
 //                         # DDP, one GPU per local rank (cuda:<local rank>), buckets all-reduced by NCCL
 //                         # on the GPUs; --backend mpi (the default) stages them through host memory
+//                         # (built by nvcc as build/bin/train_mnist_cuda; with -np 1 DDP still goes
+//                         # through its NCCL buckets: the one-GPU check of scripts/gpu_check.sh)
 //   build/bin/train_mnist_sim --device cuda --max-steps 5 --limit 320
 //                         # the kernel simulator (no GPU): 5 steps, each loss printed ("step k: loss=...");
 //                         # ctest train_mnist_sim_cuda_steps checks they equal the CPU run's to 1e-5
@@ -342,6 +344,11 @@ int run(const Config& cfg) {
   } else {
     dist::DDPOptions ddp_options;
     ddp_options.trace = trace;
+    // --backend nccl at world size 1 (`mpirun -np 1 ... --backend nccl`, as `torchrun
+    // --nproc_per_node 1`): PyTorch's DDP still all-reduces its buckets then, so ours does too
+    // (copy in, ncclAllReduce on the GPU, copy out). It is the one-GPU check of the NCCL bucket path
+    // (scripts/gpu_check.sh); with --backend mpi world size 1 skips the buckets (nothing to average).
+    ddp_options.force_bucket_path_single_rank = cfg.backend == "nccl";
     net = std::make_shared<dist::DistributedDataParallel>(model, ddp_options);
   }
 
