@@ -662,18 +662,6 @@ Tensor& scalar_inplace(Tensor& self, const Scalar& s, IntOp int_op, FloatOp floa
   autograd::finish_inplace(self, std::move(node), {});
   return self;
 }
-// self[i] = draw(stream) in row-major order (uniform_, normal_). The generator runs on the host:
-// a CUDA self is filled from a CPU tensor drawn the same way, so CPU and CUDA get the same numbers.
-template <class Draw>
-void host_fill_(Tensor& self, Generator& g, Draw draw, const char* op) {
-  if (self.device().is_cpu()) {
-    g.locked([&](Generator::Stream& s) { ops::unary_(self, [&](auto) { return draw(s); }, op); });
-    return;
-  }
-  Tensor h = ops::make_tensor(self.sizes(), self.dtype());
-  g.locked([&](Generator::Stream& s) { ops::unary_(h, [&](auto) { return draw(s); }, op); });
-  ops::binary_(self, ops::to_device(h, self.device()), backend::SecondOp{}, op);
-}
 // self = v everywhere (zero_, fill_): no overlap check, as PyTorch's fill_; exact for int64
 // (a value beyond int64's range throws).
 inline Tensor& fill_inplace(Tensor& self, const Scalar& s, const char* op, const char* node_name) {
