@@ -3,10 +3,10 @@
 // Built with g++ -O0 -g -DTINYTORCH_CUDA_SIM=1 (tests/gdb/CMakeLists.txt): backend/cuda/gemm.cuh's
 // tiled kernel computes C (40 x 70) = A (40 x 33) B (33 x 70), A[i, k] = i + k, B[k, j] = k - j, on a grid
 // of 3 x 2 blocks of 32 x 32 threads, so that blockIdx.x = 1 and threadIdx.x = 5 exist and the last
-// tiles are partial. Then it checks C against the CPU's triple loop and prints "gdb_sim_demo: ok".
-// ctest gdb_sim_kernel (tests/gdb/run_gdb_sim_test.sh) stops in one thread of it:
-//     gdb -batch -ex 'break gemm_tiled_kernel<float, 32> if threadIdx.x == 5 && blockIdx.x == 1' -ex run
-//         -ex 'print threadIdx' -ex 'print blockIdx' ... build/bin/gdb_sim_demo
+// tiles are partial. Then it checks C against the CPU's triple loop and prints "gdb_sim_demo: C[0, 37] = -8096, ok".
+// ctest gdb_sim_kernel (tests/gdb/run_gdb_sim_test.sh) stops in one thread of it with the commands in
+// tests/gdb/sim_session.gdb: a breakpoint on gemm_tiled_kernel<float, 32> whose condition names all four
+// of threadIdx.x/.y and blockIdx.x/.y (one thread of the grid), then print threadIdx, blockIdx, ...
 // Chapter: chapters/10-gpu-kernels.md ("Stepping through one GPU thread"). Reference: the recipe in
 // backend/cuda/sim.hpp's header.
 #include <cstdio>
