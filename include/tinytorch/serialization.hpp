@@ -786,7 +786,8 @@ inline std::string safetensors_bytes(const std::vector<std::pair<std::string, Te
   buf += json;
   for (const auto& [name, t] : sd) {
     const size_t bytes = static_cast<size_t>(t.numel()) * element_size(t.dtype());
-    if (bytes > 0) buf.append(static_cast<const char*>(t.raw_data()), bytes);  // an empty tensor may have no storage
+    const Tensor host = t.device().is_cpu() ? t : t.cpu();  // a GPU tensor is saved from a host copy, as torch.save
+    if (bytes > 0) buf.append(static_cast<const char*>(host.raw_data()), bytes);  // an empty tensor may have no storage
   }
   return buf;
 }

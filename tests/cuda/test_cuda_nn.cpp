@@ -16,6 +16,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <memory>
 #include <string>
@@ -224,6 +225,42 @@ TEST_CASE("cuda nn: clip_grad_norm_ on CUDA gradients equals the CPU's", "[cuda]
   check_close(nc, nd, 1e-6, "total norm");
   const auto cp = cpu_model->parameters(), dp = dev_model->parameters();
   for (size_t i = 0; i < cp.size(); ++i) check_close(cp[i].grad(), dp[i].grad(), 1e-6, "clipped grad");
+}
+
+
+TEST_CASE("cuda nn: save() of a CUDA model, optimizer state left on another device, Dropout on CUDA", "[cuda][nn]") {
+  // found by the breaker: these read device memory on the host (SIGSEGV in the simulator)
+  manual_seed(3);
+  auto model = make_mlp();
+  model->to(Device::cuda(0));
+  const std::string path = "test_cuda_nn_save.safetensors";
+  save(model->state_dict(), path);  // from host copies, as torch.save
+  auto back = make_mlp();
+  back->load_state_dict(load(path));
+  const auto a = model->state_dict(), b = back->state_dict();
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) check_close(b[i].second, a[i].second, 0.0, a[i].first);  // (cpu, cuda)
+  std::remove(path.c_str());
+
+  // momentum made on cuda:0, then the model moves to the CPU: PyTorch's device error, not a crash
+  optim::SGD opt(model->parameters(), optim::SGDOptions{0.1, 0.9});
+  model->forward(randn({2, 4}).cuda()).sum().backward();
+  opt.step();
+  model->to(Device::cpu());
+  opt.zero_grad();
+  model->forward(randn({2, 4})).sum().backward();
+  CHECK_THROWS_WITH(opt.step(), Catch::Contains("Optimizer.step: Expected all tensors to be on the same device") &&
+                                    Catch::Contains("cuda:0"));
+
+  // Dropout in training mode: the mask is drawn on the host and moved to x's device
+  nn::Dropout drop(0.5);
+  Tensor x = ones({1000}).cuda();
+  Tensor y = drop.forward(x);
+  CHECK(y.device() == Device::cuda(0));
+  const double kept = y.ne(0.0).sum().item<double>();  // about half, each kept value 2
+  CHECK(kept > 400);
+  CHECK(kept < 600);
+  CHECK(y.sum().item<double>() == Approx(2 * kept));
 }
 
 }  // namespace test_cuda_nn

@@ -65,7 +65,8 @@ class Dropout : public Module {
       const double drop = p;
       ops::unary_(mask, [=](auto u) { return u < drop ? 0.0 : keep_scale; }, "dropout");
     }
-    return x * mask;
+    // The mask is drawn on the host (the same numbers on every device), then moved to x's device.
+    return x * mask.to(x.device());
   }
   /// Throws tinytorch::Error when replicated (DataParallel) with its own Generator (see `gen`).
   std::shared_ptr<Module> clone() const override {

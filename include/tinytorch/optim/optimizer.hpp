@@ -139,7 +139,12 @@ class Optimizer {
       for (Tensor& p : group.params) {
         const Tensor grad = p.grad();
         if (!grad.defined()) continue;
-        update(p, grad, state_[p.impl()], group);
+        ParamState& st = state_[p.impl()];
+        // State made on another device (the model moved after the optimizer's first step) would
+        // be read through the wrong pointers: PyTorch's error instead (its foreach kernels raise it).
+        ops::check_same_device("Optimizer.step", p, grad, st.momentum_buffer, st.exp_avg, st.exp_avg_sq,
+                               st.max_exp_avg_sq);
+        update(p, grad, st, group);
       }
     }
   }
