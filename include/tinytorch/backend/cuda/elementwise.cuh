@@ -31,7 +31,7 @@
 #include "runtime.hpp"
 
 #if !TINYTORCH_WITH_CUDA
-#error "backend/cuda/*.cuh hold CUDA kernels: compile with nvcc, or with -DTINYTORCH_CUDA_SIM=1 (the simulator)"
+#error "the backend/cuda .cuh files hold CUDA kernels: compile with nvcc, or with -DTINYTORCH_CUDA_SIM=1 (the simulator)"
 #endif
 
 TT_NAMESPACE_BEGIN namespace backend::cuda {
@@ -84,7 +84,7 @@ inline KernelShape make_kernel_shape(const char* op, const Shape& shape, const S
 namespace kernels {
 
 /// for (int64 i = this thread's first index; i < n; i += the grid's thread count): a grid-stride
-/// loop (shared by the backend/cuda/*.cuh kernels).
+/// loop (shared by the backend/cuda .cuh kernels).
 #define TT_GRID_STRIDE_LOOP(i, n)                                                         \
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
