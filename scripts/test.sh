@@ -35,7 +35,9 @@
 #      Chromium checks it; about 5 s + 30 s of CPU, skipped without doxygen/chromium).
 # MPI tests are RUN_SERIAL, so -j2 never runs two mpiruns at once. GPU tests that find no GPU
 # show as "Skipped" (exit 77). Exits non-zero when any step fails.
-# Cost on a 2-core machine (fresh clone of 2026-12-02, packages installed): 75 min of CPU in
+# Cost: not yet re-measured since issue 7 added the CUDA simulator tests (also under ASan) and four
+# nvcc translation units (test_cuda_nvcc, test_nccl_allreduce, train_mnist_cuda, bench_cuda); expect more
+# than the figures below. Before issue 7, on a 2-core machine (fresh clone of 2026-12-02, packages installed): 75 min of CPU in
 # all, 51 min wall while other work shared the cores (32 min before issue 11 added the gdb, docs,
 # safetensors, DataLoader-worker and checkpointing tests); about 40 min is expected on 2 idle
 # cores. Steps 4+5: building build-asan about 780 s of CPU, its ctest about 4.5 min with the 30 s
