@@ -174,18 +174,7 @@ __global__ void cross_entropy_warp(const T* x, const int64_t* t, int64_t N, int6
 template <class T>
 __global__ void cross_entropy_naive(const T* x, const int64_t* t, int64_t N, int64_t C, T* loss, T* grad) {
   TT_GRID_STRIDE_LOOP(r, N) {
-    const T* xr = x + r * C;
-    T m = xr[0];
-    for (int64_t c = 1; c < C; ++c) m = xr[c] > m ? xr[c] : m;
-    double s = 0;
-    for (int64_t c = 0; c < C; ++c) s += std::exp(static_cast<double>(xr[c] - m));
-    const double lse = m + std::log(s);
-    loss[r] = static_cast<T>(lse - xr[t[r]]);
-    if (grad) {
-      T* gr = grad + r * C;
-      for (int64_t c = 0; c < C; ++c) gr[c] = static_cast<T>(std::exp(xr[c] - lse));
-      gr[t[r]] -= T(1);
-    }
+    cpu::cross_entropy_row(x + r * C, t[r], C, loss + r, grad ? grad + r * C : nullptr);
   }
 }
 
