@@ -62,7 +62,7 @@ if [ "$mode" = build ]; then
   set -e
   if ((configure)); then
     mkdir -p "$build"
-    cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTINYTORCH_ENABLE_CUDA=ON -DTINYTORCH_BUILD_BENCH=ON \
+    cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTINYTORCH_ENABLE_CUDA=ON -DTINYTORCH_BUILD_BENCH=ON -DTINYTORCH_BUILD_CUDA_PROGRAMS=ON \
           -DTINYTORCH_MARCH_NATIVE=OFF >"$build/gpu_check.configure.log" 2>&1 || { cat "$build/gpu_check.configure.log"; exit 1; }
     grep -q "✓ nvcc CUDA" "$build/gpu_check.configure.log" || { echo "gpu_check: no nvcc: $(grep 'nvcc CUDA' "$build/gpu_check.configure.log")"; exit 1; }
   fi

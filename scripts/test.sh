@@ -53,7 +53,7 @@ fi
 BUILD_DIR="${BUILD_DIR:-build}"
 read -r -a cmake_args <<<"${CMAKE_ARGS:-}"
 
-cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}"
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DTINYTORCH_BUILD_CUDA_PROGRAMS=OFF "${cmake_args[@]}"
 cmake --build "$BUILD_DIR" -j"$(nproc)"
 
 if [[ "${TT_SKIP_TSAN:-0}" == "0" ]]; then
