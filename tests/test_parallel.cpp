@@ -232,9 +232,10 @@ TEST_CASE("DataParallel needs clone(); and the module on device_ids[0]", "[ch05]
   CHECK_THROWS_WITH(dp.forward(ones({4, 2})), Catch::StartsWith("NoClone does not implement clone(); DataParallel needs it"));
   auto seq = std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(2, 2), std::make_shared<NoClone>());
   CHECK_THROWS_WITH(nn::DataParallel(seq, cpus(2)).forward(ones({4, 2})), Catch::StartsWith("NoClone does not implement"));
-  CHECK_THROWS_WITH(Nameless().clone(), Catch::StartsWith("(anonymous namespace)::Nameless does not implement clone()"));
-  CHECK_THROWS_WITH(MyLinear().clone(), Catch::StartsWith("(anonymous namespace)::MyLinear does not implement clone(); "
-                                                          "DataParallel needs it"));
+  // the demangled type name (its namespaces depend on how the tests are built: Contains, not StartsWith)
+  CHECK_THROWS_WITH(Nameless().clone(), Catch::Contains("(anonymous namespace)::Nameless does not implement clone()"));
+  CHECK_THROWS_WITH(MyLinear().clone(), Catch::Contains("(anonymous namespace)::MyLinear does not implement clone(); "
+                                                        "DataParallel needs it"));
   nn::DataParallel gpu(std::make_shared<nn::Linear>(2, 2), {Device::cuda(0), Device::cuda(1)});
   CHECK_THROWS_WITH(gpu.forward(ones({4, 2})),
                     "DataParallel: module must have its parameters and buffers on device cuda:0 (device_ids[0]) but "

@@ -124,8 +124,8 @@ class TensorDataset : public Dataset {
 
   // out[b] = src[rows[b]] for a contiguous src of shape (N, ...): out has shape (B, ...).
   static Tensor gather_rows(const Tensor& src, const std::vector<int64_t>& rows) {
+    const int64_t n = src.size(0);  // src has at least one dimension (the constructors check)
     Shape shape = src.sizes();
-    const int64_t n = shape[0];
     shape[0] = static_cast<int64_t>(rows.size());
     Tensor out = ops::make_tensor(shape, src.dtype());
     const size_t row_bytes = n > 0 ? static_cast<size_t>(src.numel() / n) * element_size(src.dtype()) : 0;
