@@ -35,14 +35,15 @@
 #      Chromium checks it; about 5 s + 30 s of CPU, skipped without doxygen/chromium).
 # MPI tests are RUN_SERIAL, so -j2 never runs two mpiruns at once. GPU tests that find no GPU
 # show as "Skipped" (exit 77). Exits non-zero when any step fails.
-# Cost: not yet re-measured since issue 7 added the CUDA simulator tests (also under ASan) and four
-# nvcc translation units (test_cuda_nvcc, test_nccl_allreduce, train_mnist_cuda, bench_cuda); expect more
-# than the figures below. Before issue 7, on a 2-core machine (fresh clone of 2026-12-02, packages installed): 75 min of CPU in
-# all, 51 min wall while other work shared the cores (32 min before issue 11 added the gdb, docs,
-# safetensors, DataLoader-worker and checkpointing tests); about 40 min is expected on 2 idle
-# cores. Steps 4+5: building build-asan about 780 s of CPU, its ctest about 4.5 min with the 30 s
-# of fuzzing beside the unit tests; step 6's ctest about 4 min. TT_SKIP_ASAN=1 TT_SKIP_FUZZ=1 save
-# about a third of the whole.
+# Cost (fresh clone of 2026-12-02, packages installed, 2 nearly idle cores): 37 min 41 s wall,
+# 52 min of CPU compiling (a compiler launcher timed every TU). Step 2: 39 CPU-min, ~20 min wall;
+# step 3: 3.6 CPU-min + 11 s of tests; steps 4+5: 9.3 CPU-min + a 4.7-min ctest (the 30 s of
+# fuzzing beside the unit tests); step 6's ctest 3.6 min. (Since then the TSan stage's unit_tests
+# holds only the [threads] files: 55 s instead of 199 s of CPU.) What keeps it there: the test files
+# are compiled as few TUs (build/bin/unit_tests, test_cuda_sim_suite, test_cuda_nvcc: each test TU
+# instantiates most of the library, ~40-90 CPU-s), and train_mnist_cuda/bench_cuda are not built
+# here (-DTINYTORCH_BUILD_CUDA_PROGRAMS=OFF below). Before that (stop 17's CI) it ran past 63 min.
+# TT_SKIP_ASAN=1 TT_SKIP_FUZZ=1 save about a quarter of the whole.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
