@@ -35,11 +35,11 @@
 #      Chromium checks it; about 5 s + 30 s of CPU, skipped without doxygen/chromium).
 # MPI tests are RUN_SERIAL, so -j2 never runs two mpiruns at once. GPU tests that find no GPU
 # show as "Skipped" (exit 77). Exits non-zero when any step fails.
-# Cost (fresh clone of 2026-12-02, packages installed, 2 nearly idle cores): 37 min 41 s wall,
-# 52 min of CPU compiling (a compiler launcher timed every TU). Step 2: 39 CPU-min, ~20 min wall;
-# step 3: 3.6 CPU-min + 11 s of tests; steps 4+5: 9.3 CPU-min + a 4.7-min ctest (the 30 s of
-# fuzzing beside the unit tests); step 6's ctest 3.6 min. (Since then the TSan stage's unit_tests
-# holds only the [threads] files: 55 s instead of 199 s of CPU.) What keeps it there: the test files
+# Cost (fresh clone of 628d19d, 2026-12-02, packages installed, 2 idle cores): 28 min 16 s wall.
+# An earlier run (98fec49, a compiler launcher timing every TU, some other work on the cores: 37 min
+# 41 s) measured 52 min of CPU compiling: step 2 39 CPU-min; step 3 3.6 CPU-min (now ~1: the TSan
+# stage's unit_tests holds only the [threads] files) + 11 s of tests; steps 4+5 9.3 CPU-min + a
+# 4.7-min ctest (the 30 s of fuzzing beside the unit tests); step 6's ctest 3.6 min. What keeps it there: the test files
 # are compiled as few TUs (build/bin/unit_tests, test_cuda_sim_suite, test_cuda_nvcc: each test TU
 # instantiates most of the library, ~40-90 CPU-s), and train_mnist_cuda/bench_cuda are not built
 # here (-DTINYTORCH_BUILD_CUDA_PROGRAMS=OFF below). Before that (stop 17's CI) it ran past 63 min.
