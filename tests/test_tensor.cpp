@@ -60,6 +60,18 @@ TEST_CASE("creation errors name the problem", "[ch01][tensor]") {
   REQUIRE_THROWS_WITH(zeros({2}, Device::cuda(0)), Contains("needs the CUDA backend"));
   REQUIRE_THROWS_WITH(arange(0, 5, 0), Contains("step must be nonzero"));
   REQUIRE_THROWS_WITH(arange(5, 0, 1), Contains("upper bound and larger bound inconsistent with step sign"));
+  // torch.arange(0, 1e30, 1e-30) and (0, 1e19, 1): "invalid size, possible overflow?" (the count
+  // overflowed int64 and used to become INT64_MIN: "empty: negative dimension").
+  REQUIRE_THROWS_WITH(arange(0, 1e30, 1e-30), "arange: invalid size, possible overflow? (start=0, end=1e+30, "
+                                              "step=1e-30: ceil((end - start) / step) = 1e+60 elements, more than "
+                                              "int64 can count)");
+  REQUIRE_THROWS_WITH(arange(0, 1e19, 1), Contains("arange: invalid size, possible overflow?") && Contains("1e+19 elements"));
+  REQUIRE_THROWS_WITH(arange(-9.3e18, 9.3e18, 1), Contains("arange: invalid size, possible overflow?"));
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  REQUIRE_THROWS_WITH(arange(0, inf, 1), "arange: unsupported range: 0 -> inf");  // torch: "unsupported range: 0 -> inf"
+  REQUIRE_THROWS_WITH(arange(nan, 1, 1), "arange: unsupported range: nan -> 1");
+  REQUIRE_THROWS_WITH(arange(0, 1, nan), "arange: step must be nonzero (got nan)");  // torch: "step must be nonzero"
+  CHECK(arange(0, 1, inf).numel() == 0);                                            // torch: tensor([])
   REQUIRE_THROWS_WITH(rand({2}, kInt64), Contains("rand: expected a floating point dtype"));
   REQUIRE_THROWS_WITH(randn({2}, kInt64), Contains("randn: expected a floating point dtype"));
   REQUIRE_THROWS_WITH(randint(3, 3, {2}), Contains("expected low < high"));

@@ -79,12 +79,20 @@ inline Tensor tensor(const std::vector<double>& values, TensorOptions o) {
 inline Tensor scalar_tensor(Scalar value, TensorOptions o) { return full({}, value, o); }
 
 inline Tensor arange(double start, double end, double step, std::optional<DType> dtype) {
-  TT_CHECK(step != 0, "arange: step must be nonzero");
+  // PyTorch's checks, in its order (aten/src/ATen/native/RangeFactories.cpp), with the numbers.
+  TT_CHECK(std::isfinite(start) && std::isfinite(end), "arange: unsupported range: ", start, " -> ", end);
+  TT_CHECK(step > 0 || step < 0, "arange: step must be nonzero (got ", step, ")");  // NaN too, as PyTorch
   TT_CHECK((step > 0 && end >= start) || (step < 0 && end <= start), "arange: upper bound and larger bound "
            "inconsistent with step sign (start=", start, ", end=", end, ", step=", step, ")");
   auto integral = [](double v) { return v == std::floor(v); };
   DType dt = dtype ? *dtype : (integral(start) && integral(end) && integral(step) ? kInt64 : kFloat32);
-  int64_t n = static_cast<int64_t>(std::ceil((end - start) / step));
+  // The element count ceil((end - start) / step) as a double first: beyond int64 (2^63) the
+  // conversion would be undefined (it gave INT64_MIN, "negative dimension").
+  const double count = std::ceil((end - start) / step);
+  TT_CHECK(count >= 0 && count < 9223372036854775808.0, "arange: invalid size, possible overflow? (start=", start,
+           ", end=", end, ", step=", step, ": ceil((end - start) / step) = ", count,
+           " elements, more than int64 can count)");
+  const int64_t n = static_cast<int64_t>(count);
   return detail::fill_with({n}, dt, "arange", [&](int64_t i) { return start + step * static_cast<double>(i); });
 }
 inline Tensor arange(int64_t end, std::optional<DType> dtype) {
