@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -21,6 +22,8 @@
 #include <thread>
 #include <tinytorch/tinytorch.hpp>
 #include <vector>
+#include <csignal>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -393,12 +396,23 @@ TEST_CASE("save writes safetensors: the header, its order and padding, the data,
           "[ch06][serialization][safetensors]") {
   TempDir dir;
   const std::string p = dir.file("sd.safetensors");
-  // The Rust crate's own test_serialization: {"attn.0": F32 [1, 2, 3] = 0..5}, byte for byte.
-  tinytorch::save({{"attn.0", make<float>({0, 1, 2, 3, 4, 5}, {1, 2, 3})}}, p);
-  std::string want = st_file(R"({"attn.0":{"dtype":"F32","shape":[1,2,3],"data_offsets":[0,24]}})");
-  for (float v : {0.f, 1.f, 2.f, 3.f, 4.f, 5.f}) put<float>(want, v);
+  // The Rust crate's own test_serialization: {"attn.0": F32 [1, 2, 3] = 0..5}, byte for byte
+  // (SaveOptions{false}: no digests, which the crate does not write).
+  const tinytorch::SaveOptions no_digests{false};
+  tinytorch::save({{"attn.0", make<float>({0, 1, 2, 3, 4, 5}, {1, 2, 3})}}, p, no_digests);
+  std::string data6;
+  for (float v : {0.f, 1.f, 2.f, 3.f, 4.f, 5.f}) put<float>(data6, v);
+  const std::string want = st_file(R"({"attn.0":{"dtype":"F32","shape":[1,2,3],"data_offsets":[0,24]}})", data6);
   CHECK(read_bytes(p) == want);
   CHECK(want.substr(0, 8) == std::string("\x40\0\0\0\0\0\0\0", 8));  // 64: already a multiple of 8
+  // By default the digest is one more metadata entry: what the crate writes for
+  // save_file(t, p, metadata={"tinytorch.crc32:attn.0": "bb96fd5d"}). The value is Python's
+  //   '%08x' % zlib.crc32(b"F32[1,2,3]" + struct.pack("<6f", 0, 1, 2, 3, 4, 5))
+  tinytorch::save({{"attn.0", make<float>({0, 1, 2, 3, 4, 5}, {1, 2, 3})}}, p);
+  CHECK(read_bytes(p) == st_file(R"({"__metadata__":{"tinytorch.crc32:attn.0":"bb96fd5d"},)"
+                                 R"("attn.0":{"dtype":"F32","shape":[1,2,3],"data_offsets":[0,24]}})",
+                                 data6));
+  CHECK(tinytorch::load_metadata(p).empty());  // the digests are not the user's metadata
 
   // No tensors: "{}" and six spaces (the crate's test_empty); with metadata, "__metadata__" first.
   tinytorch::save({}, p);
@@ -414,7 +428,7 @@ TEST_CASE("save writes safetensors: the header, its order and padding, the data,
                    {"z", tinytorch::full({}, 1.5)},
                    {"c", make<int64_t>({7}, {1})},
                    {"q\"\\\x01\n/\xc3\xa9", tinytorch::zeros({0, 2})}},
-                  p);
+                  p, no_digests);
   std::string data;
   put<int64_t>(data, 7);
   put<double>(data, 0.0);
@@ -462,9 +476,10 @@ TEST_CASE("a file written by Python's safetensors loads with its exact values, a
   CHECK(tinytorch::load_metadata(p) == std::map<std::string, std::string>{{"format", "pt"}});
 
   TempDir dir;
-  tinytorch::save(sd, dir.file("again.safetensors"), {{"format", "pt"}});
+  const tinytorch::SaveOptions no_digests{false};  // Python's save_file writes none
+  tinytorch::save(sd, dir.file("again.safetensors"), {{"format", "pt"}}, no_digests);
   CHECK(read_bytes(dir.file("again.safetensors")) == bytes);
-  tinytorch::save(want, dir.file("want.safetensors"), {{"format", "pt"}});
+  tinytorch::save(want, dir.file("want.safetensors"), {{"format", "pt"}}, no_digests);
   CHECK(read_bytes(dir.file("want.safetensors")) == bytes);
 
   // python_bf16.safetensors: a dtype tinytorch does not have.
@@ -679,4 +694,233 @@ TEST_CASE("[safetensors-export] the checkpoint ctest safetensors_python reads wi
     CHECK(same_bits(it->second, entry.second));
   }
   CHECK(tinytorch::load_metadata(p) == std::map<std::string, std::string>{{"format", "pt"}, {"producer", "tinytorch"}});
+}
+
+// ---- integrity digests and killed saves (issue: "checkpoints that never load wrong values") ----
+
+namespace {
+
+/// The entries of a state dict, by name: equal names, dtypes, shapes and bits.
+bool same_state_dict(const std::vector<std::pair<std::string, Tensor>>& a,
+                     const std::vector<std::pair<std::string, Tensor>>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].first != b[i].first || !same_bits(a[i].second, b[i].second)) return false;
+  return true;
+}
+
+/// The names in `dir` that start with ".", i.e. save()'s temporary files.
+std::vector<std::string> hidden_files(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string()[0] == '.') out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// A pid that is not a running process: a child that has exited and been reaped.
+long dead_pid() {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return static_cast<long>(child);
+}
+
+}  // namespace
+
+TEST_CASE("every flipped bit of a checkpoint's tensor data is an error naming the tensor",
+          "[ch06][serialization][safetensors]") {
+  TempDir dir;
+  const std::string p = dir.file("ckpt.safetensors");
+  const std::vector<std::pair<std::string, Tensor>> sd{
+      {"fc.bias", make<float>({0.1f, -0.2f}, {2})},
+      {"fc.weight", make<float>({0.5f, -1.25f, 3.0f, 1e-3f, -0.0f, 65504.0f}, {2, 3})},
+      {"step", make<int64_t>({12345}, {})},
+  };
+  tinytorch::save(sd, p);
+  const std::string good = read_bytes(p);
+  uint64_t n = 0;
+  std::memcpy(&n, good.data(), 8);
+  const size_t data_start = static_cast<size_t>(8 + n);
+  REQUIRE(good.size() - data_start == 8 + 24 + 8);
+  CHECK(data_start == 320);  // chapter 06 quotes the counts: 320 data bits, 2,560 header bits
+  REQUIRE(same_state_dict(tinytorch::load(p), sd));
+  // Each bit of the data buffer in turn: an error that names the file and the tensor it hit.
+  const std::string q = dir.file("flipped.safetensors");
+  int errors = 0;
+  for (size_t byte = data_start; byte < good.size(); ++byte) {
+    for (int bit = 0; bit < 8; ++bit) {
+      std::string bad = good;
+      bad[byte] = static_cast<char>(bad[byte] ^ (1 << bit));
+      const size_t off = byte - data_start;  // I64 "step" [0, 8), F32 "fc.bias" [8, 16), "fc.weight" [16, 40)
+      const std::string hit = off < 8 ? "step" : off < 16 ? "fc.bias" : "fc.weight";
+      const std::string e = load_error_of(q, bad);
+      INFO("byte " << byte << " bit " << bit << ": " << e);
+      CHECK(e.rfind("load: '" + q + "' is corrupt: tensor \"" + hit + "\" does not match its CRC-32 digest (stored ", 0) == 0);
+      errors += e != "no error";
+    }
+  }
+  CHECK(errors == 8 * 40);
+  // Each bit of the length and the header: an error, or (a flip the format cannot see, such as
+  // one in the metadata's "format" value) the same tensors. Never a changed tensor or name.
+  int header_errors = 0, header_same = 0;
+  for (size_t byte = 0; byte < data_start; ++byte) {
+    for (int bit = 0; bit < 8; ++bit) {
+      std::string bad = good;
+      bad[byte] = static_cast<char>(bad[byte] ^ (1 << bit));
+      write_bytes(q, bad);
+      try {
+        const auto back = tinytorch::load(q);
+        INFO("byte " << byte << " bit " << bit << " loaded");
+        CHECK(same_state_dict(back, sd));
+        ++header_same;
+      } catch (const tinytorch::Error& e) {
+        CHECK(std::string(e.what()).rfind("load: '" + q + "'", 0) == 0);
+        ++header_errors;
+      }
+    }
+  }
+  CHECK(header_errors + header_same == static_cast<int>(8 * data_start));
+  CHECK(header_same == 0);  // here every header flip is caught too (this file has no user metadata)
+
+  // The error names the way out; verify=false loads what is there.
+  std::string bad = good;
+  bad[data_start + 16] = static_cast<char>(bad[data_start + 16] ^ 1);
+  write_bytes(q, bad);
+  CHECK_THROWS_WITH(tinytorch::load(q), Catch::EndsWith("(LoadOptions{.verify = false} loads it unchecked)"));
+  CHECK_THROWS_WITH(tinytorch::load_metadata(q), Catch::Contains("tensor \"fc.weight\" does not match its CRC-32"));
+  const auto rescued = tinytorch::load(q, tinytorch::LoadOptions{false});
+  REQUIRE(rescued.size() == 3);
+  CHECK(same_bits(rescued[0].second, sd[0].second));  // fc.bias: untouched
+  CHECK_FALSE(same_bits(rescued[1].second, sd[1].second));
+  CHECK(tinytorch::load_metadata(q, tinytorch::LoadOptions{false}).empty());
+}
+
+TEST_CASE("digests: Python's zlib computes the same ones, files without them load, the metadata key is reserved",
+          "[ch06][serialization][safetensors]") {
+  // tests/data/python_digested.safetensors: Python's save_file with the digests computed by
+  // gen_safetensors.py (zlib.crc32), i.e. the documented definition, written independently.
+  const std::string p = test_data_dir() + "/python_digested.safetensors";
+  const auto sd = tinytorch::load(p);
+  const auto plain = tinytorch::load(test_data_dir() + "/python_written.safetensors");  // no digests
+  CHECK(same_state_dict(sd, plain));
+  CHECK(tinytorch::load_metadata(p) == std::map<std::string, std::string>{{"format", "pt"}});
+  TempDir dir;
+  tinytorch::save(sd, dir.file("ours.safetensors"), {{"format", "pt"}});
+  std::map<std::string, std::string> ours, theirs;  // the same digests, whoever computed them
+  const auto digests_of = [](const std::string& bytes) {
+    std::map<std::string, std::string> m;
+    for (size_t at = bytes.find("\"tinytorch.crc32:"); at != std::string::npos;
+         at = bytes.find("\"tinytorch.crc32:", at + 1)) {
+      const size_t colon = bytes.find("\":\"", at);
+      m[bytes.substr(at, colon - at)] = bytes.substr(colon + 3, 8);
+    }
+    return m;
+  };
+  ours = digests_of(read_bytes(dir.file("ours.safetensors")));
+  theirs = digests_of(read_bytes(p));
+  CHECK(ours.size() == 6);
+  CHECK(ours == theirs);
+
+  // A digest for a tensor that is not there, a tensor without one, a malformed one.
+  const std::string f4 = R"({"dtype":"F32","shape":[1],"data_offsets":[0,4]})";
+  std::string four;
+  put<float>(four, 1.0f);
+  const std::string q = dir.file("q.safetensors");
+  const std::string pre = "load: '" + q + "' is corrupt: ";
+  const std::string tail = " (LoadOptions{.verify = false} loads it unchecked)";
+  CHECK(load_error_of(q, st_file(R"({"__metadata__":{"tinytorch.crc32:v":"00000000"},"w":)" + f4 + "}", four)) ==
+        pre + "its header has a CRC-32 digest for tensor \"v\" but no such tensor" + tail);
+  const std::string f4b = R"({"dtype":"F32","shape":[1],"data_offsets":[4,8]})";
+  const std::string w_digest = tinytorch::detail::tensor_digest("F32", {1}, four.data(), 4);
+  CHECK(load_error_of(q, st_file(R"({"__metadata__":{"tinytorch.crc32:w":")" + w_digest + R"("},"w":)" + f4 +
+                                     R"(,"x":)" + f4b + "}",
+                                 four + four)) ==
+        pre + "tensor \"x\" has no CRC-32 digest in the header, though other tensors have one" + tail);
+  std::string upper = w_digest;
+  std::transform(upper.begin(), upper.end(), upper.begin(), [](char c) { return static_cast<char>(std::toupper(c)); });
+  if (upper != w_digest)
+    CHECK(load_error_of(q, st_file(R"({"__metadata__":{"tinytorch.crc32:w":")" + upper + R"("},"w":)" + f4 + "}",
+                                   four)) ==
+          pre + "the CRC-32 digest of tensor \"w\" is \"" + upper + "\", not 8 lowercase hex digits" + tail);
+  CHECK(load_error_of(q, st_file(R"({"__metadata__":{"tinytorch.crc32:w":")" + w_digest + R"("},"w":)" + f4 + "}",
+                                 four)) == "no error");
+
+  CHECK_THROWS_WITH(tinytorch::save({{"w", tinytorch::ones({1})}}, q, {{"tinytorch.crc32:w", "0"}}),
+                    "save: the metadata key \"tinytorch.crc32:w\" is reserved: keys starting with "
+                    "\"tinytorch.crc32:\" hold the tensors' digests");
+}
+
+TEST_CASE("save after a killed save removes the temporary file it left", "[ch06][serialization]") {
+  TempDir dir;
+  const std::string p = dir.file("ckpt.safetensors");
+  tinytorch::save({{"w", tinytorch::full({4}, 2.0)}}, p);
+  const std::string old_bytes = read_bytes(p);
+  const std::string other = dir.file("other.bin");
+  tinytorch::detail::write_file_atomically(other, "old", "save");
+  // A child saves a large file over and over (64 MiB: each write takes a while) and is killed
+  // with SIGKILL while its temporary file exists, as `kill -9` during torch.save would be. (If
+  // the kill lands between a rename and the next temporary file, nothing is left: try again.)
+  const std::string big(64u << 20, 'x');
+  const std::string child_tmp = ".other.bin.tt_tmp.";
+  std::vector<std::string> left;
+  for (int attempt = 0; attempt < 5 && left.empty(); ++attempt) {
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      try {
+        for (;;) tinytorch::detail::write_file_atomically(other, big, "save");
+      } catch (...) {
+      }
+      ::_exit(1);
+    }
+    bool seen = false;  // wait (at most ~20 s) until a temporary file of the child's is there
+    for (int i = 0; i < 20000 && !seen; ++i) {
+      for (const auto& name : hidden_files(dir.path)) seen = seen || name.rfind(child_tmp, 0) == 0;
+      if (!seen) ::usleep(1000);
+    }
+    ::kill(child, SIGKILL);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    REQUIRE(seen);
+    REQUIRE(WIFSIGNALED(status));
+    left = hidden_files(dir.path);
+  }
+  REQUIRE(left.size() == 1);
+  CHECK(left[0].rfind(child_tmp, 0) == 0);
+  const std::string now = read_bytes(other);  // the old file, or one complete earlier write
+  CHECK((now == "old" || now == big));
+  // The old "ckpt" is intact, and saving "other.bin" again removes the dead writer's file.
+  CHECK(read_bytes(p) == old_bytes);
+  tinytorch::save({{"w", tinytorch::full({4}, 3.0)}}, p);  // another file's save leaves it
+  CHECK(hidden_files(dir.path) == left);
+  tinytorch::detail::write_file_atomically(other, "new", "save");
+  CHECK(hidden_files(dir.path).empty());
+  CHECK(read_bytes(other) == "new");
+}
+
+TEST_CASE("stale temporary files: those of dead writers of the same file on this host go, others stay",
+          "[ch06][serialization]") {
+  TempDir dir;
+  const std::string p = dir.file("m.safetensors");
+  const std::string prefix = tinytorch::detail::temp_file_prefix("m.safetensors");
+  REQUIRE(prefix.rfind(".m.safetensors.tt_tmp.", 0) == 0);
+  const std::string dead = prefix + std::to_string(dead_pid()) + ".1";
+  const std::string alive = prefix + "1.7";  // pid 1 runs as long as the machine does
+  const std::string self = prefix + std::to_string(static_cast<long>(::getpid())) + ".99";  // this process
+  const std::string other_file = tinytorch::detail::temp_file_prefix("n.safetensors") + std::to_string(dead_pid()) + ".1";
+  const std::string other_host = ".m.safetensors.tt_tmp.another-host." + std::to_string(dead_pid()) + ".1";
+  const std::string not_ours = prefix + "12x.1";
+  for (const auto& name : {dead, alive, self, other_file, other_host, not_ours}) write_bytes(dir.file(name), "tmp");
+  tinytorch::save({{"w", tinytorch::ones({1})}}, p);
+  CHECK_FALSE(fs::exists(dir.file(dead)));
+  for (const auto& name : {alive, self, other_file, other_host, not_ours}) {
+    INFO(name);
+    CHECK(fs::exists(dir.file(name)));
+  }
+  // A file name near NAME_MAX still gets a temporary file (its name is cut to fit).
+  const std::string long_name(250, 'a');
+  tinytorch::save({{"w", tinytorch::ones({1})}}, dir.file(long_name));
+  CHECK(tinytorch::load(dir.file(long_name)).size() == 1);
 }

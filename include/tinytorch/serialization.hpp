@@ -21,7 +21,8 @@
 //   file with BF16, F16, I32, ... is an error naming the dtype); data_offsets are byte offsets into
 //   the buffer that follows the header; the data is C-ordered (row-major), little-endian.
 // save() writes exactly what the reference writer (the Rust crate behind Python's
-// safetensors.torch.save_file) writes for the same tensors, byte for byte
+// safetensors.torch.save_file) writes for the same tensors and metadata (the digests below are
+// metadata), byte for byte
 // (tests/reference/gen_safetensors.py, test "[safetensors]"): compact JSON (serde_json's escapes),
 // tensors ordered by dtype (I64, then F64, then F32: the crate's "descending dtype alignment"
 // order) and then by name (bytewise), "__metadata__" first when there is any (its keys sorted; the
@@ -46,6 +47,16 @@
 //   begins where the previous one ends (no gap, no overlap), and the last ends at the end of the
 //   file (no truncation, no trailing bytes).
 //
+// Integrity: safetensors has no checksum, so a flipped bit in a tensor's bytes would load as a
+// wrong value. save() therefore adds to "__metadata__" one entry per tensor,
+//   "tinytorch.crc32:<name>": "<8 lowercase hex digits>"
+// the CRC-32 (zlib's, Python's zlib.crc32) of "<dtype>[<d0>,<d1>,...]" followed by the tensor's
+// bytes (detail::tensor_digest), and load() checks them: a mismatch, a tensor without a digest
+// in a file that has digests, or a digest for no tensor is an error naming the file and the
+// tensor. Python's safetensors ignores these entries (its safe_open(...).metadata() lists them);
+// files without digests (Python's save_file, other writers) load unchecked. SaveOptions{false}
+// writes none (the reference writer's exact bytes); LoadOptions{.verify = false} skips the check.
+//
 // Older tinytorch checkpoints still load. load() tells the formats apart by the first 4 bytes:
 // "TTSD" is tinytorch's own format (a safetensors file cannot begin so: as a header length those
 // bytes are over 1.1e9, more than the 1e8 limit):
@@ -57,9 +68,11 @@
 // A malformed one (wrong version, a CRC-32 that does not match, truncated, a size that does not
 // fit the file, trailing bytes) throws tinytorch::Error naming the file and the problem.
 //
-// Writes are atomic: the bytes go to a uniquely named temporary file in the same directory, which
-// is flushed to disk (fsync) and then renamed over <path>, so a crash or a full disk leaves
-// either the old file or the new one, never half of one. A symbolic link is followed; a path that
+// Writes are atomic: the bytes go to a uniquely named temporary file in the same directory
+// (".<name>.tt_tmp.<host>.<pid>.<n>"), which is flushed to disk (fsync) and then renamed over
+// <path>, so a crash or a full disk leaves either the old file or the new one, never half of one.
+// A save killed by SIGKILL leaves its temporary file; the next save of the same path removes the
+// temporary files whose writer process (on this host) is gone. A symbolic link is followed; a path that
 // names a directory or a device is an error (torch.save would write through a device; here
 // that could not be atomic).
 // load() opens the path once and reads that open file, so a save renaming a new file over the
@@ -67,7 +80,9 @@
 // Chapter: chapters/06-distributed-data-parallel.md ("Checkpoints").
 #pragma once
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -141,10 +156,59 @@ inline std::string read_whole_file(const std::string& path) {
   return buf;
 }
 
+/// The prefix of every temporary file that write_file_atomically makes for the target whose file
+/// name (last path component) is `base`, written by a process of this host:
+/// ".<base>.tt_tmp.<host>." (then "<pid>.<n>"). `base` is cut so that the whole name fits in
+/// NAME_MAX (255) bytes with a 20-digit pid and counter; two targets whose names agree in their
+/// first ~180 bytes therefore share a prefix, which is harmless: only files whose writer is gone
+/// are ever removed.
+inline std::string temp_file_prefix(const std::string& base) {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') std::strcpy(host, "localhost");
+  std::string h(host);
+  for (char& c : h)
+    if (c == '/' || c == '.') c = '_';  // a dot would make the pid ambiguous; '/' cannot be in a name
+  if (h.size() > 40) h.resize(40);
+  const size_t room = 255 - (1 + 8 + h.size() + 1 + 20 + 1 + 20);  // ".", ".tt_tmp.", host, ".", pid, ".", n
+  return "." + base.substr(0, std::min(base.size(), room)) + ".tt_tmp." + h + ".";
+}
+
+/// Removes the temporary files that an earlier save of the same target left behind when its
+/// process died (kill -9, a crash, a power cut after the rename was not reached): in `dir`, the
+/// files named `prefix` + "<pid>.<n>" whose pid is not a running process (kill(pid, 0) fails
+/// with ESRCH). Files of this process (another thread may be saving now), of a running process
+/// (it may be saving now; EPERM: it exists) and of other hosts (their pid means nothing here: a
+/// directory shared over NFS) are kept. Errors are ignored: the save itself does not depend on it.
+/// A pid reused by an unrelated process keeps its file until that process ends.
+inline void remove_stale_temp_files(const std::string& dir, const std::string& prefix) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;
+  const long self = static_cast<long>(::getpid());
+  std::vector<std::string> stale;
+  while (const struct dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string rest = name.substr(prefix.size());  // "<pid>.<n>"
+    const size_t dot = rest.find('.');
+    if (dot == 0 || dot == std::string::npos || dot + 1 == rest.size() || dot > 18 ||
+        rest.find_first_not_of("0123456789.") != std::string::npos || rest.find('.', dot + 1) != std::string::npos)
+      continue;
+    const long pid = std::strtol(rest.substr(0, dot).c_str(), nullptr, 10);
+    if (pid <= 0 || pid == self) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) stale.push_back(name);
+  }
+  ::closedir(d);
+  for (const std::string& name : stale) ::unlink((dir + "/" + name).c_str());
+}
+
 /// Writes `data` to `path` atomically: a uniquely named temporary file in the same directory
-/// (created with O_EXCL, so two writers never share one), fsync, rename(2) over `path` (atomic on
-/// POSIX file systems). A symbolic link is followed (its target is replaced, as torch.save writes
-/// through a link); an existing file keeps its permissions. `op` names the caller in messages.
+/// (".<name>.tt_tmp.<host>.<pid>.<n>", created with O_EXCL, so two writers never share one), fsync,
+/// rename(2) over `path` (atomic on POSIX file systems). A symbolic link is followed (its target
+/// is replaced, as torch.save writes through a link); an existing file keeps its permissions.
+/// Before writing, the temporary files of earlier saves of the same target whose process is gone
+/// are removed (remove_stale_temp_files): a save killed with SIGKILL leaves its temporary file
+/// behind (nothing can run in a killed process), the next save of that file cleans it up.
+/// `op` names the caller in messages.
 /// Throws tinytorch::Error (and removes the temporary file) if any step fails, if the path
 /// contains a NUL byte, or if it names something other than a regular file (a directory, a
 /// device: replacing those by a file would be wrong, writing through them is not atomic).
@@ -163,8 +227,10 @@ inline void write_file_atomically(const std::string& path_in, const std::string&
   TT_CHECK(!exists || S_ISREG(st.st_mode), op, ": '", path_in, "' exists and is not a regular file");
   const size_t slash = path.find_last_of('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  const std::string prefix = temp_file_prefix(slash == std::string::npos ? path : path.substr(slash + 1));
+  remove_stale_temp_files(dir, prefix);
   static std::atomic<unsigned long> counter{0};
-  const std::string tmp = (slash == std::string::npos ? std::string() : dir) + ".tt_tmp." +
+  const std::string tmp = (slash == std::string::npos ? std::string() : dir) + prefix +
                           std::to_string(static_cast<long>(::getpid())) + "." + std::to_string(++counter);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);  // umask applies
   TT_CHECK(fd >= 0, op, ": cannot create a temporary file in '", dir, "' to write '", path_in,
@@ -734,10 +800,77 @@ inline SafetensorsHeader parse_safetensors(const std::string& path, const std::s
   return h;
 }
 
+/// The "__metadata__" key under which save() writes the integrity digest of tensor `name`.
+inline std::string digest_key(const std::string& name) { return "tinytorch.crc32:" + name; }
+inline bool is_digest_key(const std::string& key) { return key.rfind("tinytorch.crc32:", 0) == 0; }
+
+/// A tensor's integrity digest, as save() writes it and load() checks it: zlib's CRC-32 (the
+/// IEEE 802.3 polynomial, Python's zlib.crc32) of the text "<dtype>[<d0>,<d1>,...]" (e.g.
+/// "F32[2,3]", "I64[]" for a 0-d tensor) followed by the tensor's data bytes as stored in the
+/// file, written as 8 lowercase hex digits. The shape and dtype are included so that a header
+/// change that keeps the byte count (shape [2,3] -> [3,2]) is caught too. CRC-32 detects every
+/// 1- or 2-bit error and every burst of up to 32 bits in messages of any size a file can hold,
+/// and every 3-bit error up to 11 KiB (Koopman, "32-bit cyclic redundancy codes for Internet
+/// applications", DSN 2002).
+inline std::string tensor_digest(const std::string& dtype, const std::vector<uint64_t>& shape, const char* data,
+                                 size_t bytes) {
+  std::string text = dtype + "[";
+  for (size_t d = 0; d < shape.size(); ++d) text += (d ? "," : "") + std::to_string(shape[d]);
+  text += "]";
+  uLong crc = ::crc32(0L, Z_NULL, 0);
+  crc = ::crc32(crc, reinterpret_cast<const Bytef*>(text.data()), static_cast<uInt>(text.size()));
+  while (bytes > 0) {
+    const uInt chunk = static_cast<uInt>(std::min<size_t>(bytes, size_t{1} << 30));
+    crc = ::crc32(crc, reinterpret_cast<const Bytef*>(data), chunk);
+    data += chunk;
+    bytes -= chunk;
+  }
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08lx", static_cast<unsigned long>(crc & 0xffffffffUL));
+  return hex;
+}
+
+/// Checks every tensor of a parsed safetensors file against its digest in "__metadata__" (see
+/// tensor_digest). A file without any digest key (Python's save_file writes none) passes. Once
+/// one tensor has a digest, every tensor must have one and every digest must name a tensor: a
+/// flipped bit in a name then shows as a tensor without digest and a digest without tensor.
+/// Throws tinytorch::Error naming the file and the tensor.
+inline void verify_digests(const std::string& path, const SafetensorsHeader& h, const std::string& buf) {
+  std::map<std::string, std::string> digests;  // tensor name -> stored digest
+  for (const auto& [key, value] : h.metadata)
+    if (is_digest_key(key)) digests.emplace(key.substr(16), value);
+  if (digests.empty()) return;
+  const std::string skip = " (LoadOptions{.verify = false} loads it unchecked)";
+  std::map<std::string, const SafetensorsEntry*> by_name;
+  for (const SafetensorsEntry& e : h.entries) by_name.emplace(e.name, &e);
+  for (const auto& [name, stored] : digests)
+    TT_CHECK(by_name.count(name) == 1, "load: '", path, "' is corrupt: its header has a CRC-32 digest for tensor ",
+             json_quote(name), " but no such tensor", skip);
+  for (const SafetensorsEntry& e : h.entries) {
+    const auto it = digests.find(e.name);
+    TT_CHECK(it != digests.end(), "load: '", path, "' is corrupt: tensor ", json_quote(e.name),
+             " has no CRC-32 digest in the header, though other tensors have one", skip);
+    const std::string& stored = it->second;
+    TT_CHECK(stored.size() == 8 && stored.find_first_not_of("0123456789abcdef") == std::string::npos, "load: '", path,
+             "' is corrupt: the CRC-32 digest of tensor ", json_quote(e.name), " is ", json_quote(stored),
+             ", not 8 lowercase hex digits", skip);
+    const std::string actual = tensor_digest(e.dtype, e.shape, buf.data() + h.data_start + e.begin,
+                                             static_cast<size_t>(e.end - e.begin));
+    TT_CHECK(stored == actual, "load: '", path, "' is corrupt: tensor ", json_quote(e.name),
+             " does not match its CRC-32 digest (stored ", stored, ", computed ", actual, ")", skip);
+  }
+}
+
+/// "__metadata__" without the digest keys (what load_metadata returns).
+inline std::map<std::string, std::string> user_metadata(std::map<std::string, std::string> m) {
+  for (auto it = m.begin(); it != m.end();) it = is_digest_key(it->first) ? m.erase(it) : std::next(it);
+  return m;
+}
+
 /// The bytes of a safetensors file holding `state_dict` (and `metadata` if it is not empty),
 /// exactly as the Rust crate's serialize() writes them.
 inline std::string safetensors_bytes(const std::vector<std::pair<std::string, Tensor>>& state_dict,
-                                     const std::map<std::string, std::string>& metadata) {
+                                     const std::map<std::string, std::string>& user_meta, bool digests) {
   std::vector<std::pair<std::string, Tensor>> sd;
   sd.reserve(state_dict.size());
   for (const auto& [name, t0] : state_dict) {
@@ -746,10 +879,14 @@ inline std::string safetensors_bytes(const std::vector<std::pair<std::string, Te
     TT_CHECK(valid_utf8(name, &bad), "save: entry name ", json_quote(name), " is not valid UTF-8 (at byte ", bad,
              "); safetensors headers are JSON");
     TT_CHECK(name != "__metadata__", "save: an entry may not be named \"__metadata__\" (safetensors reserves it)");
-    sd.emplace_back(name, t0.is_contiguous() ? t0 : t0.contiguous());
+    const Tensor c = t0.is_contiguous() ? t0 : t0.contiguous();
+    sd.emplace_back(name, c.device().is_cpu() ? c : c.cpu());  // a GPU tensor is saved from a host copy, as torch.save
   }
-  for (const auto& [k, v] : metadata)
+  for (const auto& [k, v] : user_meta) {
     TT_CHECK(valid_utf8(k) && valid_utf8(v), "save: metadata ", json_quote(k), " is not valid UTF-8");
+    TT_CHECK(!is_digest_key(k), "save: the metadata key ", json_quote(k),
+             " is reserved: keys starting with \"tinytorch.crc32:\" hold the tensors' digests");
+  }
   std::stable_sort(sd.begin(), sd.end(), [](const auto& a, const auto& b) {
     const int ra = safetensors_dtype_rank(a.second.dtype()), rb = safetensors_dtype_rank(b.second.dtype());
     return ra != rb ? ra > rb : a.first < b.first;
@@ -759,6 +896,15 @@ inline std::string safetensors_bytes(const std::vector<std::pair<std::string, Te
   std::sort(names.begin(), names.end());
   const auto dup = std::adjacent_find(names.begin(), names.end());
   TT_CHECK(dup == names.end(), "save: two entries are named ", json_quote(*dup), " (a safetensors file maps names to tensors)");
+  std::map<std::string, std::string> metadata = user_meta;
+  if (digests) {
+    for (const auto& [name, t] : sd) {
+      std::vector<uint64_t> shape(t.sizes().begin(), t.sizes().end());
+      const size_t bytes = static_cast<size_t>(t.numel()) * element_size(t.dtype());
+      metadata[digest_key(name)] =
+          tensor_digest(safetensors_dtype(t.dtype()), shape, bytes ? static_cast<const char*>(t.raw_data()) : "", bytes);
+    }
+  }
   std::string json = "{";
   if (!metadata.empty()) {
     json += "\"__metadata__\":{";
@@ -786,41 +932,65 @@ inline std::string safetensors_bytes(const std::vector<std::pair<std::string, Te
   buf += json;
   for (const auto& [name, t] : sd) {
     const size_t bytes = static_cast<size_t>(t.numel()) * element_size(t.dtype());
-    const Tensor host = t.device().is_cpu() ? t : t.cpu();  // a GPU tensor is saved from a host copy, as torch.save
-    if (bytes > 0) buf.append(static_cast<const char*>(host.raw_data()), bytes);  // an empty tensor may have no storage
+    if (bytes > 0) buf.append(static_cast<const char*>(t.raw_data()), bytes);  // an empty tensor may have no storage
   }
   return buf;
 }
 
 }  // namespace detail
 
+/// Options of save() (no PyTorch counterpart: torch.save has no integrity check).
+struct SaveOptions {
+  /// Write a CRC-32 digest of every tensor (its dtype, shape and bytes) into the header's
+  /// "__metadata__", under "tinytorch.crc32:<name>", which load() verifies (the top of this file).
+  /// false writes exactly what Python's safetensors.torch.save_file writes, byte for byte.
+  bool digests = true;
+};
+
+/// Options of load().
+struct LoadOptions {
+  /// Check every tensor against its CRC-32 digest when the file has digests (files written by
+  /// other tools have none and load without a check). false skips the check, e.g. to rescue
+  /// the other tensors of a damaged checkpoint; the file must still be well formed.
+  bool verify = true;
+};
+
 /// Writes a state dict (name, tensor pairs, e.g. Module::state_dict()) to `path` atomically, as a
-/// safetensors file (top of this file) that Python reads with safetensors.torch.load_file(path).
+/// safetensors file (top of this file) that Python reads with safetensors.torch.load_file(path),
+/// with a CRC-32 digest per tensor in its "__metadata__" (SaveOptions::digests) that load()
+/// verifies. Temporary files that an earlier, killed save of `path` left behind are removed.
 /// Throws tinytorch::Error naming the file if it cannot be written, and before writing anything
 /// if an entry is an undefined tensor, two entries have the same name, or a name is not valid
 /// UTF-8 or is "__metadata__" (the format cannot hold those).
-inline void save(const std::vector<std::pair<std::string, Tensor>>& state_dict, const std::string& path) {
-  detail::write_file_atomically(path, detail::safetensors_bytes(state_dict, {}), "save");
+inline void save(const std::vector<std::pair<std::string, Tensor>>& state_dict, const std::string& path,
+                 SaveOptions options = {}) {
+  detail::write_file_atomically(path, detail::safetensors_bytes(state_dict, {}, options.digests), "save");
 }
 
-/// save() with string metadata, written as the header's "__metadata__" (Python:
-/// safetensors.torch.save_file(tensors, path, metadata={"format": "pt"}); read back with
-/// load_metadata, or safe_open(path, "pt").metadata() in Python). Nothing is written for an
-/// empty map. Throws as save(), and if a key or value is not valid UTF-8.
+/// save() with string metadata, written as the header's "__metadata__" beside the digests
+/// (Python: safetensors.torch.save_file(tensors, path, metadata={"format": "pt"}); read back
+/// with load_metadata, or safe_open(path, "pt").metadata() in Python, which also lists the
+/// "tinytorch.crc32:<name>" digests). Nothing is written for an empty map and no digests.
+/// Throws as save(), and if a key or value is not valid UTF-8 or a key starts with
+/// "tinytorch.crc32:" (reserved for the digests).
 inline void save(const std::vector<std::pair<std::string, Tensor>>& state_dict, const std::string& path,
-                 const std::map<std::string, std::string>& metadata) {
-  detail::write_file_atomically(path, detail::safetensors_bytes(state_dict, metadata), "save");
+                 const std::map<std::string, std::string>& metadata, SaveOptions options = {}) {
+  detail::write_file_atomically(path, detail::safetensors_bytes(state_dict, metadata, options.digests), "save");
 }
 
 /// Reads a checkpoint: a safetensors file (written by save(), by Python's safetensors, by any
 /// other writer; entries returned sorted by name) or a file in tinytorch's older "TTSD" format
-/// (entries in file order). Throws tinytorch::Error naming the file if it cannot be read or is not
-/// well formed (the checks at the top of this file), or holds a dtype other than F32, F64, I64.
-inline std::vector<std::pair<std::string, Tensor>> load(const std::string& path) {
+/// (entries in file order, checked by its CRC-32). Throws tinytorch::Error naming the file if it
+/// cannot be read or is not well formed (the checks at the top of this file), holds a dtype
+/// other than F32, F64, I64, or (options.verify, the default) a tensor does not match its
+/// CRC-32 digest, lacks one while others have one, or a digest names no tensor: the error names
+/// the tensor. Python's safetensors reads such a file without noticing; tinytorch refuses it.
+inline std::vector<std::pair<std::string, Tensor>> load(const std::string& path, LoadOptions options = {}) {
   TT_CHECK(path.find('\0') == std::string::npos, "load: the path '", path.c_str(), "...' contains a NUL byte");
   std::string buf = detail::read_whole_file(path);
   if (buf.size() >= 4 && std::memcmp(buf.data(), "TTSD", 4) == 0) return detail::load_ttsd(path, std::move(buf));
   const detail::SafetensorsHeader h = detail::parse_safetensors(path, buf);
+  if (options.verify) detail::verify_digests(path, h, buf);
   std::vector<size_t> order(h.entries.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return h.entries[a].name < h.entries[b].name; });
@@ -840,16 +1010,20 @@ inline std::vector<std::pair<std::string, Tensor>> load(const std::string& path)
   return out;
 }
 
-/// The "__metadata__" of the safetensors file `path` (empty if it has none; a "TTSD" file has
-/// none). Validates the whole file as load() does. Python: safe_open(path, "pt").metadata().
-inline std::map<std::string, std::string> load_metadata(const std::string& path) {
+/// The "__metadata__" of the safetensors file `path` that the writer was given (empty if none;
+/// a "TTSD" file has none): without save()'s "tinytorch.crc32:<name>" digests. Validates the
+/// whole file as load() does, digests included (unless options.verify is false).
+/// Python: safe_open(path, "pt").metadata() (which also shows the digests).
+inline std::map<std::string, std::string> load_metadata(const std::string& path, LoadOptions options = {}) {
   TT_CHECK(path.find('\0') == std::string::npos, "load: the path '", path.c_str(), "...' contains a NUL byte");
   const std::string buf = detail::read_whole_file(path);
   if (buf.size() >= 4 && std::memcmp(buf.data(), "TTSD", 4) == 0) {
     detail::load_ttsd(path, buf);
     return {};
   }
-  return detail::parse_safetensors(path, buf).metadata;
+  detail::SafetensorsHeader h = detail::parse_safetensors(path, buf);
+  if (options.verify) detail::verify_digests(path, h, buf);
+  return detail::user_metadata(std::move(h.metadata));
 }
 
 TT_NAMESPACE_END  // namespace tinytorch

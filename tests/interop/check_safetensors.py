@@ -6,7 +6,7 @@ tests/interop/safetensors_test.sh (ctest safetensors_python) runs both.
 
 Checks: safetensors.numpy.load_file reads it; the names, dtypes, shapes and values (bit for bit)
 are EXPECTED below (the same values the C++ test writes); the metadata is read back by
-safe_open(...).metadata(); safetensors' own writer produces the same bytes from the same arrays
+safe_open(...).metadata(), with tinytorch's per-tensor CRC-32 digests computed here by zlib; safetensors' own writer produces the same bytes from the same arrays
 (but for the order of the metadata's keys, a hash map's order there);
 and, when torch is importable, safetensors.torch.load_file returns the same tensors.
 Needs numpy and safetensors; exits 1 with a message on any difference.
@@ -14,6 +14,7 @@ Needs numpy and safetensors; exits 1 with a message on any difference.
 import json
 import struct
 import sys
+import zlib
 
 import numpy as np
 from safetensors import safe_open
@@ -31,7 +32,19 @@ EXPECTED = {
     "empty": np.zeros((0, 3), dtype=np.float32),
     '\u00fcn\u00ef "q"\\\n\t': np.array([42], dtype=np.int64),
 }
-METADATA = {"format": "pt", "producer": "tinytorch"}
+USER_METADATA = {"format": "pt", "producer": "tinytorch"}
+ST_DTYPE = {np.dtype(np.float32): "F32", np.dtype(np.float64): "F64", np.dtype(np.int64): "I64"}
+
+
+def digest(a):
+    """tinytorch's integrity digest (include/tinytorch/serialization.hpp, tensor_digest): CRC-32 of
+    "<dtype>[<d0>,<d1>,...]" followed by the array's bytes, as 8 lowercase hex digits."""
+    text = f"{ST_DTYPE[a.dtype]}[{','.join(str(d) for d in a.shape)}]".encode()
+    return "%08x" % zlib.crc32(np.ascontiguousarray(a).tobytes(), zlib.crc32(text))
+
+
+# What the reader sees in "__metadata__": the user's entries and one digest per tensor.
+METADATA = {**USER_METADATA, **{f"tinytorch.crc32:{k}": digest(v) for k, v in EXPECTED.items()}}
 
 
 def fail(msg):

@@ -13,8 +13,12 @@ venv). The output is committed; the tests never need Python. Written with safete
 python_written.safetensors: every dtype tinytorch has (F32, F64, I64), a 0-d tensor, an empty
   tensor, a name that JSON must escape, and metadata {"format": "pt"} (what transformers expects).
 python_bf16.safetensors: one BF16 tensor, a dtype tinytorch cannot load (an error naming it).
+python_digested.safetensors: TENSORS again, with tinytorch's integrity digests computed here by
+  Python's zlib (metadata "tinytorch.crc32:<name>" = CRC-32 of "<dtype>[<shape>]" + the bytes,
+  include/tinytorch/serialization.hpp): tinytorch::load verifies digests it did not write.
 """
 import os
+import zlib
 
 import torch
 from safetensors.torch import save_file
@@ -33,10 +37,21 @@ TENSORS = {
 }
 
 
+ST_DTYPE = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64"}
+
+
+def digest(t):
+    """tinytorch's tensor_digest: CRC-32 of "<dtype>[<d0>,<d1>,...]" and the tensor's bytes."""
+    text = f"{ST_DTYPE[t.dtype]}[{','.join(str(d) for d in t.shape)}]".encode()
+    return "%08x" % zlib.crc32(t.contiguous().numpy().tobytes(), zlib.crc32(text))
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     save_file(TENSORS, os.path.join(OUT, "python_written.safetensors"), metadata={"format": "pt"})
     save_file({"w": torch.tensor([1.5, -2.0], dtype=torch.bfloat16)}, os.path.join(OUT, "python_bf16.safetensors"))
+    meta = {"format": "pt", **{f"tinytorch.crc32:{k}": digest(v) for k, v in TENSORS.items()}}
+    save_file(TENSORS, os.path.join(OUT, "python_digested.safetensors"), metadata=meta)
     for name in sorted(os.listdir(OUT)):
         print(os.path.join(OUT, name), os.path.getsize(os.path.join(OUT, name)), "bytes")
 
