@@ -571,7 +571,7 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", cfg.timeout,
                  "seconds a collective may wait for the other ranks before the job is aborted with a report "
                  "(default: $TINYTORCH_DIST_TIMEOUT, else 1800)")
-      ->check(flags::real_in(0.001, 1e9));
+      ->check(flags::real_in(1, 1e9));  // dist::kMinTimeout: below 1 s correct ranks time out
   app.add_option("--device", cfg.device,
                  "where the model trains: cpu, cuda (= cuda:0; under mpirun cuda:<local rank>) or cuda:N")
       ->capture_default_str();

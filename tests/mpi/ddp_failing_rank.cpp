@@ -23,8 +23,12 @@
 //             With TINYTORCH_DISTRIBUTED_DEBUG=DETAIL, rank 0's third forward meets the end of
 //             rank 1's DDP (its destructor): the same "collective mismatch" error on both.
 //   skip_backward  rank 1 throws between forward and backward in its second iteration, catches
-//             it and goes on. At DETAIL its third forward meets rank 0's bucket all-reduce on
-//             DDP's group: the mismatch error on both (without DETAIL: the watchdog).
+//             it and goes on. Its third forward throws "Expected to have finished reduction in the
+//             prior iteration ... Rank 1 ran no backward after its previous forward" at once, and
+//             its MPI_Abort ends rank 0's wait in the bucket all-reduce (PyTorch would average
+//             rank 1's third gradients with rank 0's second and then hang). At DETAIL the third
+//             forward first meets rank 0's bucket all-reduce on DDP's group: the mismatch error
+//             on both.
 //   ok        nobody fails: three iterations, exit 0, rank 0 prints "ddp ok: N ranks".
 // Chapter: chapters/06-distributed-data-parallel.md ("When a rank goes wrong").
 #include <tinytorch/distributed.hpp>

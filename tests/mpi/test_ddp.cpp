@@ -447,6 +447,60 @@ TEST_CASE("an unused parameter without find_unused_parameters fails at the next 
   }
 }
 
+TEST_CASE("a second backward through one forward, and a forward without backward, fail on the rank at fault",
+          "[ch06][distributed][ddp]") {
+  ensure_group();
+  const int r = dist::get_rank();
+  nn::MSELoss loss_fn;
+  Tensor x = tinytorch::ones({2, 4}), y = tinytorch::zeros({2, 3});
+  auto model = std::make_shared<Branchy>();
+  dist::DistributedDataParallel ddp(model);
+  SECTION("backward(retain_graph=true) then backward again: PyTorch's 'ready only once', .grad kept") {
+    Tensor loss = loss_fn(ddp.forward(x), y);
+    loss.backward(Tensor(), /*retain_graph=*/true);
+    const auto averaged = model->fc_a->weight.grad().tolist<double>();
+    CHECK_THROWS_WITH(loss.backward(),
+                      Catch::StartsWith("DistributedDataParallel: Expected to mark a variable ready only once. A "
+                                        "second backward reached the output of a forward whose gradients were "
+                                        "already reduced") &&
+                          Catch::Contains("on rank " + std::to_string(r) + ":"));
+    CHECK(model->fc_a->weight.grad().tolist<double>() == averaged);  // refused before any gradient moved
+    // Two losses of one forward, each with its own backward: the same error.
+    Tensor out = ddp.forward(x);
+    loss_fn(out, y).backward(Tensor(), true);
+    CHECK_THROWS_WITH((out * 2.0).sum().backward(), Catch::Contains("Expected to mark a variable ready only once"));
+    // Inside no_sync both backwards are legal (local accumulation); the next synced step reduces.
+    {
+      auto guard = ddp.no_sync();
+      Tensor l = loss_fn(ddp.forward(x), y);
+      l.backward(Tensor(), true);
+      l.backward();
+    }
+    loss_fn(ddp.forward(x), y).backward();
+    ddp.finalize();
+  }
+  SECTION("a grad-mode forward with no backward: the next forward throws at once; NoGradGuard is the way") {
+    Tensor unused = ddp.forward(x);
+    CHECK_THROWS_WITH(ddp.forward(x),
+                      Catch::StartsWith("DistributedDataParallel: Expected to have finished reduction in the prior "
+                                        "iteration before starting a new one. Rank " +
+                                        std::to_string(r) + " ran no backward after its previous forward"));
+    // The error reset the reducer; a forward under NoGradGuard arms nothing.
+    {
+      tinytorch::NoGradGuard no_grad;
+      (void)ddp.forward(x);
+    }
+    model->zero_grad();
+    loss_fn(ddp.forward(x), y).backward();
+    CHECK(model->fc_c->weight.grad().defined());
+    {
+      tinytorch::NoGradGuard no_grad;
+      (void)ddp.forward(x);
+    }
+    loss_fn(ddp.forward(x), y).backward();  // no error: the previous training forward had its backward
+  }
+}
+
 TEST_CASE("bucket all-reduces overlap with backward and are traced", "[ch06][distributed][ddp]") {
   ensure_group();
   const int N = dist::get_world_size();

@@ -409,10 +409,14 @@ TEST_CASE("timeout and debug level: defaults, the environment, bad values", "[di
   CHECK(dist::default_timeout() == std::chrono::minutes(30));  // PyTorch's default_pg_timeout
   ::setenv("TINYTORCH_DIST_TIMEOUT", "2.5", 1);
   CHECK(dist::default_timeout() == std::chrono::milliseconds(2500));
-  for (const char* bad : {"0", "-3", "ten", "5s", "nan", "inf", "1e10", "0x10", " 5", "0.0001"}) {
+  ::setenv("TINYTORCH_DIST_TIMEOUT", "1", 1);
+  CHECK(dist::default_timeout() == dist::kMinTimeout);
+  // Below 1 s (kMinTimeout) a correct program would be aborted by ordinary waits: 0.001 used to be
+  // accepted and aborted correct programs in MPI_Finalize.
+  for (const char* bad : {"0", "-3", "ten", "5s", "nan", "inf", "1e10", "0x10", " 5", "0.0001", "0.001", "0.999"}) {
     ::setenv("TINYTORCH_DIST_TIMEOUT", bad, 1);
     CHECK_THROWS_WITH(dist::default_timeout(), Catch::Contains(std::string("TINYTORCH_DIST_TIMEOUT='") + bad +
-                                                               "' is not a number of seconds in [0.001, 1e9]"));
+                                                               "' is not a number of seconds in [1, 1e9]"));
   }
   if (saved) ::setenv("TINYTORCH_DIST_TIMEOUT", keep.c_str(), 1); else ::unsetenv("TINYTORCH_DIST_TIMEOUT");
 
@@ -427,7 +431,9 @@ TEST_CASE("timeout and debug level: defaults, the environment, bad values", "[di
   // init_process_group(timeout): the group keeps it; a non-positive one is refused before MPI.
   dist::destroy_process_group();
   CHECK_THROWS_WITH(dist::init_process_group(dist::Backend::MPI, std::chrono::milliseconds(0)),
-                    Catch::Contains("init_process_group: timeout must be positive, got 0 ms"));
+                    Catch::Contains("init_process_group: timeout must be at least 1000 ms (kMinTimeout), got 0 ms"));
+  CHECK_THROWS_WITH(dist::init_process_group(dist::Backend::MPI, std::chrono::milliseconds(999)),
+                    Catch::Contains("init_process_group: timeout must be at least 1000 ms (kMinTimeout), got 999 ms"));
   dist::init_process_group(dist::Backend::MPI, std::chrono::seconds(42));
   CHECK(dist::get_default_group().timeout() == std::chrono::seconds(42));
   ::setenv("TINYTORCH_DISTRIBUTED_DEBUG", "LOUD", 1);

@@ -29,10 +29,12 @@
 //   trace.hpp            Trace, the Chrome-trace recorder behind DDPOptions::trace
 //
 // One training iteration:
-//   forward   checks that the previous iteration's reduction finished (else the error in
-//             reducer.hpp), broadcasts buffers from rank 0 (if any), runs the module, and (grad
-//             mode on, not inside no_sync) arms the hooks for one backward (prepare_for_backward);
-//             with find_unused_parameters it also walks the autograd graph from the output.
+//   forward   checks that the previous iteration's reduction finished and that it had a backward
+//             at all (else the errors of forward() below), broadcasts buffers from rank 0 (if any),
+//             runs the module, and (grad mode on, not inside no_sync) arms the hooks for one
+//             backward (prepare_for_backward), with a hook on the output that refuses a second
+//             backward through it; with find_unused_parameters it also walks the autograd graph
+//             from the output.
 //   backward, finalize: the Reducer's hooks (reducer.hpp).
 //
 // no_sync(): an RAII guard. Forwards inside it do not arm the hooks, so gradients accumulate
@@ -253,13 +255,27 @@ class DistributedDataParallel : public nn::Module {
   }
 
   /// Runs the wrapped module (see the file comment for what happens around it).
-  /// x: whatever the module takes; returns its output. Throws the "Expected to have finished
-  /// reduction in the prior iteration" error when the previous backward left a parameter
-  /// without gradient (and find_unused_parameters is off).
+  /// x: whatever the module takes; returns its output. Throws (PyTorch's messages, on the rank
+  /// at fault):
+  ///  * "Expected to have finished reduction in the prior iteration" when the previous backward
+  ///    left a parameter without gradient (and find_unused_parameters is off), as PyTorch; and,
+  ///    unlike PyTorch, when the previous grad-mode forward outside no_sync had no backward at
+  ///    all. PyTorch 1.13 accepts that; but a rank that skips the backward its peers run then has
+  ///    its next backward averaged with their previous one, and every rank waits at the end until
+  ///    the timeout (checked with gloo on 2 ranks). Here that rank fails at once, and its abort
+  ///    ends the job in seconds. So a forward that is not followed by backward (evaluation, a
+  ///    loss printed twice) must run under NoGradGuard, as PyTorch recommends anyway.
+  ///  * Through the output's backward: "Expected to mark a variable ready only once" when a
+  ///    second backward reaches the output of a forward whose reduction finished
+  ///    (retain_graph=true, or two losses of one forward). PyTorch 1.13 raises it only when the
+  ///    first backward's reduction was unfinished, and otherwise lets .grad become the average
+  ///    plus the local gradient. Several backwards through one forward are legal inside
+  ///    no_sync() (local accumulation; the next synced backward reduces the sum); tinytorch has
+  ///    no static_graph mode, PyTorch's other exception.
   Tensor forward(const Tensor& x) override {
     auto& reducer = *reducer_;
     if (GradMode::is_enabled()) {
-      reducer.ensure_prior_reduction_finished();
+      const bool skipped_backward = reducer.ensure_prior_reduction_finished();
       // TINYTORCH_DISTRIBUTED_DEBUG=DETAIL: every rank must be at its n-th training forward, on
       // DDP's own group, where the others' bucket all-reduces run: a rank that skipped a
       // backward, or runs one forward more (a probe: run it under NoGradGuard), meets another
@@ -268,6 +284,9 @@ class DistributedDataParallel : public nn::Module {
       if (reducer.world > 1)
         reducer.pg->check_same_point("DistributedDataParallel forward", detail::OpType::DDP_FORWARD,
                                      training_forwards_);
+      // Without DETAIL: the rank that skipped its backward raises here, at once (its abort ends
+      // the others' wait in the all-reduce it never joined).
+      if (skipped_backward) reducer.throw_skipped_backward();
       reducer.rebuild_buckets();  // once, after the first complete backward
     }
     if (options_.broadcast_buffers && reducer.world > 1 && !buffers_.empty()) {
@@ -276,7 +295,7 @@ class DistributedDataParallel : public nn::Module {
       detail::broadcast_from_rank0(b);
     }
     Tensor out = module_->forward(x);
-    if (GradMode::is_enabled() && require_backward_grad_sync_) reducer.prepare_for_backward(out);
+    if (GradMode::is_enabled() && require_backward_grad_sync_) reducer.prepare_for_backward(out, reducer_);
     return out;
   }
 

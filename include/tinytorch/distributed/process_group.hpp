@@ -119,6 +119,20 @@ inline const char* reduce_op_name(ReduceOp op) {
 /// PyTorch's default process-group timeout (torch.distributed.default_pg_timeout): 30 minutes.
 inline constexpr std::chrono::milliseconds kDefaultTimeout{30 * 60 * 1000};
 
+/// The smallest timeout a group accepts: 1 second (PyTorch has no minimum). The timeout bounds
+/// how long a rank waits for the slowest one at a collective, and correct ranks drift apart by
+/// milliseconds at every step (one rank prints, loads a batch, is descheduled on a busy machine);
+/// below a second that drift aborts correct programs, which is not what a timeout is for. It
+/// must also exceed the longest wait a correct program has on purpose (rank 0 writing a
+/// checkpoint while the others wait at a barrier).
+inline constexpr std::chrono::milliseconds kMinTimeout{1000};
+
+/// How long destroy_process_group lets MPI_Finalize take before the watchdog reports it: 5
+/// minutes, whatever the group's timeout. MPI_Finalize runs after the destroy barrier, so every
+/// rank has arrived, but it takes its own time (~0.1 s here): under a short timeout a correct
+/// program must not be aborted in its shutdown.
+inline constexpr std::chrono::milliseconds kFinalizeTimeout{5 * 60 * 1000};
+
 namespace detail {
 
 
@@ -131,8 +145,8 @@ inline long env_int(const char* name) {
   return (end != nullptr && *end == '\0') ? x : -1;
 }
 
-/// TINYTORCH_DIST_TIMEOUT (seconds, a positive number; fractions allowed) or kDefaultTimeout.
-/// Throws tinytorch::Error naming the variable and its value if it is not a positive number.
+/// TINYTORCH_DIST_TIMEOUT (seconds, from 1 (kMinTimeout) to 1e9; fractions allowed) or
+/// kDefaultTimeout. Throws tinytorch::Error naming the variable and its value otherwise.
 inline std::chrono::milliseconds timeout_from_env() {
   const char* v = std::getenv("TINYTORCH_DIST_TIMEOUT");
   if (v == nullptr || *v == '\0') return kDefaultTimeout;
@@ -141,8 +155,9 @@ inline std::chrono::milliseconds timeout_from_env() {
   const double s = std::strtod(v, &end);
   // Decimal only (strtod would also take " 5" and "0x10").
   const bool decimal = text.find_first_not_of("0123456789.eE+-") == std::string::npos;
-  check(decimal && end != v && *end == '\0' && s >= 0.001 && s <= 1e9, "init_process_group: TINYTORCH_DIST_TIMEOUT='",
-        text, "' is not a number of seconds in [0.001, 1e9] (e.g. 60 or 0.5)");
+  check(decimal && end != v && *end == '\0' && s >= 1 && s <= 1e9, "init_process_group: TINYTORCH_DIST_TIMEOUT='",
+        text, "' is not a number of seconds in [1, 1e9] (e.g. 60 or 2.5; below 1 s ordinary waits of correct ranks "
+        "would time out)");
   return std::chrono::milliseconds(static_cast<int64_t>(s * 1000.0 + 0.5));
 }
 
@@ -724,14 +739,15 @@ inline std::chrono::milliseconds default_timeout() { return detail::timeout_from
 /// (a second init after destroy_process_group); Backend::NCCL is asked for in a build without
 /// NCCL; the program was built without MPI but launched as one of several ranks; the launcher's
 /// world size disagrees with MPI's (a binary linked against a different MPI than mpirun's);
-/// timeout <= 0; TINYTORCH_DIST_TIMEOUT or TINYTORCH_DISTRIBUTED_DEBUG is malformed; any
+/// timeout < 1 s (kMinTimeout); TINYTORCH_DIST_TIMEOUT or TINYTORCH_DISTRIBUTED_DEBUG is malformed; any
 /// MPI/CUDA/NCCL call fails.
 inline void init_process_group(Backend backend = Backend::MPI, std::chrono::milliseconds timeout = default_timeout()) {
   auto& g = detail::group();
   detail::check(!g.initialized,
                 "init_process_group: trying to initialize the default process group twice "
                 "(call destroy_process_group() first)");
-  detail::check(timeout.count() > 0, "init_process_group: timeout must be positive, got ", timeout.count(), " ms");
+  detail::check(timeout >= kMinTimeout, "init_process_group: timeout must be at least 1000 ms (kMinTimeout), got ",
+                timeout.count(), " ms");
   set_debug_level(detail::debug_level_from_env());
   auto [launched, launcher_var] = detail::launcher_world_size();
 
@@ -851,7 +867,8 @@ inline void init_process_group(Backend backend = Backend::MPI, std::chrono::mill
 /// first waits at a barrier (watched: a rank that finished early, e.g. after fewer steps than
 /// the others, times out here with a report instead of hanging in MPI_Finalize), then frees the
 /// NCCL communicator, the MPI communicators and the terminate handler, stops the watchdog, and
-/// calls MPI_Finalize if init_process_group started MPI. Does nothing if the group is not
+/// calls MPI_Finalize if init_process_group started MPI (watched with kFinalizeTimeout, 5
+/// minutes, not the group's timeout: a short timeout must not abort a correct shutdown). Does nothing if the group is not
 /// initialised. Throws tinytorch::Error if an MPI call fails.
 inline void destroy_process_group() {
   auto& g = detail::group();
@@ -884,7 +901,9 @@ inline void destroy_process_group() {
   }
   if (g.local_comm != MPI_COMM_NULL) detail::mpi_check(MPI_Comm_free(&g.local_comm), "MPI_Comm_free", op);
   if (g.mpi_started_by_us) {
-    detail::WatchScope watch([] { return std::string("MPI_Finalize in destroy_process_group"); }, timeout);
+    // Watched, but not with the group's timeout: every rank passed the barrier above (kFinalizeTimeout).
+    detail::WatchScope watch([] { return std::string("MPI_Finalize in destroy_process_group"); },
+                             std::max(timeout, kFinalizeTimeout));
     detail::mpi_check(MPI_Finalize(), "MPI_Finalize", op);
   }
   detail::watchdog().stop();
@@ -906,6 +925,8 @@ inline std::shared_ptr<ProcessGroup> new_group(const std::string& name,
                                                std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) {
   ProcessGroup& world = detail::default_group("new_group");
   if (timeout.count() <= 0) timeout = world.timeout();
+  detail::check(timeout >= kMinTimeout, "new_group(\"", name, "\"): timeout must be at least 1000 ms (kMinTimeout), got ",
+                timeout.count(), " ms");
 #if TINYTORCH_WITH_MPI
   // Every rank arrives first (polled: the slowest rank is waited for without burning a core; at
   // DETAIL agreed as "new_group"), then MPI duplicates the communicator, watched.

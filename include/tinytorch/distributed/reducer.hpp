@@ -231,6 +231,9 @@ struct Reducer {
   // ---- per-iteration state, main thread only -------------------------------------------------
   bool expect_hooks = false;        ///< armed by a synced, grad-enabled forward
   bool require_finalize = false;    ///< a hook fired since the forward armed them
+  bool expect_backward = false;     ///< armed by a forward whose output requires grad
+  uint64_t generation = 0;          ///< synced forwards so far (the output hook's "which one")
+  uint64_t finalized = 0;           ///< the last generation whose reduction finished
   std::vector<char> ready;          ///< param marked ready in this backward
   std::vector<size_t> unused;       ///< find_unused: params unreachable from the output
   std::vector<int64_t> local_used;  ///< find_unused: used in a backward since the last sync
@@ -355,9 +358,22 @@ struct Reducer {
 
   // ---- one backward ---------------------------------------------------------------------------
 
-  /// Called by a synced forward in grad mode: arm the hooks for one backward.
-  void prepare_for_backward(const Tensor& output) {
+  /// Called by a synced forward in grad mode: arm the hooks for one backward. A hook on the
+  /// output (run by every backward that reaches it, before any parameter's gradient) refuses a
+  /// second backward through this forward once its reduction finished: PyTorch's "Expected to
+  /// mark a variable ready only once" (PyTorch itself only raises it when the first backward
+  /// left the reduction unfinished; after a finished one it ignores the hooks and .grad silently
+  /// becomes the average plus this rank's local gradient).
+  void prepare_for_backward(const Tensor& output, const std::weak_ptr<Reducer>& self) {
     expect_hooks = true;
+    expect_backward = output.defined() && output.requires_grad();
+    const uint64_t gen = ++generation;
+    if (expect_backward && output.grad_fn()) {
+      output.register_hook([self, gen](const Tensor&) {
+        if (auto r = self.lock(); r && gen <= r->finalized) r->throw_second_backward();
+        return Tensor();
+      });
+    }
     arrival.clear();
     require_finalize = false;
     std::fill(ready.begin(), ready.end(), 0);
@@ -530,6 +546,8 @@ struct Reducer {
     const double t0 = stats.last_grad_us;  // set by mark_variable_ready before the last launch
     expect_hooks = false;
     require_finalize = false;
+    expect_backward = false;
+    finalized = generation;
     wait_all();  // (already idle: launch() ran the last bucket on this thread after the others)
     if (find_unused && use_buckets()) all_reduce_used_map();
     if (use_buckets()) {
@@ -580,15 +598,32 @@ struct Reducer {
     }
   }
 
+  /// A second backward reached the output of a forward whose reduction already finished.
+  [[noreturn]] void throw_second_backward() const {
+    detail::throw_error(::tinytorch::detail::str_cat(
+        "DistributedDataParallel: Expected to mark a variable ready only once. A second backward reached the "
+        "output of a forward whose gradients were already reduced (backward(retain_graph=true), or two losses "
+        "of one forward, each with its own backward), on rank ", rank, ": its gradients would be added, "
+        "unaveraged, to the averaged ones. Sum the losses and call backward once, or run the forward and all "
+        "its backwards inside no_sync() (gradients stay local until the next synced backward). (PyTorch 1.13 "
+        "accepts this silently; tinytorch refuses it.)"));
+  }
+
   /// Called at the start of every grad-enabled forward: PyTorch's
-  /// ensure_prior_reduction_finished.
-  void ensure_prior_reduction_finished() {
+  /// ensure_prior_reduction_finished. Throws when the previous backward left a parameter
+  /// without gradient. Returns true when the previous synced forward's output required grad
+  /// but no backward reached a parameter at all (the caller throws skipped_backward_error(), after
+  /// the DETAIL check); PyTorch allows that.
+  bool ensure_prior_reduction_finished() {
     if (!(expect_hooks && require_finalize)) {
-      expect_hooks = false;  // armed but no backward ran: allowed (e.g. a loss computed twice)
-      return;
+      const bool skipped = expect_hooks && expect_backward;
+      expect_hooks = false;
+      expect_backward = false;
+      return skipped;
     }
     expect_hooks = false;
     require_finalize = false;
+    expect_backward = false;
     // The buckets already launched form a prefix of the order that every rank has launched
     // too (a rank launches bucket k only after 0..k-1), so waiting for them cannot hang.
     try {
@@ -609,6 +644,18 @@ struct Reducer {
         "by making sure all `forward` function outputs participate in calculating loss.\n"
         "Parameter indices which did not receive grad for rank ", rank, ": ", indices,
         "\nParameters which did not receive grad for rank ", rank, ": ", pnames));
+  }
+
+  /// The error of a grad-enabled forward after a synced forward that had no backward.
+  [[noreturn]] void throw_skipped_backward() const {
+    detail::throw_error(::tinytorch::detail::str_cat(
+        "DistributedDataParallel: Expected to have finished reduction in the prior iteration before starting a "
+        "new one. Rank ", rank, " ran no backward after its previous forward (grad mode on, outside no_sync), so "
+        "none of that iteration's gradients were reduced here, while the other ranks' backward waits for this "
+        "rank's all-reduce; this rank's next backward would be averaged with their previous one. Call backward "
+        "on a loss of every training forward's output, and run forwards that are not trained (evaluation, a "
+        "loss printed twice) under NoGradGuard. (PyTorch 1.13 does not check this: there the ranks average "
+        "gradients of different iterations and then wait until the timeout.)"));
   }
 };
 
