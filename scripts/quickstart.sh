@@ -4,7 +4,8 @@
 #   scripts/quickstart.sh
 #
 # 1. scripts/install-deps.sh            (missing Debian packages only; Fashion-MNIST included)
-# 2. cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j$(nproc)
+# 2. cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build --target train_mnist
+#    (only what it runs: the whole build, every test and bench, is scripts/test.sh's job)
 # 3. build/bin/train_mnist              one process
 # 4. scripts/mpirun.sh -np 2 build/bin/train_mnist   the same binary, DistributedDataParallel on 2 ranks
 # Extra arguments are passed to both train_mnist runs, e.g. scripts/quickstart.sh --epochs 1
@@ -14,7 +15,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/install-deps.sh
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
-cmake --build build -j"$(nproc)"
+cmake --build build -j"$(nproc)" --target train_mnist
 
 if [[ ! -x build/bin/train_mnist ]]; then
   echo "quickstart: build/bin/train_mnist was not built (is examples/train_mnist.cpp there?)" >&2
