@@ -313,6 +313,20 @@ const std::vector<Twin>& twins() {
         {"where_method", [](const V& x) { return x[1].where(x[0], x[2]); }, nullptr},
         {"where_nonzero_cond", [](const V& x) { return where(x[0], x[1], x[2]); }, nullptr},
         {"where_from_compare", [](const V& x) { return where(x[0] > 0.0, x[0], x[1] * 2.0); }, nullptr},
+        // sum / mean over a list of dims (functional.hpp)
+        {"sum_dims", [](const V& x) { return x[0].sum({0, 2}); }, nullptr},
+        {"sum_dims_keepdim", [](const V& x) { return sum(x[0], {0, 2}, true); }, nullptr},
+        {"sum_dims_neg", [](const V& x) { return x[0].sum({-1, 0}); }, nullptr},
+        {"sum_dims_one", [](const V& x) { return x[0].sum(std::vector<int64_t>{1}); }, nullptr},
+        {"sum_dims_all", [](const V& x) { return x[0].sum({0, 1}); }, nullptr},
+        {"sum_dims_empty", [](const V& x) { return sum(x[0], std::vector<int64_t>{}); }, nullptr},
+        {"sum_dims_empty_keepdim", [](const V& x) { return x[0].sum(std::vector<int64_t>{}, true); }, nullptr},
+        {"sum_dims_4d", [](const V& x) { return x[0].sum({1, 3}); }, nullptr},
+        {"sum_dims_int64", [](const V& x) { return x[0].sum({0, 2}); }, nullptr},
+        {"mean_dims", [](const V& x) { return x[0].mean({1, 2}); }, nullptr},
+        {"mean_dims_keepdim", [](const V& x) { return mean(x[0], {0, 2}, true); }, nullptr},
+        {"mean_dims_f64", [](const V& x) { return x[0].mean({0, -1}); }, nullptr},
+        {"mean_dims_empty", [](const V& x) { return mean(x[0], std::vector<int64_t>{}); }, nullptr},
     };
     // the six comparisons, each through operators, free functions and methods
     for (std::string op : {"eq", "ne", "lt", "le", "gt", "ge"}) {
@@ -595,6 +609,19 @@ TEST_CASE("dims out of range, repeated dims and empty reductions throw as PyTorc
   CHECK(scalar_tensor(2.5).amin({-1}, true).item() == 2.5);
   CHECK(std::get<1>(scalar_tensor(2.5).min(0)).item<int64_t>() == 0);
   CHECK(scalar_tensor(2.5).argmin(0, true).item<int64_t>() == 0);
+  // sum / mean over a list of dims: PyTorch's errors; empty reductions give 0 and NaN, as torch
+  // (torch.zeros(0, 3).sum(dim=(0,)) -> [0, 0, 0], .mean(dim=(0,)) -> [nan, nan, nan]).
+  REQUIRE_THROWS_WITH(x.sum({0, 0}), Contains("sum: dim 0 appears multiple times in the list of dims"));
+  REQUIRE_THROWS_WITH(x.mean({0, 2}), Contains("mean: dimension out of range (expected to be in range of [-2, 1], but got 2)"));
+  REQUIRE_THROWS_WITH(ones({2, 3}, kInt64).mean({0, 1}),
+                      Contains("mean(): could not infer output dtype. Input dtype must be either a floating point or "
+                               "complex dtype. Got: torch.int64"));
+  CHECK(zeros({0, 3}).sum({0, 1}).item() == 0.0);
+  CHECK(zeros({0, 3}).sum({0}).tolist<double>() == std::vector<double>{0, 0, 0});
+  CHECK(std::isnan(zeros({0, 3}).mean({0, 1}).item()));
+  CHECK(zeros({2, 0}).sum({0, 1}, true).sizes() == Shape{1, 1});
+  CHECK(scalar_tensor(2.5).sum({0}).item() == 2.5);  // a 0-d tensor takes dim 0 / -1
+  CHECK(scalar_tensor(2.5).mean(std::vector<int64_t>{}).item() == 2.5);
 }
 
 TEST_CASE("wrong dtypes, absent bounds and undefined tensors throw", "[ops_more]") {

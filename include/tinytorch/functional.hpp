@@ -63,6 +63,17 @@ inline Tensor mean(const Tensor& x) { return autograd::SumMean::forward(x, std::
 inline Tensor mean(const Tensor& x, int64_t dim, bool keepdim = false) {
   return autograd::SumMean::forward(x, dim, keepdim, true);
 }
+/// torch.sum(x, dim=(0, 2), keepdim): over every dim listed (an empty list: all of them, as
+/// PyTorch), in one pass per output element. (A, B, C), {0, 2} -> (B); keepdim -> (1, B, 1).
+/// Throws for a dim out of range or listed twice (PyTorch's messages). grad_fn SumBackward1.
+inline Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim = false) {
+  return autograd::SumMean::forward(x, dims, keepdim, false);
+}
+/// torch.mean(x, dim=(0, 2), keepdim): sum over the listed dims / the number of elements summed.
+/// Floating dtypes only (PyTorch's "could not infer output dtype" otherwise). MeanBackward1.
+inline Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim = false) {
+  return autograd::SumMean::forward(x, dims, keepdim, true);
+}
 inline Tensor max(const Tensor& x) { return autograd::Max::forward_all(x); }
 inline std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim = false) {
   return autograd::Max::forward_dim(x, dim, keepdim);
@@ -575,6 +586,12 @@ inline Tensor Tensor::sum() const { return tinytorch::sum(*this); }
 inline Tensor Tensor::sum(int64_t d, bool keepdim) const { return tinytorch::sum(*this, d, keepdim); }
 inline Tensor Tensor::mean() const { return tinytorch::mean(*this); }
 inline Tensor Tensor::mean(int64_t d, bool keepdim) const { return tinytorch::mean(*this, d, keepdim); }
+inline Tensor Tensor::sum(const std::vector<int64_t>& dims, bool keepdim) const {
+  return tinytorch::sum(*this, dims, keepdim);
+}
+inline Tensor Tensor::mean(const std::vector<int64_t>& dims, bool keepdim) const {
+  return tinytorch::mean(*this, dims, keepdim);
+}
 inline Tensor Tensor::max() const { return tinytorch::max(*this); }
 inline std::tuple<Tensor, Tensor> Tensor::max(int64_t d, bool keepdim) const { return tinytorch::max(*this, d, keepdim); }
 inline Tensor Tensor::argmax() const { return tinytorch::argmax(*this); }

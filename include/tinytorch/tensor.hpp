@@ -219,6 +219,8 @@ class Tensor {
   Tensor sum(int64_t dim, bool keepdim = false) const;
   Tensor mean() const;
   Tensor mean(int64_t dim, bool keepdim = false) const;
+  Tensor sum(const std::vector<int64_t>& dims, bool keepdim = false) const;   ///< over each dim listed; {}: all
+  Tensor mean(const std::vector<int64_t>& dims, bool keepdim = false) const;  ///< over each dim listed; {}: all
   Tensor max() const;
   /// (values, indices) along dim; indices are int64, first index on ties.
   std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;

@@ -3,7 +3,8 @@
 #
 # The second batch of tensor ops (functional_more.hpp): min / argmin / amax / amin, maximum /
 # minimum, pow with a tensor exponent or a number base, floor_divide / remainder / fmod, the six
-# comparisons with tensors and numbers, clamp with optional and tensor bounds, where. For every
+# comparisons with tensors and numbers, clamp with optional and tensor bounds, where, and sum /
+# mean over a list of dims (functional.hpp). For every
 # case this script builds the inputs in PyTorch and records, as gen_ops.py does:
 #   <case>.in<i>     the inputs (float32/float64 values, or int64; where's condition is stored as
 #                    int64 0/1, the C++ side's bool stand-in, and turned into bool here)
@@ -276,6 +277,21 @@ case("where_int_scalar", [COND, T([[1, 2, 3], [4, 5, 6]], i64)], lambda c, a: to
 case("where_method", [COND, rnd(2, 3), rnd(2, 3)], lambda c, a, b: a.where(c.bool(), b))
 case("where_nonzero_cond", [T([2, 0, -1], i64), rnd(3), rnd(3)], lambda c, a, b: torch.where(c != 0, a, b))
 case("where_from_compare", [rnd(2, 3, away=[0.0]), rnd(2, 3)], lambda a, b: torch.where(a > 0, a, b * 2.0))
+
+# ---- sum / mean over a list of dims (appended last: the cases above keep their random inputs) ----
+case("sum_dims", [rnd(2, 3, 4)], lambda x: x.sum((0, 2)))
+case("sum_dims_keepdim", [rnd(2, 3, 4)], lambda x: x.sum((0, 2), keepdim=True))
+case("sum_dims_neg", [rnd(2, 3, 4)], lambda x: x.sum((-1, 0)))
+case("sum_dims_one", [rnd(3, 4)], lambda x: x.sum((1,)))
+case("sum_dims_all", [rnd(2, 3)], lambda x: x.sum((0, 1)))
+case("sum_dims_empty", [rnd(2, 3)], lambda x: x.sum([]))
+case("sum_dims_empty_keepdim", [rnd(2, 3)], lambda x: x.sum([], keepdim=True))
+case("sum_dims_4d", [rnd(2, 3, 2, 3, dtype=f64)], lambda x: x.sum((1, 3)))
+case("sum_dims_int64", [T([[[1, -2], [3, 4]], [[2**40, 5], [6, -7]]], i64)], lambda x: x.sum((0, 2)))
+case("mean_dims", [rnd(2, 3, 4)], lambda x: x.mean((1, 2)))
+case("mean_dims_keepdim", [rnd(2, 3, 4)], lambda x: x.mean((0, 2), keepdim=True))
+case("mean_dims_f64", [rnd(4, 2, 3, dtype=f64)], lambda x: x.mean((0, -1)))
+case("mean_dims_empty", [rnd(2, 3)], lambda x: x.mean([]))
 
 
 # ---- write the header -----------------------------------------------------------------------------

@@ -305,30 +305,52 @@ inline Tensor pow(const Tensor& x, double p) {
 /// y = sum(x) or mean(x) over all elements or one dim  =>  dx = dy broadcast back (/ n for mean)
 struct SumMean : Node {
   Shape in_shape;
-  int64_t dim = -1;  // -1: all elements
+  std::vector<int64_t> dims;  // the reduced dims, wrapped and ascending (all: every dim)
   bool keepdim = false, mean = false, all = true;
   double scale = 1;
   std::string name() const override {
     return std::string(mean ? "MeanBackward" : "SumBackward") + (all ? "0" : "1");
   }
+  /// sum / mean of every element (no dim), or over one dim.
   static Tensor forward(const Tensor& x, std::optional<int64_t> dim, bool keepdim, bool mean) {
     Tensor out = dim ? ops::sum_dim(x, *dim, keepdim, mean) : ops::sum_all(x, mean);
     if (!any_requires_grad({&x})) return out;
-    auto n = std::make_shared<SumMean>();
-    n->in_shape = x.sizes();
-    n->all = !dim.has_value();
-    n->dim = dim ? wrap_dim(*dim, x.dim(), "sum") : -1;
-    n->keepdim = keepdim;
-    n->mean = mean;
-    n->scale = mean ? 1.0 / static_cast<double>(dim && x.dim() > 0 ? x.sizes()[n->dim] : x.numel()) : 1.0;
-    return record(out, n, {&x});
+    std::vector<int64_t> dims;
+    if (dim) dims.push_back(wrap_dim(*dim, x.dim(), mean ? "mean" : "sum"));
+    return record_node(x, out, std::move(dims), !dim.has_value(), keepdim, mean);
   }
+  /// sum / mean over a list of dims (torch.sum(x, dim=(0, 2))); an empty list: every dim, the
+  /// result shaped by keepdim (PyTorch's SumBackward1 too).
+  static Tensor forward(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, bool mean) {
+    Tensor out = ops::sum_dims(x, dims, keepdim, mean);
+    if (!any_requires_grad({&x})) return out;
+    return record_node(x, out, ops::reduction_dims(dims, x.dim(), mean ? "mean" : "sum"), false, keepdim, mean);
+  }
+  // y = sum over dims of x  =>  dx = dy with the reduced dims put back (size 1) and expanded;
+  // mean: times 1/n, n the number of elements summed into each output.
   std::vector<Tensor> apply(const Tensor& dy) override {
     Tensor g = dy;
-    if (!all && !keepdim && !in_shape.empty()) g = ops::unsqueeze(g, dim);
+    if (!all && !keepdim && !in_shape.empty())
+      for (int64_t d : dims) g = ops::unsqueeze(g, d);  // ascending: each lands at its place
     Tensor dx = ops::contiguous(ops::expand(g, in_shape));
     if (mean) dx = ops::scalar(dx, scale, cpu::MulOp{}, "mean_backward");
     return {dx};
+  }
+
+ private:
+  static Tensor record_node(const Tensor& x, const Tensor& out, std::vector<int64_t> dims, bool all, bool keepdim,
+                            bool mean) {
+    auto n = std::make_shared<SumMean>();
+    n->in_shape = x.sizes();
+    n->all = all;
+    n->keepdim = keepdim;
+    n->mean = mean;
+    double count = 1;
+    if (all || x.dim() == 0) count = static_cast<double>(x.numel());
+    else for (int64_t d : dims) count *= static_cast<double>(x.sizes()[static_cast<size_t>(d)]);
+    n->dims = std::move(dims);
+    n->scale = mean ? 1.0 / count : 1.0;
+    return record(out, n, {&x});
   }
 };
 

@@ -1,13 +1,19 @@
-// tinytorch/ops/reduce.hpp — sum, mean, max, argmax over all elements or one dim; sum_to.
+// tinytorch/ops/reduce.hpp — sum, mean, max, argmax over all elements or one dim; sum and mean
+// over a list of dims (sum_dims); sum_to.
 //
 // Over one dim d with keepdim=false the dim is removed: (A, B, C).sum(1) -> (A, C); with
-// keepdim=true it stays as size 1: (A, 1, C). Over all elements the result is 0-d.
+// keepdim=true it stays as size 1: (A, 1, C). Over all elements the result is 0-d. Over a list
+// of dims each listed dim goes: (A, B, C).sum({0, 2}) -> (B), keepdim -> (1, B, 1); the errors
+// are PyTorch's (a dim out of range, "dim 0 appears multiple times in the list of dims").
 // sum_to(g, shape) sums a broadcast gradient back to the shape of the input it came from:
 // leading extra dims are summed away, dims that were 1 are summed with keepdim.
 // On the input's device (backend::dispatch::sum_dim_kernel / max_dim_kernel / min_dim_kernel). On
 // CUDA a sum adds in another order than the CPU loop: equal within rounding, not bitwise.
 // Reference: torch.sum / torch.mean / torch.max / torch.argmax documentation.
 #pragma once
+
+#include <algorithm>
+#include <vector>
 
 #include "../backend/cpu/reduce.hpp"
 #include "creation.hpp"  // zeros() for max over a 0-d tensor
@@ -49,6 +55,59 @@ inline Tensor sum_dim(const Tensor& x0, int64_t dim, bool keepdim, bool mean = f
     using T = typename decltype(tag)::type;
     double scale = mean ? 1.0 / static_cast<double>(sp.n) : 1.0;
     backend::dispatch::sum_dim_kernel(x.device(), x.data_ptr<T>(), out.data_ptr<T>(), sp.outer, sp.n, sp.inner, scale);
+  });
+  return out;
+}
+
+/// `dims` wrapped into [0, ndim) and sorted; an empty list means every dim. Throws for a dim out
+/// of range or one listed twice (PyTorch: "dim 0 appears multiple times in the list of dims").
+inline std::vector<int64_t> reduction_dims(const std::vector<int64_t>& dims, int64_t ndim, const char* op) {
+  std::vector<bool> seen(static_cast<size_t>(ndim > 0 ? ndim : 1), false);
+  for (int64_t d : dims) {
+    const int64_t w = wrap_dim(d, ndim, op);
+    TT_CHECK(!seen[w], op, ": dim ", w, " appears multiple times in the list of dims");
+    seen[w] = true;
+  }
+  std::vector<int64_t> out;
+  for (int64_t d = 0; d < ndim; ++d)
+    if (dims.empty() || seen[d]) out.push_back(d);
+  return out;
+}
+
+/// Sum (or mean) over every dim in `dims` at once (torch.sum(x, dim=(0, 2)), keepdim keeps them
+/// as size 1); an empty list means every dim, as PyTorch. (A, B, C) over {0, 2} -> (B). One dim
+/// is sum_dim itself; several are summed in one pass per output element, like amax_amin: the
+/// reduced dims moved last (a permuted contiguous copy viewed as (rows, cols)), each row summed.
+/// mean needs a floating dtype; an empty reduction gives 0 (sum) or NaN (mean), as PyTorch.
+inline Tensor sum_dims(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, bool mean = false) {
+  const char* op = mean ? "mean" : "sum";
+  check_device(x, op);
+  TT_CHECK(!mean || x.is_floating_point(), "mean(): could not infer output dtype. Input dtype must be "
+           "either a floating point or complex dtype. Got: ", dtype_name(x.dtype()));
+  const std::vector<int64_t> red = reduction_dims(dims, x.dim(), op);
+  if (red.size() == 1 && x.dim() > 0) return sum_dim(x, red[0], keepdim, mean);
+  if (x.dim() == 0) return clone(x);
+  std::vector<int64_t> perm;  // kept dims first, then the reduced ones
+  Shape out_shape;
+  int64_t rows = 1, cols = 1;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    const bool reduced = std::find(red.begin(), red.end(), d) != red.end();
+    if (!reduced) {
+      perm.push_back(d);
+      rows *= x.sizes()[d];
+    } else {
+      cols *= x.sizes()[d];
+    }
+    if (!reduced || keepdim) out_shape.push_back(reduced ? 1 : x.sizes()[d]);
+  }
+  perm.insert(perm.end(), red.begin(), red.end());
+  const Tensor xp = contiguous(permute(x, perm));  // (rows, cols) in row-major order
+  Tensor out = make_tensor(out_shape, x.dtype(), x.device());
+  if (rows == 0) return out;
+  dispatch(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const double scale = mean ? 1.0 / static_cast<double>(cols) : 1.0;
+    backend::dispatch::sum_dim_kernel(x.device(), xp.data_ptr<T>(), out.data_ptr<T>(), rows, cols, 1, scale);
   });
   return out;
 }

@@ -30,21 +30,6 @@ inline std::tuple<Tensor, Tensor> min_dim(const Tensor& x, int64_t dim, bool kee
   return extreme_dim(x, dim, keepdim, /*is_max=*/false, op);
 }
 
-/// `dims` wrapped into [0, ndim) and sorted; an empty list means every dim. Throws for a dim out
-/// of range or one listed twice (PyTorch: "dim 0 appears multiple times in the list of dims").
-inline std::vector<int64_t> reduction_dims(const std::vector<int64_t>& dims, int64_t ndim, const char* op) {
-  std::vector<bool> seen(static_cast<size_t>(ndim > 0 ? ndim : 1), false);
-  for (int64_t d : dims) {
-    const int64_t w = wrap_dim(d, ndim, op);
-    TT_CHECK(!seen[w], op, ": dim ", w, " appears multiple times in the list of dims");
-    seen[w] = true;
-  }
-  std::vector<int64_t> out;
-  for (int64_t d = 0; d < ndim; ++d)
-    if (dims.empty() || seen[d]) out.push_back(d);
-  return out;
-}
-
 /// torch.amax (is_max) / torch.amin of x over `dims` (empty: all dims), keeping them as size 1
 /// with keepdim. The result has x's dtype.
 inline Tensor amax_amin(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, bool is_max) {
