@@ -327,6 +327,21 @@ const std::vector<Twin>& twins() {
         {"mean_dims_keepdim", [](const V& x) { return mean(x[0], {0, 2}, true); }, nullptr},
         {"mean_dims_f64", [](const V& x) { return x[0].mean({0, -1}); }, nullptr},
         {"mean_dims_empty", [](const V& x) { return mean(x[0], std::vector<int64_t>{}); }, nullptr},
+        // div with a rounding mode, trunc (functional_more.hpp)
+        {"div_trunc", [](const V& x) { return div(x[0], x[1], "trunc"); }, nullptr},
+        {"div_floor", [](const V& x) { return x[0].div(x[1], "floor"); }, nullptr},
+        {"div_trunc_broadcast", [](const V& x) { return div(x[0], x[1], "trunc"); }, nullptr},
+        {"div_none_mode", [](const V& x) { return div(x[0], x[1], std::nullopt); }, nullptr},
+        {"div_trunc_zero", [](const V& x) { return div(x[0], x[1], "trunc"); }, nullptr},
+        {"div_floor_zero", [](const V& x) { return div(x[0], x[1], "floor"); }, nullptr},
+        {"div_trunc_int64", [](const V& x) { return x[0].div(x[1], "trunc"); }, nullptr},
+        {"div_floor_int64", [](const V& x) { return div(x[0], x[1], "floor"); }, nullptr},
+        {"div_trunc_scalar", [](const V& x) { return div(x[0], 0.7, "trunc"); }, nullptr},
+        {"div_floor_scalar", [](const V& x) { return x[0].div(-0.7, "floor"); }, nullptr},
+        {"div_floor_scalar_int64", [](const V& x) { return div(x[0], 2.0, "floor"); }, nullptr},
+        {"trunc", [](const V& x) { return trunc(x[0]); }, nullptr},
+        {"trunc_special", [](const V& x) { return x[0].trunc(); }, nullptr},
+        {"trunc_int64", [](const V& x) { return trunc(x[0]); }, nullptr},
     };
     // the six comparisons, each through operators, free functions and methods
     for (std::string op : {"eq", "ne", "lt", "le", "gt", "ge"}) {
@@ -622,6 +637,26 @@ TEST_CASE("dims out of range, repeated dims and empty reductions throw as PyTorc
   CHECK(zeros({2, 0}).sum({0, 1}, true).sizes() == Shape{1, 1});
   CHECK(scalar_tensor(2.5).sum({0}).item() == 2.5);  // a 0-d tensor takes dim 0 / -1
   CHECK(scalar_tensor(2.5).mean(std::vector<int64_t>{}).item() == 2.5);
+}
+
+TEST_CASE("div with a rounding mode: PyTorch's errors for a bad mode, a zero divisor and INT64_MIN / -1",
+          "[ops_more]") {
+  const Tensor i = tensor({7, -7}, kInt64);
+  REQUIRE_THROWS_WITH(div(ones({2}), ones({2}), "round"),
+                      "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found 'round'");
+  REQUIRE_THROWS_WITH(div(i, tensor({1, 0}, kInt64), "trunc"), Contains("div: ZeroDivisionError"));
+  REQUIRE_THROWS_WITH(div(i, 0.0, "floor"), Contains("div: ZeroDivisionError"));
+  const Tensor lo = tensor({std::numeric_limits<int64_t>::min()}, kInt64);
+  REQUIRE_THROWS_WITH(div(lo, -1.0, "trunc"), Contains("div: integer overflow: -9223372036854775808 // -1"));
+  CHECK(div(lo, 1.0, "trunc").item<int64_t>() == std::numeric_limits<int64_t>::min());
+  CHECK(div(i, tensor({2, 2}, kInt64)).dtype() == kFloat32);  // no mode: true division
+  CHECK(div(i, 2.5, "trunc").dtype() == kFloat32);            // a fractional number: float32
+  // The grad_fn names of PyTorch's overloads: div.Tensor, div.Scalar, div.Tensor_mode, div.Scalar_mode.
+  const Tensor a = ones({2}, TensorOptions().requires_grad(true));
+  CHECK(a.div(a).grad_fn()->name() == "DivBackward0");
+  CHECK(a.div(2.0).grad_fn()->name() == "DivBackward1");
+  CHECK(a.div(a, std::nullopt).grad_fn()->name() == "DivBackward2");
+  CHECK(a.div(2.0, std::nullopt).grad_fn()->name() == "DivBackward3");
 }
 
 TEST_CASE("wrong dtypes, absent bounds and undefined tensors throw", "[ops_more]") {

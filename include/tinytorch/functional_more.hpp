@@ -1,7 +1,8 @@
 // tinytorch/functional_more.hpp — the second batch of differentiable tensor ops, their Tensor
 // methods and operators:
 //   min, argmin, amax, amin, maximum, minimum (and max/min of two tensors), pow(Tensor, Tensor),
-//   pow(number, Tensor), floor_divide, remainder (operator%), fmod, eq/ne/lt/le/gt/ge with tensors
+//   pow(number, Tensor), floor_divide, div with a rounding mode, trunc, remainder (operator%), fmod,
+//   eq/ne/lt/le/gt/ge with tensors
 //   and numbers (operators == != < <= > >=), clamp / clamp_min / clamp_max with optional number
 //   bounds or tensor bounds, where.
 // Shapes broadcast as PyTorch (core/shape.hpp); dtypes promote as PyTorch for tensor operands, and
@@ -17,6 +18,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -80,6 +82,24 @@ inline Tensor pow(double s, const Tensor& b) { return autograd::PowScalarBase::f
 /// torch::autograd::NotImplemented and backward through it throws.
 inline Tensor floor_divide(const Tensor& a, const Tensor& b) { return autograd::floor_divide(a, b); }
 inline Tensor floor_divide(const Tensor& a, double b) { return autograd::floor_divide(a, b); }
+/// torch.div(a, b, rounding_mode): std::nullopt is true division (div(a, b), a / b); "trunc"
+/// rounds the quotient toward zero (C's integer division), "floor" toward -inf (floor_divide's
+/// kernel). int64 / int64 stays int64 with a mode, exact; a zero divisor throws
+/// "ZeroDivisionError" and INT64_MIN / -1 throws (PyTorch crashes with SIGFPE). Float: b == 0
+/// gives +-inf or NaN, as PyTorch. Another mode throws PyTorch's "div expected rounding_mode to be
+/// one of None, 'trunc', or 'floor' but found '<mode>'". With a mode the gradients are zero; the
+/// grad_fn is DivBackward2 (with a number b, DivBackward3) with or without a mode, as PyTorch's.
+inline Tensor div(const Tensor& a, const Tensor& b, const std::optional<std::string>& rounding_mode) {
+  return rounding_mode ? autograd::DivRounding::forward(a, b, *rounding_mode)
+                       : autograd::Div::forward(a, b, "DivBackward2");  // aten's div.Tensor_mode
+}
+inline Tensor div(const Tensor& a, double b, const std::optional<std::string>& rounding_mode) {
+  return rounding_mode ? autograd::DivRounding::forward(a, b, *rounding_mode)
+                       : autograd::DivScalar::forward(a, b, "DivBackward3");  // div.Scalar_mode
+}
+/// Rounds toward zero elementwise (torch.trunc); int64 is returned unchanged (a copy). NaN, +-inf
+/// and -0.0 stay. Gradient zero (TruncBackward0).
+inline Tensor trunc(const Tensor& x) { return autograd::Trunc::forward(x); }
 /// a - floor(a / b) * b: the result has the sign of b, as Python's % (torch.remainder). Float b == 0
 /// gives NaN; int64 b == 0 throws "ZeroDivisionError". Gradients: d/da = 1, d/db = -floor(a / b)
 /// (RemainderBackward1; with a number b, RemainderBackward0).
@@ -181,6 +201,15 @@ inline Tensor Tensor::remainder(const Tensor& o) const { return tinytorch::remai
 inline Tensor Tensor::remainder(double o) const { return tinytorch::remainder(*this, o); }
 inline Tensor Tensor::fmod(const Tensor& o) const { return tinytorch::fmod(*this, o); }
 inline Tensor Tensor::fmod(double o) const { return tinytorch::fmod(*this, o); }
+inline Tensor Tensor::div(const Tensor& o) const { return tinytorch::div(*this, o); }
+inline Tensor Tensor::div(double o) const { return *this / o; }
+inline Tensor Tensor::div(const Tensor& o, const std::optional<std::string>& rounding_mode) const {
+  return tinytorch::div(*this, o, rounding_mode);
+}
+inline Tensor Tensor::div(double o, const std::optional<std::string>& rounding_mode) const {
+  return tinytorch::div(*this, o, rounding_mode);
+}
+inline Tensor Tensor::trunc() const { return tinytorch::trunc(*this); }
 inline Tensor Tensor::eq(double o) const { return tinytorch::eq(*this, o); }
 inline Tensor Tensor::ne(double o) const { return tinytorch::ne(*this, o); }
 inline Tensor Tensor::lt(double o) const { return tinytorch::lt(*this, o); }

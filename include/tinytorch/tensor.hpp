@@ -253,6 +253,13 @@ class Tensor {
   Tensor remainder(double other) const;
   Tensor fmod(const Tensor& other) const;
   Tensor fmod(double other) const;
+  /// torch.Tensor.div(other) (DivBackward0 / DivBackward1) and div(other, rounding_mode=None|
+  /// "trunc"|"floor") (functional_more.hpp's div: DivBackward2 / DivBackward3, as PyTorch)
+  Tensor div(const Tensor& other) const;
+  Tensor div(double other) const;
+  Tensor div(const Tensor& other, const std::optional<std::string>& rounding_mode) const;
+  Tensor div(double other, const std::optional<std::string>& rounding_mode) const;
+  Tensor trunc() const;
   Tensor eq(double other) const;
   Tensor ne(double other) const;
   Tensor lt(double other) const;

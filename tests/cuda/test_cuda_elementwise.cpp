@@ -97,6 +97,7 @@ TEMPLATE_TEST_CASE("cuda unary kernels match the CPU twins", "[cuda][cuda_elemen
     check_unary<T, T>(x, cpu::PowScalarOp{2.0}, "pow 2");
     check_unary<T, T>(x, cpu::PowScalarOp{0.5}, "pow 0.5");
     check_unary<T, T>(x, cpu::ClampScalarOp<T>{true, true, T(-1), T(2)}, "clamp");
+    check_unary<T, T>(x, cpu::TruncOp{}, "trunc");
   }
 }
 
@@ -108,6 +109,7 @@ TEST_CASE("cuda unary kernels on int64 wrap as the CPU twins", "[cuda][cuda_elem
     check_unary<int64_t, int64_t>(x, cpu::AbsOp{}, "abs int64");
     check_unary<int64_t, int64_t>(x, cpu::ReluOp{}, "relu int64");
     check_unary<int64_t, int64_t>(x, cpu::PowScalarOp{3.0}, "pow 3 int64");
+    check_unary<int64_t, int64_t>(x, cpu::TruncOp{}, "trunc int64");
   }
 }
 
@@ -124,6 +126,7 @@ TEMPLATE_TEST_CASE("cuda binary kernels match the CPU twins, dense, broadcast an
   check_binary_shapes<T>(cpu::FloorDivideOp{}, "floor_divide", true);
   check_binary_shapes<T>(cpu::RemainderOp{}, "remainder", true);
   check_binary_shapes<T>(cpu::FmodOp{}, "fmod", true);
+  check_binary_shapes<T>(cpu::TruncDivideOp{}, "div trunc", true);
   check_binary_shapes<T>(cpu::EqOp{}, "eq", true);
   check_binary_shapes<T>(cpu::LtOp{}, "lt", true);
   check_binary_shapes<T>(cpu::GeOp{}, "ge", true);

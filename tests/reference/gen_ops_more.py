@@ -3,8 +3,8 @@
 #
 # The second batch of tensor ops (functional_more.hpp): min / argmin / amax / amin, maximum /
 # minimum, pow with a tensor exponent or a number base, floor_divide / remainder / fmod, the six
-# comparisons with tensors and numbers, clamp with optional and tensor bounds, where, and sum /
-# mean over a list of dims (functional.hpp). For every
+# comparisons with tensors and numbers, clamp with optional and tensor bounds, where, sum / mean
+# over a list of dims (functional.hpp), div with a rounding mode and trunc. For every
 # case this script builds the inputs in PyTorch and records, as gen_ops.py does:
 #   <case>.in<i>     the inputs (float32/float64 values, or int64; where's condition is stored as
 #                    int64 0/1, the C++ side's bool stand-in, and turned into bool here)
@@ -292,6 +292,32 @@ case("mean_dims", [rnd(2, 3, 4)], lambda x: x.mean((1, 2)))
 case("mean_dims_keepdim", [rnd(2, 3, 4)], lambda x: x.mean((0, 2), keepdim=True))
 case("mean_dims_f64", [rnd(4, 2, 3, dtype=f64)], lambda x: x.mean((0, -1)))
 case("mean_dims_empty", [rnd(2, 3)], lambda x: x.mean([]))
+
+# ---- div with a rounding mode, trunc (appended last, as above) ------------------------------------
+# The gradients are zero (derivatives.yaml: grad.zero_()); gradcheck would straddle the jumps.
+case("div_trunc", [rnd(2, 3, lo=-6, hi=6), rnd(2, 3, away=[0.0])], lambda a, b: torch.div(a, b, rounding_mode="trunc"),
+     gradcheck=False)
+case("div_floor", [rnd(2, 3, lo=-6, hi=6), rnd(2, 3, away=[0.0])], lambda a, b: torch.div(a, b, rounding_mode="floor"),
+     gradcheck=False)
+case("div_trunc_broadcast", [rnd(2, 3, lo=-6, hi=6), rnd(3, away=[0.0], dtype=f64)],
+     lambda a, b: torch.div(a, b, rounding_mode="trunc"), gradcheck=False)
+case("div_none_mode", [rnd(2, 3), rnd(2, 3, away=[0.0])], lambda a, b: torch.div(a, b, rounding_mode=None))
+case("div_trunc_zero", [T([1.0, -1.0, 0.0, 2.5]), T([0.0, 0.0, 0.0, -0.0])],
+     lambda a, b: torch.div(a, b, rounding_mode="trunc"), gradcheck=False)
+case("div_floor_zero", [T([1.0, -1.0, 0.0, 2.5]), T([0.0, 0.0, 0.0, -0.0])],
+     lambda a, b: torch.div(a, b, rounding_mode="floor"), gradcheck=False)
+case("div_trunc_int64", [T([[7, -7, 7, -7], [2**62, -(2**62) - 3, 5, -1]], i64), T([2, 2, -2, -2], i64)],
+     lambda a, b: torch.div(a, b, rounding_mode="trunc"))
+case("div_floor_int64", [T([[7, -7, 7, -7], [2**62, -(2**62) - 3, 5, -1]], i64), T([2, 2, -2, -2], i64)],
+     lambda a, b: torch.div(a, b, rounding_mode="floor"))
+case("div_trunc_scalar", [rnd(2, 3, lo=-6, hi=6)], lambda a: aten.div.Scalar_mode(a, 0.7, rounding_mode="trunc"),
+     gradcheck=False)
+case("div_floor_scalar", [rnd(2, 3, lo=-6, hi=6)], lambda a: aten.div.Scalar_mode(a, -0.7, rounding_mode="floor"),
+     gradcheck=False)
+case("div_floor_scalar_int64", [T([7, -7, 0, -1], i64)], lambda a: aten.div.Scalar_mode(a, 2, rounding_mode="floor"))
+case("trunc", [rnd(2, 3, lo=-4, hi=4)], lambda x: torch.trunc(x), gradcheck=False)
+case("trunc_special", [T([nan, inf, -inf, -0.0, -0.5, 2.999], f64)], lambda x: x.trunc(), gradcheck=False)
+case("trunc_int64", [T([7, -7, 2**62], i64)], lambda x: torch.trunc(x))
 
 
 # ---- write the header -----------------------------------------------------------------------------

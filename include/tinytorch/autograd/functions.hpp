@@ -115,15 +115,18 @@ struct Mul : Node {
 };
 
 /// y = a / b  =>  da = dy / b,  db = -dy * a / b^2
+/// (DivBackward0; DivBackward2 when called as div(a, b, rounding_mode=None), as PyTorch records.)
 struct Div : Node {
   Tensor a, b;
   Shape sa, sb;
-  std::string name() const override { return "DivBackward0"; }
-  static Tensor forward(const Tensor& a, const Tensor& b) {
+  const char* node_name = "DivBackward0";
+  std::string name() const override { return node_name; }
+  static Tensor forward(const Tensor& a, const Tensor& b, const char* node_name = "DivBackward0") {
     const Tensor af = a.is_floating_point() || b.is_floating_point() ? a : ops::to_dtype(a, kFloat32);
     Tensor out = ops::binary(af, b, cpu::DivOp{}, "div");
     if (!any_requires_grad({&a, &b})) return out;
     auto n = std::make_shared<Div>();
+    n->node_name = node_name;
     if (b.requires_grad()) n->a = n->save(a);  // as PyTorch: self only when other needs a gradient
     n->b = n->save(b);
     n->sa = a.sizes();
@@ -152,15 +155,17 @@ struct MulScalar : Node {
   std::vector<Tensor> apply(const Tensor& dy) override { return {grad_math::scale(dy, s)}; }
 };
 
-/// y = a / s (s a number)  =>  da = dy / s
+/// y = a / s (s a number)  =>  da = dy / s   (DivBackward1; DivBackward3 as div(a, s, None))
 struct DivScalar : Node {
   double s = 1;
-  std::string name() const override { return "DivBackward1"; }
-  static Tensor forward(const Tensor& a, double s) {
+  const char* node_name = "DivBackward1";
+  std::string name() const override { return node_name; }
+  static Tensor forward(const Tensor& a, double s, const char* node_name = "DivBackward1") {
     const Tensor af = a.is_floating_point() ? a : ops::to_dtype(a, kFloat32);
     Tensor out = ops::scalar(af, s, cpu::DivOp{}, "div");
     if (!any_requires_grad({&a})) return out;
     auto n = std::make_shared<DivScalar>();
+    n->node_name = node_name;
     n->s = s;
     return record(out, n, {&a});
   }

@@ -243,6 +243,61 @@ inline Tensor floor_divide(const Tensor& a, double s) {
   return record(out, n, {&a});
 }
 
+/// y = div(a, b, rounding_mode="trunc" | "floor") (torch.div with a rounding mode): the rounded
+/// quotient is piecewise constant  =>  da = 0, db = 0 (PyTorch's derivatives.yaml: grad.zero_()
+/// when rounding_mode is given). grad_fn DivBackward2 (tensor divisor) or DivBackward3 (a number:
+/// aten's div.Scalar_mode, as libtorch's C++ torch::div(Tensor, Scalar, mode) records).
+struct DivRounding : Node {
+  Shape sa, sb;
+  DType ta = kFloat32, tb = kFloat32;
+  Device da = Device::cpu(), db = Device::cpu();
+  bool scalar = false;
+  std::string name() const override { return scalar ? "DivBackward3" : "DivBackward2"; }
+  /// The quotient: floor_divide's kernel ("floor") or TruncDivideOp ("trunc"); a mode other than
+  /// those two is PyTorch's error. Integer operands stay integer (exact; a zero divisor throws
+  /// "ZeroDivisionError"); with a number, the dtype rule of ops::scalar.
+  static Tensor quotient(const Tensor& a, const Tensor* b, double s, const std::string& mode) {
+    TT_CHECK(mode == "trunc" || mode == "floor",
+             "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", mode, "'");
+    const bool floor = mode == "floor";
+    if (b) return floor ? ops::integer_division(a, *b, cpu::FloorDivideOp{}, "div", true)
+                        : ops::integer_division(a, *b, cpu::TruncDivideOp{}, "div", true);
+    return floor ? ops::integer_division(a, s, cpu::FloorDivideOp{}, "div", true)
+                 : ops::integer_division(a, s, cpu::TruncDivideOp{}, "div", true);
+  }
+  static Tensor forward(const Tensor& a, const Tensor& b, const std::string& mode) {
+    Tensor out = quotient(a, &b, 0, mode);
+    if (!any_requires_grad({&a, &b})) return out;
+    auto n = std::make_shared<DivRounding>();
+    n->sa = a.sizes(), n->sb = b.sizes(), n->ta = a.dtype(), n->tb = b.dtype(), n->da = a.device(), n->db = b.device();
+    return record(out, n, {&a, &b});
+  }
+  static Tensor forward(const Tensor& a, double s, const std::string& mode) {
+    Tensor out = quotient(a, nullptr, s, mode);
+    if (!any_requires_grad({&a})) return out;
+    auto n = std::make_shared<DivRounding>();
+    n->scalar = true;
+    n->sa = a.sizes(), n->ta = a.dtype(), n->da = a.device();
+    return record(out, n, {&a});
+  }
+  std::vector<Tensor> apply(const Tensor&) override {
+    std::vector<Tensor> g{zeros(sa, TensorOptions(ta).device(da))};
+    if (!scalar) g.push_back(zeros(sb, TensorOptions(tb).device(db)));
+    return g;
+  }
+};
+
+/// y = trunc(x)  =>  dx = 0 (PyTorch: zeros_like(grad); it saves nothing). int64 x: a copy.
+struct Trunc : Node {
+  std::string name() const override { return "TruncBackward0"; }
+  static Tensor forward(const Tensor& x) {
+    Tensor out = ops::unary(x, cpu::TruncOp{}, "trunc");
+    if (!any_requires_grad({&x})) return out;
+    return record(out, std::make_shared<Trunc>(), {&x});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override { return {zeros(dy.sizes(), TensorOptions(dy.dtype()).device(dy.device()))}; }
+};
+
 /// y = remainder(a, b) = a - floor(a/b) b  or  fmod(a, b) = a - trunc(a/b) b
 ///   =>  da = dy,  db = -dy * floor(a/b)  (trunc(a/b) for fmod);  with a number b: da = dy only.
 struct RemainderFmod : Node {

@@ -18,6 +18,8 @@
 //                        for a = 1, +-1 for a = -1, 0 otherwise (torch.pow)
 //   floor_divide         floor(a / b) computed as (a - fmod(a, b)) / b with Python's fix-ups
 //                        (c10::div_floor_floating); b == 0 gives IEEE a / b
+//   trunc_divide         trunc(a / b): C's integer division; float b == 0 gives IEEE a / b
+//   trunc(x)             rounds toward zero; int64 unchanged (torch.trunc)
 //   remainder            a - floor(a / b) * b: the sign of b (Python's %);   fmod: the sign of a
 //   clamp(x)             min(max(x, lo), hi): NaN x stays NaN, lo > hi gives hi (torch.clamp)
 // Integer division by zero is refused by the ops layer before any loop runs; INT64_MIN / -1,
@@ -78,6 +80,12 @@ struct NegOp {
 struct ExpOp { template <class T> TT_HOST_DEVICE T operator()(T x) const { return std::exp(x); } };
 struct LogOp { template <class T> TT_HOST_DEVICE T operator()(T x) const { return std::log(x); } };
 struct SqrtOp { template <class T> TT_HOST_DEVICE T operator()(T x) const { return std::sqrt(x); } };
+struct TruncOp {  // rounds toward zero (torch.trunc); an integer is its own trunc; NaN, inf and -0.0 stay
+  template <class T> TT_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_integral_v<T>) return x;
+    else return std::trunc(x);
+  }
+};
 struct AbsOp {  // |-0.0| = +0.0 as torch.abs (the sign bit is cleared); NaN stays NaN; |INT64_MIN| == INT64_MIN
   template <class T> TT_HOST_DEVICE T operator()(T x) const { return x < T(0) ? NegOp{}(x) : (x == T(0) ? T(0) : x); }
 };
@@ -200,9 +208,18 @@ struct FmodOp {
   }
 };
 
-/// trunc(a / b) (torch.div(rounding_mode="trunc")): fmod's derivative with respect to b is -trunc(a/b).
+/// trunc(a / b) (torch.div(rounding_mode="trunc")): the quotient rounded toward zero, C's integer
+/// division; fmod's derivative with respect to b is -trunc(a/b). Float: b == 0 gives IEEE a / b.
 struct TruncDivideOp {
-  template <class T> TT_HOST_DEVICE T operator()(T a, T b) const { return std::trunc(a / b); }
+  template <class T> TT_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      if (b == 0) return 0;  // refused by the ops layer before the loop runs
+      if (b == -1) return static_cast<T>(0 - static_cast<uint64_t>(a));  // INT64_MIN / -1 would trap
+      return a / b;
+    } else {
+      return std::trunc(a / b);
+    }
+  }
 };
 
 /// clamp with optional scalar bounds already converted to T (has_lo/has_hi: the bound is given).

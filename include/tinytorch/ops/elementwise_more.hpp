@@ -81,9 +81,10 @@ inline Tensor pow_tensor(const Tensor& a, const Tensor& b) {
 
 /// floor_divide / remainder / fmod (f: FloorDivideOp, RemainderOp, FmodOp) with broadcasting.
 /// For int64 (after promotion) it first checks every divisor: zero throws "ZeroDivisionError" as
-/// PyTorch; with `floor` (floor_divide) INT64_MIN // -1 throws too (2^63 does not fit in int64).
+/// PyTorch; with `quotient` (floor_divide, div's trunc and floor modes) INT64_MIN / -1 throws too
+/// (2^63 does not fit in int64; a remainder of it is 0 and fine).
 template <class F>
-Tensor integer_division(const Tensor& a, const Tensor& b, F f, const char* op, bool floor) {
+Tensor integer_division(const Tensor& a, const Tensor& b, F f, const char* op, bool quotient) {
   check_device(a, op);
   check_device(b, op);
   const DType dt = result_type(a, b);
@@ -104,7 +105,7 @@ Tensor integer_division(const Tensor& a, const Tensor& b, F f, const char* op, b
                                 });
     TT_CHECK(!zero, op, ": ZeroDivisionError (integer division by zero; divisor of shape ",
              shape_str(b.sizes()), ")");
-    TT_CHECK(!(floor && overflow), op, ": integer overflow: -9223372036854775808 // -1 = 2^63 does not fit in "
+    TT_CHECK(!(quotient && overflow), op, ": integer overflow: -9223372036854775808 // -1 = 2^63 does not fit in "
              "int64 (PyTorch crashes with SIGFPE here)");
   }
   return binary(a, b, f, op);
@@ -112,10 +113,10 @@ Tensor integer_division(const Tensor& a, const Tensor& b, F f, const char* op, b
 
 /// integer_division with a number as divisor (dtype by scalar_result_type).
 template <class F>
-Tensor integer_division(const Tensor& a, double s, F f, const char* op, bool floor) {
+Tensor integer_division(const Tensor& a, double s, F f, const char* op, bool quotient) {
   check_device(a, op);
   const DType dt = scalar_result_type(a.dtype(), s);
-  return integer_division(to_dtype(a, dt), scalar_as_tensor(s, dt, a.device()), f, op, floor);
+  return integer_division(to_dtype(a, dt), scalar_as_tensor(s, dt, a.device()), f, op, quotient);
 }
 
 /// torch.clamp(x, min, max) with number bounds, either of which may be absent (not both: PyTorch's

@@ -38,6 +38,7 @@ using ::tinytorch::backend::ExpOp;
 using ::tinytorch::backend::LogOp;
 using ::tinytorch::backend::SqrtOp;
 using ::tinytorch::backend::AbsOp;
+using ::tinytorch::backend::TruncOp;
 using ::tinytorch::backend::ReluOp;
 using ::tinytorch::backend::TanhOp;
 using ::tinytorch::backend::SigmoidOp;
