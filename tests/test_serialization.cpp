@@ -23,6 +23,8 @@
 #include <tinytorch/tinytorch.hpp>
 #include <vector>
 #include <csignal>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -847,6 +849,13 @@ TEST_CASE("digests: Python's zlib computes the same ones, files without them loa
   CHECK(load_error_of(q, st_file(R"({"__metadata__":{"tinytorch.crc32:w":")" + w_digest + R"("},"w":)" + f4 + "}",
                                  four)) == "no error");
 
+  // A header the reference reader would refuse (over 100000000 bytes) is refused by save, before
+  // anything is written, instead of writing a file load could not read.
+  CHECK_THROWS_WITH(tinytorch::save({{"w", tinytorch::ones({1})}}, dir.file("big.safetensors"),
+                                    {{"k", std::string(99999950, 'a')}}),
+                    Catch::StartsWith("save: the safetensors header would be ") &&
+                        Catch::Contains(" bytes, over the format's limit of 100000000"));
+  CHECK_FALSE(fs::exists(dir.file("big.safetensors")));
   CHECK_THROWS_WITH(tinytorch::save({{"w", tinytorch::ones({1})}}, q, {{"tinytorch.crc32:w", "0"}}),
                     "save: the metadata key \"tinytorch.crc32:w\" is reserved: keys starting with "
                     "\"tinytorch.crc32:\" hold the tensors' digests");
@@ -912,13 +921,24 @@ TEST_CASE("stale temporary files: those of dead writers of the same file on this
   const std::string other_file = tinytorch::detail::temp_file_prefix("n.safetensors") + std::to_string(dead_pid()) + ".1";
   const std::string other_host = ".m.safetensors.tt_tmp.another-host." + std::to_string(dead_pid()) + ".1";
   const std::string not_ours = prefix + "12x.1";
-  for (const auto& name : {dead, alive, self, other_file, other_host, not_ours}) write_bytes(dir.file(name), "tmp");
+  const std::string huge_pid = prefix + "4294967200.1";  // no pid_t: not a name save() makes
+  // A dead pid whose file is still locked: a live writer in another PID namespace (a container
+  // with the same host name) whose pid is free here. The lock keeps it.
+  const std::string locked = prefix + std::to_string(dead_pid()) + ".2";
+  for (const auto& name : {dead, alive, self, other_file, other_host, not_ours, huge_pid, locked})
+    write_bytes(dir.file(name), "tmp");
+  const int lock_fd = ::open(dir.file(locked).c_str(), O_RDONLY);
+  REQUIRE(lock_fd >= 0);
+  REQUIRE(::flock(lock_fd, LOCK_EX) == 0);
   tinytorch::save({{"w", tinytorch::ones({1})}}, p);
+  ::close(lock_fd);
   CHECK_FALSE(fs::exists(dir.file(dead)));
-  for (const auto& name : {alive, self, other_file, other_host, not_ours}) {
+  for (const auto& name : {alive, self, other_file, other_host, not_ours, huge_pid, locked}) {
     INFO(name);
     CHECK(fs::exists(dir.file(name)));
   }
+  tinytorch::save({{"w", tinytorch::ones({1})}}, p);  // unlocked now: that one goes too
+  CHECK_FALSE(fs::exists(dir.file(locked)));
   // A file name near NAME_MAX still gets a temporary file (its name is cut to fit).
   const std::string long_name(250, 'a');
   tinytorch::save({{"w", tinytorch::ones({1})}}, dir.file(long_name));

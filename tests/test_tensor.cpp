@@ -72,6 +72,17 @@ TEST_CASE("creation errors name the problem", "[ch01][tensor]") {
   REQUIRE_THROWS_WITH(arange(nan, 1, 1), "arange: unsupported range: nan -> 1");
   REQUIRE_THROWS_WITH(arange(0, 1, nan), "arange: step must be nonzero (got nan)");  // torch: "step must be nonzero"
   CHECK(arange(0, 1, inf).numel() == 0);                                            // torch: tensor([])
+  CHECK(arange(0, 1, inf).dtype() == kFloat32);  // inf is no integer (torch: a float step gives float32)
+  REQUIRE_THROWS_WITH(arange(0.0, 4.611686018427388e18), Contains("arange: invalid size, possible overflow?") &&
+                                                          Contains("elements of 8 bytes are more than 2^63 bytes"));
+  // int64 values are exact beyond 2^53 (torch.arange(2**53, 2**53 + 4) = 2^53, 2^53 + 1, ...)
+  const double p53 = 9007199254740992.0, p60 = 1152921504606846976.0;
+  CHECK(arange(p53, p53 + 4).tolist<int64_t>() ==
+        std::vector<int64_t>{int64_t{1} << 53, (int64_t{1} << 53) + 1, (int64_t{1} << 53) + 2, (int64_t{1} << 53) + 3});
+  CHECK(arange(p60, p60 + 256, 64).tolist<int64_t>() ==
+        std::vector<int64_t>{int64_t{1} << 60, (int64_t{1} << 60) + 64, (int64_t{1} << 60) + 128, (int64_t{1} << 60) + 192});
+  CHECK(arange(-9223372036854775808.0, 9223372036854775807.0, 4611686018427387904.0).tolist<int64_t>() ==
+        std::vector<int64_t>{INT64_MIN, -(int64_t{1} << 62), 0, int64_t{1} << 62});
   REQUIRE_THROWS_WITH(rand({2}, kInt64), Contains("rand: expected a floating point dtype"));
   REQUIRE_THROWS_WITH(randn({2}, kInt64), Contains("randn: expected a floating point dtype"));
   REQUIRE_THROWS_WITH(randint(3, 3, {2}), Contains("expected low < high"));

@@ -83,6 +83,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -160,15 +161,14 @@ inline std::string read_whole_file(const std::string& path) {
 /// name (last path component) is `base`, written by a process of this host:
 /// ".<base>.tt_tmp.<host>." (then "<pid>.<n>"). `base` is cut so that the whole name fits in
 /// NAME_MAX (255) bytes with a 20-digit pid and counter; two targets whose names agree in their
-/// first ~180 bytes therefore share a prefix, which is harmless: only files whose writer is gone
+/// first ~140 bytes therefore share a prefix, which is harmless: only files whose writer is gone
 /// are ever removed.
 inline std::string temp_file_prefix(const std::string& base) {
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') std::strcpy(host, "localhost");
-  std::string h(host);
+  std::string h(host);  // at most 64 bytes (HOST_NAME_MAX); never a '/'
   for (char& c : h)
-    if (c == '/' || c == '.') c = '_';  // a dot would make the pid ambiguous; '/' cannot be in a name
-  if (h.size() > 40) h.resize(40);
+    if (c == '/') c = '_';
   const size_t room = 255 - (1 + 8 + h.size() + 1 + 20 + 1 + 20);  // ".", ".tt_tmp.", host, ".", pid, ".", n
   return "." + base.substr(0, std::min(base.size(), room)) + ".tt_tmp." + h + ".";
 }
@@ -176,10 +176,14 @@ inline std::string temp_file_prefix(const std::string& base) {
 /// Removes the temporary files that an earlier save of the same target left behind when its
 /// process died (kill -9, a crash, a power cut after the rename was not reached): in `dir`, the
 /// files named `prefix` + "<pid>.<n>" whose pid is not a running process (kill(pid, 0) fails
-/// with ESRCH). Files of this process (another thread may be saving now), of a running process
-/// (it may be saving now; EPERM: it exists) and of other hosts (their pid means nothing here: a
-/// directory shared over NFS) are kept. Errors are ignored: the save itself does not depend on it.
-/// A pid reused by an unrelated process keeps its file until that process ends.
+/// with ESRCH) and which nobody holds locked: a writer holds flock(LOCK_EX) on its temporary file
+/// until the rename, and the kernel drops the lock when the process dies. Files of this process
+/// (another thread may be saving now), of a running process (EPERM: it exists) and of other
+/// hosts (their pid means nothing here: a directory shared over NFS) are kept; the lock also
+/// keeps the file of a live writer in another PID namespace with the same host name (a
+/// container sharing the directory) whose pid happens to be free here. Errors are ignored: the
+/// save itself does not depend on it. A pid reused by an unrelated process keeps its file until
+/// that process ends.
 inline void remove_stale_temp_files(const std::string& dir, const std::string& prefix) {
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return;
@@ -190,15 +194,23 @@ inline void remove_stale_temp_files(const std::string& dir, const std::string& p
     if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
     const std::string rest = name.substr(prefix.size());  // "<pid>.<n>"
     const size_t dot = rest.find('.');
-    if (dot == 0 || dot == std::string::npos || dot + 1 == rest.size() || dot > 18 ||
+    if (dot == 0 || dot == std::string::npos || dot + 1 == rest.size() || dot > 10 ||
         rest.find_first_not_of("0123456789.") != std::string::npos || rest.find('.', dot + 1) != std::string::npos)
       continue;
-    const long pid = std::strtol(rest.substr(0, dot).c_str(), nullptr, 10);
-    if (pid <= 0 || pid == self) continue;
+    const long long pid = std::strtoll(rest.substr(0, dot).c_str(), nullptr, 10);
+    if (pid <= 0 || pid > 2147483647LL || pid == self) continue;  // pid_t is 32-bit
     if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) stale.push_back(name);
   }
   ::closedir(d);
-  for (const std::string& name : stale) ::unlink((dir + "/" + name).c_str());
+  for (const std::string& name : stale) {
+    const std::string path = dir + "/" + name;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) continue;
+    struct stat st {};
+    const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    if (regular && ::flock(fd, LOCK_EX | LOCK_NB) == 0) ::unlink(path.c_str());  // nobody writes it
+    ::close(fd);  // (drops our lock)
+  }
 }
 
 /// Writes `data` to `path` atomically: a uniquely named temporary file in the same directory
@@ -219,7 +231,8 @@ inline void write_file_atomically(const std::string& path_in, const std::string&
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
     char* target = ::realpath(path.c_str(), nullptr);
-    TT_CHECK(target != nullptr, op, ": '", path_in, "' is a symbolic link to a file that does not exist");
+    TT_CHECK(target != nullptr, op, ": '", path_in, "' is a symbolic link that does not resolve to a file (",
+             std::strerror(errno), "); save replaces the file a link points to, so the target must exist");
     path = target;
     std::free(target);
   }
@@ -235,6 +248,10 @@ inline void write_file_atomically(const std::string& path_in, const std::string&
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);  // umask applies
   TT_CHECK(fd >= 0, op, ": cannot create a temporary file in '", dir, "' to write '", path_in,
            "': ", std::strerror(errno));
+  // Held until the rename (the kernel drops it if this process dies): remove_stale_temp_files of
+  // another process never removes a file that is being written. (Best effort: a file system
+  // without locks still works.)
+  (void)::flock(fd, LOCK_EX | LOCK_NB);
   auto fail = [&](const char* what) {
     const std::string why = std::strerror(errno);
     ::close(fd);
@@ -857,7 +874,9 @@ inline void verify_digests(const std::string& path, const SafetensorsHeader& h, 
     const std::string actual = tensor_digest(e.dtype, e.shape, buf.data() + h.data_start + e.begin,
                                              static_cast<size_t>(e.end - e.begin));
     TT_CHECK(stored == actual, "load: '", path, "' is corrupt: tensor ", json_quote(e.name),
-             " does not match its CRC-32 digest (stored ", stored, ", computed ", actual, ")", skip);
+             " does not match its CRC-32 digest (stored ", stored, ", computed ", actual,
+             "): its bytes, shape or dtype changed since tinytorch::save wrote it (a damaged file, or one that "
+             "another tool rewrote keeping the old metadata)", skip);
   }
 }
 
@@ -926,6 +945,11 @@ inline std::string safetensors_bytes(const std::vector<std::pair<std::string, Te
   }
   json += "}";
   json.append((8 - json.size() % 8) % 8, ' ');  // the data starts 8-byte aligned
+  TT_CHECK(json.size() <= 100000000, "save: the safetensors header would be ", json.size(),
+           " bytes, over the format's limit of 100000000 (the reference reader's MAX_HEADER_SIZE), so no reader "
+           "could load the file: ", sd.size(), " tensors", digests ? " with their CRC-32 digests" : "",
+           ", names and metadata are too long (SaveOptions{false} leaves out the digests, about 40 bytes and the "
+           "name again per tensor)");
   const uint64_t n = json.size();
   std::string buf(reinterpret_cast<const char*>(&n), 8);
   buf.reserve(8 + json.size() + static_cast<size_t>(offset));

@@ -480,7 +480,7 @@ TEST_CASE("a second backward through one forward, and a forward without backward
     ddp.finalize();
   }
   SECTION("a grad-mode forward with no backward: the next forward throws at once; NoGradGuard is the way") {
-    Tensor unused = ddp.forward(x);
+    { Tensor dropped = ddp.forward(x); }  // no backward, and the output is gone
     CHECK_THROWS_WITH(ddp.forward(x),
                       Catch::StartsWith("DistributedDataParallel: Expected to have finished reduction in the prior "
                                         "iteration before starting a new one. Rank " +
@@ -499,6 +499,35 @@ TEST_CASE("a second backward through one forward, and a forward without backward
     }
     loss_fn(ddp.forward(x), y).backward();  // no error: the previous training forward had its backward
   }
+  SECTION("two forwards, then one backward through both (a siamese network): legal, as in PyTorch") {
+    model->zero_grad();
+    Tensor o1 = ddp.forward(x), o2 = ddp.forward(x * 2.0);
+    loss_fn(o1 + o2, y).backward();
+    // The gradient of fc_a.weight is the same on every rank (same inputs): its local value.
+    const auto local = model->fc_a->weight.grad().tolist<double>();
+    std::vector<double> sum = local;
+    dist::all_reduce(sum.data(), static_cast<int64_t>(sum.size()), dist::ReduceOp::SUM);
+    for (size_t i = 0; i < sum.size(); ++i) CHECK(sum[i] == Approx(local[i] * dist::get_world_size()));
+    loss_fn(ddp.forward(x), y).backward();  // the next iteration starts cleanly
+  }
+}
+
+TEST_CASE("a backward that reaches DDP's output but no parameter is not a skipped backward",
+          "[ch06][distributed][ddp]") {
+  ensure_group();
+  // The output does not depend on the parameters (find_unused_parameters marks them all unused).
+  struct Doubler : nn::Module {
+    Doubler() { fc = register_module("fc", std::make_shared<nn::Linear>(2, 2)); }
+    Tensor forward(const Tensor& x) override { return x * 2.0; }
+    std::shared_ptr<nn::Linear> fc;
+  };
+  dist::DDPOptions o;
+  o.find_unused_parameters = true;
+  dist::DistributedDataParallel ddp(std::make_shared<Doubler>(), o);
+  Tensor xi = tinytorch::ones({1, 2}, tinytorch::TensorOptions().requires_grad(true));
+  ddp.forward(xi).sum().backward();
+  CHECK(xi.grad().tolist<double>() == std::vector<double>{2, 2});
+  CHECK_NOTHROW(ddp.forward(xi));
 }
 
 TEST_CASE("bucket all-reduces overlap with backward and are traced", "[ch06][distributed][ddp]") {

@@ -259,19 +259,25 @@ class DistributedDataParallel : public nn::Module {
   /// at fault):
   ///  * "Expected to have finished reduction in the prior iteration" when the previous backward
   ///    left a parameter without gradient (and find_unused_parameters is off), as PyTorch; and,
-  ///    unlike PyTorch, when the previous grad-mode forward outside no_sync had no backward at
-  ///    all. PyTorch 1.13 accepts that; but a rank that skips the backward its peers run then has
-  ///    its next backward averaged with their previous one, and every rank waits at the end until
-  ///    the timeout (checked with gloo on 2 ranks). Here that rank fails at once, and its abort
-  ///    ends the job in seconds. So a forward that is not followed by backward (evaluation, a
-  ///    loss printed twice) must run under NoGradGuard, as PyTorch recommends anyway.
+  ///    unlike PyTorch, when the previous grad-mode forward outside no_sync was skipped: no
+  ///    backward reached its output and the output is gone (nothing can backpropagate through
+  ///    it any more). PyTorch 1.13 accepts that; but a rank that skips the backward its peers
+  ///    run then has its next backward averaged with their previous one, and every rank waits at
+  ///    the end until the timeout (checked with gloo on 2 ranks: tests/interop/
+  ///    ddp_torch_probe.py). Here that rank fails at once, and its abort ends the job in seconds.
+  ///    So a forward that is not followed by backward (evaluation, a loss printed twice) must
+  ///    run under NoGradGuard, as PyTorch recommends anyway. Forwards whose outputs are still
+  ///    alive are not refused: two forwards and one backward through both (a siamese network,
+  ///    ddp(ddp(x))) work as in PyTorch. (A skipped rank that keeps the dropped iteration's loss
+  ///    in a variable until after the next forward is not seen here; DETAIL still catches it.)
   ///  * Through the output's backward: "Expected to mark a variable ready only once" when a
   ///    second backward reaches the output of a forward whose reduction finished
   ///    (retain_graph=true, or two losses of one forward). PyTorch 1.13 raises it only when the
   ///    first backward's reduction was unfinished, and otherwise lets .grad become the average
   ///    plus the local gradient. Several backwards through one forward are legal inside
   ///    no_sync() (local accumulation; the next synced backward reduces the sum); tinytorch has
-  ///    no static_graph mode, PyTorch's other exception.
+  ///    no static_graph mode, PyTorch's other exception. Not checked when the module's output
+  ///    is one of its parameters itself (a hook on it would stay for every later forward).
   Tensor forward(const Tensor& x) override {
     auto& reducer = *reducer_;
     if (GradMode::is_enabled()) {

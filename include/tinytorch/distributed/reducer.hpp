@@ -234,6 +234,8 @@ struct Reducer {
   bool expect_backward = false;     ///< armed by a forward whose output requires grad
   uint64_t generation = 0;          ///< synced forwards so far (the output hook's "which one")
   uint64_t finalized = 0;           ///< the last generation whose reduction finished
+  uint64_t reached = 0;             ///< the last generation whose output a backward reached
+  std::weak_ptr<autograd::Node> armed_output;  ///< the armed forward's output's grad_fn
   std::vector<char> ready;          ///< param marked ready in this backward
   std::vector<size_t> unused;       ///< find_unused: params unreachable from the output
   std::vector<int64_t> local_used;  ///< find_unused: used in a backward since the last sync
@@ -364,13 +366,20 @@ struct Reducer {
   /// mark a variable ready only once" (PyTorch itself only raises it when the first backward
   /// left the reduction unfinished; after a finished one it ignores the hooks and .grad silently
   /// becomes the average plus this rank's local gradient).
+  /// (A module whose output is one of its own parameters gets no such hook: a hook on a
+  /// parameter would stay on it for every later forward.)
   void prepare_for_backward(const Tensor& output, const std::weak_ptr<Reducer>& self) {
     expect_hooks = true;
-    expect_backward = output.defined() && output.requires_grad();
     const uint64_t gen = ++generation;
-    if (expect_backward && output.grad_fn()) {
+    expect_backward = output.defined() && output.requires_grad() && output.grad_fn();
+    armed_output.reset();
+    if (expect_backward) {
+      armed_output = output.grad_fn();
       output.register_hook([self, gen](const Tensor&) {
-        if (auto r = self.lock(); r && gen <= r->finalized) r->throw_second_backward();
+        auto r = self.lock();
+        if (!r) return Tensor();
+        if (gen <= r->finalized) r->throw_second_backward();
+        r->reached = std::max(r->reached, gen);
         return Tensor();
       });
     }
@@ -611,16 +620,20 @@ struct Reducer {
 
   /// Called at the start of every grad-enabled forward: PyTorch's
   /// ensure_prior_reduction_finished. Throws when the previous backward left a parameter
-  /// without gradient. Returns true when the previous synced forward's output required grad
-  /// but no backward reached a parameter at all (the caller throws skipped_backward_error(), after
-  /// the DETAIL check); PyTorch allows that.
+  /// without gradient. Returns true when the previous synced forward was skipped: its output
+  /// required grad, no backward reached it, and it is gone (its graph freed: no backward can
+  /// reach it any more); the caller throws throw_skipped_backward(), after the DETAIL check.
+  /// PyTorch allows that. An output still alive may yet be part of a backward: two forwards,
+  /// then one backward through both (a siamese network, ddp(ddp(x))), is legal, as in PyTorch.
   bool ensure_prior_reduction_finished() {
     if (!(expect_hooks && require_finalize)) {
-      const bool skipped = expect_hooks && expect_backward;
+      const bool skipped = expect_hooks && expect_backward && reached < generation && armed_output.expired();
       expect_hooks = false;
       expect_backward = false;
+      armed_output.reset();
       return skipped;
     }
+    armed_output.reset();
     expect_hooks = false;
     require_finalize = false;
     expect_backward = false;
@@ -650,12 +663,13 @@ struct Reducer {
   [[noreturn]] void throw_skipped_backward() const {
     detail::throw_error(::tinytorch::detail::str_cat(
         "DistributedDataParallel: Expected to have finished reduction in the prior iteration before starting a "
-        "new one. Rank ", rank, " ran no backward after its previous forward (grad mode on, outside no_sync), so "
-        "none of that iteration's gradients were reduced here, while the other ranks' backward waits for this "
-        "rank's all-reduce; this rank's next backward would be averaged with their previous one. Call backward "
-        "on a loss of every training forward's output, and run forwards that are not trained (evaluation, a "
-        "loss printed twice) under NoGradGuard. (PyTorch 1.13 does not check this: there the ranks average "
-        "gradients of different iterations and then wait until the timeout.)"));
+        "new one. Rank ", rank, " ran no backward after its previous forward (grad mode on, outside no_sync) "
+        "and dropped its output, so none of that iteration's gradients were reduced here, while the other "
+        "ranks' backward waits for this rank's all-reduce; this rank's next backward would be averaged with "
+        "their previous one. Call backward on a loss of every training forward's output, and run forwards "
+        "that are not trained (evaluation, a loss printed twice) under NoGradGuard. (PyTorch 1.13 does not "
+        "check this: there the ranks average gradients of different iterations and then wait until the "
+        "timeout.)"));
   }
 };
 

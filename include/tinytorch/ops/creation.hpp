@@ -11,7 +11,9 @@
 // arange and randperm have no device argument yet: use .to(device).
 #pragma once
 
+#include <charconv>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "dispatch.hpp"
@@ -78,21 +80,48 @@ inline Tensor tensor(const std::vector<double>& values, TensorOptions o) {
 }
 inline Tensor scalar_tensor(Scalar value, TensorOptions o) { return full({}, value, o); }
 
+namespace detail {
+/// The shortest decimal text that reads back as `v` (std::to_chars): 1e+30, 0.1, 9007199254740993
+/// is 9007199254740992, inf, nan. Messages name the numbers exactly, not to 6 digits.
+inline std::string shortest(double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+}  // namespace detail
+
 inline Tensor arange(double start, double end, double step, std::optional<DType> dtype) {
   // PyTorch's checks, in its order (aten/src/ATen/native/RangeFactories.cpp), with the numbers.
-  TT_CHECK(std::isfinite(start) && std::isfinite(end), "arange: unsupported range: ", start, " -> ", end);
-  TT_CHECK(step > 0 || step < 0, "arange: step must be nonzero (got ", step, ")");  // NaN too, as PyTorch
+  using detail::shortest;
+  const std::string args = "start=" + shortest(start) + ", end=" + shortest(end) + ", step=" + shortest(step);
+  TT_CHECK(std::isfinite(start) && std::isfinite(end), "arange: unsupported range: ", shortest(start), " -> ",
+           shortest(end));
+  TT_CHECK(step > 0 || step < 0, "arange: step must be nonzero (got ", shortest(step), ")");  // NaN too, as PyTorch
   TT_CHECK((step > 0 && end >= start) || (step < 0 && end <= start), "arange: upper bound and larger bound "
-           "inconsistent with step sign (start=", start, ", end=", end, ", step=", step, ")");
-  auto integral = [](double v) { return v == std::floor(v); };
+           "inconsistent with step sign (", args, ")");
+  // int64 when every argument is an integral number (torch.arange(5) is int64, arange(0, 5, inf)
+  // float32: inf is no integer).
+  auto integral = [](double v) { return std::isfinite(v) && v == std::floor(v); };
   DType dt = dtype ? *dtype : (integral(start) && integral(end) && integral(step) ? kInt64 : kFloat32);
   // The element count ceil((end - start) / step) as a double first: beyond int64 (2^63) the
   // conversion would be undefined (it gave INT64_MIN, "negative dimension").
   const double count = std::ceil((end - start) / step);
-  TT_CHECK(count >= 0 && count < 9223372036854775808.0, "arange: invalid size, possible overflow? (start=", start,
-           ", end=", end, ", step=", step, ": ceil((end - start) / step) = ", count,
-           " elements, more than int64 can count)");
+  TT_CHECK(count >= 0 && count < 9223372036854775808.0, "arange: invalid size, possible overflow? (", args,
+           ": ceil((end - start) / step) = ", shortest(count), " elements, more than int64 can count)");
   const int64_t n = static_cast<int64_t>(count);
+  const double bytes = count * static_cast<double>(element_size(dt));
+  TT_CHECK(bytes < 9223372036854775808.0, "arange: invalid size, possible overflow? (", args, ": ", n,
+           " elements of ", element_size(dt), " bytes are more than 2^63 bytes)");
+  // int64 values from integral start and step are computed in int64, exactly (in double,
+  // 2^53 + 1 would round: arange(2^53, 2^53 + 4) gave 2^53 twice).
+  auto fits = [&](double v) { return integral(v) && v >= -9223372036854775808.0 && v < 9223372036854775808.0; };
+  if (dt == kInt64 && fits(start) && fits(step)) {
+    const int64_t s0 = static_cast<int64_t>(start), st = static_cast<int64_t>(step);
+    // s0 + i * st lies in [start, end), inside int64; modulo 2^64 the partial products may not
+    return detail::fill_with({n}, dt, "arange", [&](int64_t i) {
+      return static_cast<int64_t>(static_cast<uint64_t>(s0) + static_cast<uint64_t>(i) * static_cast<uint64_t>(st));
+    });
+  }
   return detail::fill_with({n}, dt, "arange", [&](int64_t i) { return start + step * static_cast<double>(i); });
 }
 inline Tensor arange(int64_t end, std::optional<DType> dtype) {
