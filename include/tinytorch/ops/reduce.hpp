@@ -74,6 +74,32 @@ inline std::vector<int64_t> reduction_dims(const std::vector<int64_t>& dims, int
   return out;
 }
 
+/// x with the dims `red` (ascending) moved last, as a contiguous (rows, cols) matrix in row-major
+/// order (rows: the kept dims' elements, cols: the reduced ones'), and the result's shape: what a
+/// reduction over several dims at once needs (sum_dims, amax_amin).
+struct ReducedLast {
+  Tensor x;  // the permuted contiguous copy (kept..., reduced...)
+  Shape out_shape;
+  int64_t rows = 1, cols = 1;
+};
+inline ReducedLast reduced_last(const Tensor& x, const std::vector<int64_t>& red, bool keepdim) {
+  ReducedLast r;
+  std::vector<int64_t> perm;  // kept dims first, then the reduced ones
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    const bool reduced = std::find(red.begin(), red.end(), d) != red.end();
+    if (!reduced) {
+      perm.push_back(d);
+      r.rows *= x.sizes()[d];
+    } else {
+      r.cols *= x.sizes()[d];
+    }
+    if (!reduced || keepdim) r.out_shape.push_back(reduced ? 1 : x.sizes()[d]);
+  }
+  perm.insert(perm.end(), red.begin(), red.end());
+  r.x = contiguous(permute(x, perm));
+  return r;
+}
+
 /// Sum (or mean) over every dim in `dims` at once (torch.sum(x, dim=(0, 2)), keepdim keeps them
 /// as size 1); an empty list means every dim, as PyTorch. (A, B, C) over {0, 2} -> (B). One dim
 /// is sum_dim itself; several are summed in one pass per output element, like amax_amin: the
@@ -87,27 +113,13 @@ inline Tensor sum_dims(const Tensor& x, const std::vector<int64_t>& dims, bool k
   const std::vector<int64_t> red = reduction_dims(dims, x.dim(), op);
   if (red.size() == 1 && x.dim() > 0) return sum_dim(x, red[0], keepdim, mean);
   if (x.dim() == 0) return clone(x);
-  std::vector<int64_t> perm;  // kept dims first, then the reduced ones
-  Shape out_shape;
-  int64_t rows = 1, cols = 1;
-  for (int64_t d = 0; d < x.dim(); ++d) {
-    const bool reduced = std::find(red.begin(), red.end(), d) != red.end();
-    if (!reduced) {
-      perm.push_back(d);
-      rows *= x.sizes()[d];
-    } else {
-      cols *= x.sizes()[d];
-    }
-    if (!reduced || keepdim) out_shape.push_back(reduced ? 1 : x.sizes()[d]);
-  }
-  perm.insert(perm.end(), red.begin(), red.end());
-  const Tensor xp = contiguous(permute(x, perm));  // (rows, cols) in row-major order
-  Tensor out = make_tensor(out_shape, x.dtype(), x.device());
-  if (rows == 0) return out;
+  const ReducedLast r = reduced_last(x, red, keepdim);
+  Tensor out = make_tensor(r.out_shape, x.dtype(), x.device());
+  if (r.rows == 0) return out;
   dispatch(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const double scale = mean ? 1.0 / static_cast<double>(cols) : 1.0;
-    backend::dispatch::sum_dim_kernel(x.device(), xp.data_ptr<T>(), out.data_ptr<T>(), rows, cols, 1, scale);
+    const double scale = mean ? 1.0 / static_cast<double>(r.cols) : 1.0;
+    backend::dispatch::sum_dim_kernel(x.device(), r.x.data_ptr<T>(), out.data_ptr<T>(), r.rows, r.cols, 1, scale);
   });
   return out;
 }

@@ -42,27 +42,14 @@ inline Tensor amax_amin(const Tensor& x, const std::vector<int64_t>& dims, bool 
   for (int64_t d : red)
     TT_CHECK(x.sizes()[d] > 0, op, "(): Expected reduction dim ", d, " to have non-zero size (input shape ",
              shape_str(x.sizes()), ")");
-  std::vector<int64_t> perm;  // kept dims first, then the reduced ones
-  Shape out_shape;
-  int64_t rows = 1, cols = 1;
-  for (int64_t d = 0; d < x.dim(); ++d) {
-    const bool reduced = std::find(red.begin(), red.end(), d) != red.end();
-    if (!reduced) {
-      perm.push_back(d);
-      rows *= x.sizes()[d];
-    } else {
-      cols *= x.sizes()[d];
-    }
-    if (!reduced || keepdim) out_shape.push_back(reduced ? 1 : x.sizes()[d]);
-  }
-  perm.insert(perm.end(), red.begin(), red.end());
-  const Tensor xp = contiguous(permute(x, perm));  // (rows, cols) in row-major order
-  Tensor out = make_tensor(out_shape, x.dtype(), x.device());
-  if (rows == 0) return out;
+  const ReducedLast r = reduced_last(x, red, keepdim);  // (rows, cols), reduced dims last
+  Tensor out = make_tensor(r.out_shape, x.dtype(), x.device());
+  if (r.rows == 0) return out;
   dispatch(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (is_max) backend::dispatch::max_dim_kernel(x.device(), xp.data_ptr<T>(), out.data_ptr<T>(), nullptr, rows, cols, 1);
-    else backend::dispatch::min_dim_kernel(x.device(), xp.data_ptr<T>(), out.data_ptr<T>(), nullptr, rows, cols, 1);
+    const T* xp = r.x.data_ptr<T>();
+    if (is_max) backend::dispatch::max_dim_kernel(x.device(), xp, out.data_ptr<T>(), nullptr, r.rows, r.cols, 1);
+    else backend::dispatch::min_dim_kernel(x.device(), xp, out.data_ptr<T>(), nullptr, r.rows, r.cols, 1);
   });
   return out;
 }
