@@ -632,10 +632,10 @@ TEST_CASE("dims out of range, repeated dims and empty reductions throw as PyTorc
                       Contains("mean(): could not infer output dtype. Input dtype must be either a floating point or "
                                "complex dtype. Got: torch.int64"));
   CHECK(zeros({0, 3}).sum({0, 1}).item() == 0.0);
-  CHECK(zeros({0, 3}).sum({0}).tolist<double>() == std::vector<double>{0, 0, 0});
+  CHECK(zeros({0, 3}).sum(std::vector<int64_t>{0}).tolist<double>() == std::vector<double>{0, 0, 0});
   CHECK(std::isnan(zeros({0, 3}).mean({0, 1}).item()));
   CHECK(zeros({2, 0}).sum({0, 1}, true).sizes() == Shape{1, 1});
-  CHECK(scalar_tensor(2.5).sum({0}).item() == 2.5);  // a 0-d tensor takes dim 0 / -1
+  CHECK(scalar_tensor(2.5).sum(std::vector<int64_t>{0}).item() == 2.5);  // a 0-d tensor takes dim 0 / -1
   CHECK(scalar_tensor(2.5).mean(std::vector<int64_t>{}).item() == 2.5);
 }
 

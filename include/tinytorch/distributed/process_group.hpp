@@ -122,16 +122,13 @@ inline constexpr std::chrono::milliseconds kDefaultTimeout{30 * 60 * 1000};
 /// The smallest timeout a group accepts: 1 second (PyTorch has no minimum). The timeout bounds
 /// how long a rank waits for the slowest one at a collective, and correct ranks drift apart by
 /// milliseconds at every step (one rank prints, loads a batch, is descheduled on a busy machine);
-/// below a second that drift aborts correct programs, which is not what a timeout is for. It
-/// must also exceed the longest wait a correct program has on purpose (rank 0 writing a
-/// checkpoint while the others wait at a barrier).
+/// below a second that drift aborts correct programs, which is not what a timeout is for. The
+/// shutdown too: destroy_process_group's MPI_Finalize (about 0.1 s here) is watched with the
+/// group's timeout, and 0.001 s aborted every correct job there. The timeout must also exceed the
+/// longest wait a correct program has on purpose (rank 0 writing a checkpoint while the others
+/// wait at a barrier).
 inline constexpr std::chrono::milliseconds kMinTimeout{1000};
 
-/// How long destroy_process_group lets MPI_Finalize take before the watchdog reports it: 5
-/// minutes, whatever the group's timeout. MPI_Finalize runs after the destroy barrier, so every
-/// rank has arrived, but it takes its own time (~0.1 s here): under a short timeout a correct
-/// program must not be aborted in its shutdown.
-inline constexpr std::chrono::milliseconds kFinalizeTimeout{5 * 60 * 1000};
 
 namespace detail {
 
@@ -867,8 +864,9 @@ inline void init_process_group(Backend backend = Backend::MPI, std::chrono::mill
 /// first waits at a barrier (watched: a rank that finished early, e.g. after fewer steps than
 /// the others, times out here with a report instead of hanging in MPI_Finalize), then frees the
 /// NCCL communicator, the MPI communicators and the terminate handler, stops the watchdog, and
-/// calls MPI_Finalize if init_process_group started MPI (watched with kFinalizeTimeout, 5
-/// minutes, not the group's timeout: a short timeout must not abort a correct shutdown). Does nothing if the group is not
+/// calls MPI_Finalize if init_process_group started MPI (watched too: a rank whose peer is
+/// still in a collective, e.g. after one step fewer, waits there; kMinTimeout leaves a correct
+/// MPI_Finalize time enough). Does nothing if the group is not
 /// initialised. Throws tinytorch::Error if an MPI call fails.
 inline void destroy_process_group() {
   auto& g = detail::group();
@@ -901,9 +899,7 @@ inline void destroy_process_group() {
   }
   if (g.local_comm != MPI_COMM_NULL) detail::mpi_check(MPI_Comm_free(&g.local_comm), "MPI_Comm_free", op);
   if (g.mpi_started_by_us) {
-    // Watched, but not with the group's timeout: every rank passed the barrier above (kFinalizeTimeout).
-    detail::WatchScope watch([] { return std::string("MPI_Finalize in destroy_process_group"); },
-                             std::max(timeout, kFinalizeTimeout));
+    detail::WatchScope watch([] { return std::string("MPI_Finalize in destroy_process_group"); }, timeout);
     detail::mpi_check(MPI_Finalize(), "MPI_Finalize", op);
   }
   detail::watchdog().stop();
