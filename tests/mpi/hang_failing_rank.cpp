@@ -9,8 +9,8 @@
 //   stopped        rank 1 stops itself (SIGSTOP) before an all_reduce: rank 0's watchdog reports
 //                  the all_reduce and its sequence number after the timeout and aborts the job.
 //   unequal_steps  rank 0 runs 5 all_reduces, rank 1 runs 4 and leaves (destroy_process_group):
-//                  rank 0's watchdog names the all_reduce, rank 1's where it waits in
-//                  destroy_process_group (its barrier, or MPI_Finalize).
+//                  rank 0's watchdog names the all_reduce and ends the job; rank 1 waits in
+//                  destroy_process_group (its barrier, or MPI_Finalize, watched with 60 s).
 //   order          rank 0 calls all_reduce then broadcast, rank 1 the other order.
 //   dtype          all_reduce of float64 on rank 0 and of int64 on rank 1.
 //   op             all_reduce with SUM on rank 0 and MAX on rank 1.

@@ -123,11 +123,17 @@ inline constexpr std::chrono::milliseconds kDefaultTimeout{30 * 60 * 1000};
 /// how long a rank waits for the slowest one at a collective, and correct ranks drift apart by
 /// milliseconds at every step (one rank prints, loads a batch, is descheduled on a busy machine);
 /// below a second that drift aborts correct programs, which is not what a timeout is for. The
-/// shutdown too: destroy_process_group's MPI_Finalize (about 0.1 s here) is watched with the
-/// group's timeout, and 0.001 s aborted every correct job there. The timeout must also exceed the
-/// longest wait a correct program has on purpose (rank 0 writing a checkpoint while the others
-/// wait at a barrier).
+/// timeout must also exceed the longest wait a correct program has on purpose (rank 0 writing a
+/// checkpoint while the others wait at a barrier).
 inline constexpr std::chrono::milliseconds kMinTimeout{1000};
+
+/// How long destroy_process_group lets MPI_Finalize take before the watchdog reports it: 60 s, or
+/// the group's timeout if that is longer. MPI_Finalize takes its own time (about 0.1 s here, over
+/// 1 s on a loaded machine), so under a short timeout it aborted correct jobs at their very end
+/// (0.001 s: every one). A rank waits there too when a peer is still in a collective (one step
+/// fewer, and the destroy barrier matched the peer's arrival barrier); that peer's own watchdog
+/// then ends the job after the timeout.
+inline constexpr std::chrono::milliseconds kFinalizeTimeout{60 * 1000};
 
 
 namespace detail {
@@ -864,9 +870,8 @@ inline void init_process_group(Backend backend = Backend::MPI, std::chrono::mill
 /// first waits at a barrier (watched: a rank that finished early, e.g. after fewer steps than
 /// the others, times out here with a report instead of hanging in MPI_Finalize), then frees the
 /// NCCL communicator, the MPI communicators and the terminate handler, stops the watchdog, and
-/// calls MPI_Finalize if init_process_group started MPI (watched too: a rank whose peer is
-/// still in a collective, e.g. after one step fewer, waits there; kMinTimeout leaves a correct
-/// MPI_Finalize time enough). Does nothing if the group is not
+/// calls MPI_Finalize if init_process_group started MPI (watched with kFinalizeTimeout, 60 s or
+/// the timeout if longer: a short timeout must not abort a correct shutdown). Does nothing if the group is not
 /// initialised. Throws tinytorch::Error if an MPI call fails.
 inline void destroy_process_group() {
   auto& g = detail::group();
@@ -899,7 +904,8 @@ inline void destroy_process_group() {
   }
   if (g.local_comm != MPI_COMM_NULL) detail::mpi_check(MPI_Comm_free(&g.local_comm), "MPI_Comm_free", op);
   if (g.mpi_started_by_us) {
-    detail::WatchScope watch([] { return std::string("MPI_Finalize in destroy_process_group"); }, timeout);
+    detail::WatchScope watch([] { return std::string("MPI_Finalize in destroy_process_group"); },
+                             std::max(timeout, kFinalizeTimeout));
     detail::mpi_check(MPI_Finalize(), "MPI_Finalize", op);
   }
   detail::watchdog().stop();
