@@ -116,9 +116,10 @@ TT_NAMESPACE_BEGIN
 namespace detail {
 
 
-/// zlib's CRC-32 of `n` bytes at `p` (fed in chunks: zlib's length argument is 32-bit).
-inline uint32_t crc32_of(const char* p, size_t n) {
-  uLong crc = ::crc32(0L, Z_NULL, 0);
+/// zlib's CRC-32 of `n` bytes at `p` (fed in chunks: zlib's length argument is 32-bit),
+/// continuing from `crc` (the CRC of the bytes before; 0 for none, as zlib's crc32(0, Z_NULL, 0)).
+inline uint32_t crc32_of(const char* p, size_t n, uint32_t crc0 = 0) {
+  uLong crc = crc0;
   while (n > 0) {
     const uInt chunk = static_cast<uInt>(std::min<size_t>(n, size_t{1} << 30));
     crc = ::crc32(crc, reinterpret_cast<const Bytef*>(p), chunk);
@@ -834,16 +835,9 @@ inline std::string tensor_digest(const std::string& dtype, const std::vector<uin
   std::string text = dtype + "[";
   for (size_t d = 0; d < shape.size(); ++d) text += (d ? "," : "") + std::to_string(shape[d]);
   text += "]";
-  uLong crc = ::crc32(0L, Z_NULL, 0);
-  crc = ::crc32(crc, reinterpret_cast<const Bytef*>(text.data()), static_cast<uInt>(text.size()));
-  while (bytes > 0) {
-    const uInt chunk = static_cast<uInt>(std::min<size_t>(bytes, size_t{1} << 30));
-    crc = ::crc32(crc, reinterpret_cast<const Bytef*>(data), chunk);
-    data += chunk;
-    bytes -= chunk;
-  }
+  const uint32_t crc = crc32_of(data, bytes, crc32_of(text.data(), text.size()));
   char hex[9];
-  std::snprintf(hex, sizeof hex, "%08lx", static_cast<unsigned long>(crc & 0xffffffffUL));
+  std::snprintf(hex, sizeof hex, "%08lx", static_cast<unsigned long>(crc));
   return hex;
 }
 
