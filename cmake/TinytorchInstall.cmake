@@ -18,7 +18,7 @@ set(TINYTORCH_INSTALL_CMAKEDIR "${CMAKE_INSTALL_DATADIR}/cmake/tinytorch"
 
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/"
         DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}"
-        FILES_MATCHING PATTERN "*.hpp" PATTERN "*.cuh" PATTERN "*.h")
+        FILES_MATCHING PATTERN "*.hpp" PATTERN "*.ipp" PATTERN "*.cuh" PATTERN "*.h")
 
 install(TARGETS tinytorch EXPORT tinytorchTargets)
 install(EXPORT tinytorchTargets

@@ -34,7 +34,7 @@ import sys
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 INCLUDE = os.path.join(ROOT, "include", "tinytorch")
 DEFAULT_DIRS = ["include", "tests", "examples", "bench"]
-EXTENSIONS = (".hpp", ".h", ".cuh", ".cpp", ".cu")
+EXTENSIONS = (".hpp", ".ipp", ".h", ".cuh", ".cpp", ".cu")
 
 OPEN_RE = re.compile(r"^(\s*)namespace\s+tinytorch(::[\w:]+)?\s*\{(.*)$")
 CLOSE_RE = re.compile(r"^(\s*)\}(\s*)//\s*namespace\s+tinytorch(::[\w:]+)?\s*$")

@@ -1,10 +1,10 @@
-// tests/test_ops_more.cpp — the second batch of tensor ops (functional_more.hpp): min / argmin /
+// tests/test_ops_more.cpp — the second batch of tensor ops (functional.hpp): min / argmin /
 // amax / amin, maximum / minimum, pow of tensors, floor_divide / remainder / fmod, comparisons with
 // numbers, clamp with optional and tensor bounds, where.
 // Every case of tests/reference/gen_ops_more.py has a C++ twin here (kTwins); the tests compare
 // forward values and dtypes, grad_fn names and gradients with PyTorch's (ops_more_ref.hpp), for
 // contiguous and strided inputs, run gradcheck in float64, and check the error paths by hand.
-// Headers under test: functional_more.hpp, autograd/functions_more.hpp, ops/elementwise_more.hpp,
+// Headers under test: functional.hpp, autograd/functions_more.hpp, ops/elementwise_more.hpp,
 // ops/reduce_more.hpp, backend/cpu/{elementwise_more,reduce_more}.hpp.
 // Chapter: chapters/01-training-loop.md, chapters/02-autograd.md. Tag: [ops_more].
 #include <catch2/catch.hpp>
@@ -327,7 +327,7 @@ const std::vector<Twin>& twins() {
         {"mean_dims_keepdim", [](const V& x) { return mean(x[0], {0, 2}, true); }, nullptr},
         {"mean_dims_f64", [](const V& x) { return x[0].mean({0, -1}); }, nullptr},
         {"mean_dims_empty", [](const V& x) { return mean(x[0], std::vector<int64_t>{}); }, nullptr},
-        // div with a rounding mode, trunc (functional_more.hpp)
+        // div with a rounding mode, trunc (functional.hpp)
         {"div_trunc", [](const V& x) { return div(x[0], x[1], "trunc"); }, nullptr},
         {"div_floor", [](const V& x) { return x[0].div(x[1], "floor"); }, nullptr},
         {"div_trunc_broadcast", [](const V& x) { return div(x[0], x[1], "trunc"); }, nullptr},

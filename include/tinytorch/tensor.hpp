@@ -234,7 +234,7 @@ class Tensor {
   Tensor log_softmax(int64_t dim) const;
 
   // ---- min/max family, pow, division, comparisons with numbers, clamp, where ---------------
-  // (functional_more.hpp, where each is documented; shapes broadcast as in the section above)
+  // (functional.hpp, where each is documented; shapes broadcast as in the section above)
   Tensor min() const;
   /// (values, indices) along dim; indices are int64, first index on ties.
   std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
@@ -254,7 +254,7 @@ class Tensor {
   Tensor fmod(const Tensor& other) const;
   Tensor fmod(double other) const;
   /// torch.Tensor.div(other) (DivBackward0 / DivBackward1) and div(other, rounding_mode=None|
-  /// "trunc"|"floor") (functional_more.hpp's div: DivBackward2 / DivBackward3, as PyTorch)
+  /// "trunc"|"floor") (functional.hpp's div: DivBackward2 / DivBackward3, as PyTorch)
   Tensor div(const Tensor& other) const;
   Tensor div(double other) const;
   Tensor div(const Tensor& other, const std::optional<std::string>& rounding_mode) const;
@@ -319,81 +319,81 @@ class Tensor {
 };
 
 // ---- operators (functional.hpp) -------------------------------------------------------------
-inline Tensor operator+(const Tensor& a, const Tensor& b);
-inline Tensor operator-(const Tensor& a, const Tensor& b);
-inline Tensor operator*(const Tensor& a, const Tensor& b);
-inline Tensor operator/(const Tensor& a, const Tensor& b);
+TT_DECL Tensor operator+(const Tensor& a, const Tensor& b);
+TT_DECL Tensor operator-(const Tensor& a, const Tensor& b);
+TT_DECL Tensor operator*(const Tensor& a, const Tensor& b);
+TT_DECL Tensor operator/(const Tensor& a, const Tensor& b);
 // With a Scalar: int64 tensor and integral scalar -> int64 (exact, wrapping modulo 2^64); int64
 // tensor and floating scalar -> float32; t / s is true division (always floating), as in PyTorch.
-inline Tensor operator+(const Tensor& a, Scalar b);
-inline Tensor operator-(const Tensor& a, Scalar b);
-inline Tensor operator*(const Tensor& a, Scalar b);
-inline Tensor operator/(const Tensor& a, Scalar b);
-inline Tensor operator+(Scalar a, const Tensor& b);
-inline Tensor operator-(Scalar a, const Tensor& b);
-inline Tensor operator*(Scalar a, const Tensor& b);
-inline Tensor operator/(Scalar a, const Tensor& b);
-inline Tensor& operator+=(Tensor& a, const Tensor& b);
-inline Tensor& operator-=(Tensor& a, const Tensor& b);
-inline Tensor& operator*=(Tensor& a, const Tensor& b);
-inline Tensor& operator/=(Tensor& a, const Tensor& b);
-inline Tensor& operator+=(Tensor& a, Scalar b);
-inline Tensor& operator*=(Tensor& a, Scalar b);
-inline std::ostream& operator<<(std::ostream& os, const Tensor& t);
-// % is torch.remainder; comparisons return int64 0/1 tensors (functional_more.hpp)
-inline Tensor operator%(const Tensor& a, const Tensor& b);
-inline Tensor operator%(const Tensor& a, double b);
-inline Tensor operator==(const Tensor& a, const Tensor& b);
-inline Tensor operator!=(const Tensor& a, const Tensor& b);
-inline Tensor operator<(const Tensor& a, const Tensor& b);
-inline Tensor operator<=(const Tensor& a, const Tensor& b);
-inline Tensor operator>(const Tensor& a, const Tensor& b);
-inline Tensor operator>=(const Tensor& a, const Tensor& b);
-inline Tensor operator==(const Tensor& a, double b);
-inline Tensor operator!=(const Tensor& a, double b);
-inline Tensor operator<(const Tensor& a, double b);
-inline Tensor operator<=(const Tensor& a, double b);
-inline Tensor operator>(const Tensor& a, double b);
-inline Tensor operator>=(const Tensor& a, double b);
-inline Tensor operator==(double a, const Tensor& b);
-inline Tensor operator!=(double a, const Tensor& b);
-inline Tensor operator<(double a, const Tensor& b);
-inline Tensor operator<=(double a, const Tensor& b);
-inline Tensor operator>(double a, const Tensor& b);
-inline Tensor operator>=(double a, const Tensor& b);
+TT_DECL Tensor operator+(const Tensor& a, Scalar b);
+TT_DECL Tensor operator-(const Tensor& a, Scalar b);
+TT_DECL Tensor operator*(const Tensor& a, Scalar b);
+TT_DECL Tensor operator/(const Tensor& a, Scalar b);
+TT_DECL Tensor operator+(Scalar a, const Tensor& b);
+TT_DECL Tensor operator-(Scalar a, const Tensor& b);
+TT_DECL Tensor operator*(Scalar a, const Tensor& b);
+TT_DECL Tensor operator/(Scalar a, const Tensor& b);
+TT_DECL Tensor& operator+=(Tensor& a, const Tensor& b);
+TT_DECL Tensor& operator-=(Tensor& a, const Tensor& b);
+TT_DECL Tensor& operator*=(Tensor& a, const Tensor& b);
+TT_DECL Tensor& operator/=(Tensor& a, const Tensor& b);
+TT_DECL Tensor& operator+=(Tensor& a, Scalar b);
+TT_DECL Tensor& operator*=(Tensor& a, Scalar b);
+TT_DECL std::ostream& operator<<(std::ostream& os, const Tensor& t);
+// % is torch.remainder; comparisons return int64 0/1 tensors (functional.hpp)
+TT_DECL Tensor operator%(const Tensor& a, const Tensor& b);
+TT_DECL Tensor operator%(const Tensor& a, double b);
+TT_DECL Tensor operator==(const Tensor& a, const Tensor& b);
+TT_DECL Tensor operator!=(const Tensor& a, const Tensor& b);
+TT_DECL Tensor operator<(const Tensor& a, const Tensor& b);
+TT_DECL Tensor operator<=(const Tensor& a, const Tensor& b);
+TT_DECL Tensor operator>(const Tensor& a, const Tensor& b);
+TT_DECL Tensor operator>=(const Tensor& a, const Tensor& b);
+TT_DECL Tensor operator==(const Tensor& a, double b);
+TT_DECL Tensor operator!=(const Tensor& a, double b);
+TT_DECL Tensor operator<(const Tensor& a, double b);
+TT_DECL Tensor operator<=(const Tensor& a, double b);
+TT_DECL Tensor operator>(const Tensor& a, double b);
+TT_DECL Tensor operator>=(const Tensor& a, double b);
+TT_DECL Tensor operator==(double a, const Tensor& b);
+TT_DECL Tensor operator!=(double a, const Tensor& b);
+TT_DECL Tensor operator<(double a, const Tensor& b);
+TT_DECL Tensor operator<=(double a, const Tensor& b);
+TT_DECL Tensor operator>(double a, const Tensor& b);
+TT_DECL Tensor operator>=(double a, const Tensor& b);
 
 // ---- creation (ops/creation.hpp) ------------------------------------------------------------
-inline Tensor empty(const Shape& shape, TensorOptions options = {});
-inline Tensor zeros(const Shape& shape, TensorOptions options = {});
-inline Tensor ones(const Shape& shape, TensorOptions options = {});
-inline Tensor full(const Shape& shape, Scalar value, TensorOptions options = {});
+TT_DECL Tensor empty(const Shape& shape, TensorOptions options = {});
+TT_DECL Tensor zeros(const Shape& shape, TensorOptions options = {});
+TT_DECL Tensor ones(const Shape& shape, TensorOptions options = {});
+TT_DECL Tensor full(const Shape& shape, Scalar value, TensorOptions options = {});
 /// 1-D tensor from values; e.g. tensor({1, 2, 3}). Default dtype float32.
-inline Tensor tensor(const std::vector<double>& values, TensorOptions options = {});
+TT_DECL Tensor tensor(const std::vector<double>& values, TensorOptions options = {});
 /// Tensor of `shape` from row-major values; throws when their count is not numel(shape).
-inline Tensor tensor(const std::vector<double>& values, const Shape& shape, TensorOptions options = {});
+TT_DECL Tensor tensor(const std::vector<double>& values, const Shape& shape, TensorOptions options = {});
 /// 0-d tensor (torch.tensor(3.5)).
-inline Tensor scalar_tensor(Scalar value, TensorOptions options = {});
+TT_DECL Tensor scalar_tensor(Scalar value, TensorOptions options = {});
 /// [0, end) / [start, end) with step, as torch.arange. Without a dtype the result is int64 when
 /// start, end and step are all integral values and float32 otherwise (PyTorch decides from the
 /// Python argument types; arange(0.0, 5.0) is float32 there but int64 here: pass kFloat32).
-inline Tensor arange(int64_t end, std::optional<DType> dtype = std::nullopt);
-inline Tensor arange(double start, double end, double step = 1.0, std::optional<DType> dtype = std::nullopt);
+TT_DECL Tensor arange(int64_t end, std::optional<DType> dtype = std::nullopt);
+TT_DECL Tensor arange(double start, double end, double step = 1.0, std::optional<DType> dtype = std::nullopt);
 /// Uniform [0, 1) / standard normal / integers in [low, high), drawn from `gen` or the default
 /// generator (see core/random.hpp; streams are reproducible but not PyTorch's).
-inline Tensor rand(const Shape& shape, TensorOptions options = {}, Generator* gen = nullptr);
-inline Tensor randn(const Shape& shape, TensorOptions options = {}, Generator* gen = nullptr);
-inline Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions options = kInt64,
+TT_DECL Tensor rand(const Shape& shape, TensorOptions options = {}, Generator* gen = nullptr);
+TT_DECL Tensor randn(const Shape& shape, TensorOptions options = {}, Generator* gen = nullptr);
+TT_DECL Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions options = kInt64,
                Generator* gen = nullptr);
 /// A random permutation of 0..n-1 (int64), Fisher-Yates with `gen`.
-inline Tensor randperm(int64_t n, Generator* gen = nullptr);
-inline Tensor empty_like(const Tensor& t);
-inline Tensor zeros_like(const Tensor& t);
-inline Tensor ones_like(const Tensor& t);
-inline Tensor full_like(const Tensor& t, Scalar value);
+TT_DECL Tensor randperm(int64_t n, Generator* gen = nullptr);
+TT_DECL Tensor empty_like(const Tensor& t);
+TT_DECL Tensor zeros_like(const Tensor& t);
+TT_DECL Tensor ones_like(const Tensor& t);
+TT_DECL Tensor full_like(const Tensor& t, Scalar value);
 
 // ---- functions over several tensors (functional.hpp) ----------------------------------------
-inline Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
-inline Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
-inline Tensor matmul(const Tensor& a, const Tensor& b);
+TT_DECL Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+TT_DECL Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
+TT_DECL Tensor matmul(const Tensor& a, const Tensor& b);
 
 TT_NAMESPACE_END  // namespace tinytorch

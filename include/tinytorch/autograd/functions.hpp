@@ -27,6 +27,7 @@
 #include "../ops/shape.hpp"
 #include "engine.hpp"
 #include "node.hpp"
+#include "reduction.hpp"
 #include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace autograd {
@@ -714,8 +715,6 @@ struct Softmax : Node {
   }
   void release_saved() override { y = Tensor(); }
 };
-
-enum class Reduction { None, Mean, Sum };
 
 /// loss = reduce((x - t)^2)  =>  dx = 2 (x - t) * dloss (/ N for mean),  dt = -dx
 struct MseLoss : Node {

@@ -23,6 +23,14 @@
 //                        fails to link instead of silently running one mode's inline functions in
 //                        the other (design/CUDA.md §2; DESIGN.md). scripts/abi_namespace.py
 //                        converts `namespace tinytorch::x {` blocks to them.
+//   TT_DECL              on the functions the library compiles once: `inline` when header-only
+//                        (the default), nothing with -DTINYTORCH_SEPARATE_COMPILATION. Then the
+//                        public headers only declare them, and their bodies (the .ipp file beside
+//                        each header: functional.ipp beside functional.hpp) are compiled by the
+//                        one TU that includes <tinytorch/src.hpp> (CMake: tinytorch::compiled), as
+//                        Asio's ASIO_SEPARATE_COMPILATION / ASIO_DECL.
+//   TT_HEADER_ONLY       1 without TINYTORCH_SEPARATE_COMPILATION (a header then includes its .ipp
+//                        at its end), 0 with it.
 // Any of the three feature macros may be predefined to 0 to switch a feature off.
 // Chapter: chapters/01-training-loop.md ("How the headers are layered").
 #pragma once
@@ -64,6 +72,15 @@
 #define TT_NAMESPACE_END \
   }                      \
   }
+
+// Header-only (the default) or separate compilation (the .ipp bodies compiled once, by src.hpp).
+#if defined(TINYTORCH_SEPARATE_COMPILATION)
+#define TT_DECL
+#define TT_HEADER_ONLY 0
+#else
+#define TT_DECL inline
+#define TT_HEADER_ONLY 1
+#endif
 
 #ifndef TINYTORCH_WITH_MPI
 #if defined(__has_include)

@@ -1,4 +1,4 @@
-// tinytorch/core/shape.hpp — shapes, strides, broadcasting.
+// tinytorch/core/shape.hpp — shapes, strides, broadcasting; Size2 (the (h, w) arguments of conv and pooling).
 //
 // A tensor of shape (d0, d1, ..., dn-1) stored row-major ("contiguous") has strides
 //   stride[n-1] = 1,  stride[i] = stride[i+1] * d[i+1],
@@ -92,5 +92,20 @@ inline Strides broadcast_strides(const Shape& s, const Strides& st, const Shape&
   for (size_t i = 0; i < s.size(); ++i) r[lead + i] = (s[i] == 1 && out[lead + i] != 1) ? 0 : st[i];
   return r;
 }
+
+/// An int used for both spatial dims, or an (h, w) pair: `2` is (2, 2), `{3, 1}` is (3, 1)
+/// (PyTorch's _size_2_t in Python, ExpandingArray<2> in C++).
+struct Size2 {
+  int64_t h, w;
+  Size2(int64_t v) : h(v), w(v) {}  // NOLINT: implicit on purpose, as PyTorch accepts an int
+  Size2(int64_t h, int64_t w) : h(h), w(w) {}
+  bool operator==(const Size2& o) const { return h == o.h && w == o.w; }
+  bool operator!=(const Size2& o) const { return !(*this == o); }
+};
+
+namespace detail {
+/// "(3, 3)": how PyTorch prints a pair in reprs and messages.
+inline std::string pair_str(const Size2& s) { return str_cat("(", s.h, ", ", s.w, ")"); }
+}  // namespace detail
 
 TT_NAMESPACE_END  // namespace tinytorch

@@ -123,22 +123,14 @@ class TensorDataset : public Dataset {
   }
 
   // out[b] = src[rows[b]] for a contiguous src of shape (N, ...): out has shape (B, ...).
-  static Tensor gather_rows(const Tensor& src, const std::vector<int64_t>& rows) {
-    const int64_t n = src.size(0);  // src has at least one dimension (the constructors check)
-    Shape shape = src.sizes();
-    shape[0] = static_cast<int64_t>(rows.size());
-    Tensor out = ops::make_tensor(shape, src.dtype());
-    const size_t row_bytes = n > 0 ? static_cast<size_t>(src.numel() / n) * element_size(src.dtype()) : 0;
-    if (row_bytes == 0 || rows.empty()) return out;  // e.g. shape (N, 0): nothing to copy
-    const char* in = static_cast<const char*>(src.raw_data());
-    char* dst = static_cast<char*>(out.raw_data());
-    for (size_t b = 0; b < rows.size(); ++b)
-      std::memcpy(dst + b * row_bytes, in + static_cast<size_t>(rows[b]) * row_bytes, row_bytes);
-    return out;
-  }
+  static Tensor gather_rows(const Tensor& src, const std::vector<int64_t>& rows);
 
   Tensor data_;     // (N, ...)
   Tensor targets_;  // (N, ...)
 };
 
 }  TT_NAMESPACE_END  // namespace tinytorch::data
+
+#if TT_HEADER_ONLY
+#include "dataset.ipp"
+#endif

@@ -55,19 +55,7 @@ class Dropout : public Module {
   explicit Dropout(double p = 0.5, Generator* gen = nullptr) : p(p), gen(gen) {
     TT_CHECK(p >= 0 && p <= 1, "Dropout: dropout probability has to be between 0 and 1, but got ", p);
   }
-  Tensor forward(const Tensor& x) override {
-    if (!is_training() || p == 0) return x;
-    if (p == 1) return x * 0.0;
-    Tensor mask = rand(x.sizes(), x.dtype(), gen);
-    {
-      NoGradGuard ng;
-      const double keep_scale = 1.0 / (1.0 - p);
-      const double drop = p;
-      ops::unary_(mask, [=](auto u) { return u < drop ? 0.0 : keep_scale; }, "dropout");
-    }
-    // The mask is drawn on the host (the same numbers on every device), then moved to x's device.
-    return x * mask.to(x.device());
-  }
+  Tensor forward(const Tensor& x) override;
   /// Throws tinytorch::Error when replicated (DataParallel) with its own Generator (see `gen`).
   std::shared_ptr<Module> clone() const override {
     TT_CHECK(gen == nullptr || !tinytorch::detail::ReplicateClone::active(),
@@ -81,3 +69,7 @@ class Dropout : public Module {
 };
 
 }  TT_NAMESPACE_END  // namespace tinytorch::nn
+
+#if TT_HEADER_ONLY
+#include "activation.ipp"
+#endif

@@ -35,7 +35,7 @@ class Conv2d : public Module {
     TT_CHECK(in_channels > 0 && out_channels > 0, "Conv2d: in_channels and out_channels must be positive, got ",
              in_channels, " and ", out_channels);
     TT_CHECK(kernel_size.h > 0 && kernel_size.w > 0, "Conv2d: kernel_size must be positive, got ",
-             ops::detail::pair_str(kernel_size));
+             detail::pair_str(kernel_size));
     TT_CHECK(groups > 0, "Conv2d: groups must be a positive integer");
     TT_CHECK(in_channels % groups == 0, "Conv2d: in_channels must be divisible by groups");
     TT_CHECK(out_channels % groups == 0, "Conv2d: out_channels must be divisible by groups");
@@ -61,7 +61,7 @@ class Conv2d : public Module {
   /// PyTorch's: "1, 8, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1)" (padding, dilation,
   /// groups and bias only when not the default).
   std::string extra_repr() const override {
-    using ops::detail::pair_str;
+    using detail::pair_str;
     std::string s = detail::str_cat(in_channels, ", ", out_channels, ", kernel_size=", pair_str(kernel_size),
                                     ", stride=", pair_str(stride));
     if (padding != Size2(0)) s += ", padding=" + pair_str(padding);

@@ -334,18 +334,7 @@ class ReplicateClone {
 
 /// A new leaf handle for a module tensor being cloned: same storage (a new TensorImpl over it)
 /// or, by default, a copy of the values; requires_grad kept, no .grad, no hooks, no history.
-inline Tensor clone_module_tensor(const Tensor& t) {
-  if (!t.defined()) return t;
-  Tensor out;
-  if (ReplicateClone::active()) {
-    out = ops::make_view(t, t.sizes(), t.strides(), t.storage_offset());
-  } else {
-    NoGradGuard no_grad;
-    out = ops::clone(t);
-  }
-  out.impl()->requires_grad = t.requires_grad();
-  return out;
-}
+TT_DECL Tensor clone_module_tensor(const Tensor& t);
 }  TT_NAMESPACE_END  // namespace tinytorch::detail
 
 TT_NAMESPACE_BEGIN namespace nn {
@@ -357,3 +346,7 @@ inline void Module::separate_after_copy() {
 }
 
 }  TT_NAMESPACE_END  // namespace tinytorch::nn
+
+#if TT_HEADER_ONLY
+#include "module.ipp"
+#endif

@@ -32,7 +32,7 @@ class MaxPool2d : public Module {
   /// "kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False". PyTorch prints each value
   /// as it was given (2 or (2, 2)); tinytorch prints an int when both dims agree, else a pair.
   std::string extra_repr() const override {
-    auto v = [](const Size2& s) { return s.h == s.w ? std::to_string(s.h) : ops::detail::pair_str(s); };
+    auto v = [](const Size2& s) { return s.h == s.w ? std::to_string(s.h) : detail::pair_str(s); };
     return "kernel_size=" + v(kernel_size) + ", stride=" + v(stride) + ", padding=" + v(padding) +
            ", dilation=" + v(dilation) + ", ceil_mode=" + (ceil_mode ? "True" : "False");
   }

@@ -27,21 +27,12 @@
 
 TT_NAMESPACE_BEGIN
 
-/// An int used for both spatial dims, or an (h, w) pair: `2` is (2, 2), `{3, 1}` is (3, 1)
-/// (PyTorch's _size_2_t in Python, ExpandingArray<2> in C++).
-struct Size2 {
-  int64_t h, w;
-  Size2(int64_t v) : h(v), w(v) {}  // NOLINT: implicit on purpose, as PyTorch accepts an int
-  Size2(int64_t h, int64_t w) : h(h), w(w) {}
-  bool operator==(const Size2& o) const { return h == o.h && w == o.w; }
-  bool operator!=(const Size2& o) const { return !(*this == o); }
-};
+// Size2 (an int or an (h, w) pair): core/shape.hpp
 
 namespace ops {
 
 namespace detail {
-/// "(3, 3)": how PyTorch prints a pair in reprs and messages.
-inline std::string pair_str(const Size2& s) { return tinytorch::detail::str_cat("(", s.h, ", ", s.w, ")"); }
+using tinytorch::detail::pair_str;  // core/shape.hpp
 
 /// a * b + c, or an Error naming `op` when it leaves int64 (absurd kernel, padding or dilation).
 inline int64_t checked_mul_add(int64_t a, int64_t b, int64_t c, const char* op) {

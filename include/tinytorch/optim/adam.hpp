@@ -78,34 +78,8 @@ inline void adam_kernel(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, T* m
 
 /// The Adam/AdamW update in tensor ops, as PyTorch's _single_tensor_adam. Creates the state
 /// tensors on the first call and increments state.step.
-inline void adam_naive(Tensor& param, const Tensor& grad_in, ParamState& state, double lr, double beta1,
-                       double beta2, double eps, double weight_decay, bool amsgrad, bool decoupled_weight_decay) {
-  NoGradGuard no_grad;
-  const TensorOptions like = TensorOptions(param.dtype()).device(param.device());
-  if (!state.exp_avg.defined()) state.exp_avg = zeros(param.sizes(), like);
-  if (!state.exp_avg_sq.defined()) state.exp_avg_sq = zeros(param.sizes(), like);
-  if (amsgrad && !state.max_exp_avg_sq.defined()) state.max_exp_avg_sq = zeros(param.sizes(), like);
-  state.step += 1;
-  Tensor grad = grad_in;
-  if (weight_decay != 0) {
-    if (decoupled_weight_decay) param.mul_(1 - lr * weight_decay);
-    else grad = add(grad, param, weight_decay);
-  }
-  state.exp_avg.add_(sub(grad, state.exp_avg), 1 - beta1);  // exp_avg.lerp_(grad, 1 - beta1)
-  state.exp_avg_sq.mul_(beta2).addcmul_(grad, grad, 1 - beta2);
-  const double bias_correction1 = 1 - std::pow(beta1, static_cast<double>(state.step));
-  const double bias_correction2 = 1 - std::pow(beta2, static_cast<double>(state.step));
-  const double step_size = lr / bias_correction1;
-  const double bias_correction2_sqrt = std::sqrt(bias_correction2);
-  Tensor v = state.exp_avg_sq;
-  if (amsgrad) {
-    ops::binary_(state.max_exp_avg_sq, state.exp_avg_sq, [](auto a, auto b) { return detail::maximum(a, b); },
-                 "maximum");
-    v = state.max_exp_avg_sq;
-  }
-  Tensor denom = (v.sqrt() / bias_correction2_sqrt).add_(eps);
-  param.addcdiv_(state.exp_avg, denom, -step_size);
-}
+TT_DECL void adam_naive(Tensor& param, const Tensor& grad_in, ParamState& state, double lr, double beta1,
+                       double beta2, double eps, double weight_decay, bool amsgrad, bool decoupled_weight_decay);
 
 /// Adam (torch.optim.Adam): weight_decay is an L2 penalty added to the gradient.
 ///   Adam opt(model.parameters(), 1e-3);   or   Adam opt(params, AdamOptions{1e-3, {0.9, 0.98}});
@@ -152,30 +126,7 @@ class Adam : public Optimizer {
     add_group(make_group(std::move(params), options));
   }
 
-  void update(Tensor& param, const Tensor& grad, ParamState& state, const ParamGroup& group) override {
-    const double beta1 = group.betas.first, beta2 = group.betas.second;
-    if (!fast_path_ok(param, grad)) {
-      adam_naive(param, grad, state, group.lr, beta1, beta2, group.eps, group.weight_decay, group.amsgrad,
-                 decoupled_weight_decay_);
-      return;
-    }
-    // State lives on the parameter's device (PyTorch: torch.zeros_like(p)).
-    const TensorOptions like = TensorOptions(param.dtype()).device(param.device());
-    if (!state.exp_avg.defined()) state.exp_avg = zeros(param.sizes(), like);
-    if (!state.exp_avg_sq.defined()) state.exp_avg_sq = zeros(param.sizes(), like);
-    if (group.amsgrad && !state.max_exp_avg_sq.defined()) state.max_exp_avg_sq = zeros(param.sizes(), like);
-    state.step += 1;
-    dispatch_floating(param.dtype(), decoupled_weight_decay_ ? "AdamW" : "Adam", [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      backend::dispatch::adam_kernel<T>(param.device(), param.data_ptr<T>(), grad.data_ptr<T>(), state.exp_avg.data_ptr<T>(),
-                     state.exp_avg_sq.data_ptr<T>(), group.amsgrad ? state.max_exp_avg_sq.data_ptr<T>() : nullptr,
-                     param.numel(), state.step, group.lr, beta1, beta2, group.eps, group.weight_decay,
-                     group.amsgrad, decoupled_weight_decay_);
-    });
-    // The in-place writes PyTorch makes: param.mul_ (AdamW's decay), then param.addcdiv_.
-    if (decoupled_weight_decay_ && group.weight_decay != 0) autograd::increment_version(param);
-    autograd::increment_version(param);
-  }
+  void update(Tensor& param, const Tensor& grad, ParamState& state, const ParamGroup& group) override;
 
   static void validate(const AdamOptions& o) {
     TT_CHECK(0.0 <= o.lr, "Invalid learning rate: ", detail::py_float(o.lr));
@@ -220,3 +171,7 @@ class AdamW : public Adam {
 };
 
 }  TT_NAMESPACE_END  // namespace tinytorch::optim
+
+#if TT_HEADER_ONLY
+#include "adam.ipp"
+#endif

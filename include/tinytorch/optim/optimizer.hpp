@@ -133,21 +133,7 @@ class Optimizer {
 
  protected:
   /// The step itself (the loop above). A subclass with another loop overrides this, not step().
-  virtual void step_impl() {
-    NoGradGuard no_grad;
-    for (ParamGroup& group : param_groups_) {
-      for (Tensor& p : group.params) {
-        const Tensor grad = p.grad();
-        if (!grad.defined()) continue;
-        ParamState& st = state_[p.impl()];
-        // State made on another device (the model moved after the optimizer's first step) would
-        // be read through the wrong pointers: PyTorch's error instead (its foreach kernels raise it).
-        ops::check_same_device("Optimizer.step", p, grad, st.momentum_buffer, st.exp_avg, st.exp_avg_sq,
-                               st.max_exp_avg_sq);
-        update(p, grad, st, group);
-      }
-    }
-  }
+  virtual void step_impl();
 
  public:
 
@@ -471,3 +457,7 @@ class Optimizer {
 };
 
 }  TT_NAMESPACE_END  // namespace tinytorch::optim
+
+#if TT_HEADER_ONLY
+#include "optimizer.ipp"
+#endif

@@ -106,24 +106,7 @@ class SGD : public Optimizer {
   std::vector<std::string> state_names() const override { return {"momentum_buffer"}; }
 
  protected:
-  void update(Tensor& param, const Tensor& grad, ParamState& state, const ParamGroup& group) override {
-    if (!fast_path_ok(param, grad)) {
-      sgd_naive(param, grad, state.momentum_buffer, group.lr, group.momentum, group.dampening,
-                group.weight_decay, group.nesterov);
-      return;
-    }
-    const bool first_step = group.momentum != 0 && !state.momentum_buffer.defined();
-    // State lives on the parameter's device (PyTorch: torch.clone(grad) on the grad's device).
-    if (first_step) state.momentum_buffer = empty(param.sizes(), TensorOptions(param.dtype()).device(param.device()));
-    dispatch_floating(param.dtype(), "SGD", [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      T* buf = group.momentum != 0 ? state.momentum_buffer.data_ptr<T>() : nullptr;
-      backend::dispatch::sgd_kernel<T>(param.device(), param.data_ptr<T>(), grad.data_ptr<T>(), buf, param.numel(),
-                                       group.lr, group.momentum, group.dampening, group.weight_decay,
-                                       group.nesterov, first_step);
-    });
-    autograd::increment_version(param);  // one in-place write, as PyTorch's param.add_
-  }
+  void update(Tensor& param, const Tensor& grad, ParamState& state, const ParamGroup& group) override;
 
  private:
   static void validate(const SGDOptions& o) {
@@ -148,3 +131,7 @@ class SGD : public Optimizer {
 };
 
 }  TT_NAMESPACE_END  // namespace tinytorch::optim
+
+#if TT_HEADER_ONLY
+#include "sgd.ipp"
+#endif

@@ -24,12 +24,8 @@
 #include <thread>
 #include <vector>
 
-#include "../core/config.hpp"  // before Eigen: EIGEN_NO_CUDA under nvcc
-
-#include <Eigen/Core>
-
 #include "../nn/module.hpp"
-#include "../ops/dispatch.hpp"  // backend::dispatch::DeviceGuard
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
 
 TT_NAMESPACE_BEGIN namespace parallel {
 
@@ -37,66 +33,12 @@ TT_NAMESPACE_BEGIN namespace parallel {
 /// `devices[i]` names replica i's device in error messages; `generators`, if not empty, gives
 /// each replica its default generator. Throws tinytorch::Error when the list sizes differ, or
 /// with the first failing replica's message.
-inline std::vector<Tensor> parallel_apply(const std::vector<std::shared_ptr<nn::Module>>& replicas,
+TT_DECL std::vector<Tensor> parallel_apply(const std::vector<std::shared_ptr<nn::Module>>& replicas,
                                           const std::vector<Tensor>& inputs, const std::vector<Device>& devices,
-                                          const std::vector<Generator*>& generators = {}) {
-  const size_t n = replicas.size();
-  TT_CHECK(inputs.size() == n && devices.size() == n && (generators.empty() || generators.size() == n),
-           "parallel_apply: expected as many inputs, devices and generators as replicas (", n, "), got ",
-           inputs.size(), " inputs, ", devices.size(), " devices, ", generators.size(), " generators");
-  // Eigen's documentation: "must be called first when calling Eigen from multiple threads".
-  static std::once_flag eigen_init;
-  std::call_once(eigen_init, [] { Eigen::initParallel(); });
-
-  std::vector<Tensor> outputs(n);
-  std::vector<std::exception_ptr> errors(n);
-  const bool grad_mode = GradMode::is_enabled();
-  auto run = [&](size_t i) {
-    try {
-      GradMode::set_enabled(grad_mode);
-      GeneratorGuard generator(generators.empty() ? nullptr : generators[i]);
-#if TINYTORCH_WITH_CUDA
-      // The replica's device is this thread's current CUDA device (PyTorch's parallel_apply sets
-      // it too; every dispatch primitive also guards its own launch).
-      std::optional<backend::dispatch::DeviceGuard> device;
-      if (devices[i].is_cuda()) device.emplace(devices[i]);
-#endif
-      autograd::ParallelRegion region;  // leaves shared between replicas: see grad_accumulator
-      outputs[i] = replicas[i]->forward(inputs[i]);
-    } catch (...) {
-      errors[i] = std::current_exception();
-    }
-  };
-  if (n == 1) {
-    run(0);  // the caller's grad mode already; the guards restore the rest
-  } else {
-    std::vector<std::thread> threads;
-    threads.reserve(n);
-    std::string start_error;
-    for (size_t i = 0; i < n && start_error.empty(); ++i) {
-      try {
-        threads.emplace_back(run, i);
-      } catch (const std::system_error& e) {  // out of threads: finish the started ones, then fail
-        start_error = tinytorch::detail::str_cat("parallel_apply: could not start a thread for replica ", i, " of ",
-                                                 n, " (", e.what(), ")");
-      }
-    }
-    for (auto& t : threads) t.join();
-    TT_CHECK(start_error.empty(), start_error);
-  }
-  for (size_t i = 0; i < n; ++i) {
-    if (!errors[i]) continue;
-    std::string what;
-    try {
-      std::rethrow_exception(errors[i]);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-      what = "an exception that is not a std::exception";
-    }
-    throw Error(tinytorch::detail::str_cat("in replica ", i, " on device ", devices[i].str(), ": ", what));
-  }
-  return outputs;
-}
+                                          const std::vector<Generator*>& generators = {});
 
 }  TT_NAMESPACE_END  // namespace tinytorch::parallel
+
+#if TT_HEADER_ONLY
+#include "parallel_apply.ipp"
+#endif

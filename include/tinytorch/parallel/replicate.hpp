@@ -34,7 +34,7 @@ namespace detail {
 struct BroadcastBackward : autograd::Node {
   Device device;  ///< the original parameter's device
   std::string name() const override { return "BroadcastBackward"; }
-  std::vector<Tensor> apply(const Tensor& grad) override { return {ops::to_device(grad, device)}; }
+  std::vector<Tensor> apply(const Tensor& grad) override;
 };
 
 /// Throws unless every parameter and buffer of `module` lives on `device` (PyTorch's check).
@@ -57,45 +57,10 @@ inline void set_storage(TensorImpl* q, const Tensor& values) {
 /// One replica of `module` per device (see above). The module must live on devices[0] and
 /// implement clone() (every built-in module does). Throws tinytorch::Error otherwise, or for an
 /// empty device list.
-inline std::vector<std::shared_ptr<nn::Module>> replicate(const nn::Module& module, const std::vector<Device>& devices) {
-  TT_CHECK(!devices.empty(), "replicate: expected at least one device");
-  detail::check_module_device(module, devices[0], "replicate");
-  const bool record = GradMode::is_enabled();
-  const auto params = module.parameters();
-  const auto buffers = module.buffers();
-  std::vector<std::shared_ptr<nn::Module>> replicas;
-  replicas.reserve(devices.size());
-  for (size_t i = 0; i < devices.size(); ++i) {
-    std::shared_ptr<nn::Module> r;
-    {
-      tinytorch::detail::ReplicateClone share;  // new handles on the original's storage, no copies
-      r = module.clone();
-    }
-    const auto r_params = r->parameters();
-    const auto r_buffers = r->buffers();
-    TT_CHECK(r_params.size() == params.size() && r_buffers.size() == buffers.size(), "replicate: ", module.name(),
-             "::clone() returned a module with ", r_params.size(), " parameters and ", r_buffers.size(),
-             " buffers; the original has ", params.size(), " and ", buffers.size());
-    for (size_t j = 0; j < params.size(); ++j) {
-      const Tensor& p = params[j];
-      TensorImpl* q = r_params[j].impl();
-      if (devices[i] != p.device()) detail::set_storage(q, ops::to_device(p, devices[i]));  // a copy (CUDA)
-      q->requires_grad = false;  // a replica's parameter is never a leaf that requires grad
-      if (record && p.requires_grad()) {
-        auto node = std::make_shared<detail::BroadcastBackward>();
-        node->device = p.device();
-        node->next_edges.push_back(autograd::gradient_edge(p));
-        q->grad_fn = std::move(node);
-      }
-    }
-    for (size_t j = 0; j < buffers.size(); ++j) {
-      if (i == 0 && devices[i] == buffers[j].device()) continue;  // replica 0 shares the storage
-      NoGradGuard no_grad;
-      detail::set_storage(r_buffers[j].impl(), ops::to_device(ops::clone(buffers[j]), devices[i]));
-    }
-    replicas.push_back(std::move(r));
-  }
-  return replicas;
-}
+TT_DECL std::vector<std::shared_ptr<nn::Module>> replicate(const nn::Module& module, const std::vector<Device>& devices);
 
 }  TT_NAMESPACE_END  // namespace tinytorch::parallel
+
+#if TT_HEADER_ONLY
+#include "replicate.ipp"
+#endif

@@ -1,0 +1,971 @@
+// tinytorch/functional.ipp — the bodies of functional.hpp: the differentiable functions and
+// Tensor's methods and operators (declared in tensor.hpp and functional.hpp, documented there).
+//
+// Not a header to include: functional.hpp includes it at its end in a header-only build, and
+// <tinytorch/src.hpp> compiles it once with -DTINYTORCH_SEPARATE_COMPILATION (TT_DECL is `inline`
+// in the first case, nothing in the second; core/config.hpp).
+// Each function forwards to its autograd node (autograd/functions.hpp, functions_more.hpp,
+// normalization.hpp, conv.hpp) or, where nothing is differentiable, to ops/.
+// Chapter: chapters/01-training-loop.md, chapters/02-autograd.md.
+#pragma once
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+#include "functional.hpp"
+#include "autograd/conv.hpp"
+#include "autograd/engine.hpp"
+#include "autograd/functions.hpp"
+#include "autograd/functions_more.hpp"
+#include "autograd/inplace.hpp"
+#include "autograd/normalization.hpp"
+#include "ops/creation.hpp"
+#include "ops/print.hpp"
+#include "core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
+
+TT_NAMESPACE_BEGIN
+
+// ---- arithmetic -------------------------------------------------------------------------------
+TT_DECL Tensor sub(const Tensor& a, const Tensor& b) { return autograd::Sub::forward(a, b); }
+TT_DECL Tensor mul(const Tensor& a, const Tensor& b) { return autograd::Mul::forward(a, b); }
+TT_DECL Tensor div(const Tensor& a, const Tensor& b) { return autograd::Div::forward(a, b); }
+TT_DECL Tensor neg(const Tensor& x) { return autograd::Neg::forward(x); }
+TT_DECL Tensor exp(const Tensor& x) { return autograd::exp(x); }
+TT_DECL Tensor log(const Tensor& x) { return autograd::log(x); }
+TT_DECL Tensor sqrt(const Tensor& x) { return autograd::sqrt(x); }
+TT_DECL Tensor abs(const Tensor& x) { return autograd::abs(x); }
+TT_DECL Tensor relu(const Tensor& x) { return autograd::relu(x); }
+TT_DECL Tensor sigmoid(const Tensor& x) { return autograd::sigmoid(x); }
+TT_DECL Tensor tanh(const Tensor& x) { return autograd::tanh(x); }
+
+// ---- reductions -------------------------------------------------------------------------------
+TT_DECL Tensor sum(const Tensor& x) { return autograd::SumMean::forward(x, std::nullopt, false, false); }
+TT_DECL Tensor sum(const Tensor& x, int64_t dim, bool keepdim) {
+  return autograd::SumMean::forward(x, dim, keepdim, false);
+}
+TT_DECL Tensor mean(const Tensor& x) { return autograd::SumMean::forward(x, std::nullopt, false, true); }
+TT_DECL Tensor mean(const Tensor& x, int64_t dim, bool keepdim) {
+  return autograd::SumMean::forward(x, dim, keepdim, true);
+}
+TT_DECL Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  return autograd::SumMean::forward(x, dims, keepdim, false);
+}
+TT_DECL Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  return autograd::SumMean::forward(x, dims, keepdim, true);
+}
+TT_DECL Tensor max(const Tensor& x) { return autograd::Max::forward_all(x); }
+TT_DECL std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
+  return autograd::Max::forward_dim(x, dim, keepdim);
+}
+TT_DECL Tensor argmax(const Tensor& x) {
+  TT_CHECK(x.numel() > 0, "argmax(): Expected reduction dim to be specified for input.numel() == 0.");
+  return std::get<1>(ops::max_dim(ops::reshape(x, {x.numel()}), 0, false, "argmax"));
+}
+TT_DECL Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
+  return std::get<1>(ops::max_dim(x, dim, keepdim, "argmax"));
+}
+
+// ---- shapes -----------------------------------------------------------------------------------
+TT_DECL Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) { return autograd::cat(tensors, dim); }
+TT_DECL Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  TT_CHECK(!tensors.empty(), "stack: expects a non-empty TensorList");
+  std::vector<Tensor> u;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    TT_CHECK(tensors[i].sizes() == tensors[0].sizes(), "stack: expects each tensor to be equal size, but got ",
+             shape_str(tensors[0].sizes()), " at entry 0 and ", shape_str(tensors[i].sizes()), " at entry ", i);
+    u.push_back(tensors[i].unsqueeze(dim));
+  }
+  return cat(u, wrap_dim(dim, tensors[0].dim() + 1, "stack"));
+}
+
+// ---- matrix products --------------------------------------------------------------------------
+TT_DECL Tensor mm(const Tensor& a, const Tensor& b) { return autograd::Mm::forward(a, b); }
+TT_DECL Tensor bmm(const Tensor& a, const Tensor& b) { return autograd::Bmm::forward(a, b); }
+TT_DECL Tensor matmul(const Tensor& a, const Tensor& b) {
+  const int64_t da = a.dim(), db = b.dim();
+  TT_CHECK(da >= 1 && db >= 1, "matmul: both arguments need at least 1 dimension, got shapes ",
+           shape_str(a.sizes()), " and ", shape_str(b.sizes()));
+  TT_CHECK(da <= 3 && db <= 3, "matmul: tinytorch supports operands of up to 3 dims, got shapes ",
+           shape_str(a.sizes()), " and ", shape_str(b.sizes()));
+  const int64_t ka = a.sizes()[da - 1], kb = b.sizes()[db == 1 ? 0 : db - 2];
+  TT_CHECK(ka == kb, "matmul: shapes ", shape_str(a.sizes()), " and ", shape_str(b.sizes()),
+           " cannot be multiplied (", ka, " vs ", kb, ")");
+  if (da == 1 && db == 1) return sum(mul(a, b));
+  if (da == 2 && db == 2) return mm(a, b);
+  if (da == 2 && db == 1) return mm(a, b.unsqueeze(1)).squeeze(1);
+  if (da == 1 && db == 2) return mm(a.unsqueeze(0), b).squeeze(0);
+  if (da == 1) return matmul(a.unsqueeze(0), b).squeeze(-2);
+  if (db == 1) return matmul(a, b.unsqueeze(1)).squeeze(-1);
+  if (da == 3 && db == 2) {  // fold the batch into the rows: one big GEMM
+    const int64_t B = a.sizes()[0], M = a.sizes()[1];
+    return mm(a.reshape({B * M, ka}), b).view({B, M, b.sizes()[1]});
+  }
+  Tensor a3 = da == 3 ? a : a.unsqueeze(0);
+  Tensor b3 = db == 3 ? b : b.unsqueeze(0);
+  const int64_t B = a3.sizes()[0] == 1 ? b3.sizes()[0] : a3.sizes()[0];
+  TT_CHECK(a3.sizes()[0] == b3.sizes()[0] || a3.sizes()[0] == 1 || b3.sizes()[0] == 1,
+           "matmul: batch dims of shapes ", shape_str(a.sizes()), " and ", shape_str(b.sizes()),
+           " cannot be broadcast");
+  return bmm(a3.expand({B, a3.sizes()[1], a3.sizes()[2]}), b3.expand({B, b3.sizes()[1], b3.sizes()[2]}));
+}
+
+// ---- neural-network functions (torch.nn.functional) -------------------------------------------
+TT_DECL Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (x.dim() == 2) return autograd::Linear::forward(x, weight, bias);
+  TT_CHECK(x.dim() >= 1, "linear: input must have at least 1 dim, got shape ", shape_str(x.sizes()));
+  TT_CHECK(weight.dim() == 2, "linear: expected weight (out, in), got shape ", shape_str(weight.sizes()),
+           " (input shape ", shape_str(x.sizes()), ")");
+  Shape out_shape = x.sizes();
+  out_shape.back() = weight.sizes()[0];
+  Tensor y = autograd::Linear::forward(x.reshape({-1, x.sizes().back()}), weight, bias);
+  return y.view(out_shape);
+}
+TT_DECL Tensor softmax(const Tensor& x, int64_t dim) { return autograd::Softmax::forward(x, dim, false); }
+TT_DECL Tensor log_softmax(const Tensor& x, int64_t dim) { return autograd::Softmax::forward(x, dim, true); }
+TT_DECL Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  return autograd::MseLoss::forward(input, target, reduction);
+}
+TT_DECL Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                       Reduction reduction) {
+  return autograd::NllLoss::forward(input, target, reduction, weight, ignore_index);
+}
+TT_DECL Tensor nll_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  return nll_loss(input, target, Tensor(), -100, reduction);
+}
+namespace detail {
+TT_DECL void check_label_smoothing(double label_smoothing, const char* op) {
+  TT_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0, op, ": label_smoothing must be between 0.0 and 1.0. Got: ",
+           label_smoothing);
+}
+}  // namespace detail
+TT_DECL Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
+                            int64_t ignore_index, Reduction reduction,
+                            double label_smoothing) {
+  TT_CHECK(input.dim() == 2, "cross_entropy: expected input of shape (N, C), got ", shape_str(input.sizes()));
+  detail::check_label_smoothing(label_smoothing, "cross_entropy");
+  if (target.defined() && target.dtype() == kInt64 && target.dim() == 1)  // before any kernel runs
+    autograd::checked_targets(target, input.sizes()[1], ignore_index, "cross_entropy");
+  const Tensor logp = log_softmax(input, 1);  // (N, C)
+  const Tensor nll = nll_loss(logp, target, weight, ignore_index, reduction);
+  if (label_smoothing == 0.0) return nll;
+  // smooth_i = -sum_c w_c logp[i, c], masked to 0 on ignored rows (a multiply by 0/1: an ignored
+  // row whose log-probabilities are infinite would give nan where PyTorch's masked_fill gives 0)
+  const int64_t C = input.sizes()[1];
+  const Tensor keep = target.ne(full_like(target, static_cast<double>(ignore_index))).to(logp.dtype());  // (N)
+  const Tensor smooth = neg(sum(weight.defined() ? mul(logp, weight) : logp, 1)) * keep;               // (N)
+  Tensor s = smooth;
+  if (reduction != Reduction::None) s = sum(smooth);
+  if (reduction == Reduction::Mean) {  // the nll part's denominator: sum of w[t_i], or the count
+    double denom = 0;
+    const std::vector<int64_t> t = target.tolist<int64_t>();
+    const std::vector<double> w = weight.defined() ? weight.tolist<double>() : std::vector<double>();
+    for (int64_t ti : t)
+      if (ti != ignore_index) denom += w.empty() ? 1.0 : w[static_cast<size_t>(ti)];
+    s = s / denom;
+  }
+  return nll * (1.0 - label_smoothing) + s * (label_smoothing / static_cast<double>(C));
+}
+TT_DECL Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduction) {
+  return cross_entropy(input, target, Tensor(), -100, reduction, 0.0);
+}
+
+// ---- normalisation (torch.nn.functional.batch_norm / layer_norm; autograd/normalization.hpp) ----
+TT_DECL Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                         const Tensor& weight, const Tensor& bias, bool training,
+                         double momentum, double eps) {
+  ops::check_device(input, "batch_norm");
+  ops::check_cpu_only(input, "batch_norm");  // CPU loops only (so far)
+  TT_CHECK(input.dim() >= 2, "batch_norm: expected input of shape (N, C, *), got ", shape_str(input.sizes()));
+  TT_CHECK(input.is_floating_point(), "batch_norm: expected a floating point input, got ", dtype_name(input.dtype()));
+  const int64_t C = input.sizes()[1];
+  if (!training) {
+    TT_CHECK(running_mean.defined(), "batch_norm: running_mean must be defined in evaluation mode");
+    TT_CHECK(running_var.defined(), "batch_norm: running_var must be defined in evaluation mode");
+  }
+  const std::pair<const Tensor*, const char*> args[] = {
+      {&running_mean, "running_mean"}, {&running_var, "running_var"}, {&weight, "weight"}, {&bias, "bias"}};
+  for (const auto& [t, name] : args) {
+    if (!t->defined()) continue;
+    ops::check_device(*t, "batch_norm");
+    TT_CHECK(t->numel() == C, "batch_norm: ", name, " should contain ", C, " elements not ", t->numel());
+    TT_CHECK(t->is_floating_point(), "batch_norm: expected ", name, " of a floating point dtype, got ",
+             dtype_name(t->dtype()));
+  }
+  for (const Tensor* t : {&weight, &bias})
+    TT_CHECK(!t->defined() || t->dtype() == input.dtype(), "batch_norm: expected weight and bias of dtype ",
+             dtype_name(input.dtype()), " (the input's), got ", dtype_name(t->dtype()));
+  if (training)
+    TT_CHECK(input.numel() / std::max<int64_t>(C, 1) != 1, "Expected more than 1 value per channel when training, "
+             "got input size torch.Size(", shape_str(input.sizes()), ")");
+  std::vector<double> batch_mean, batch_var;
+  Tensor y = autograd::NativeBatchNorm::forward(input, weight, bias, running_mean, running_var, training, eps,
+                                                &batch_mean, &batch_var);
+  if (training && input.numel() > 0) {  // an empty batch leaves them alone (as PyTorch)
+    NoGradGuard ng;
+    for (auto [t, stat] : {std::pair<Tensor, const std::vector<double>*>{running_mean, &batch_mean},
+                           std::pair<Tensor, const std::vector<double>*>{running_var, &batch_var}}) {
+      if (!t.defined()) continue;
+      // r = (1 - momentum) * r + momentum * stat, in r's own dtype
+      Tensor st = ops::reshape(tensor(*stat, t.dtype()), t.sizes());
+      if (!t.device().is_cpu()) st = ops::to_device(st, t.device());
+      ops::binary_(t, st, backend::RunningStatOp{momentum}, "batch_norm");
+    }
+  }
+  return y;
+}
+TT_DECL Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
+                         const Tensor& bias, double eps) {
+  ops::check_device(input, "layer_norm");
+  ops::check_cpu_only(input, "layer_norm");  // CPU loops only (so far)
+  const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  TT_CHECK(k >= 1, "layer_norm: Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
+           "element, but got normalized_shape = ", shape_str(normalized_shape));
+  const Shape& s = input.sizes();
+  TT_CHECK(input.dim() >= k && Shape(s.end() - k, s.end()) == normalized_shape, "layer_norm: Given normalized_shape=",
+           shape_str(normalized_shape), ", expected input with shape [*, ", shape_str(normalized_shape).substr(1),
+           ", but got input of size", shape_str(s));
+  TT_CHECK(input.is_floating_point(), "layer_norm: expected a floating point input, got ", dtype_name(input.dtype()));
+  for (const auto& [t, name] : {std::pair<const Tensor*, const char*>{&weight, "weight"}, {&bias, "bias"}}) {
+    if (!t->defined()) continue;
+    ops::check_device(*t, "layer_norm");
+    TT_CHECK(t->sizes() == normalized_shape, "layer_norm: Expected ", name, " to be of same shape as normalized_shape, "
+             "but got ", name, " of shape ", shape_str(t->sizes()), " and normalized_shape = ", shape_str(normalized_shape));
+    TT_CHECK(t->dtype() == input.dtype(), "layer_norm: expected ", name, " of dtype ", dtype_name(input.dtype()),
+             " (the input's), got ", dtype_name(t->dtype()));
+  }
+  return autograd::NativeLayerNorm::forward(input, normalized_shape, weight, bias, eps);
+}
+
+// ---- convolution and pooling (autograd/conv.hpp, ops/conv.hpp) --------------------------------
+TT_DECL Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Size2 stride,
+                     Size2 padding, Size2 dilation, int64_t groups) {
+  TT_CHECK(input.dim() == 3 || input.dim() == 4, "conv2d: Expected 3D (unbatched) or 4D (batched) input to conv2d, "
+           "but got input of size: ", shape_str(input.sizes()));
+  if (input.dim() == 3)
+    return conv2d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0);
+  return autograd::Convolution::forward(input, weight, bias, stride, padding, dilation, groups);
+}
+TT_DECL Tensor max_pool2d(const Tensor& input, Size2 kernel_size, std::optional<Size2> stride,
+                         Size2 padding, Size2 dilation, bool ceil_mode) {
+  return std::get<0>(autograd::MaxPool2dWithIndices::forward(input, kernel_size, stride, padding, dilation, ceil_mode));
+}
+TT_DECL std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, Size2 kernel_size,
+                                                          std::optional<Size2> stride,
+                                                          Size2 padding, Size2 dilation,
+                                                          bool ceil_mode) {
+  return autograd::MaxPool2dWithIndices::forward(input, kernel_size, stride, padding, dilation, ceil_mode);
+}
+
+// =============================================================================================
+
+// =============================================================================================
+TT_DECL int64_t Tensor::size(int64_t d) const { return sizes()[wrap_dim(d, dim(), "size")]; }
+TT_DECL int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim(d, dim(), "stride")]; }
+TT_DECL bool Tensor::is_contiguous() const {
+  const Shape& s = sizes();
+  const Strides& st = strides();
+  if (numel() == 0) return true;  // as PyTorch: an empty tensor is contiguous whatever its strides
+  int64_t expected = 1;
+  for (size_t i = s.size(); i-- > 0;) {
+    if (s[i] != 1 && st[i] != expected) return false;
+    expected *= s[i];
+  }
+  return true;
+}
+
+// ---- autograd ---------------------------------------------------------------------------------
+// A view's grad_fn is remade first when its base was changed by an in-place op since
+// (autograd/inplace.hpp); a view requires grad when its base does (PyTorch's view semantics).
+TT_DECL bool Tensor::requires_grad() const {
+  TensorImpl* i = checked();
+  if (i->view_base) autograd::refresh_view(i);
+  if (i->requires_grad || i->grad_fn) return true;
+  return i->view_base && (i->view_base->requires_grad || i->view_base->grad_fn);
+}
+TT_DECL const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const {
+  TensorImpl* i = checked();
+  if (i->view_base) autograd::refresh_view(i);
+  return i->grad_fn;
+}
+TT_DECL bool Tensor::is_leaf() const { return grad_fn() == nullptr; }
+TT_DECL Tensor& Tensor::requires_grad_(bool r) {
+  TT_CHECK(is_leaf() || r, "requires_grad_: you can only change requires_grad flags of leaf variables. "
+           "If you want to use a computed variable in a subgraph that doesn't require differentiation "
+           "use var_no_grad = var.detach().");
+  TT_CHECK(!r || is_floating_point(), "requires_grad_: only Tensors of floating point dtype can require "
+           "gradients (got ", dtype_name(dtype()), ")");
+  impl_->requires_grad = r;
+  return *this;
+}
+TT_DECL Tensor Tensor::grad() const { return Tensor(checked()->grad); }
+TT_DECL void Tensor::set_grad(const Tensor& g) {
+  if (g.defined()) {
+    TT_CHECK(g.sizes() == sizes(), "set_grad: assigned grad has data of a different size (",
+             shape_str(g.sizes()), " vs ", shape_str(sizes()), ")");
+    TT_CHECK(g.device() == device(), "set_grad: assigned grad has data located on a different device (",
+             g.device().str(), " vs ", device().str(), ")");
+  }
+  checked()->grad = g.impl_ptr();
+}
+TT_DECL void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+  autograd::run_backward(*this, gradient, retain_graph);
+}
+TT_DECL Tensor Tensor::detach() const {
+  return ops::make_view(*this, sizes(), strides(), storage_offset());
+}
+TT_DECL Tensor& Tensor::detach_() {
+  TT_CHECK(defined(), "detach_: undefined tensor");
+  TT_CHECK(!impl_->view_base, "detach_: Can't detach views in-place. Use detach() instead.");
+  impl_->grad_fn.reset();
+  impl_->requires_grad = false;
+  return *this;
+}
+TT_DECL void Tensor::register_hook(TensorHook hook) const {
+  TT_CHECK(requires_grad(), "register_hook: cannot register a hook on a tensor that doesn't require gradient");
+  if (grad_fn()) grad_fn()->hooks.push_back(std::move(hook));
+  else impl_->hooks.push_back(std::move(hook));
+}
+TT_DECL void Tensor::register_post_accumulate_grad_hook(PostAccumulateGradHook hook) const {
+  TT_CHECK(is_leaf(), "register_post_accumulate_grad_hook: post accumulate grad hooks cannot be registered "
+           "on non-leaf tensors");
+  TT_CHECK(requires_grad(), "register_post_accumulate_grad_hook: cannot register a hook on a tensor that "
+           "doesn't require gradient");
+  impl_->post_accumulate_grad_hooks.push_back(std::move(hook));
+}
+
+// ---- views (differentiable) -------------------------------------------------------------------
+// Each result is marked as a view of *this (autograd::as_view) for the in-place rules.
+TT_DECL Tensor Tensor::view(const Shape& s) const {
+  return autograd::as_view(*this, autograd::Reshape::forward(*this, s, true));
+}
+TT_DECL Tensor Tensor::reshape(const Shape& s) const {
+  return autograd::as_view(*this, autograd::Reshape::forward(*this, s, false));
+}
+TT_DECL Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
+  return autograd::as_view(*this, autograd::Transpose::forward(*this, d0, d1, "TransposeBackward0"));
+}
+TT_DECL Tensor Tensor::t() const {
+  TT_CHECK(dim() <= 2, "t: expects a tensor with <= 2 dimensions, but self is ", dim(), "D (shape ",
+           shape_str(sizes()), ")");
+  if (dim() < 2) return autograd::as_view(*this, autograd::Transpose::forward(*this, 0, 0, "TBackward0"));
+  return autograd::as_view(*this, autograd::Transpose::forward(*this, 0, 1, "TBackward0"));
+}
+TT_DECL Tensor Tensor::permute(const std::vector<int64_t>& dims) const {
+  return autograd::as_view(*this, autograd::Permute::forward(*this, dims));
+}
+TT_DECL Tensor Tensor::unsqueeze(int64_t d) const {
+  return autograd::as_view(*this, autograd::ShapeOnly::wrap(*this, ops::unsqueeze(*this, d), "UnsqueezeBackward0"));
+}
+TT_DECL Tensor Tensor::squeeze() const {
+  return autograd::as_view(*this, autograd::ShapeOnly::wrap(*this, ops::squeeze(*this, std::nullopt), "SqueezeBackward0"));
+}
+TT_DECL Tensor Tensor::squeeze(int64_t d) const {
+  return autograd::as_view(*this, autograd::ShapeOnly::wrap(*this, ops::squeeze(*this, d), "SqueezeBackward1"));
+}
+TT_DECL Tensor Tensor::expand(const Shape& s) const {
+  return autograd::as_view(*this, autograd::ShapeOnly::wrap(*this, ops::expand(*this, s), "ExpandBackward0"));
+}
+TT_DECL Tensor Tensor::flatten(int64_t start, int64_t end) const {
+  if (dim() == 0) return reshape({1});
+  start = wrap_dim(start, dim(), "flatten");
+  end = wrap_dim(end, dim(), "flatten");
+  TT_CHECK(start <= end, "flatten: start_dim (", start, ") cannot come after end_dim (", end, ")");
+  if (start == end) return *this;
+  Shape s(sizes().begin(), sizes().begin() + start);
+  int64_t m = 1;
+  for (int64_t i = start; i <= end; ++i) m *= sizes()[i];
+  s.push_back(m);
+  s.insert(s.end(), sizes().begin() + end + 1, sizes().end());
+  return reshape(s);
+}
+TT_DECL Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
+  return autograd::as_view(*this, autograd::Slice::forward(*this, d, start, length, false));
+}
+TT_DECL Tensor Tensor::select(int64_t d, int64_t index) const {
+  return autograd::as_view(*this, autograd::Slice::forward(*this, d, index, 1, true));
+}
+TT_DECL std::vector<Tensor> Tensor::split(int64_t split_size, int64_t d) const {
+  TT_CHECK(dim() > 0, "split: expected at least a 1-dimensional tensor");
+  d = wrap_dim(d, dim(), "split");
+  const int64_t n = sizes()[d];
+  TT_CHECK(split_size > 0 || (split_size == 0 && n == 0), "split: split_size can only be 0 if dimension size is 0, "
+           "but got split_size ", split_size, " for dimension of size ", n);
+  std::vector<Tensor> out;
+  if (n == 0) return {*this};
+  for (int64_t start = 0; start < n; start += split_size) out.push_back(narrow(d, start, std::min(split_size, n - start)));
+  return out;
+}
+TT_DECL std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t d) const {
+  TT_CHECK(chunks > 0, "chunk: number of chunks must be greater than 0, got ", chunks);
+  TT_CHECK(dim() > 0, "chunk: expected at least a 1-dimensional tensor");
+  const int64_t n = sizes()[wrap_dim(d, dim(), "chunk")];
+  if (n == 0) {  // torch.chunk: `chunks` empty pieces
+    std::vector<Tensor> out;
+    for (int64_t i = 0; i < chunks; ++i) out.push_back(narrow(d, 0, 0));
+    return out;
+  }
+  return split((n + chunks - 1) / chunks, d);
+}
+TT_DECL Tensor Tensor::contiguous() const {
+  if (is_contiguous()) return *this;
+  return autograd::Copy::wrap(*this, ops::contiguous(*this), "CloneBackward0");
+}
+TT_DECL Tensor Tensor::clone() const { return autograd::Copy::wrap(*this, ops::clone(*this), "CloneBackward0"); }
+TT_DECL Tensor Tensor::to(DType d) const {
+  if (d == dtype()) return *this;
+  TT_CHECK(!(requires_grad() && d == kInt64) || !GradMode::is_enabled(),
+           "to: cannot convert a tensor that requires grad to int64 (not differentiable); detach() it first");
+  return autograd::Copy::wrap(*this, ops::to_dtype(*this, d), "ToCopyBackward0");
+}
+TT_DECL Tensor Tensor::to(Device device) const {
+  if (device == this->device()) return *this;
+  return autograd::Copy::wrap(*this, ops::to_device(*this, device), "ToCopyBackward0");
+}
+TT_DECL Tensor Tensor::to(Device device, DType d) const {
+  if (d == dtype()) return to(device);
+  if (device == this->device()) return to(d);
+  TT_CHECK(!(requires_grad() && d == kInt64) || !GradMode::is_enabled(),
+           "to: cannot convert a tensor that requires grad to int64 (not differentiable); detach() it first");
+  // convert where the data is, then move it: one node whose backward converts and moves back
+  return autograd::Copy::wrap(*this, ops::to_device(ops::to_dtype(*this, d), device), "ToCopyBackward0");
+}
+TT_DECL Tensor Tensor::cuda(int index) const { return to(Device::cuda(index)); }
+TT_DECL Tensor Tensor::cpu() const { return to(Device::cpu()); }
+
+// ---- elementwise ------------------------------------------------------------------------------
+TT_DECL Tensor Tensor::operator-() const { return tinytorch::neg(*this); }
+TT_DECL Tensor Tensor::neg() const { return tinytorch::neg(*this); }
+TT_DECL Tensor Tensor::exp() const { return tinytorch::exp(*this); }
+TT_DECL Tensor Tensor::log() const { return tinytorch::log(*this); }
+TT_DECL Tensor Tensor::pow(Scalar e) const { return tinytorch::pow(*this, e); }
+TT_DECL Tensor Tensor::sqrt() const { return tinytorch::sqrt(*this); }
+TT_DECL Tensor Tensor::abs() const { return tinytorch::abs(*this); }
+TT_DECL Tensor Tensor::relu() const { return tinytorch::relu(*this); }
+TT_DECL Tensor Tensor::sigmoid() const { return tinytorch::sigmoid(*this); }
+TT_DECL Tensor Tensor::tanh() const { return tinytorch::tanh(*this); }
+TT_DECL Tensor Tensor::eq(const Tensor& o) const { return ops::binary(*this, o, backend::cpu::EqOp{}, "eq", true); }
+TT_DECL Tensor Tensor::ne(const Tensor& o) const { return ops::binary(*this, o, backend::cpu::NeOp{}, "ne", true); }
+TT_DECL Tensor Tensor::lt(const Tensor& o) const { return ops::binary(*this, o, backend::cpu::LtOp{}, "lt", true); }
+TT_DECL Tensor Tensor::le(const Tensor& o) const { return ops::binary(*this, o, backend::cpu::LeOp{}, "le", true); }
+TT_DECL Tensor Tensor::gt(const Tensor& o) const { return ops::binary(*this, o, backend::cpu::GtOp{}, "gt", true); }
+TT_DECL Tensor Tensor::ge(const Tensor& o) const { return ops::binary(*this, o, backend::cpu::GeOp{}, "ge", true); }
+
+// ---- reductions and products ------------------------------------------------------------------
+TT_DECL Tensor Tensor::sum() const { return tinytorch::sum(*this); }
+TT_DECL Tensor Tensor::sum(int64_t d, bool keepdim) const { return tinytorch::sum(*this, d, keepdim); }
+TT_DECL Tensor Tensor::mean() const { return tinytorch::mean(*this); }
+TT_DECL Tensor Tensor::mean(int64_t d, bool keepdim) const { return tinytorch::mean(*this, d, keepdim); }
+TT_DECL Tensor Tensor::sum(const std::vector<int64_t>& dims, bool keepdim) const {
+  return tinytorch::sum(*this, dims, keepdim);
+}
+TT_DECL Tensor Tensor::mean(const std::vector<int64_t>& dims, bool keepdim) const {
+  return tinytorch::mean(*this, dims, keepdim);
+}
+TT_DECL Tensor Tensor::max() const { return tinytorch::max(*this); }
+TT_DECL std::tuple<Tensor, Tensor> Tensor::max(int64_t d, bool keepdim) const { return tinytorch::max(*this, d, keepdim); }
+TT_DECL Tensor Tensor::argmax() const { return tinytorch::argmax(*this); }
+TT_DECL Tensor Tensor::argmax(int64_t d, bool keepdim) const { return tinytorch::argmax(*this, d, keepdim); }
+TT_DECL Tensor Tensor::matmul(const Tensor& o) const { return tinytorch::matmul(*this, o); }
+TT_DECL Tensor Tensor::mm(const Tensor& o) const { return tinytorch::mm(*this, o); }
+TT_DECL Tensor Tensor::softmax(int64_t d) const { return tinytorch::softmax(*this, d); }
+TT_DECL Tensor Tensor::log_softmax(int64_t d) const { return tinytorch::log_softmax(*this, d); }
+
+// ---- in place ---------------------------------------------------------------------------------
+// Every in-place method runs the same steps (autograd/inplace.hpp explains them):
+//   record = autograd::check_inplace(...)     PyTorch's leaf / view errors; record in the graph?
+//   check_inplace_result(...)                  PyTorch's casting rule (below)
+//   overlap checks (ops/elementwise.hpp)       PyTorch's "unsupported operation" errors
+//   node = record ? <Op>Inplace::make(...)     saves what backward needs, before the write
+//   the kernel writes *this
+//   autograd::finish_inplace(*this, node, ...) bumps _version(); rebases the history
+// In-place arithmetic on an int64 tensor follows PyTorch's casting rule: the result type of
+// (self, operand) must fit self, so a floating operand (a float tensor, or a floating Scalar as in
+// add_(1.0)) throws "result type Float can't be cast to the desired output type Long"; integral
+// operands compute exactly in int64, wrapping modulo 2^64 (never through a double). An int64
+// tensor never requires grad, so its path records nothing.
+namespace detail {
+using InputList = std::initializer_list<const Tensor*>;
+inline void check_write_overlap(const Tensor& self, InputList inputs, const char* op) {
+  ops::assert_no_internal_overlap(self, op);
+  for (const Tensor* t : inputs)
+    if (t->defined() && !t->is_same(self)) ops::assert_no_partial_overlap(self, *t, op);
+}
+inline void check_inplace_result(const Tensor& self, bool floating_operand, DType result, const char* op) {
+  TT_CHECK(self.is_floating_point() || !floating_operand, op, ": result type ", scalar_type_name(result),
+           " can't be cast to the desired output type ", scalar_type_name(self.dtype()));
+}
+inline void check_inplace_result(const Tensor& self, const Tensor& o, const char* op) {
+  ops::check_device(o, op);  // "<op>: got an undefined tensor"
+  check_inplace_result(self, o.is_floating_point(), o.dtype(), op);
+}
+inline void check_inplace_result(const Tensor& self, const Scalar& s, const char* op) {
+  check_inplace_result(self, s.is_floating_point(), kFloat32, op);
+}
+// The kernel of self += k * o: exact and wrapping for an int64 self (k must be integral).
+inline void add_scaled_kernel(Tensor& self, const Tensor& o, const Scalar& k, const char* op) {
+  if (self.dtype() == kInt64) {
+    TT_CHECK(k.is_integral(), op, ": For integral input tensors, argument alpha must not be a floating point "
+             "number.");
+    const int64_t ki = k.to_int64();
+    ops::binary_(self, o, backend::AddScaledInt64Op{ki}, op);
+    return;
+  }
+  const double kd = k.to_double();
+  if (kd == 1) ops::binary_(self, o, backend::cpu::AddOp{}, op);
+  else ops::binary_(self, o, backend::AddScaledOp{kd}, op);
+}
+inline Scalar negated(const Scalar& s) {
+  return s.is_integral() ? Scalar(Scalar::wrapping_neg(s.to_int64())) : Scalar(-s.to_double());
+}
+// self += alpha * o (add_, sub_: alpha already negated)
+inline Tensor& add_inplace(Tensor& self, const Tensor& o, const Scalar& alpha, const char* op, const char* node_name) {
+  const bool record = autograd::check_inplace(self, {&o}, op);
+  check_inplace_result(self, o, op);
+  check_write_overlap(self, {&o}, op);
+  auto node = record ? autograd::AddInplace::make(o, alpha.to_double(), node_name) : nullptr;
+  add_scaled_kernel(self, o, alpha, op);
+  autograd::finish_inplace(self, std::move(node), {&o});
+  return self;
+}
+// self = f(self, s) for a number: add_(v) (AddBackward1), sub_(v), mul_(v) (MulBackward1);
+// int_op(a, s) (a functor of backend/functors.hpp, wrapping) for an int64 self, float_op(a, v)
+// computed in double otherwise.
+template <class IntOp, class FloatOp, class MakeNode>
+Tensor& scalar_inplace(Tensor& self, const Scalar& s, IntOp int_op, FloatOp float_op, MakeNode make_node,
+                       const char* op) {
+  const bool record = autograd::check_inplace(self, {}, op);
+  check_inplace_result(self, s, op);
+  ops::assert_no_internal_overlap(self, op);
+  if (self.dtype() == kInt64) {
+    ops::scalar_int64_(self, s.to_int64(op), int_op, op);
+    autograd::finish_inplace(self, nullptr, {});
+    return self;
+  }
+  const double v = s.to_double();
+  std::shared_ptr<autograd::Node> node;
+  if (record) node = make_node(v);
+  ops::unary_(self, backend::BindDouble<FloatOp>{float_op, v}, op);
+  autograd::finish_inplace(self, std::move(node), {});
+  return self;
+}
+// self = v everywhere (zero_, fill_): no overlap check, as PyTorch's fill_; exact for int64
+// (a value beyond int64's range throws).
+inline Tensor& fill_inplace(Tensor& self, const Scalar& s, const char* op, const char* node_name) {
+  const bool record = autograd::check_inplace(self, {}, op);
+  auto node = record ? autograd::OverwriteInplace::make(node_name) : nullptr;
+  dispatch(self.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T v = s.to<T>(op);
+    ops::unary_(self, backend::FillOp<T>{v}, op);
+  });
+  autograd::finish_inplace(self, std::move(node), {});
+  return self;
+}
+// self += value * (t1 op t2) (addcmul_, addcdiv_)
+template <class Op>
+Tensor& addc_inplace(Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar& value, Op op_fn, bool div,
+                     const char* op) {
+  const bool record = autograd::check_inplace(self, {&t1, &t2}, op);
+  check_write_overlap(self, {&t1, &t2}, op);
+  auto node = record ? autograd::AddcInplace::make(t1, t2, value.to_double(), div) : nullptr;
+  const Tensor prod = ops::binary(t1, t2, op_fn, op);
+  check_inplace_result(self, prod, op);
+  add_scaled_kernel(self, prod, value, op);
+  autograd::finish_inplace(self, std::move(node), {&t1, &t2});
+  return self;
+}
+}  // namespace detail
+TT_DECL Tensor& Tensor::add_(const Tensor& o, Scalar alpha) {
+  return detail::add_inplace(*this, o, alpha, "add_", "AddBackward0");
+}
+TT_DECL Tensor& Tensor::sub_(const Tensor& o, Scalar alpha) {
+  return detail::add_inplace(*this, o, detail::negated(alpha), "sub_", "SubBackward0");
+}
+TT_DECL Tensor& Tensor::add_(Scalar v) {
+  return detail::scalar_inplace(*this, v, backend::AddOp{}, backend::AddOp{},
+                                [](double) { return std::make_shared<autograd::AddScalar>(); }, "add_");
+}
+TT_DECL Tensor& Tensor::sub_(Scalar v) {
+  return detail::scalar_inplace(*this, v, backend::SubOp{}, backend::SubOp{},
+                                [](double) {
+                                  auto n = std::make_shared<autograd::AddScalar>();
+                                  n->node_name = "SubBackward1";
+                                  return n;
+                                }, "sub_");
+}
+TT_DECL Tensor& Tensor::mul_(const Tensor& o) {
+  const bool record = autograd::check_inplace(*this, {&o}, "mul_");
+  detail::check_inplace_result(*this, o, "mul_");
+  detail::check_write_overlap(*this, {&o}, "mul_");
+  auto node = record ? autograd::MulInplace::make(*this, o) : nullptr;
+  ops::binary_(*this, o, backend::cpu::MulOp{}, "mul_");
+  autograd::finish_inplace(*this, std::move(node), {&o});
+  return *this;
+}
+TT_DECL Tensor& Tensor::mul_(Scalar v) {
+  auto make_node = [](double s) {
+    auto n = std::make_shared<autograd::MulScalar>();
+    n->s = s;
+    return n;
+  };
+  return detail::scalar_inplace(*this, v, backend::MulOp{}, backend::MulOp{}, make_node, "mul_");
+}
+// div_ is true division, as torch.div_: its result is floating point, which an int64 tensor cannot
+// hold, so int64 div_ raises as in PyTorch (and never runs an integer division, which would trap
+// on a zero divisor or INT64_MIN / -1).
+TT_DECL Tensor& Tensor::div_(const Tensor& o) {
+  const bool record = autograd::check_inplace(*this, {&o}, "div_");
+  TT_CHECK(is_floating_point(), "div_: result type ", scalar_type_name(o.is_floating_point() ? o.dtype() : kFloat32),
+           " can't be cast to the desired output type ", scalar_type_name(dtype()));
+  detail::check_write_overlap(*this, {&o}, "div_");
+  auto node = record ? autograd::DivInplace::make(*this, o) : nullptr;
+  ops::binary_(*this, o, backend::cpu::DivOp{}, "div_");
+  autograd::finish_inplace(*this, std::move(node), {&o});
+  return *this;
+}
+TT_DECL Tensor& Tensor::div_(Scalar s) {
+  TT_CHECK(defined(), "div_: called on an undefined tensor");
+  TT_CHECK(is_floating_point(), "div_: result type Float can't be cast to the desired output type ",
+           scalar_type_name(dtype()));
+  auto make_node = [](double v) {
+    auto n = std::make_shared<autograd::DivScalar>();
+    n->s = v;
+    return n;
+  };
+  return detail::scalar_inplace(*this, s, backend::MulOp{} /* not reached: self is floating */,
+                                backend::DivOp{}, make_node, "div_");
+}
+TT_DECL Tensor& Tensor::addcmul_(const Tensor& t1, const Tensor& t2, Scalar value) {
+  return detail::addc_inplace(*this, t1, t2, value, backend::cpu::MulOp{}, false, "addcmul_");
+}
+TT_DECL Tensor& Tensor::addcdiv_(const Tensor& t1, const Tensor& t2, Scalar value) {
+  TT_CHECK(defined(), "addcdiv_: called on an undefined tensor");
+  TT_CHECK(t1.is_floating_point() || t2.is_floating_point(), "addcdiv_: Integer division with addcdiv is no "
+           "longer supported (got int64 tensor1 and tensor2); use (input + value * tensor1 / tensor2)");
+  return detail::addc_inplace(*this, t1, t2, value, backend::cpu::DivOp{}, true, "addcdiv_");
+}
+TT_DECL Tensor& Tensor::zero_() { return detail::fill_inplace(*this, Scalar(int64_t{0}), "zero_", "ZeroBackward0"); }
+TT_DECL Tensor& Tensor::fill_(Scalar v) { return detail::fill_inplace(*this, v, "fill_", "FillBackward2"); }
+TT_DECL Tensor& Tensor::copy_(const Tensor& src) {
+  const bool record = autograd::check_inplace(*this, {&src}, "copy_");
+  // As PyTorch: copying a tensor onto itself (the same elements in the same layout) does nothing.
+  const bool same = src.defined() && (is_same(src) || (impl()->storage == src.impl()->storage &&
+                    storage_offset() == src.storage_offset() && strides() == src.strides() &&
+                    sizes() == src.sizes() && dtype() == src.dtype()));
+  if (!same) detail::check_write_overlap(*this, {&src}, "copy_");
+  auto node = record ? autograd::CopyInplace::make(src) : nullptr;
+  if (!same) {  // copy_ moves data across devices (as PyTorch's), then copies in place
+    TT_CHECK(src.defined(), "copy_: got an undefined tensor");
+    const Tensor s = src.device() == device() ? src : ops::to_device(src, device());
+    ops::binary_(*this, s, backend::SecondOp{}, "copy_");
+  }
+  autograd::finish_inplace(*this, std::move(node), {&src});
+  return *this;
+}
+// (The generator's lock is held once for the whole tensor: Generator::locked.)
+TT_DECL Tensor& Tensor::uniform_(double from, double to, Generator* gen) {
+  const bool record = autograd::check_inplace(*this, {}, "uniform_");
+  ops::assert_no_internal_overlap(*this, "uniform_");
+  Generator& g = gen ? *gen : default_generator();
+  // a GPU tensor: the numbers are drawn on the host in the same order, then copied (CUDA.md section 5)
+  Tensor host = device().is_cpu() ? *this : ops::make_tensor(sizes(), dtype());
+  g.locked([&](Generator::Stream& s) { ops::unary_(host, [&](auto) { return s.uniform(from, to); }, "uniform_"); });
+  if (!device().is_cpu()) ops::copy_into_strided(ops::to_device(host, device()), *this);
+  autograd::finish_inplace(*this, record ? autograd::OverwriteInplace::make("UniformBackward0") : nullptr, {});
+  return *this;
+}
+TT_DECL Tensor& Tensor::normal_(double mean, double std, Generator* gen) {
+  const bool record = autograd::check_inplace(*this, {}, "normal_");
+  ops::assert_no_internal_overlap(*this, "normal_");
+  Generator& g = gen ? *gen : default_generator();
+  Tensor host = device().is_cpu() ? *this : ops::make_tensor(sizes(), dtype());  // as uniform_
+  g.locked([&](Generator::Stream& s) { ops::unary_(host, [&](auto) { return mean + std * s.normal(); }, "normal_"); });
+  if (!device().is_cpu()) ops::copy_into_strided(ops::to_device(host, device()), *this);
+  autograd::finish_inplace(*this, record ? autograd::OverwriteInplace::make("NormalBackward0") : nullptr, {});
+  return *this;
+}
+
+// ---- comparison of whole tensors, printing ----------------------------------------------------
+TT_DECL bool Tensor::allclose(const Tensor& o, double rtol, double atol) const {
+  if (sizes() != o.sizes()) return false;
+  std::vector<double> a = tolist<double>(), b = o.tolist<double>();
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i]) || std::isnan(b[i])) return false;
+    if (std::abs(a[i] - b[i]) > atol + rtol * std::abs(b[i])) return false;
+  }
+  return true;
+}
+TT_DECL bool Tensor::equal(const Tensor& o) const {
+  if (sizes() != o.sizes()) return false;
+  // two int64 tensors compare as int64 (as doubles, 2^53 + 1 would equal 2^53)
+  if (dtype() == kInt64 && o.dtype() == kInt64) return tolist<int64_t>() == o.tolist<int64_t>();
+  return tolist<double>() == o.tolist<double>();
+}
+TT_DECL std::string Tensor::str() const {
+  if (!defined()) return "[ Tensor (undefined) ]";
+  std::string suffix;
+  if (grad_fn()) {  // as PyTorch's repr: <CopySlices> for the node named torch::autograd::CopySlices
+    std::string name = grad_fn()->name();
+    const std::string ns = "torch::autograd::";
+    if (name.compare(0, ns.size(), ns) == 0) name = name.substr(ns.size());
+    suffix = "grad_fn=<" + name + ">";
+  }
+  else if (requires_grad()) suffix = "requires_grad=True";
+  // A GPU tensor: the values come through a host copy (tolist), the repr names the device first,
+  // as PyTorch's: tensor([1., 2.], device='cuda:0').
+  const std::string dev = device().is_cpu() ? std::string() : "device='" + device().str() + "'";
+  if (dtype() == kInt64) return detail::format_tensor_int64(sizes(), tolist<int64_t>(), suffix, dev);  // exact
+  return detail::format_tensor(sizes(), tolist<double>(), dtype(), suffix, dev);
+}
+TT_DECL std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
+
+// ---- operators --------------------------------------------------------------------------------
+TT_DECL Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+TT_DECL Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+TT_DECL Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+TT_DECL Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+// Tensor-Scalar arithmetic: an int64 tensor with an integral Scalar computes exactly in int64
+// (wrapping modulo 2^64; int64 never requires grad, so there is no node to record); with a
+// floating Scalar it computes in float32 (torch.result_type); float tensors use the double value.
+namespace detail {
+// (An undefined t passes through to the op, whose error names it.)
+inline bool int64_exact(const Tensor& t, const Scalar& s) {
+  return t.defined() && t.dtype() == kInt64 && s.is_integral();
+}
+inline Tensor promote_for(const Tensor& t, const Scalar& s) {
+  return t.defined() && t.dtype() == kInt64 && s.is_floating_point() ? ops::to_dtype(t, kFloat32) : t;
+}
+}  // namespace detail
+TT_DECL Tensor operator+(const Tensor& a, Scalar b) {
+  if (detail::int64_exact(a, b)) return ops::scalar_int64(a, b.to_int64(), backend::AddOp{}, "add");
+  return autograd::AddScalar::forward(detail::promote_for(a, b), b.to_double());
+}
+TT_DECL Tensor operator-(const Tensor& a, Scalar b) {
+  if (detail::int64_exact(a, b)) return ops::scalar_int64(a, b.to_int64(), backend::SubOp{}, "sub");
+  return autograd::AddScalar::forward(detail::promote_for(a, b), -b.to_double(), "SubBackward1");
+}
+TT_DECL Tensor operator*(const Tensor& a, Scalar b) {
+  if (detail::int64_exact(a, b)) return ops::scalar_int64(a, b.to_int64(), backend::MulOp{}, "mul");
+  return autograd::MulScalar::forward(detail::promote_for(a, b), b.to_double());
+}
+TT_DECL Tensor operator/(const Tensor& a, Scalar b) { return autograd::DivScalar::forward(a, b.to_double()); }
+TT_DECL Tensor operator+(Scalar a, const Tensor& b) { return b + a; }
+TT_DECL Tensor operator-(Scalar a, const Tensor& b) {
+  if (detail::int64_exact(b, a))
+    return ops::scalar_int64(b, a.to_int64(), backend::RsubOp{}, "rsub");
+  return autograd::RsubScalar::forward(detail::promote_for(b, a), a.to_double());
+}
+TT_DECL Tensor operator*(Scalar a, const Tensor& b) { return b * a; }
+TT_DECL Tensor operator/(Scalar a, const Tensor& b) { return pow(b, -1.0) * a; }
+TT_DECL Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
+  const bool is_one = alpha.is_integral() ? alpha.to_int64() == 1 : alpha.to_double() == 1.0;
+  if (a.defined() && b.defined() &&  // (Add::forward names an undefined input)
+      ops::promote_types(a.dtype(), b.dtype()) == kInt64 && !(is_one && alpha.is_integral())) {
+    TT_CHECK(alpha.is_integral(), "add: For integral input tensors, argument alpha must not be a floating point "
+             "number.");
+    const int64_t k = alpha.to_int64();
+    return ops::binary(a, b, backend::AddScaledInt64Op{k}, "add");
+  }
+  return autograd::Add::forward(a, b, alpha.to_double());
+}
+TT_DECL Tensor pow(const Tensor& x, Scalar exponent) {
+  if (x.dtype() == kInt64 && exponent.is_integral()) {
+    const int64_t e = exponent.to_int64();
+    TT_CHECK(e >= 0, "pow: Integers to negative integer powers are not allowed. (got exponent ", e,
+             " for an int64 tensor; pass ", e, ".0 for a float32 result)");
+    return ops::scalar_int64(x, e, backend::WrappingPowOp{}, "pow");
+  }
+  return autograd::pow(detail::promote_for(x, exponent), exponent.to_double());
+}
+TT_DECL Tensor& operator+=(Tensor& a, const Tensor& b) { return a.add_(b); }
+TT_DECL Tensor& operator-=(Tensor& a, const Tensor& b) { return a.sub_(b); }
+TT_DECL Tensor& operator*=(Tensor& a, const Tensor& b) { return a.mul_(b); }
+TT_DECL Tensor& operator/=(Tensor& a, const Tensor& b) { return a.div_(b); }
+TT_DECL Tensor& operator+=(Tensor& a, Scalar b) { return a.add_(b); }
+TT_DECL Tensor& operator*=(Tensor& a, Scalar b) { return a.mul_(b); }
+
+// ---- the element reads behind Tensor::at / item / tolist (functional.hpp) -------------------
+namespace detail {
+TT_DECL ElementBytes read_element(const Tensor& t, int64_t offset, const char* op) {
+  ops::check_device(t, op);
+  ElementBytes b{};
+  dispatch(t.dtype(), [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    const S* p = t.data_ptr<S>() + offset;
+    if (t.device().is_cpu()) std::memcpy(b.bytes, p, sizeof(S));
+    else backend::dispatch::copy_bytes(Device::cpu(), b.bytes, t.device(), p, sizeof(S));  // a GPU tensor
+  });
+  return b;
+}
+TT_DECL Tensor host_contiguous(const Tensor& t) { return ops::contiguous(ops::to_host(t)); }
+}  // namespace detail
+
+// =============================================================================================
+// the second family: min/max of tensors, pow of tensors, floor_divide, remainder, fmod,
+// comparisons, clamp, where
+// =============================================================================================
+
+// ---- min / max family -------------------------------------------------------------------------
+TT_DECL Tensor min(const Tensor& x) { return autograd::Min::forward_all(x); }
+TT_DECL std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) {
+  return autograd::Min::forward_dim(x, dim, keepdim);
+}
+TT_DECL Tensor argmin(const Tensor& x) {
+  TT_CHECK(x.numel() > 0, "argmin(): Expected reduction dim to be specified for input.numel() == 0.");
+  return std::get<1>(ops::min_dim(ops::reshape(x, {x.numel()}), 0, false, "argmin"));
+}
+TT_DECL Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) {
+  return std::get<1>(ops::min_dim(x, dim, keepdim, "argmin"));
+}
+TT_DECL Tensor amax(const Tensor& x, const std::vector<int64_t>& dim, bool keepdim) {
+  return autograd::AmaxAmin::forward(x, dim, keepdim, true);
+}
+TT_DECL Tensor amin(const Tensor& x, const std::vector<int64_t>& dim, bool keepdim) {
+  return autograd::AmaxAmin::forward(x, dim, keepdim, false);
+}
+TT_DECL Tensor maximum(const Tensor& a, const Tensor& b) { return autograd::MaximumMinimum::forward(a, b, true); }
+TT_DECL Tensor minimum(const Tensor& a, const Tensor& b) { return autograd::MaximumMinimum::forward(a, b, false); }
+TT_DECL Tensor max(const Tensor& a, const Tensor& b) { return maximum(a, b); }
+TT_DECL Tensor min(const Tensor& a, const Tensor& b) { return minimum(a, b); }
+
+// ---- pow --------------------------------------------------------------------------------------
+TT_DECL Tensor pow(const Tensor& a, const Tensor& b) { return autograd::PowTensor::forward(a, b); }
+TT_DECL Tensor pow(double s, const Tensor& b) { return autograd::PowScalarBase::forward(s, b); }
+
+// ---- floor_divide, remainder, fmod ------------------------------------------------------------
+TT_DECL Tensor floor_divide(const Tensor& a, const Tensor& b) { return autograd::floor_divide(a, b); }
+TT_DECL Tensor floor_divide(const Tensor& a, double b) { return autograd::floor_divide(a, b); }
+TT_DECL Tensor div(const Tensor& a, const Tensor& b, const std::optional<std::string>& rounding_mode) {
+  return rounding_mode ? autograd::DivRounding::forward(a, b, *rounding_mode)
+                       : autograd::Div::forward(a, b, "DivBackward2");  // aten's div.Tensor_mode
+}
+TT_DECL Tensor div(const Tensor& a, double b, const std::optional<std::string>& rounding_mode) {
+  return rounding_mode ? autograd::DivRounding::forward(a, b, *rounding_mode)
+                       : autograd::DivScalar::forward(a, b, "DivBackward3");  // div.Scalar_mode
+}
+TT_DECL Tensor trunc(const Tensor& x) { return autograd::Trunc::forward(x); }
+TT_DECL Tensor remainder(const Tensor& a, const Tensor& b) { return autograd::RemainderFmod::forward(a, b, false); }
+TT_DECL Tensor remainder(const Tensor& a, double b) { return autograd::RemainderFmod::forward(a, b, false); }
+TT_DECL Tensor fmod(const Tensor& a, const Tensor& b) { return autograd::RemainderFmod::forward(a, b, true); }
+TT_DECL Tensor fmod(const Tensor& a, double b) { return autograd::RemainderFmod::forward(a, b, true); }
+
+// ---- comparisons ------------------------------------------------------------------------------
+TT_DECL Tensor eq(const Tensor& a, const Tensor& b) { return a.eq(b); }
+TT_DECL Tensor ne(const Tensor& a, const Tensor& b) { return a.ne(b); }
+TT_DECL Tensor lt(const Tensor& a, const Tensor& b) { return a.lt(b); }
+TT_DECL Tensor le(const Tensor& a, const Tensor& b) { return a.le(b); }
+TT_DECL Tensor gt(const Tensor& a, const Tensor& b) { return a.gt(b); }
+TT_DECL Tensor ge(const Tensor& a, const Tensor& b) { return a.ge(b); }
+TT_DECL Tensor eq(const Tensor& a, double b) { return ops::compare_scalar(a, b, backend::cpu::EqOp{}, "eq"); }
+TT_DECL Tensor ne(const Tensor& a, double b) { return ops::compare_scalar(a, b, backend::cpu::NeOp{}, "ne"); }
+TT_DECL Tensor lt(const Tensor& a, double b) { return ops::compare_scalar(a, b, backend::cpu::LtOp{}, "lt"); }
+TT_DECL Tensor le(const Tensor& a, double b) { return ops::compare_scalar(a, b, backend::cpu::LeOp{}, "le"); }
+TT_DECL Tensor gt(const Tensor& a, double b) { return ops::compare_scalar(a, b, backend::cpu::GtOp{}, "gt"); }
+TT_DECL Tensor ge(const Tensor& a, double b) { return ops::compare_scalar(a, b, backend::cpu::GeOp{}, "ge"); }
+
+// ---- clamp ------------------------------------------------------------------------------------
+TT_DECL Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
+  return autograd::ClampScalar::forward(x, min, max, "ClampBackward1");
+}
+TT_DECL Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max) {
+  return autograd::ClampTensor::forward(x, min, max, "ClampBackward0");
+}
+TT_DECL Tensor clamp_min(const Tensor& x, double min) {
+  return autograd::ClampScalar::forward(x, min, std::nullopt, "ClampMinBackward0", "clamp_min");
+}
+TT_DECL Tensor clamp_min(const Tensor& x, const Tensor& min) {
+  TT_CHECK(min.defined(), "clamp_min: expected a defined min tensor");
+  return autograd::ClampTensor::forward(x, min, Tensor(), "ClampMinBackward1");
+}
+TT_DECL Tensor clamp_max(const Tensor& x, double max) {
+  return autograd::ClampScalar::forward(x, std::nullopt, max, "ClampMaxBackward0", "clamp_max");
+}
+TT_DECL Tensor clamp_max(const Tensor& x, const Tensor& max) {
+  TT_CHECK(max.defined(), "clamp_max: expected a defined max tensor");
+  return autograd::ClampTensor::forward(x, Tensor(), max, "ClampMaxBackward1");
+}
+
+// ---- where ------------------------------------------------------------------------------------
+TT_DECL Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
+  return autograd::Where::forward(condition, a, b);
+}
+TT_DECL Tensor where(const Tensor& condition, const Tensor& a, double b) {
+  ops::check_device(a, "where");
+  return where(condition, a, ops::scalar_as_tensor(b, ops::scalar_result_type(a.dtype(), b), a.device()));
+}
+TT_DECL Tensor where(const Tensor& condition, double a, const Tensor& b) {
+  ops::check_device(b, "where");
+  return where(condition, ops::scalar_as_tensor(a, ops::scalar_result_type(b.dtype(), a), b.device()), b);
+}
+
+// =============================================================================================
+
+// =============================================================================================
+TT_DECL Tensor Tensor::min() const { return tinytorch::min(*this); }
+TT_DECL std::tuple<Tensor, Tensor> Tensor::min(int64_t d, bool keepdim) const { return tinytorch::min(*this, d, keepdim); }
+TT_DECL Tensor Tensor::argmin() const { return tinytorch::argmin(*this); }
+TT_DECL Tensor Tensor::argmin(int64_t d, bool keepdim) const { return tinytorch::argmin(*this, d, keepdim); }
+TT_DECL Tensor Tensor::amax(const std::vector<int64_t>& d, bool keepdim) const { return tinytorch::amax(*this, d, keepdim); }
+TT_DECL Tensor Tensor::amin(const std::vector<int64_t>& d, bool keepdim) const { return tinytorch::amin(*this, d, keepdim); }
+TT_DECL Tensor Tensor::maximum(const Tensor& o) const { return tinytorch::maximum(*this, o); }
+TT_DECL Tensor Tensor::minimum(const Tensor& o) const { return tinytorch::minimum(*this, o); }
+TT_DECL Tensor Tensor::max(const Tensor& o) const { return tinytorch::maximum(*this, o); }
+TT_DECL Tensor Tensor::min(const Tensor& o) const { return tinytorch::minimum(*this, o); }
+TT_DECL Tensor Tensor::pow(const Tensor& e) const { return tinytorch::pow(*this, e); }
+TT_DECL Tensor Tensor::floor_divide(const Tensor& o) const { return tinytorch::floor_divide(*this, o); }
+TT_DECL Tensor Tensor::floor_divide(double o) const { return tinytorch::floor_divide(*this, o); }
+TT_DECL Tensor Tensor::remainder(const Tensor& o) const { return tinytorch::remainder(*this, o); }
+TT_DECL Tensor Tensor::remainder(double o) const { return tinytorch::remainder(*this, o); }
+TT_DECL Tensor Tensor::fmod(const Tensor& o) const { return tinytorch::fmod(*this, o); }
+TT_DECL Tensor Tensor::fmod(double o) const { return tinytorch::fmod(*this, o); }
+TT_DECL Tensor Tensor::div(const Tensor& o) const { return tinytorch::div(*this, o); }
+TT_DECL Tensor Tensor::div(double o) const { return *this / o; }
+TT_DECL Tensor Tensor::div(const Tensor& o, const std::optional<std::string>& rounding_mode) const {
+  return tinytorch::div(*this, o, rounding_mode);
+}
+TT_DECL Tensor Tensor::div(double o, const std::optional<std::string>& rounding_mode) const {
+  return tinytorch::div(*this, o, rounding_mode);
+}
+TT_DECL Tensor Tensor::trunc() const { return tinytorch::trunc(*this); }
+TT_DECL Tensor Tensor::eq(double o) const { return tinytorch::eq(*this, o); }
+TT_DECL Tensor Tensor::ne(double o) const { return tinytorch::ne(*this, o); }
+TT_DECL Tensor Tensor::lt(double o) const { return tinytorch::lt(*this, o); }
+TT_DECL Tensor Tensor::le(double o) const { return tinytorch::le(*this, o); }
+TT_DECL Tensor Tensor::gt(double o) const { return tinytorch::gt(*this, o); }
+TT_DECL Tensor Tensor::ge(double o) const { return tinytorch::ge(*this, o); }
+TT_DECL Tensor Tensor::clamp(std::optional<double> lo, std::optional<double> hi) const {
+  return tinytorch::clamp(*this, lo, hi);
+}
+TT_DECL Tensor Tensor::clamp(const Tensor& lo, const Tensor& hi) const { return tinytorch::clamp(*this, lo, hi); }
+TT_DECL Tensor Tensor::clamp_min(double lo) const { return tinytorch::clamp_min(*this, lo); }
+TT_DECL Tensor Tensor::clamp_min(const Tensor& lo) const { return tinytorch::clamp_min(*this, lo); }
+TT_DECL Tensor Tensor::clamp_max(double hi) const { return tinytorch::clamp_max(*this, hi); }
+TT_DECL Tensor Tensor::clamp_max(const Tensor& hi) const { return tinytorch::clamp_max(*this, hi); }
+TT_DECL Tensor Tensor::where(const Tensor& c, const Tensor& o) const { return tinytorch::where(c, *this, o); }
+TT_DECL Tensor Tensor::where(const Tensor& c, double o) const { return tinytorch::where(c, *this, o); }
+
+// ---- operators --------------------------------------------------------------------------------
+TT_DECL Tensor operator%(const Tensor& a, const Tensor& b) { return remainder(a, b); }
+TT_DECL Tensor operator%(const Tensor& a, double b) { return remainder(a, b); }
+TT_DECL Tensor operator==(const Tensor& a, const Tensor& b) { return a.eq(b); }
+TT_DECL Tensor operator!=(const Tensor& a, const Tensor& b) { return a.ne(b); }
+TT_DECL Tensor operator<(const Tensor& a, const Tensor& b) { return a.lt(b); }
+TT_DECL Tensor operator<=(const Tensor& a, const Tensor& b) { return a.le(b); }
+TT_DECL Tensor operator>(const Tensor& a, const Tensor& b) { return a.gt(b); }
+TT_DECL Tensor operator>=(const Tensor& a, const Tensor& b) { return a.ge(b); }
+TT_DECL Tensor operator==(const Tensor& a, double b) { return a.eq(b); }
+TT_DECL Tensor operator!=(const Tensor& a, double b) { return a.ne(b); }
+TT_DECL Tensor operator<(const Tensor& a, double b) { return a.lt(b); }
+TT_DECL Tensor operator<=(const Tensor& a, double b) { return a.le(b); }
+TT_DECL Tensor operator>(const Tensor& a, double b) { return a.gt(b); }
+TT_DECL Tensor operator>=(const Tensor& a, double b) { return a.ge(b); }
+TT_DECL Tensor operator==(double a, const Tensor& b) { return b.eq(a); }
+TT_DECL Tensor operator!=(double a, const Tensor& b) { return b.ne(a); }
+TT_DECL Tensor operator<(double a, const Tensor& b) { return b.gt(a); }
+TT_DECL Tensor operator<=(double a, const Tensor& b) { return b.ge(a); }
+TT_DECL Tensor operator>(double a, const Tensor& b) { return b.lt(a); }
+TT_DECL Tensor operator>=(double a, const Tensor& b) { return b.le(a); }
+
+TT_NAMESPACE_END  // namespace tinytorch
