@@ -39,6 +39,8 @@
 // Reference: PyTorch DDP paper (Li et al., VLDB 2020) section 5 (scaling, bucket size).
 #include "bench_common.hpp"
 
+#include <Eigen/Core>  // Eigen::setNbThreads
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

@@ -22,6 +22,8 @@
 // ("use DistributedDataParallel instead").
 #include "bench_common.hpp"
 
+#include <Eigen/Core>  // Eigen::setNbThreads
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <tinytorch/tinytorch.hpp>
+#include <tinytorch/ops/conv.hpp>  // ops::conv2d and its naive twin (internals under test)
 
 #include "reference/conv_ref.hpp"
 

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include <tinytorch/tinytorch.hpp>
+#include <tinytorch/ops/dispatch.hpp>  // backend::dispatch (internals under test)
+#include <tinytorch/ops/shape.hpp>
 
 using Catch::Matchers::Contains;
 using tinytorch::Device;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <tinytorch/tinytorch.hpp>
+#include <tinytorch/ops/elementwise.hpp>  // ops::get_overlap_status, has_internal_overlap (internals under test)
 
 #include "reference/inplace_ref.hpp"
 

@@ -12,6 +12,7 @@
 // Chapter: chapters/01-training-loop.md ("How fast is it?"). Reference: PyTorch's ATen/Parallel.h.
 #include <catch2/catch.hpp>
 #include <tinytorch/tinytorch.hpp>
+#include <tinytorch/backend/cpu/gemm.hpp>  // backend::cpu::gemm and gemm_naive (internals under test)
 
 #include <algorithm>
 #include <atomic>

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "tensor.hpp"
+#include "core/parallel.hpp"  // get_num_threads, set_num_threads, parallel_for (torch.set_num_threads)
 #include "core/cuda.hpp"  // tinytorch::cuda: is_available, device_count, memory statistics (torch.cuda)
 #include "functional.hpp"
 #include "autograd/gradcheck.hpp"
