@@ -339,8 +339,9 @@ TEST_CASE("CrossEntropyLoss rejects out-of-range targets and bad shapes", "[ch01
   REQUIRE_THROWS_WITH(loss(logits, tensor({-1, 0}, kInt64)), Contains("Target -1 is out of bounds"));
   REQUIRE_THROWS_WITH(loss(logits, tensor({0, 1})), Contains("expected target of dtype torch.int64 (class indices), got torch.float32"));
   REQUIRE_THROWS_WITH(loss(logits, tensor({0, 1, 2}, kInt64)), Contains("expected target of shape (2), got [3] for input of shape [2, 3]"));
-  REQUIRE_THROWS_WITH(loss(zeros({3}), tensor({0}, kInt64)), Contains("cross_entropy: expected input of shape (N, C), got [3]"));
-  REQUIRE_THROWS_WITH(nn::NLLLoss()(zeros({2, 2, 2}), tensor({0, 1}, kInt64)), Contains("nll_loss: expected input of shape (N, C), got [2, 2, 2]"));
+  // unbatched (C) takes a 0-d target, (N, C, d) a target (N, d): PyTorch's messages otherwise
+  REQUIRE_THROWS_WITH(loss(zeros({3}), tensor({0}, kInt64)), Contains("cross_entropy: size mismatch (got input: [3], target: [1])"));
+  REQUIRE_THROWS_WITH(nn::NLLLoss()(zeros({2, 2, 2}), tensor({0, 1}, kInt64)), Contains("nll_loss: Expected target size [2, 2], got [2]"));
   CHECK(loss(logits, tensor({0, 2}, kInt64)).item() == Approx(std::log(3.0)));
 }
 

@@ -127,6 +127,80 @@ TEST_CASE("nll_loss / cross_entropy with weight, ignore_index, label_smoothing m
   }
 }
 
+// (N, C, d1, ..., dk) with targets (N, d1, ..., dk), and unbatched (C) with a 0-d target: the
+// ND_CASES x ND_LOSSES table of gen_nn_more.py (C = 4, the loss.weight classes).
+namespace {
+struct NdLoss {
+  const char* name;
+  bool nll, weighted;
+  int64_t ignore_index;
+  double label_smoothing;
+};
+const NdLoss kNdLosses[] = {
+    {"nll_w", true, true, -100, 0.0},
+    {"ce_w", false, true, -100, 0.0},
+    {"ce_ig1ls", false, false, 1, 0.1},
+    {"ce_wls", false, true, -100, 0.2},
+};
+/// The case's target; with another ignore_index the position holding -100 holds that index
+/// instead (as in the script), so it is ignored either way.
+Tensor nd_target(const std::string& c, int64_t ignore_index) {
+  Tensor t = targets("nd." + c + ".target");
+  if (ignore_index != -100) t = where(t == -100.0, full_like(t, static_cast<double>(ignore_index)), t);
+  return t;
+}
+}  // namespace
+
+TEST_CASE("nll_loss / cross_entropy over (N, C, d1, ...) and unbatched (C) match PyTorch", "[nn_more]") {
+  for (const std::string c : {"nd3", "nd4", "nd5", "unb"}) {
+    for (const NdLoss& l : kNdLosses) {
+      for (const std::string red : kReductions) {
+        const std::string n = "nd." + c + "." + l.name + "." + red;
+        INFO(n);
+        Tensor x = leaf("nd." + c + ".x");
+        const Tensor t = nd_target(c, l.ignore_index);
+        const Tensor w = l.weighted ? from_ref("loss.weight") : Tensor();
+        const Reduction r = nn::reduction_from_string(red);
+        const int64_t cdim = x.dim() == 1 ? 0 : 1;
+        Tensor out = l.nll ? nll_loss(x.log_softmax(cdim), t, w, l.ignore_index, r)
+                           : cross_entropy(x, t, w, l.ignore_index, r, l.label_smoothing);
+        CHECK(compare(out, n + ".out") == "");
+        out.backward(red == "none" ? from_ref("nd." + c + ".gout_none") : scalar_tensor(1.5));
+        CHECK(compare(x.grad(), n + ".grad") == "");
+      }
+    }
+  }
+  // and they pass gradcheck in float64 (a 3-d and an unbatched case, every reduction)
+  for (const std::string c : {"nd3", "unb"}) {
+    for (const std::string red : kReductions) {
+      INFO(c << " " << red);
+      const Tensor t = nd_target(c, 1);
+      const Reduction r = nn::reduction_from_string(red);
+      CHECK(gradcheck([&](const Vs& v) { return cross_entropy(v[0], t, Tensor(), 1, r, 0.1); },
+                      {leaf("nd." + c + ".x", kFloat64)}));
+    }
+  }
+}
+
+TEST_CASE("loss shapes PyTorch refuses give its messages", "[nn_more]") {
+  const Tensor x3 = zeros({2, 3, 4}), x4 = zeros({2, 3, 4, 5});
+  const auto t = [](const Shape& s) { return zeros(s, kInt64); };
+  CHECK_THROWS_WITH(nll_loss(x3, t({2, 5})), Contains("Expected target size [2, 4], got [2, 5]"));
+  CHECK_THROWS_WITH(nll_loss(x4, t({2, 4, 6})),
+                    Contains("size mismatch (got input: [2, 3, 4, 5] , target: [2, 4, 6]"));
+  CHECK_THROWS_WITH(nll_loss(x4, t({2, 20})), Contains("only batches of spatial targets supported (3D tensors) but "
+                                                      "got targets of dimension: 2"));
+  CHECK_THROWS_WITH(nll_loss(x3, t({3, 4})), Contains("Expected input batch_size (2) to match target batch_size (3)."));
+  CHECK_THROWS_WITH(nll_loss(zeros({3}), t({1})), Contains("size mismatch (got input: [3], target: [1])"));
+  CHECK_THROWS_WITH(nll_loss(zeros({}), t({})), Contains("Expected 1 or more dimensions (got 0)"));
+  CHECK_THROWS_WITH(nll_loss(zeros({2, 3, 4, 5, 6}), t({2, 4, 5, 7})),
+                    Contains("Expected target size [2, 4, 5, 6], got [2, 4, 5, 7]"));
+  CHECK_THROWS_WITH(cross_entropy(x3, tensor({0, 1, 2, 5, 0, 0, 0, 0}, {2, 4}, kInt64)),
+                    Contains("Target 5 is out of bounds"));
+  // the unbatched loss is 0-d for every reduction, as PyTorch's
+  CHECK(cross_entropy(zeros({3}), scalar_tensor(1, kInt64), Reduction::None).dim() == 0);
+}
+
 TEST_CASE("weighted / ignoring / smoothed losses pass gradcheck in float64", "[nn_more]") {
   for (const LossCase& c : kLossCases) {
     for (const std::string red : kReductions) {
@@ -146,7 +220,11 @@ TEST_CASE("a mean over targets that are all ignored is nan, with a zero gradient
   CHECK(std::isnan(l.item()));
   l.backward();
   CHECK(x.grad().abs().sum().item() == 0);
-  CHECK(std::isnan(cross_entropy(x, t, Tensor(), -100, Reduction::Mean, 0.1).item()));
+  Tensor ls = cross_entropy(x, t, Tensor(), -100, Reduction::Mean, 0.1);
+  CHECK(std::isnan(ls.item()));
+  x.set_grad(Tensor());
+  ls.backward();  // label smoothing's part too: 0, not 0 * inf (PyTorch's masked_fill)
+  CHECK(x.grad().abs().sum().item() == 0);
   CHECK(cross_entropy(x, t, Reduction::Sum).item() == 0);
   CHECK(nll_loss(x, t, Reduction::None).abs().sum().item() == 0);
 }

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "autograd/grad_mode.hpp"  // NoGradGuard, enable_grad (torch.no_grad)
+#include "autograd/node.hpp"       // Node: what grad_fn() points to (name(), next_functions)
 #include "autograd/reduction.hpp"  // Reduction (mse_loss, nll_loss, cross_entropy)
 #include "tensor.hpp"
 #include "core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
@@ -108,8 +109,27 @@ TT_DECL Tensor log_softmax(const Tensor& x, int64_t dim);
 /// Mean squared error. input and target must have the same shape: PyTorch only warns and
 /// broadcasts ((N,1) vs (N) -> (N,N)), tinytorch throws tinytorch::Error naming both shapes.
 TT_DECL Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+namespace detail {
+/// The shapes PyTorch's losses take (nll_loss_nd, aten/src/ATen/native/LossNLL.cpp), as rows:
+///   input (N, C), target (N)                          -> themselves
+///   input (C) (unbatched), target 0-d                 -> (1, C), (1)
+///   input (N, C, d1, ..., dk), target (N, d1, ..., dk) -> (N * d1 * ... * dk, C) (class dim moved
+///                                                        last, a differentiable copy), flattened target
+/// out_shape: the target's shape, reduction None's output. Throws PyTorch's messages for a 0-d
+/// input, a batch size or target shape that does not match.
+struct LossRows {
+  Tensor input, target;
+  Shape out_shape;
+};
+TT_DECL LossRows loss_rows(const Tensor& input, const Tensor& target, const char* op);
+}  // namespace detail
+
 /// Negative log likelihood on log-probabilities (N, C) with int64 class indices (N) in [0, C)
-/// (torch.nn.functional.nll_loss):
+/// (torch.nn.functional.nll_loss). Also, as PyTorch: unbatched input (C) with a 0-d target (a
+/// 0-d loss for every reduction), and (N, C, d1, ..., dk) with target (N, d1, ..., dk), each
+/// position a sample (Mean divides by the summed weights of every position not ignored; None
+/// gives the target's shape). grad_fn: NllLossBackward0 (None over d1...: a view of it, where
+/// PyTorch shows NllLoss2dBackward0 for 4-d input).
 ///   loss_i = -weight[t_i] * input[i, t_i],  0 where t_i == ignore_index
 ///   reduction Mean: sum_i loss_i / sum_i weight[t_i] over the samples not ignored (nan when all
 ///   are ignored, as PyTorch); Sum: sum_i loss_i; None: the (N) losses.
@@ -127,7 +147,8 @@ namespace detail {
 TT_DECL void check_label_smoothing(double label_smoothing, const char* op);
 }  // namespace detail
 
-/// Cross entropy on raw logits (N, C) and int64 class indices (N) (torch.nn.functional.cross_entropy):
+/// Cross entropy on raw logits (N, C) and int64 class indices (N) (torch.nn.functional.cross_entropy);
+/// unbatched (C) and (N, C, d1, ..., dk) inputs as nll_loss (the softmax over C at each position):
 ///   label_smoothing = 0:  nll_loss(log_softmax(input, 1), target, weight, ignore_index, reduction)
 ///   label_smoothing = e:  (1 - e) * that  +  (e / C) * smooth, with
 ///       smooth_i = -sum_c weight[c] * log_softmax(input)[i, c]   (0 where t_i == ignore_index)

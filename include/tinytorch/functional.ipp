@@ -127,9 +127,43 @@ TT_DECL Tensor log_softmax(const Tensor& x, int64_t dim) { return autograd::Soft
 TT_DECL Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
   return autograd::MseLoss::forward(input, target, reduction);
 }
+namespace detail {
+TT_DECL LossRows loss_rows(const Tensor& input, const Tensor& target, const char* op) {
+  ops::check_device(input, op);
+  ops::check_device(target, op);
+  const int64_t d = input.dim();
+  TT_CHECK(d >= 1, op, ": Expected 1 or more dimensions (got 0)");
+  if (d == 2) return {input, target, target.sizes()};  // (N, C): the loss node checks the target
+  if (d == 1) {                                        // unbatched (C) with a 0-d target
+    TT_CHECK(target.dim() == 0, op, ": size mismatch (got input: ", shape_str(input.sizes()), ", target: ",
+             shape_str(target.sizes()), ")");
+    return {input.unsqueeze(0), target.unsqueeze(0), Shape{}};
+  }
+  TT_CHECK(target.dim() >= 1 && target.sizes()[0] == input.sizes()[0], op, ": Expected input batch_size (",
+           input.sizes()[0], ") to match target batch_size (", target.dim() >= 1 ? target.sizes()[0] : 0, ").");
+  const Shape spatial(input.sizes().begin() + 2, input.sizes().end());  // d1, ..., dk
+  if (d == 4) {  // PyTorch's nll_loss2d and its two messages (the second without its closing bracket)
+    TT_CHECK(target.dim() == 3, op, ": only batches of spatial targets supported (3D tensors) but got targets of "
+             "dimension: ", target.dim());
+    TT_CHECK(Shape(target.sizes().begin() + 1, target.sizes().end()) == spatial, op, ": size mismatch (got input: ",
+             shape_str(input.sizes()), " , target: ", shape_str(target.sizes()));
+  } else {
+    Shape expected{input.sizes()[0]};
+    for (int64_t s : spatial) expected.push_back(s);
+    TT_CHECK(target.sizes() == expected, op, ": Expected target size ", shape_str(expected), ", got ",
+             shape_str(target.sizes()));
+  }
+  std::vector<int64_t> perm{0};  // (N, C, d1, ..., dk) -> (N, d1, ..., dk, C): one row per position
+  for (int64_t k = 2; k < d; ++k) perm.push_back(k);
+  perm.push_back(1);
+  return {input.permute(perm).reshape({-1, input.sizes()[1]}), target.reshape({-1}), target.sizes()};
+}
+}  // namespace detail
 TT_DECL Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
                        Reduction reduction) {
-  return autograd::NllLoss::forward(input, target, reduction, weight, ignore_index);
+  const detail::LossRows r = detail::loss_rows(input, target, "nll_loss");
+  Tensor out = autograd::NllLoss::forward(r.input, r.target, reduction, weight, ignore_index);
+  return reduction == Reduction::None && input.dim() != 2 ? out.reshape(r.out_shape) : out;
 }
 TT_DECL Tensor nll_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
   return nll_loss(input, target, Tensor(), -100, reduction);
@@ -140,21 +174,30 @@ TT_DECL void check_label_smoothing(double label_smoothing, const char* op) {
            label_smoothing);
 }
 }  // namespace detail
-TT_DECL Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
+TT_DECL Tensor cross_entropy(const Tensor& input_any, const Tensor& target_any, const Tensor& weight,
                             int64_t ignore_index, Reduction reduction,
                             double label_smoothing) {
-  TT_CHECK(input.dim() == 2, "cross_entropy: expected input of shape (N, C), got ", shape_str(input.sizes()));
+  // (C), (N, C) or (N, C, d1, ..., dk) as rows (M, C) and targets (M); None's output gets the
+  // target's shape back at the end
+  const detail::LossRows r = detail::loss_rows(input_any, target_any, "cross_entropy");
+  if (input_any.dim() != 2) {
+    const Tensor out = cross_entropy(r.input, r.target, weight, ignore_index, reduction, label_smoothing);
+    return reduction == Reduction::None ? out.reshape(r.out_shape) : out;
+  }
+  const Tensor& input = input_any;
+  const Tensor& target = target_any;
   detail::check_label_smoothing(label_smoothing, "cross_entropy");
   if (target.defined() && target.dtype() == kInt64 && target.dim() == 1)  // before any kernel runs
     autograd::checked_targets(target, input.sizes()[1], ignore_index, "cross_entropy");
   const Tensor logp = log_softmax(input, 1);  // (N, C)
   const Tensor nll = nll_loss(logp, target, weight, ignore_index, reduction);
   if (label_smoothing == 0.0) return nll;
-  // smooth_i = -sum_c w_c logp[i, c], masked to 0 on ignored rows (a multiply by 0/1: an ignored
-  // row whose log-probabilities are infinite would give nan where PyTorch's masked_fill gives 0)
+  // smooth_i = -sum_c w_c logp[i, c], 0 on ignored rows: where(), as PyTorch's masked_fill, so an
+  // ignored row passes back exactly 0 (a multiply by 0 would give 0 * inf = nan for the mean over
+  // all-ignored targets, whose 1/0 scale is inf, or for a row of infinite log-probabilities)
   const int64_t C = input.sizes()[1];
-  const Tensor keep = target.ne(full_like(target, static_cast<double>(ignore_index))).to(logp.dtype());  // (N)
-  const Tensor smooth = neg(sum(weight.defined() ? mul(logp, weight) : logp, 1)) * keep;               // (N)
+  const Tensor keep = target.ne(full_like(target, static_cast<double>(ignore_index)));                    // (N) 0/1
+  const Tensor smooth = where(keep, neg(sum(weight.defined() ? mul(logp, weight) : logp, 1)), 0.0);     // (N)
   Tensor s = smooth;
   if (reduction != Reduction::None) s = sum(smooth);
   if (reduction == Reduction::Mean) {  // the nll part's denominator: sum of w[t_i], or the count

@@ -3,6 +3,8 @@
 #
 # Records what PyTorch computes for the layers and utilities of tests/test_nn_more.cpp, so that
 # the test checks tinytorch against it without PyTorch at run time:
+#   * losses over (N, C, d1, ..., dk) with targets (N, d1, ..., dk), and unbatched (C) with a 0-d
+#     target (nll_loss, cross_entropy; weights, ignore_index, label_smoothing), at the end
 #   * losses: nll_loss and cross_entropy with class weights, ignore_index (the default -100 and
 #     another value) and label_smoothing (0.1, 0.25, 1.0), each reduction; the loss, and
 #     input.grad after loss.backward(gout).                                  names ce.* / nll.*
@@ -210,6 +212,49 @@ for p, g in zip(ps, G):
 torch.nn.utils.clip_grad_value_(ps, 0.25)
 for k in range(len(G)):
     put(f"clip_value.g{k}", ps[k].grad)
+
+# ---- losses over (N, C, d1, ..., dk) and unbatched (C) -------------------------------------
+# (appended last: the draws above, and so every array above, stay as they were)
+ND_CASES = {
+    # name: input shape, target (N, d1, ..., dk) or 0-d
+    "nd3": (2, 4, 3),
+    "nd4": (2, 4, 2, 2),
+    "nd5": (2, 4, 2, 1, 2),
+    "unb": (4,),
+}
+ND_LOSSES = {
+    # name: (function, weight?, ignore_index, label_smoothing)
+    "nll_w": ("nll", True, -100, 0.0),
+    "ce_w": ("ce", True, -100, 0.0),
+    "ce_ig1ls": ("ce", False, 1, 0.1),
+    "ce_wls": ("ce", True, -100, 0.2),
+}
+for case, shape in ND_CASES.items():
+    xs = rnd(*shape, lo=-3.0, hi=3.0)
+    C = shape[0] if len(shape) == 1 else shape[1]
+    tshape = () if len(shape) == 1 else (shape[0],) + shape[2:]
+    tgt = torch.randint(0, C, tshape)
+    if len(shape) > 1:
+        tgt.view(-1)[1] = -100  # one position ignored by the default ignore_index
+    gout = rnd(*tshape)
+    put(f"nd.{case}.x", xs)
+    put(f"nd.{case}.target", tgt.to(torch.float64))
+    put(f"nd.{case}.gout_none", gout)
+    cdim = 0 if len(shape) == 1 else 1
+    for lname, (fn, weighted, ignore, ls) in ND_LOSSES.items():
+        for red in ("mean", "sum", "none"):
+            x = leaf(xs)
+            w = W if weighted else None
+            # another ignore_index: the position that holds -100 holds it instead (so it is ignored)
+            t = tgt if ignore == -100 else torch.where(tgt == -100, torch.tensor(ignore), tgt)
+            if fn == "nll":
+                out = F.nll_loss(x.log_softmax(cdim), t, weight=w, ignore_index=ignore, reduction=red)
+            else:
+                out = F.cross_entropy(x, t, weight=w, ignore_index=ignore, reduction=red, label_smoothing=ls)
+            out.backward(gout if red == "none" else torch.tensor(GOUT_SCALAR))
+            put(f"nd.{case}.{lname}.{red}.out", out)
+            put(f"nd.{case}.{lname}.{red}.grad", x.grad)
+
 
 # ---- write -----------------------------------------------------------------------------------
 

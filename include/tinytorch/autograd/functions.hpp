@@ -801,11 +801,13 @@ struct NllLoss : Node {
     }
     const std::vector<int64_t> tp = checked_targets(t, C, ignore_index, "nll_loss");
     std::vector<double> neg_w(static_cast<size_t>(N));  // -w[t_i] rounded to x's dtype, 0 when ignored
+    std::vector<double> kept(static_cast<size_t>(N), -1.0);  // t_i, or -1 (no class) when ignored
     double total_weight = 0;  // sum of w[t_i] over the non-ignored samples
     dispatch_floating(x.dtype(), "nll_loss", [&](auto tag) {
       using T = typename decltype(tag)::type;
       for (int64_t i = 0; i < N; ++i) {
         if (tp[i] == ignore_index) continue;
+        kept[i] = static_cast<double>(tp[i]);
         const T wi = w.empty() ? T(1) : static_cast<T>(w[tp[i]]);
         neg_w[i] = static_cast<double>(-wi);
         total_weight += static_cast<double>(wi);
@@ -813,11 +815,15 @@ struct NllLoss : Node {
     });
     Tensor nw = ops::reshape(tensor(neg_w, Shape{N}, x.dtype()), {N, 1});
     Tensor classes = ops::reshape(arange(0, static_cast<double>(C), 1, kInt64), {1, C});
+    Tensor kept_t = ops::reshape(tensor(kept, Shape{N}, kInt64), {N, 1});
     if (!dev.is_cpu()) {
       nw = ops::to_device(nw, dev);
       classes = ops::to_device(classes, dev);
+      kept_t = ops::to_device(kept_t, dev);
     }
-    const Tensor hit = ops::binary(classes, ops::reshape(t, {N, 1}), cpu::EqOp{}, "nll_loss", true);  // (N, C)
+    // hit[i, c] = (c == t_i), all 0 on an ignored row: its gradient is exactly 0 even when the
+    // mean's 1 / total_weight is inf (every target ignored; PyTorch skips those rows)
+    const Tensor hit = ops::binary(classes, kept_t, cpu::EqOp{}, "nll_loss", true);  // (N, C)
     // x[i, t_i] (exact: one value plus zeros), times -w[t_i]: -x[i, t_i] * w[t_i], 0 when ignored
     const Tensor picked = ops::sum_dim(ops::where(hit, x, ops::scalar_as_tensor(0.0, x.dtype(), dev)), 1, true);
     Tensor per = ops::reshape(grad_math::mul(picked, nw), {N});
