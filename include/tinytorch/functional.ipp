@@ -156,7 +156,8 @@ TT_DECL LossRows loss_rows(const Tensor& input, const Tensor& target, const char
   std::vector<int64_t> perm{0};  // (N, C, d1, ..., dk) -> (N, d1, ..., dk, C): one row per position
   for (int64_t k = 2; k < d; ++k) perm.push_back(k);
   perm.push_back(1);
-  return {input.permute(perm).reshape({-1, input.sizes()[1]}), target.reshape({-1}), target.sizes()};
+  const int64_t rows = target.numel();  // N * d1 * ... * dk (not -1: C may be 0)
+  return {input.permute(perm).reshape({rows, input.sizes()[1]}), target.reshape({rows}), target.sizes()};
 }
 }  // namespace detail
 TT_DECL Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
