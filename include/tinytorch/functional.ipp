@@ -175,24 +175,23 @@ TT_DECL void check_label_smoothing(double label_smoothing, const char* op) {
            label_smoothing);
 }
 }  // namespace detail
-TT_DECL Tensor cross_entropy(const Tensor& input_any, const Tensor& target_any, const Tensor& weight,
+TT_DECL Tensor cross_entropy(const Tensor& input_nd, const Tensor& target_nd, const Tensor& weight,
                             int64_t ignore_index, Reduction reduction,
                             double label_smoothing) {
-  // (C), (N, C) or (N, C, d1, ..., dk) as rows (M, C) and targets (M); None's output gets the
-  // target's shape back at the end
-  const detail::LossRows r = detail::loss_rows(input_any, target_any, "cross_entropy");
-  if (input_any.dim() != 2) {
-    const Tensor out = cross_entropy(r.input, r.target, weight, ignore_index, reduction, label_smoothing);
-    return reduction == Reduction::None ? out.reshape(r.out_shape) : out;
-  }
-  const Tensor& input = input_any;
-  const Tensor& target = target_any;
+  // (C), (N, C) or (N, C, d1, ..., dk) as rows (N, C) and targets (N); reduction None's output
+  // gets the target's shape back (as nll_loss)
+  const detail::LossRows r = detail::loss_rows(input_nd, target_nd, "cross_entropy");
+  const Tensor& input = r.input;
+  const Tensor& target = r.target;
+  const auto shaped = [&](const Tensor& out) {
+    return reduction == Reduction::None && input_nd.dim() != 2 ? out.reshape(r.out_shape) : out;
+  };
   detail::check_label_smoothing(label_smoothing, "cross_entropy");
   if (target.defined() && target.dtype() == kInt64 && target.dim() == 1)  // before any kernel runs
     autograd::checked_targets(target, input.sizes()[1], ignore_index, "cross_entropy");
   const Tensor logp = log_softmax(input, 1);  // (N, C)
   const Tensor nll = nll_loss(logp, target, weight, ignore_index, reduction);
-  if (label_smoothing == 0.0) return nll;
+  if (label_smoothing == 0.0) return shaped(nll);
   // smooth_i = -sum_c w_c logp[i, c], 0 on ignored rows: where(), as PyTorch's masked_fill, so an
   // ignored row passes back exactly 0 (a multiply by 0 would give 0 * inf = nan for the mean over
   // all-ignored targets, whose 1/0 scale is inf, or for a row of infinite log-probabilities)
@@ -209,7 +208,7 @@ TT_DECL Tensor cross_entropy(const Tensor& input_any, const Tensor& target_any, 
       if (ti != ignore_index) denom += w.empty() ? 1.0 : w[static_cast<size_t>(ti)];
     s = s / denom;
   }
-  return nll * (1.0 - label_smoothing) + s * (label_smoothing / static_cast<double>(C));
+  return shaped(nll * (1.0 - label_smoothing) + s * (label_smoothing / static_cast<double>(C)));
 }
 TT_DECL Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduction) {
   return cross_entropy(input, target, Tensor(), -100, reduction, 0.0);
