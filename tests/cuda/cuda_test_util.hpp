@@ -1,6 +1,6 @@
 // tests/cuda/cuda_test_util.hpp — device buffers for the CUDA kernel tests (simulator and nvcc).
 //
-// DeviceArray<T> owns `n` elements of device memory on one device (backend/cuda/runtime.hpp) and
+// DeviceArray<T> owns `n` elements of device memory on one device (core/cuda_runtime.hpp) and
 // copies to and from std::vector. Kernel tests upload inputs, launch, download and compare with
 // the CPU backend (backend/cpu/) on the same inputs. Not a test file itself.
 #pragma once
@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <vector>
 
-#include <tinytorch/backend/cuda/runtime.hpp>
+#include <tinytorch/core/cuda_runtime.hpp>
 
 namespace cuda_test {
 

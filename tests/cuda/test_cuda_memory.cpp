@@ -6,7 +6,7 @@
 // (the simulator: 4 devices of 1024 MiB unless TINYTORCH_SIM_DEVICES / TINYTORCH_SIM_MEMORY_MB say
 // otherwise), and by nvcc as test_cuda_memory (skipped without a GPU). Tests that need several devices
 // use as many as there are, up to 4. Covers core/storage.hpp, core/cuda.hpp, core/cuda_allocator.hpp,
-// backend/cuda/runtime.hpp and backend/cuda/sim_memory.hpp. Chapter: chapters/10-gpu-kernels.md.
+// core/cuda_runtime.hpp and core/cuda_sim_memory.hpp. Chapter: chapters/10-gpu-kernels.md.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include <tinytorch/backend/cuda/runtime.hpp>
+#include <tinytorch/core/cuda_runtime.hpp>
 #include <tinytorch/core/cuda.hpp>
 #include <tinytorch/core/storage.hpp>
 

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include <tinytorch/tinytorch.hpp>
-#include <tinytorch/backend/cuda/runtime.hpp>
+#include <tinytorch/core/cuda_runtime.hpp>
 
 namespace test_cuda_nn {
 

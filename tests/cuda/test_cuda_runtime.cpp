@@ -1,6 +1,6 @@
 // tests/cuda/test_cuda_runtime.cpp — the raw device-memory API round trip on every device.
 //
-// What it checks: backend/cuda/runtime.hpp's raw_malloc / memcpy_h2d / memcpy_d2d / memcpy_d2h /
+// What it checks: core/cuda_runtime.hpp's raw_malloc / memcpy_h2d / memcpy_d2d / memcpy_d2h /
 // synchronize / raw_free on devices 0 .. device_count()-1, through tests/cuda/cuda_test_util.hpp's
 // DeviceArray: the bytes that go up come back unchanged (odd sizes 1, 7, 33, 129; NaN and inf
 // included, compared bit for bit), and a zero-byte allocation is a null pointer.
@@ -15,7 +15,7 @@
 #include <limits>
 #include <vector>
 
-#include <tinytorch/backend/cuda/runtime.hpp>
+#include <tinytorch/core/cuda_runtime.hpp>
 
 #include "cuda_test_util.hpp"
 

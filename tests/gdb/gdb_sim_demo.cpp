@@ -13,7 +13,7 @@
 #include <vector>
 
 #include <tinytorch/backend/cuda/gemm.cuh>
-#include <tinytorch/backend/cuda/runtime.hpp>
+#include <tinytorch/core/cuda_runtime.hpp>
 
 namespace cu = tinytorch::backend::cuda;
 

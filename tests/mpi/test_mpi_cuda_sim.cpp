@@ -23,7 +23,7 @@
 
 #include <catch2/catch.hpp>
 
-#include <tinytorch/backend/cuda/runtime.hpp>
+#include <tinytorch/core/cuda_runtime.hpp>
 #include <tinytorch/distributed.hpp>
 #include <tinytorch/tinytorch.hpp>
 

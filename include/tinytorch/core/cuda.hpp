@@ -20,7 +20,7 @@
 
 #include <cstddef>
 
-#include "../backend/cuda/runtime.hpp"
+#include "cuda_runtime.hpp"
 #include "check.hpp"
 #include "config.hpp"
 #include "cuda_allocator.hpp"

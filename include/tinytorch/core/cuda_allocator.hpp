@@ -15,7 +15,7 @@
 //     from 4 KiB up the classes are exactly the CPU allocator's;
 //   * no splitting or merging of blocks, no small/large pools, no streams: all tensor work on a device
 //     runs on one stream (the legacy default stream), so reuse is ordered by that stream;
-//   * when the raw allocation fails (OutOfMemoryError from backend/cuda/runtime.hpp raw_malloc, i.e.
+//   * when the raw allocation fails (OutOfMemoryError from core/cuda_runtime.hpp raw_malloc, i.e.
 //     cudaErrorMemoryAllocation) the device's cached blocks are released and the allocation retried
 //     once, as PyTorch's allocator does; if it still fails, OutOfMemoryError is thrown with PyTorch's
 //     message (c10/cuda/CUDACachingAllocator.cpp, the subset that applies here), e.g.
@@ -34,7 +34,7 @@
 // The policy is a template over its raw allocator, a class with
 //   int device_count();  void* raw_malloc(int device, size_t bytes);   // throws OutOfMemoryError
 //   void raw_free(int device, void* p);  void mem_get_info(int device, size_t* free, size_t* total);
-// The real one calls backend/cuda/runtime.hpp (nvcc: cudaMalloc; simulator: protected host pages);
+// The real one calls core/cuda_runtime.hpp (nvcc: cudaMalloc; simulator: protected host pages);
 // tests/test_cuda_allocator.cpp drives the policy with a fake, in a plain CPU build.
 // Chapter: chapters/10-gpu-kernels.md. Reference: pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp;
 // PyTorch docs, "CUDA semantics: Memory management".
@@ -50,7 +50,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "../backend/cuda/runtime.hpp"
+#include "cuda_runtime.hpp"
 #include "check.hpp"
 #include "config.hpp"
 #include "config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
@@ -271,7 +271,7 @@ class CachingDeviceAllocator {
 };
 
 #if TINYTORCH_WITH_CUDA
-/// The raw layer of the real allocator: backend/cuda/runtime.hpp (nvcc: cudaMalloc/cudaFree;
+/// The raw layer of the real allocator: core/cuda_runtime.hpp (nvcc: cudaMalloc/cudaFree;
 /// simulator: protected host pages).
 struct RuntimeRawAllocator {
   int device_count() { return backend::cuda::device_count(); }

@@ -38,7 +38,7 @@
 
 #if TINYTORCH_WITH_CUDA
 #include "../backend/cuda/elementwise.cuh"
-#include "../backend/cuda/runtime.hpp"
+#include "../core/cuda_runtime.hpp"
 #endif
 
 TT_NAMESPACE_BEGIN namespace distributed::detail {

@@ -45,7 +45,7 @@
 #include "buffer_collectives.hpp"
 #include "errors.hpp"
 #include "nccl_context.hpp"
-#include "../backend/cuda/runtime.hpp"
+#include "../core/cuda_runtime.hpp"
 #include "../tensor.hpp"
 
 TT_NAMESPACE_BEGIN namespace distributed {

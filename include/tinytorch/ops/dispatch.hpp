@@ -47,7 +47,7 @@
 #include "../backend/cuda/gemm.cuh"
 #include "../backend/cuda/optim.cuh"
 #include "../backend/cuda/reduce.cuh"
-#include "../backend/cuda/runtime.hpp"
+#include "../core/cuda_runtime.hpp"
 #include "../backend/cuda/softmax.cuh"
 #endif
 

@@ -28,7 +28,7 @@
 #include "../cpu/elementwise.hpp"       // the functors (AddOp, ExpOp, ...) and the CPU twins
 #include "../cpu/elementwise_more.hpp"  // MaximumOp, ClampTensorOp, ...
 #include "launch.hpp"                   // launch_kernel, grid_1d (and sim.hpp in the simulator)
-#include "runtime.hpp"
+#include "../../core/cuda_runtime.hpp"
 
 #if !TINYTORCH_WITH_CUDA
 #error "the backend/cuda .cuh files hold CUDA kernels: compile with nvcc, or with -DTINYTORCH_CUDA_SIM=1 (the simulator)"

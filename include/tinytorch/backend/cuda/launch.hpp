@@ -47,7 +47,7 @@
 
 #if TINYTORCH_CUDA_SIM
 #include "sim.hpp"
-#include "sim_memory.hpp"
+#include "../../core/cuda_sim_memory.hpp"
 #elif TINYTORCH_WITH_CUDA
 #include <cuda_runtime.h>
 #define TT_DYNAMIC_SHARED(T, name)                                  \

@@ -1,8 +1,8 @@
-// tinytorch/backend/cuda/runtime.hpp — raw device memory and device control, in both CUDA modes.
+// tinytorch/core/cuda_runtime.hpp — raw device memory and device control, in both CUDA modes.
 //
 // The few CUDA runtime calls the rest of tinytorch needs, behind one small API so that the same
 // code runs under nvcc (the real CUDA runtime) and in the kernel simulator (TINYTORCH_CUDA_SIM,
-// backend/cuda/sim.hpp, where device memory is protected host memory: backend/cuda/sim_memory.hpp):
+// backend/cuda/sim.hpp, where device memory is protected host memory: core/cuda_sim_memory.hpp):
 //   device_count()                    GPUs visible (simulator: TINYTORCH_SIM_DEVICES, default 4)
 //   raw_malloc(device, bytes)         `bytes` of device memory, uninitialised; nullptr for 0 bytes.
 //                                     Throws OutOfMemoryError when the device is full
@@ -28,8 +28,8 @@
 #include <cstring>
 #include <string>
 
-#include "../../core/check.hpp"
-#include "../../core/config.hpp"
+#include "check.hpp"
+#include "config.hpp"
 
 #if TINYTORCH_WITH_CUDA && !TINYTORCH_CUDA_SIM
 #include <cuda_runtime.h>
@@ -41,7 +41,7 @@
              cudaGetErrorString(tt_err_));                                                    \
   } while (0)
 #elif TINYTORCH_CUDA_SIM
-#include "sim_memory.hpp"
+#include "cuda_sim_memory.hpp"
 #endif
 
 TT_NAMESPACE_BEGIN namespace backend::cuda {
@@ -137,7 +137,7 @@ inline void synchronize(int device) {
 
 #elif TINYTORCH_CUDA_SIM
 
-// The simulator: device memory is protected host memory (sim_memory.hpp), kernels run to completion
+// The simulator: device memory is protected host memory (core/cuda_sim_memory.hpp), kernels run to completion
 // inside their launch, so synchronize() has nothing to wait for.
 
 namespace detail {

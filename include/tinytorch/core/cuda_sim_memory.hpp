@@ -1,10 +1,10 @@
-// tinytorch/backend/cuda/sim_memory.hpp — the kernel simulator's device memory: protected host pages.
+// tinytorch/core/cuda_sim_memory.hpp — the kernel simulator's device memory: protected host pages.
 //
 // In the simulator (TINYTORCH_CUDA_SIM, backend/cuda/sim.hpp) a "GPU" is host memory. On a real GPU
 // host code cannot dereference a device pointer: it segfaults. So that the simulator catches the same
 // bug (a host loop reading `t.data_ptr<float>()` of a CUDA tensor), its device memory is mapped
 // PROT_NONE except while a kernel or a copy runs:
-//   * each raw allocation (backend/cuda/runtime.hpp raw_malloc) is its own anonymous mmap region,
+//   * each raw allocation (core/cuda_runtime.hpp raw_malloc) is its own anonymous mmap region,
 //     rounded up to whole pages and recorded in a registry (one mutex) with its simulated device;
 //   * a DeviceAccessScope (RAII) makes every region PROT_READ|PROT_WRITE while at least one scope is
 //     open anywhere in the process (a counter under the mutex, so that DataParallel threads may launch
@@ -27,7 +27,7 @@
 // likewise runs kernels on the host; mmap(2) / mprotect(2).
 #pragma once
 
-#include "../../core/config.hpp"
+#include "config.hpp"
 
 #if TINYTORCH_CUDA_SIM
 
@@ -45,7 +45,7 @@
 #include <string>
 #include <vector>
 
-#include "../../core/check.hpp"
+#include "check.hpp"
 
 TT_NAMESPACE_BEGIN namespace backend::cuda::sim {
 
