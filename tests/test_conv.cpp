@@ -1,7 +1,7 @@
 // tests/test_conv.cpp — conv2d and max_pool2d: forward values and gradients against PyTorch, the
 // im2col + GEMM kernels against their direct-loop twins on odd shapes, gradcheck, bad inputs,
 // nn::Conv2d (init distribution, repr, clone), nn::MaxPool2d, and a tiny CNN end to end.
-// Headers under test: backend/cpu/{conv,pooling}.hpp, ops/conv.hpp, autograd/conv.hpp,
+// Headers under test: backend/cpu/{conv,pooling}.hpp, ops/conv.hpp, autograd/functions/conv.hpp,
 // functional.hpp (conv2d, max_pool2d), nn/{conv,pooling}.hpp.
 // Reference numbers: tests/reference/conv_ref.hpp (tests/reference/gen_conv.py).
 // Chapter: chapters/01-training-loop.md ("A convolutional network"). Tag: [conv].

@@ -14,7 +14,6 @@
 #include <catch2/catch.hpp>
 
 #include <tinytorch/backend/cpu/elementwise.hpp>
-#include <tinytorch/backend/cpu/elementwise_more.hpp>
 #include <tinytorch/backend/indexer.hpp>
 
 #include <cmath>

@@ -681,7 +681,7 @@ TEST_CASE("shape errors of views, cat and stack", "[ch01][tensor]") {
   REQUIRE_THROWS_WITH(cat({scalar_tensor(1)}, 0), Contains("zero-dimensional tensor (at position 0) cannot be concatenated"));
   REQUIRE_THROWS_WITH(stack({x, zeros({3, 2})}, 0), Contains("stack: expects each tensor to be equal size, but got [2, 3] at entry 0 and [3, 2] at entry 1"));
   REQUIRE_THROWS_WITH(stack({}, 0), Contains("stack: expects a non-empty TensorList"));
-  CHECK(x.clamp(1, 0).equal(zeros({2, 3})));  // min > max: every element becomes max, as torch.clamp (tests/test_ops_more.cpp)
+  CHECK(x.clamp(1, 0).equal(zeros({2, 3})));  // min > max: every element becomes max, as torch.clamp (tests/test_elementwise_reduce.cpp)
   REQUIRE_THROWS_WITH(x.log_softmax(-3), Contains("log_softmax: dimension out of range"));
 }
 

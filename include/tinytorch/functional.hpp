@@ -7,9 +7,9 @@
 //   linear, mse_loss, nll_loss, cross_entropy, batch_norm, layer_norm, conv2d, max_pool2d;
 //   min, argmin, amax, amin, maximum, minimum, pow of tensors, floor_divide, div with a rounding
 //   mode, trunc, remainder, fmod, comparisons with tensors and numbers, clamp, where.
-// Each records its autograd node (autograd/functions.hpp, autograd/functions_more.hpp) when an
-// input requires grad, with PyTorch's grad_fn name. Tensor's methods and operators (declared in
-// tensor.hpp) are defined in terms of these functions, so `a * b`, `x.exp()` and `mul(a, b)` are
+// Each records its autograd node (autograd/functions/<family>.hpp, indexed by
+// autograd/functions.hpp) when an input requires grad, with PyTorch's grad_fn name. Tensor's
+// methods and operators (declared in tensor.hpp) are defined in terms of these functions, so `a * b`, `x.exp()` and `mul(a, b)` are
 // the same op. In-place methods (add_, mul_, copy_, ...) follow PyTorch's autograd rules for
 // in-place ops and views (autograd/inplace.hpp): version counter, recorded history, CopySlices.
 //
@@ -19,7 +19,7 @@
 // parses no kernel, no autograd node and no Eigen.
 //
 // Shapes broadcast as PyTorch (core/shape.hpp); dtypes promote as PyTorch for tensor operands, and
-// a number meets a tensor as in the rest of tinytorch (ops/elementwise_more.hpp: an int64 tensor
+// a number meets a tensor as in the rest of tinytorch (ops/elementwise.hpp: an int64 tensor
 // stays int64 with an integral number, turns float32 with a fractional one).
 // Differences from PyTorch, each for a reason given where it is declared:
 //   - comparisons return int64 0/1 tensors (no bool dtype), and where() takes one as condition;
@@ -162,7 +162,7 @@ TT_DECL Tensor cross_entropy(const Tensor& input, const Tensor& target, const Te
                             double label_smoothing = 0.0);
 TT_DECL Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
 
-// ---- normalisation (torch.nn.functional.batch_norm / layer_norm; autograd/normalization.hpp) ----
+// ---- normalisation (torch.nn.functional.batch_norm / layer_norm; autograd/functions/normalization.hpp) ----
 /// Batch normalisation of input (N, C, *) per channel c (torch.nn.functional.batch_norm):
 ///   y = (x - mean_c) / sqrt(var_c + eps) * weight_c + bias_c
 /// training: mean_c and the biased var_c of this batch (over N and *), and running_mean /
@@ -189,7 +189,7 @@ TT_DECL Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const
 TT_DECL Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight = Tensor(),
                          const Tensor& bias = Tensor(), double eps = 1e-5);
 
-// ---- convolution and pooling (autograd/conv.hpp, ops/conv.hpp) --------------------------------
+// ---- convolution and pooling (autograd/functions/conv.hpp, ops/conv.hpp) --------------------------------
 /// 2-D convolution (cross-correlation) as torch.nn.functional.conv2d:
 ///   input (N, C_in, H, W) or unbatched (C_in, H, W); weight (C_out, C_in/groups, kH, kW);
 ///   bias (C_out) or undefined; output (N, C_out, H_out, W_out) (or (C_out, H_out, W_out)),

@@ -4,8 +4,8 @@
 // Not a header to include: functional.hpp includes it at its end in a header-only build, and
 // <tinytorch/src.hpp> compiles it once with -DTINYTORCH_SEPARATE_COMPILATION (TT_DECL is `inline`
 // in the first case, nothing in the second; core/config.hpp).
-// Each function forwards to its autograd node (autograd/functions.hpp, functions_more.hpp,
-// normalization.hpp, conv.hpp) or, where nothing is differentiable, to ops/.
+// Each function forwards to its autograd node (autograd/functions/<family>.hpp, indexed by
+// autograd/functions.hpp) or, where nothing is differentiable, to ops/.
 // Chapter: chapters/01-training-loop.md, chapters/02-autograd.md.
 #pragma once
 
@@ -15,12 +15,9 @@
 #include <sstream>
 
 #include "functional.hpp"
-#include "autograd/conv.hpp"
 #include "autograd/engine.hpp"
 #include "autograd/functions.hpp"
-#include "autograd/functions_more.hpp"
 #include "autograd/inplace.hpp"
-#include "autograd/normalization.hpp"
 #include "ops/creation.hpp"
 #include "ops/print.hpp"
 #include "core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
@@ -214,7 +211,7 @@ TT_DECL Tensor cross_entropy(const Tensor& input, const Tensor& target, Reductio
   return cross_entropy(input, target, Tensor(), -100, reduction, 0.0);
 }
 
-// ---- normalisation (torch.nn.functional.batch_norm / layer_norm; autograd/normalization.hpp) ----
+// ---- normalisation (torch.nn.functional.batch_norm / layer_norm; autograd/functions/normalization.hpp) ----
 TT_DECL Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
                          const Tensor& weight, const Tensor& bias, bool training,
                          double momentum, double eps) {
@@ -281,7 +278,7 @@ TT_DECL Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, co
   return autograd::NativeLayerNorm::forward(input, normalized_shape, weight, bias, eps);
 }
 
-// ---- convolution and pooling (autograd/conv.hpp, ops/conv.hpp) --------------------------------
+// ---- convolution and pooling (autograd/functions/conv.hpp, ops/conv.hpp) --------------------------------
 TT_DECL Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Size2 stride,
                      Size2 padding, Size2 dilation, int64_t groups) {
   TT_CHECK(input.dim() == 3 || input.dim() == 4, "conv2d: Expected 3D (unbatched) or 4D (batched) input to conv2d, "
@@ -712,7 +709,7 @@ TT_DECL Tensor& Tensor::uniform_(double from, double to, Generator* gen) {
   const bool record = autograd::check_inplace(*this, {}, "uniform_");
   ops::assert_no_internal_overlap(*this, "uniform_");
   Generator& g = gen ? *gen : default_generator();
-  // a GPU tensor: the numbers are drawn on the host in the same order, then copied (CUDA.md section 5)
+  // a GPU tensor: the numbers are drawn on the host in the same order, then copied
   Tensor host = device().is_cpu() ? *this : ops::make_tensor(sizes(), dtype());
   g.locked([&](Generator::Stream& s) { ops::unary_(host, [&](auto) { return s.uniform(from, to); }, "uniform_"); });
   if (!device().is_cpu()) ops::copy_into_strided(ops::to_device(host, device()), *this);

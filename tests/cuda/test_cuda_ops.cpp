@@ -205,7 +205,7 @@ TEST_CASE("ops on tensors of two devices throw PyTorch's error", "[cuda][ops]") 
   CHECK(a.to(Device::cpu()).tolist<double>() == std::vector<double>{2, 2, 2});
 }
 
-TEST_CASE("the second batch of ops and the in-place ops give the CPU's values and gradients on CUDA",
+TEST_CASE("min/amax, maximum, pow, remainder, clamp, where and in-place ops give the CPU values on CUDA",
           "[cuda][ops]") {
   using namespace tinytorch;
   using V = std::vector<Tensor>;

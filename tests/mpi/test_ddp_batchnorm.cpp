@@ -12,7 +12,7 @@
 //   * in eval mode every rank normalises with rank 0's running statistics (same output).
 // Chapter: chapters/06-distributed-data-parallel.md. Reference: torch.nn.parallel.
 // DistributedDataParallel (broadcast_buffers; _sync_buffers before forward).
-// Catch2 tags: [distributed][ddp][nn_more].
+// Catch2 tags: [distributed][ddp][loss_norm].
 #include <catch2/catch.hpp>
 
 #include <tinytorch/distributed.hpp>
@@ -57,7 +57,7 @@ bool identical_on_all_ranks(const std::vector<double>& v) {
 }  // namespace
 
 TEST_CASE("DDP broadcasts BatchNorm1d's buffers from rank 0 at construction and before every forward",
-          "[distributed][ddp][nn_more]") {
+          "[distributed][ddp][loss_norm]") {
   ensure_group();
   const int r = dist::get_rank();
   tinytorch::manual_seed(7);

@@ -3,7 +3,7 @@
 // None keeps them (the loss has the input's batch shape), Mean averages them (nll_loss and
 // cross_entropy divide by the sum of the weights of the targets not ignored), Sum adds them; as
 // PyTorch's reduction='none' | 'mean' | 'sum' (at::Reduction in ATen/core/Reduction.h).
-// Used by the loss nodes (autograd/functions.hpp), functional.hpp and nn/loss.hpp.
+// Used by the loss nodes (autograd/functions/loss.hpp), functional.hpp and nn/loss.hpp.
 // Chapter: chapters/01-training-loop.md.
 #pragma once
 

@@ -24,8 +24,8 @@
 //   clamp(x)             min(max(x, lo), hi): NaN x stays NaN, lo > hi gives hi (torch.clamp)
 // Integer division by zero is refused by the ops layer before any loop runs; INT64_MIN / -1,
 // which traps on x86, is computed without dividing.
-// Namespace tinytorch::backend; backend/cpu/elementwise.hpp and elementwise_more.hpp re-export
-// every functor under its old name (backend::cpu::AddOp is backend::AddOp).
+// Namespace tinytorch::backend; backend/cpu/elementwise.hpp re-exports
+// every functor into backend::cpu (backend::cpu::AddOp is backend::AddOp).
 // Chapter: chapters/01-training-loop.md; chapters/10-gpu-kernels.md (shared functors).
 // Reference: PyTorch 1.13 aten/src/ATen/native/cpu/BinaryOpsKernel.cpp, c10/util/generic_math.h;
 // PyTorch's functors shared by its CPU and CUDA kernels (aten/src/ATen/native/cuda/Loops.cuh).
@@ -62,8 +62,6 @@ struct MulOp {
   }
 };
 struct DivOp { template <class T> TT_HOST_DEVICE T operator()(T a, T b) const { return a / b; } };
-struct PowOp { template <class T> TT_HOST_DEVICE T operator()(T a, T b) const { return std::pow(a, b); } };
-struct MaxOp { template <class T> TT_HOST_DEVICE T operator()(T a, T b) const { return a > b ? a : b; } };
 struct EqOp { template <class T> TT_HOST_DEVICE int64_t operator()(T a, T b) const { return a == b; } };
 struct NeOp { template <class T> TT_HOST_DEVICE int64_t operator()(T a, T b) const { return a != b; } };
 struct LtOp { template <class T> TT_HOST_DEVICE int64_t operator()(T a, T b) const { return a < b; } };
@@ -248,7 +246,7 @@ struct ClampTensorOp {
   }
 };
 
-// ---- ops-cuda (issue 7B): wrappers the ops layer builds around the functors above, and the ---
+// ---- wrappers the ops layer builds around the functors above, and the ---
 // ---- per-element backward formulas of the pointwise autograd nodes ----------------------------
 // They replace lambdas in ops/ and autograd/ (a kernel argument must be a named, trivially
 // copyable struct). Each computes exactly what the lambda it replaces computed, in the same
@@ -346,7 +344,8 @@ struct WhereOp {
   template <class T> TT_HOST_DEVICE T operator()(int64_t c, T x, T y) const { return c != 0 ? x : y; }
 };
 
-// Backward of the second batch (autograd/functions_more.hpp), per element.
+// Backward of maximum/minimum, pow of tensors, clamp and where, per element
+// (autograd/functions/elementwise.hpp).
 /// maximum/minimum: the gradient of operand a (for_a) or b from (g, a, b): 0 where it lost, g/2 on
 /// a tie, g otherwise (a NaN compares false, so it passes g to both).
 struct MaxMinGradOp {
@@ -399,7 +398,7 @@ struct ClampTensorMaskOp {
   }
 };
 
-// Pointwise backward: dx = f(g, x, y) with g = dy, x the input, y the output (autograd/functions.hpp
+// Pointwise backward: dx = f(g, x, y) with g = dy, x the input, y the output (autograd/functions/elementwise.hpp
 // Pointwise; a value the node did not save is never read).
 /// exp: dx = g * y
 struct ExpBackwardOp { template <class T> TT_HOST_DEVICE T operator()(T g, T, T y) const { return g * y; } };

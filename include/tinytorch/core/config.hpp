@@ -21,7 +21,7 @@
 //                        names stay tinytorch::Tensor in code but each mode's symbols differ
 //                        (tinytorch::cpu_abi::Tensor): a program that mixes TUs compiled in two modes
 //                        fails to link instead of silently running one mode's inline functions in
-//                        the other (design/CUDA.md §2; DESIGN.md). scripts/abi_namespace.py
+//                        the other (tests/abi proves it). scripts/abi_namespace.py
 //                        converts `namespace tinytorch::x {` blocks to them.
 //   TT_DECL              on the functions the library compiles once: `inline` when header-only
 //                        (the default), nothing with -DTINYTORCH_SEPARATE_COMPILATION. Then the

@@ -7,7 +7,7 @@
 //   uniform  u = (bits >> 11) * 2^-53                     in [0, 1)
 //   normal   Box-Muller: sqrt(-2 ln(1-u1)) * cos(2 pi u2)
 //   integer  in [low, high) by rejection (no modulo bias)
-// Streams do not match PyTorch's bit for bit (the issue allows this); tests inject weights when
+// Streams do not match PyTorch's bit for bit (another engine and other sampling formulas); tests inject weights when
 // they compare numbers with PyTorch.
 // Thread safety: each Generator holds a mutex that every draw takes, as PyTorch's generators do
 // (at::GeneratorImpl::mutex_, held by each random kernel), so two threads that build layers or call

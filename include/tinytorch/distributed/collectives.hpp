@@ -20,7 +20,7 @@
 // Tensors are handles (copying one shares the data), so the collectives take `const Tensor&`
 // and write into the data in place, as PyTorch's C++ API does.
 //
-// CUDA tensors (issue 7): the MPI backend moves host memory, so a CUDA tensor is staged through a
+// CUDA tensors: the MPI backend moves host memory, so a CUDA tensor is staged through a
 // host buffer (device -> host copy, the MPI collective, host -> device copy; device_staging.hpp),
 // as PyTorch's gloo backend does; an async collective copies back when its Work completes. With
 // Backend::NCCL (an nvcc build with NCCL), all_reduce, broadcast and all_gather into a tensor on

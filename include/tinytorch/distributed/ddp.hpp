@@ -48,7 +48,7 @@
 // Chapter: chapters/06-distributed-data-parallel.md (and 08-large-batch.md).
 // Reference: torch.nn.parallel.DistributedDataParallel (docs/source/notes/ddp.rst);
 //   Li et al., "PyTorch Distributed: Experiences on Accelerating Data Parallel Training",
-//   VLDB 2020. Notes: ../shared/reference/ddp-semantics.md (section 2).
+//   VLDB 2020. Chapter: chapters/06-distributed-data-parallel.md.
 #pragma once
 
 #include <algorithm>
@@ -107,7 +107,7 @@ struct DDPOptions {
   /// World size 1 normally skips the buckets (there is nothing to average). True: gradients
   /// still go through them (copy into the bucket, all-reduce, copy back), as on N ranks. NCCL
   /// refuses two ranks on one GPU ("Duplicate GPU detected"), so this is how a one-GPU machine
-  /// runs DDP's CUDA/NCCL bucket path (issue 7; design/CUDA.md section 8). Test-only: no PyTorch
+  /// runs DDP's CUDA/NCCL bucket path. Test-only: no PyTorch
   /// analogue (PyTorch's Reducer always uses its buckets).
   bool force_bucket_path_single_rank = false;
 };

@@ -28,7 +28,6 @@
 // 6.11 for the flags).
 // Reference: torch/nn/parallel/distributed.py (DistributedDataParallel.__init__),
 //   torch/csrc/distributed/c10d/reducer.cpp (verify_params_across_processes).
-//   Notes: ../shared/reference/ddp-semantics.md (section 2, "Constructor").
 #pragma once
 
 #include <algorithm>

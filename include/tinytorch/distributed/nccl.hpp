@@ -8,7 +8,7 @@
 // NCCL calls are asynchronous with respect to the host: nccl_all_reduce returns once the
 // operation is enqueued on `stream`. The reduction runs on the GPUs (NCCL picks ring, tree or
 // NVLS for the topology). AVG maps to ncclAvg (NCCL >= 2.10); int64 AVG throws as on MPI.
-// CUDA tensors (issue 7): nccl_all_reduce / nccl_broadcast / nccl_all_gather on Tensors run on
+// CUDA tensors: nccl_all_reduce / nccl_broadcast / nccl_all_gather on Tensors run on
 // the communicator's own cudaStreamNonBlocking stream (nccl_context.hpp), ordered by events as
 // llm.c's zero.cuh (multi_gpu_async_reduce_gradient):
 //   cudaEventRecord(ready, compute)  ->  cudaStreamWaitEvent(nccl, ready)  ->  ncclAllReduce(.., nccl)
@@ -78,7 +78,7 @@ inline const NcclContext& require_nccl(const char* op) {
         "; call init_process_group(Backend::NCCL) to use NCCL");
   return g.nccl;
 }
-/// The stream every CUDA kernel of tinytorch runs on (CUDA.md: one compute stream per device).
+/// The stream every CUDA kernel of tinytorch runs on (one compute stream per device).
 inline cudaStream_t compute_stream() { return cudaStreamLegacy; }
 
 /// Two events (cudaEventDisableTiming): `ready` on the compute stream before a collective,

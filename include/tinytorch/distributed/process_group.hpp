@@ -35,7 +35,7 @@
 // duplicate with its own communicator (DistributedDataParallel reduces its buckets on one, so
 // that they never meet a collective of the main thread).
 //
-// No hang, ever (issue: "Distributed: no hang ever"):
+// No hang, ever:
 //   * a blocking collective first waits until every rank has arrived (a non-blocking barrier,
 //     polled politely: work.hpp), then moves the data with MPI's blocking call (Open MPI's
 //     non-blocking MPI_Iallreduce is 2x slower for the same data here: it runs other

@@ -52,7 +52,7 @@
 // they are watched by the watchdog and agreed at TINYTORCH_DISTRIBUTED_DEBUG=DETAIL.
 // The communication happens in Reducer::all_reduce_bucket and Reducer::all_reduce_used_map.
 //
-// CUDA parameters (issue 7): the buckets live on the parameters' device; the hook's copy-and-scale
+// CUDA parameters: the buckets live on the parameters' device; the hook's copy-and-scale
 //   is a kernel (device_staging.hpp's scale_copy) and the write-back a device-to-device copy, so
 //   gradients never visit the host except where the backend needs it: the MPI backend stages
 //   each bucket through a host buffer around its all-reduce (as gloo does); Backend::NCCL
@@ -68,7 +68,6 @@
 // Chapter: chapters/06-distributed-data-parallel.md (6.5 steps 3-4, 6.6, 6.10).
 // Reference: torch/csrc/distributed/c10d/reducer.cpp (mark_variable_ready, mark_bucket_ready,
 //   finalize_backward, ensure_prior_reduction_finished), compute_bucket_assignment_by_size.
-//   Notes: ../shared/reference/ddp-semantics.md (section 2: bucketing, hooks, find_unused_parameters).
 #pragma once
 
 #include <algorithm>

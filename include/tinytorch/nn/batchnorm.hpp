@@ -15,7 +15,7 @@
 // DistributedDataParallel broadcasts them from rank 0 at construction and before every forward
 // (distributed/ddp.hpp), as PyTorch's DDP with broadcast_buffers=True (this is not SyncBatchNorm:
 // each rank normalises with its own batch's statistics).
-// Backward: autograd::NativeBatchNorm (NativeBatchNormBackward0), autograd/normalization.hpp.
+// Backward: autograd::NativeBatchNorm (NativeBatchNormBackward0), autograd/functions/normalization.hpp.
 // Reference: torch.nn.BatchNorm1d (torch/nn/modules/batchnorm.py), torch.nn.functional.batch_norm;
 // Ioffe & Szegedy, "Batch Normalization", ICML 2015. Chapter: chapters/01-training-loop.md.
 #pragma once

@@ -152,7 +152,7 @@ class Module : public std::enable_shared_from_this<Module> {
   void eval() { train(false); }
   bool is_training() const { return training_; }
 
-  // ---- devices (issue 7) ----------------------------------------------------------------------
+  // ---- devices -------------------------------------------------------------------------------
   /// Moves every parameter, buffer and parameter gradient of this module and its children to
   /// `device`, IN PLACE (torch.nn.Module.to(device), whose _apply sets param.data): each
   /// parameter keeps its identity (the same TensorImpl, so `Linear::weight`, handles taken from

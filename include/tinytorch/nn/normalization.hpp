@@ -6,7 +6,7 @@
 // the same thing.
 // Shapes: x (*, normalized_shape); weight, bias: normalized_shape (when elementwise_affine;
 // bias also needs bias=true); y like x.
-// Backward: autograd::NativeLayerNorm (NativeLayerNormBackward0), autograd/normalization.hpp.
+// Backward: autograd::NativeLayerNorm (NativeLayerNormBackward0), autograd/functions/normalization.hpp.
 // Reference: torch.nn.LayerNorm (torch/nn/modules/normalization.py; `bias` since PyTorch 2.1),
 // torch.nn.functional.layer_norm; Ba, Kiros & Hinton, "Layer Normalization", 2016.
 // Chapter: chapters/01-training-loop.md.

@@ -10,7 +10,7 @@
 // Size2 is an int or an (h, w) pair, like PyTorch's _size_2_t / ExpandingArray<2>.
 // Errors are tinytorch::Error with PyTorch's wording (torch 1.13 / 2.x ConvUtils.h, Convolution.cpp,
 // Pool.h), prefixed by the op name; where tinytorch words it differently the comment says why.
-// No autograd here: autograd/conv.hpp records the nodes; functional.hpp is the user API.
+// No autograd here: autograd/functions/conv.hpp records the nodes; functional.hpp is the user API.
 // Chapter: chapters/01-training-loop.md ("A convolutional network").
 // Reference: torch.nn.functional.conv2d and max_pool2d documentation (PyTorch 2.x).
 #pragma once

@@ -39,7 +39,7 @@ inline Tensor finish(Tensor t, const TensorOptions& o, const char* op) {
 /// and through Scalar::to for a double (an int64 tensor refuses NaN and values beyond its range,
 /// whose C++ conversion would be undefined).
 /// On a GPU the values are made on the host (a random tensor draws the same numbers from the same
-/// generator state as on the CPU, CUDA.md section 5) and copied over in one memcpy.
+/// generator state as on the CPU) and copied over in one memcpy.
 template <class F>
 Tensor fill_with(const Shape& shape, const TensorOptions& o, const char* op, F f) {
   if (!o.device_.is_cpu()) {

@@ -33,11 +33,9 @@
 
 #include "../backend/cpu/conv.hpp"
 #include "../backend/cpu/elementwise.hpp"
-#include "../backend/cpu/elementwise_more.hpp"
 #include "../backend/cpu/gemm.hpp"
 #include "../backend/cpu/pooling.hpp"
 #include "../backend/cpu/reduce.hpp"
-#include "../backend/cpu/reduce_more.hpp"
 #include "../backend/cpu/softmax.hpp"
 #include "../core/check.hpp"
 #include "../core/config.hpp"
@@ -160,7 +158,7 @@ void copy_kernel(Device d, const S* src, const Strides& ss, D* dst, const Shape&
   TT_DISPATCH_CUDA("copy_kernel", d, backend::cuda::copy_kernel(src, ss, dst, shape));
 }
 /// out[i] = value for i < n (zeros, ones, full, fill_, zero_).
-// (ops-cuda) the in-place loop of ops::binary_ / unary_ / copy_: self[.] = f(self[.], o[.]) through
+// The in-place loop of ops::binary_ / unary_ / copy_: self[.] = f(self[.], o[.]) through
 // self's own strides and o's broadcast strides.
 template <class T, class F>
 void binary_inplace_kernel(Device d, T* self, const Strides& ss, const T* o, const Strides& so, const Shape& shape,

@@ -1,18 +1,28 @@
-// tinytorch/ops/reduce.hpp — sum, mean, max, argmax over all elements or one dim; sum and mean
-// over a list of dims (sum_dims); sum_to.
+// tinytorch/ops/reduce.hpp — sum, mean, max/argmax, min/argmin over all elements or one dim; sum
+// and mean over a list of dims (sum_dims); amax/amin over a list of dims; sum_to. No autograd.
 //
 // Over one dim d with keepdim=false the dim is removed: (A, B, C).sum(1) -> (A, C); with
 // keepdim=true it stays as size 1: (A, 1, C). Over all elements the result is 0-d. Over a list
 // of dims each listed dim goes: (A, B, C).sum({0, 2}) -> (B), keepdim -> (1, B, 1); the errors
 // are PyTorch's (a dim out of range, "dim 0 appears multiple times in the list of dims").
+//   max_dim / min_dim(x, d, keepdim) -> (values, indices): indices int64, the first index on
+//                             ties, a NaN wins (the first NaN).
+//   amax_amin(x, dims, keepdim, is_max): the max (or min) over every dim in `dims` at once; an empty
+//                             list means all dims. (A, B, C).amax({0, 2}) -> (B); keepdim -> (1, B, 1).
+//                             Computed by moving the reduced dims last (a permuted contiguous copy
+//                             (kept..., reduced...) viewed as (M, R)) and reducing each row of R;
+//                             an empty reduced dim is refused ("Expected reduction dim 0 to have
+//                             non-zero size").
 // sum_to(g, shape) sums a broadcast gradient back to the shape of the input it came from:
 // leading extra dims are summed away, dims that were 1 are summed with keepdim.
 // On the input's device (backend::dispatch::sum_dim_kernel / max_dim_kernel / min_dim_kernel). On
 // CUDA a sum adds in another order than the CPU loop: equal within rounding, not bitwise.
-// Reference: torch.sum / torch.mean / torch.max / torch.argmax documentation.
+// Chapter: chapters/01-training-loop.md.
+// Reference: torch.sum / torch.mean / torch.max / torch.argmax / torch.min / torch.amax / torch.amin.
 #pragma once
 
 #include <algorithm>
+#include <tuple>
 #include <vector>
 
 #include "../backend/cpu/reduce.hpp"
@@ -172,6 +182,36 @@ inline Tensor sum_to(const Tensor& g, const Shape& shape) {
   for (int64_t i = 0; i < static_cast<int64_t>(shape.size()); ++i)
     if (shape[i] == 1 && r.sizes()[i] != 1) r = sum_dim(r, i, true);
   return r;
+}
+
+
+/// (values, indices) of the min along dim; indices int64, first index on ties (torch.min(x, dim)).
+inline std::tuple<Tensor, Tensor> min_dim(const Tensor& x, int64_t dim, bool keepdim, const char* op = "min") {
+  return extreme_dim(x, dim, keepdim, /*is_max=*/false, op);
+}
+
+/// torch.amax (is_max) / torch.amin of x over `dims` (empty: all dims), keeping them as size 1
+/// with keepdim. The result has x's dtype.
+inline Tensor amax_amin(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, bool is_max) {
+  const char* op = is_max ? "amax" : "amin";
+  check_device(x, op);
+  const std::vector<int64_t> red = reduction_dims(dims, x.dim(), op);
+  if (x.dim() == 0) return clone(x);
+  TT_CHECK(x.numel() > 0 || !dims.empty(), op, "(): Expected reduction dim to be specified for input.numel() == 0. "
+           "Specify the reduction dim with the 'dim' argument.");
+  for (int64_t d : red)
+    TT_CHECK(x.sizes()[d] > 0, op, "(): Expected reduction dim ", d, " to have non-zero size (input shape ",
+             shape_str(x.sizes()), ")");
+  const ReducedLast r = reduced_last(x, red, keepdim);  // (rows, cols), reduced dims last
+  Tensor out = make_tensor(r.out_shape, x.dtype(), x.device());
+  if (r.rows == 0) return out;
+  dispatch(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* xp = r.x.data_ptr<T>();
+    if (is_max) backend::dispatch::max_dim_kernel(x.device(), xp, out.data_ptr<T>(), nullptr, r.rows, r.cols, 1);
+    else backend::dispatch::min_dim_kernel(x.device(), xp, out.data_ptr<T>(), nullptr, r.rows, r.cols, 1);
+  });
+  return out;
 }
 
 }  TT_NAMESPACE_END  // namespace tinytorch::ops

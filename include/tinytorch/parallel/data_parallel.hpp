@@ -27,8 +27,7 @@
 // generator's seed + i (at construction, and again after each manual_seed), so Dropout differs
 // between replicas, manual_seed makes runs repeat, and the default generator is never drawn from.
 // (PyTorch seeds every GPU's generator with the same seed; tinytorch offsets them by i.)
-// Reference: torch/nn/parallel/data_parallel.py (PyTorch 2.x); notes in
-// shared/reference/ddp-semantics.md section 1. Chapter: chapters/05-data-parallel.md.
+// Reference: torch/nn/parallel/data_parallel.py (PyTorch 2.x). Chapter: chapters/05-data-parallel.md.
 #pragma once
 
 #include <memory>

@@ -1,11 +1,28 @@
 // tinytorch/backend/cpu/elementwise.hpp — elementwise kernels on raw pointers.
 //
 // Functors (TT_HOST_DEVICE, in backend/functors.hpp, shared with the CUDA backend; re-exported
-// here as backend::cpu::AddOp etc.) compute one element; the loops here apply them. Inputs are read through strides so that broadcasting costs no copy: a broadcast
-// dim has stride 0 (core/shape.hpp). The output is always contiguous.
-//   out[i] = f(a[offset_a(i)], b[offset_b(i)])   for i in [0, numel(shape))
+// here as backend::cpu::AddOp etc.) compute one element; the loops here apply them. Inputs are
+// read through strides so that broadcasting costs no copy: a broadcast dim has stride 0
+// (core/shape.hpp). The output is always contiguous.
+//   out[i] = f(a[offset_a(i)], b[offset_b(i)])            for i in [0, numel(shape))
+//   out[i] = f(a[offset_a(i)], b[offset_b(i)], c[offset_c(i)])   (ternary_kernel: where, clamp
+//                                                          with tensor bounds)
 // Fast paths: all operands contiguous (a flat loop the compiler vectorises) and a scalar b.
-// This layer never sees Tensor (DESIGN.md). Chapter: chapters/01-training-loop.md.
+//
+// Math of the binary functors beyond + - * / (backend/functors.hpp), per element:
+//   maximum(a, b) = NaN if either is NaN, else the larger      (torch.maximum; minimum likewise)
+//   pow(a, b)     = a^b; for int64 exact repeated squaring (wrapping on overflow), and a
+//                   negative exponent gives 1 for a = 1, +-1 for a = -1, 0 otherwise (torch.pow)
+//   floor_divide  = floor(a / b), computed as (a - fmod(a, b)) / b with Python's fix-ups, so
+//                   a == floor_divide(a, b) * b + remainder(a, b) holds (c10::div_floor_floating);
+//                   b == 0 gives IEEE a / b
+//   remainder     = a - floor(a / b) * b: the sign of b (Python's %);   fmod = C's fmod: the sign of a
+//   clamp(x)      = min(max(x, lo), hi): NaN x stays NaN, lo > hi gives hi (torch.clamp)
+// Integer division by zero is not the functors' business: the ops layer refuses it first
+// (PyTorch: "ZeroDivisionError"), and INT64_MIN / -1, which traps on x86, is computed without
+// dividing.
+// This layer never sees Tensor (README, Architecture). Chapter: chapters/01-training-loop.md.
+// Reference: PyTorch 1.13 aten/src/ATen/native/cpu/BinaryOpsKernel.cpp, c10/util/generic_math.h.
 #pragma once
 
 #include <cmath>
@@ -20,13 +37,11 @@
 
 TT_NAMESPACE_BEGIN namespace backend::cpu {
 
-// ---- functors: backend/functors.hpp, shared with backend/cuda; the old names stay valid -------
+// ---- functors: backend/functors.hpp, shared with backend/cuda, under backend::cpu too --------
 using ::tinytorch::backend::AddOp;
 using ::tinytorch::backend::SubOp;
 using ::tinytorch::backend::MulOp;
 using ::tinytorch::backend::DivOp;
-using ::tinytorch::backend::PowOp;
-using ::tinytorch::backend::MaxOp;
 using ::tinytorch::backend::EqOp;
 using ::tinytorch::backend::NeOp;
 using ::tinytorch::backend::LtOp;
@@ -43,6 +58,18 @@ using ::tinytorch::backend::ReluOp;
 using ::tinytorch::backend::TanhOp;
 using ::tinytorch::backend::SigmoidOp;
 using ::tinytorch::backend::PowScalarOp;
+namespace detail {
+using ::tinytorch::backend::detail::is_nan;
+}  // namespace detail
+using ::tinytorch::backend::MaximumOp;
+using ::tinytorch::backend::MinimumOp;
+using ::tinytorch::backend::PowTensorOp;
+using ::tinytorch::backend::FloorDivideOp;
+using ::tinytorch::backend::RemainderOp;
+using ::tinytorch::backend::FmodOp;
+using ::tinytorch::backend::TruncDivideOp;
+using ::tinytorch::backend::ClampScalarOp;
+using ::tinytorch::backend::ClampTensorOp;
 
 // ---- loops ------------------------------------------------------------------------------------
 
@@ -106,7 +133,7 @@ void copy_kernel(const S* src, const Strides& ss, D* dst,
   strided_loop2(shape, ss, zero, [&](int64_t i, int64_t os, int64_t) { dst[i] = static_cast<D>(src[os]); });
 }
 
-// ---- ops-cuda (issue 7B): the in-place loop ---------------------------------------------------
+// ---- the in-place loop ------------------------------------------------------------------------
 /// self[os(i)] = f(self[os(i)], o[oo(i)]) with both read through strides (`ss`: self's own
 /// strides, `so`: o's broadcast strides); the flat loop when both are dense (ops::binary_, unary_).
 /// o may alias self in the same layout (unary_ passes self twice); each element is read before
@@ -124,6 +151,41 @@ void binary_inplace_kernel(T* self, const Strides& ss, const T* o, const Strides
     return;
   }
   strided_loop2(shape, ss, so, [&](int64_t, int64_t os, int64_t oo) { self[os] = f(self[os], o[oo]); });
+}
+
+// ---- the three-operand loop (where, clamp with tensor bounds) --------------------------------
+/// Walks a multi-index over `shape` in row-major order tracking three operands' offsets (strides
+/// s0, s1, s2; a broadcast dim has stride 0). Calls body(out_index, off0, off1, off2).
+template <class Body>
+void strided_loop3(const Shape& shape, const Strides& s0,
+                   const Strides& s1, const Strides& s2, Body body) {
+  const int nd = static_cast<int>(shape.size());
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  if (n == 0) return;
+  if (nd == 0) { body(0, 0, 0, 0); return; }
+  Shape idx(nd, 0);  // the multi-index over the outer dims
+  const int64_t inner = shape[nd - 1], i0 = s0[nd - 1], i1 = s1[nd - 1], i2 = s2[nd - 1];
+  int64_t o0 = 0, o1 = 0, o2 = 0;
+  for (int64_t i = 0; i < n; i += inner) {
+    for (int64_t j = 0; j < inner; ++j) body(i + j, o0 + j * i0, o1 + j * i1, o2 + j * i2);
+    for (int d = nd - 2; d >= 0; --d) {  // advance the multi-index over the outer dims
+      if (++idx[d] < shape[d]) { o0 += s0[d]; o1 += s1[d]; o2 += s2[d]; break; }
+      o0 -= s0[d] * (shape[d] - 1);
+      o1 -= s1[d] * (shape[d] - 1);
+      o2 -= s2[d] * (shape[d] - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
+/// out[i] = f(a[.], b[.], c[.]) with the operands read through (broadcast) strides; out contiguous.
+template <class A, class B, class C, class U, class F>
+void ternary_kernel(const A* a, const Strides& sa, const B* b, const Strides& sb,
+                    const C* c, const Strides& sc, U* out, const Shape& shape, F f) {
+  strided_loop3(shape, sa, sb, sc, [&](int64_t i, int64_t oa, int64_t ob, int64_t oc) {
+    out[i] = f(a[oa], b[ob], c[oc]);
+  });
 }
 
 }  TT_NAMESPACE_END  // namespace tinytorch::backend::cpu

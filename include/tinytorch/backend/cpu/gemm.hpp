@@ -5,8 +5,8 @@
 //   trans_a: A is stored (K, M) row-major with leading dim lda, and op(A) = A^T.
 // A transposed *view* (x.t()) of a row-major matrix is a row-major matrix read transposed, so
 // the autograd's  dA = dC B^T  and  dB = A^T dC  need no copies.
-// gemm_naive is the triple loop the fast kernel is tested against (DESIGN.md: every fast kernel
-// has a naive twin).
+// gemm_naive is the triple loop the fast kernel is tested against (every fast kernel has a
+// naive twin and a test comparing the two).
 //
 // Threads (core/parallel.hpp): Eigen itself runs single-threaded (its own threading needs OpenMP,
 // which busy-waits; see parallel.hpp). gemm splits C into blocks of whole rows (when M >= N) or

@@ -1,11 +1,16 @@
-// tinytorch/backend/cpu/reduce.hpp — reductions along one dim of a contiguous buffer.
+// tinytorch/backend/cpu/reduce.hpp — reductions along one dim of a contiguous buffer: sum, max, min.
 //
 // A contiguous tensor reduced over dim d is viewed as (outer, n, inner) with
 //   outer = prod(shape[:d]), n = shape[d], inner = prod(shape[d+1:]);
 //   out[o, i] = reduce_{k < n} x[o, k, i]          out: (outer, inner)
 // Sums accumulate in double for float32 (and in the type itself otherwise), so a long sum of
-// float32 stays close to PyTorch's pairwise-summed result. max/argmax take the first index on
-// ties and propagate NaN, as PyTorch does.
+// float32 stays close to PyTorch's pairwise-summed result. max/argmax and min/argmin are one
+// kernel (extreme_dim_kernel) with std::greater or std::less: values[o, i] is the extreme,
+// indices[o, i] the first k that attains it, and a NaN wins (the first NaN), as PyTorch does.
+// amin/amax over several dims use the same kernels on a permuted copy whose reduced dims are
+// last (ops/reduce.hpp).
+// This layer never sees Tensor (README, Architecture). Chapter: chapters/01-training-loop.md.
+// Reference: PyTorch's torch.sum / torch.max / torch.min / torch.argmin documentation.
 #pragma once
 
 #include <cmath>
@@ -73,6 +78,14 @@ void extreme_dim_kernel(const T* x, T* values, int64_t* indices, int64_t outer, 
 template <class T>
 void max_dim_kernel(const T* x, T* values, int64_t* indices, int64_t outer, int64_t n, int64_t inner) {
   extreme_dim_kernel(x, values, indices, outer, n, inner, std::greater<T>());
+}
+
+
+/// values[o, i] = min_k x[o, k, i], indices[o, i] = first argmin (NaN wins, as in PyTorch).
+/// The twin of max_dim_kernel: both are extreme_dim_kernel (backend/cpu/reduce.hpp).
+template <class T>
+void min_dim_kernel(const T* x, T* values, int64_t* indices, int64_t outer, int64_t n, int64_t inner) {
+  extreme_dim_kernel(x, values, indices, outer, n, inner, std::less<T>());
 }
 
 }  TT_NAMESPACE_END  // namespace tinytorch::backend::cpu

@@ -1,7 +1,7 @@
 // tinytorch/backend/cuda/elementwise.cuh — elementwise CUDA kernels: unary, binary (with
 // broadcasting), scalar, compare, ternary, copy/cast/contiguous, fill and arange.
 //
-// The CUDA twins of backend/cpu/elementwise.hpp and elementwise_more.hpp: the launchers below have
+// The CUDA twins of backend/cpu/elementwise.hpp: the launchers below have
 // the SAME names and signatures as the CPU loops (unary_kernel, binary_kernel, scalar_kernel,
 // copy_kernel, ternary_kernel) and take device pointers. One element per thread-iteration, with the
 // functor structs of the CPU backend (backend::cpu::AddOp, ExpOp, ... are TT_HOST_DEVICE; never copied):
@@ -9,7 +9,7 @@
 //   offset_k(i) = sum_d idx_d(i) * strides_k[d],  idx(i) the row-major multi-index of i in `shape`
 // A broadcast dim has stride 0, a transposed view permuted strides: the strided path reads any
 // view without a copy. Comparisons return int64 (0/1), as the CPU functors do.
-// Two kernels per op, as every kernel of this backend (CUDA.md §5):
+// Two kernels per op, as every kernel of this backend (chapters/10-gpu-kernels.md):
 //   fast   all operands dense: a flat grid-stride loop, out[i] = f(a[i], b[i]) (coalesced)
 //   naive  (the oracle) the same loop through KernelShape's offset math, any strides
 // Both are grid-stride loops over int64 indices, so any n runs on a capped grid (grid_1d).
@@ -26,7 +26,6 @@
 #include "../../core/config.hpp"
 #include "../../core/shape.hpp"
 #include "../cpu/elementwise.hpp"       // the functors (AddOp, ExpOp, ...) and the CPU twins
-#include "../cpu/elementwise_more.hpp"  // MaximumOp, ClampTensorOp, ...
 #include "launch.hpp"                   // launch_kernel, grid_1d (and sim.hpp in the simulator)
 #include "../../core/cuda_runtime.hpp"
 
@@ -37,7 +36,8 @@
 TT_NAMESPACE_BEGIN namespace backend::cuda {
 
 // ---- KernelShape: shape and up to three operands' strides, passed to kernels by value ----------
-// TODO(lead): unify with backend/indexer.hpp's Indexer (fork-prep) once it lands on main.
+// backend/indexer.hpp's Indexer does the same index math for up to 8 dims; the two are still
+// separate (one index-math struct for both backends is open work).
 
 constexpr int kMaxKernelDims = 8;
 
@@ -257,7 +257,7 @@ void arange_kernel(T* out, int64_t n, double start, double step) {
   launch_kernel("arange", kernels::arange<T>, grid_1d(n), dim3(detail::kElementwiseThreads), 0, out, n, start, step);
 }
 
-// ---- ops-cuda (issue 7B): the in-place kernel (twin of cpu::binary_inplace_kernel) -----------
+// ---- the in-place kernel (twin of cpu::binary_inplace_kernel) -----------
 namespace kernels {
 /// self[offset0(i)] = f(self[offset0(i)], o[offset1(i)]): each thread owns distinct elements of
 /// self (the ops layer refuses a self that repeats a location), so there is no race.

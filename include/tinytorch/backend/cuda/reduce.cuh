@@ -1,7 +1,7 @@
 // tinytorch/backend/cuda/reduce.cuh — reductions along one dim (and over everything): sum, mean,
 // max/argmax, min/argmin.
 //
-// The CUDA twins of backend/cpu/reduce.hpp and reduce_more.hpp, same names and signatures, device
+// The CUDA twins of backend/cpu/reduce.hpp, same names and signatures, device
 // pointers. A contiguous tensor reduced over dim d is viewed as (outer, n, inner):
 //   outer = prod(shape[:d]), n = shape[d], inner = prod(shape[d+1:]);   out: (outer, inner)
 //   sum:  out[o, i] = scale * sum_k x[o, k, i]       (scale 1 for sum, 1/n for mean)
@@ -11,7 +11,7 @@
 // Sums accumulate in cpu::acc_t<T> (double for float32, the type itself otherwise; int64 wraps
 // modulo 2^64 through cpu::AddOp), so results equal the CPU's within rounding, not bitwise (the
 // order of additions differs).
-// Two kernels per reduction (CUDA.md §5):
+// Two kernels per reduction, as every kernel of this backend (chapters/10-gpu-kernels.md):
 //   fast   one block per output row: each thread reduces a strided slice of the row, then a
 //          warp-shuffle tree (__shfl_down_sync) and shared memory across the block's warps
 //   naive  (the oracle) one thread per output, the CPU's sequential loop
@@ -26,8 +26,7 @@
 #include <cstdint>
 #include <functional>
 
-#include "../cpu/reduce.hpp"       // acc_t and the CPU twins
-#include "../cpu/reduce_more.hpp"  // min_dim_kernel
+#include "../cpu/reduce.hpp"  // acc_t and the CPU twins
 #include "elementwise.cuh"         // TT_GRID_STRIDE_LOOP, launch_kernel
 #include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 

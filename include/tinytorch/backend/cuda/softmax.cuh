@@ -15,8 +15,8 @@
 // cross_entropy_kernel (twin of cpu::cross_entropy_kernel): logits x (N, C), class indices t (N),
 //   loss_i = logsumexp(x_i) - x_i[t_i],  grad_i = softmax(x_i) - onehot(t_i)  (grad may be null);
 // the labels must already be checked on the host (0 <= t_i < C): a device assert is asynchronous
-// and opaque (CUDA.md §5).
-// Two kernels per direction (CUDA.md §5):
+// and opaque.
+// Two kernels per direction, as every kernel of this backend (chapters/10-gpu-kernels.md):
 //   fast   one warp per row: lanes stride over the row, the max and the sum are warp all-reduces
 //          (__shfl_xor_sync), so every lane has them without shared memory
 //   naive  (the oracle) one thread per row, the CPU's three passes

@@ -1,18 +1,18 @@
-// tinytorch/autograd/conv.hpp — the autograd nodes of conv2d and max_pool2d.
+// tinytorch/autograd/functions/conv.hpp — the autograd nodes of conv2d and max_pool2d.
 //
 //   y = conv2d(x, w) + b   =>  dx = col2im(W^T dY),  dw = sum_n dY_n col_n^T,  db = sum_{n,h,w} dY
 //                              (per group; the math is in backend/cpu/conv.hpp)
 //   y, idx = max_pool2d(x) =>  dx[p, idx[p, o]] += dy[p, o]   (the gradient goes to each window's
 //                              argmax, found in forward and saved as int64 indices)
 // Node names are PyTorch's: ConvolutionBackward0, MaxPool2DWithIndicesBackward0.
-// Like the other nodes (autograd/functions.hpp), backward is not itself differentiable.
+// Like the other nodes (autograd/functions/*.hpp), backward is not itself differentiable.
 // Chapter: chapters/01-training-loop.md ("A convolutional network").
 // Reference: PyTorch tools/autograd/derivatives.yaml (convolution, max_pool2d_with_indices).
 #pragma once
 
-#include "../ops/conv.hpp"
-#include "node.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "../../ops/conv.hpp"
+#include "../node.hpp"
+#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace autograd {
 

@@ -1,12 +1,12 @@
-// tests/test_nn_more.cpp — the second batch of nn pieces: CrossEntropyLoss / NLLLoss with class
-// weights, ignore_index and label_smoothing; BatchNorm1d (training steps, running statistics,
+// tests/test_loss_norm.cpp — losses, normalisation layers and gradient clipping: CrossEntropyLoss /
+// NLLLoss with class weights, ignore_index and label_smoothing; BatchNorm1d (training steps, running statistics,
 // eval, momentum=None, no affine / no tracking); LayerNorm; clip_grad_norm_ / clip_grad_value_.
 // Each: values and gradients against PyTorch, gradcheck in float64, the errors PyTorch raises,
 // and for modules state_dict / save / load (buffers included) and clone().
 // Headers under test: nn/loss.hpp, nn/batchnorm.hpp, nn/normalization.hpp, nn/utils/clip_grad.hpp,
-// autograd/normalization.hpp, functional.hpp (nll_loss, cross_entropy, batch_norm, layer_norm).
-// Reference numbers: tests/reference/nn_more_ref.hpp (tests/reference/gen_nn_more.py).
-// Tag: [nn_more].
+// autograd/functions/normalization.hpp, functional.hpp (nll_loss, cross_entropy, batch_norm, layer_norm).
+// Reference numbers: tests/reference/loss_norm_ref.hpp (tests/reference/gen_loss_norm.py).
+// Tag: [loss_norm].
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -23,7 +23,7 @@
 #include <tinytorch/nn/utils/clip_grad.hpp>
 #include <tinytorch/serialization.hpp>
 
-#include "reference/nn_more_ref.hpp"
+#include "reference/loss_norm_ref.hpp"
 
 using namespace tinytorch;
 using Catch::Contains;
@@ -31,9 +31,9 @@ using Vs = std::vector<Tensor>;
 
 namespace {
 
-const nn_more_ref::Array& array(const std::string& name) {
-  auto it = nn_more_ref::arrays().find(name);
-  if (it == nn_more_ref::arrays().end()) throw std::runtime_error("no reference array " + name);
+const loss_norm_ref::Array& array(const std::string& name) {
+  auto it = loss_norm_ref::arrays().find(name);
+  if (it == loss_norm_ref::arrays().end()) throw std::runtime_error("no reference array " + name);
   return it->second;
 }
 
@@ -69,7 +69,7 @@ Tensor targets(const std::string& name) { return from_ref(name, kInt64); }
 struct TempFile {
   std::string path;
   explicit TempFile(const std::string& stem)
-      : path("/tmp/tt_nn_more_" + stem + "_" + std::to_string(::getpid()) + ".tt") {}
+      : path("/tmp/tt_loss_norm_" + stem + "_" + std::to_string(::getpid()) + ".tt") {}
   ~TempFile() { std::remove(path.c_str()); }
 };
 
@@ -80,7 +80,7 @@ struct LossCase {
   int64_t ignore_index;
   double label_smoothing;
 };
-// The same table as LOSS_CASES in gen_nn_more.py.
+// The same table as LOSS_CASES in gen_loss_norm.py.
 const LossCase kLossCases[] = {
     {"nll_w", true, true, "loss.target_default", -100, 0.0},
     {"nll_ig2", true, false, "loss.target_two", 2, 0.0},
@@ -104,7 +104,7 @@ std::shared_ptr<nn::Loss> make_loss(const LossCase& c, const std::string& reduct
 
 // ---- losses ----------------------------------------------------------------------------------
 
-TEST_CASE("nll_loss / cross_entropy with weight, ignore_index, label_smoothing match PyTorch", "[nn_more]") {
+TEST_CASE("nll_loss / cross_entropy with weight, ignore_index, label_smoothing match PyTorch", "[loss_norm]") {
   for (const LossCase& c : kLossCases) {
     for (const std::string red : kReductions) {
       const std::string n = std::string(c.name) + "." + red;
@@ -128,7 +128,7 @@ TEST_CASE("nll_loss / cross_entropy with weight, ignore_index, label_smoothing m
 }
 
 // (N, C, d1, ..., dk) with targets (N, d1, ..., dk), and unbatched (C) with a 0-d target: the
-// ND_CASES x ND_LOSSES table of gen_nn_more.py (C = 4, the loss.weight classes).
+// ND_CASES x ND_LOSSES table of gen_loss_norm.py (C = 4, the loss.weight classes).
 namespace {
 struct NdLoss {
   const char* name;
@@ -151,7 +151,7 @@ Tensor nd_target(const std::string& c, int64_t ignore_index) {
 }
 }  // namespace
 
-TEST_CASE("nll_loss / cross_entropy over (N, C, d1, ...) and unbatched (C) match PyTorch", "[nn_more]") {
+TEST_CASE("nll_loss / cross_entropy over (N, C, d1, ...) and unbatched (C) match PyTorch", "[loss_norm]") {
   for (const std::string c : {"nd3", "nd4", "nd5", "unb"}) {
     for (const NdLoss& l : kNdLosses) {
       for (const std::string red : kReductions) {
@@ -182,7 +182,7 @@ TEST_CASE("nll_loss / cross_entropy over (N, C, d1, ...) and unbatched (C) match
   }
 }
 
-TEST_CASE("loss shapes PyTorch refuses give its messages", "[nn_more]") {
+TEST_CASE("loss shapes PyTorch refuses give its messages", "[loss_norm]") {
   const Tensor x3 = zeros({2, 3, 4}), x4 = zeros({2, 3, 4, 5});
   const auto t = [](const Shape& s) { return zeros(s, kInt64); };
   CHECK_THROWS_WITH(nll_loss(x3, t({2, 5})), Contains("Expected target size [2, 4], got [2, 5]"));
@@ -201,7 +201,7 @@ TEST_CASE("loss shapes PyTorch refuses give its messages", "[nn_more]") {
   CHECK(cross_entropy(zeros({3}), scalar_tensor(1, kInt64), Reduction::None).dim() == 0);
 }
 
-TEST_CASE("weighted / ignoring / smoothed losses pass gradcheck in float64", "[nn_more]") {
+TEST_CASE("weighted / ignoring / smoothed losses pass gradcheck in float64", "[loss_norm]") {
   for (const LossCase& c : kLossCases) {
     for (const std::string red : kReductions) {
       INFO(c.name << "." << red);
@@ -213,7 +213,7 @@ TEST_CASE("weighted / ignoring / smoothed losses pass gradcheck in float64", "[n
   }
 }
 
-TEST_CASE("a mean over targets that are all ignored is nan, with a zero gradient, as PyTorch", "[nn_more]") {
+TEST_CASE("a mean over targets that are all ignored is nan, with a zero gradient, as PyTorch", "[loss_norm]") {
   Tensor x = leaf("loss.x");
   const Tensor t = full({6}, -100, kInt64);
   Tensor l = cross_entropy(x, t);
@@ -229,7 +229,7 @@ TEST_CASE("a mean over targets that are all ignored is nan, with a zero gradient
   CHECK(nll_loss(x, t, Reduction::None).abs().sum().item() == 0);
 }
 
-TEST_CASE("the unweighted defaults are unchanged: weight 1 and ignore_index -100 change nothing", "[nn_more]") {
+TEST_CASE("the unweighted defaults are unchanged: weight 1 and ignore_index -100 change nothing", "[loss_norm]") {
   Tensor x = from_ref("loss.x");
   const Tensor t = tensor({0, 3, 1, 1, 3, 2}, kInt64);
   CHECK(cross_entropy(x, t).allclose(cross_entropy(x, t, ones({4}), -100, Reduction::Mean, 0.0)));
@@ -241,7 +241,7 @@ TEST_CASE("the unweighted defaults are unchanged: weight 1 and ignore_index -100
   CHECK(nll_loss(x, t, w).item() == Approx(by_hand).epsilon(1e-6));
 }
 
-TEST_CASE("losses reject bad targets, weights and label_smoothing with PyTorch's messages", "[nn_more]") {
+TEST_CASE("losses reject bad targets, weights and label_smoothing with PyTorch's messages", "[loss_norm]") {
   Tensor x = zeros({2, 3});
   // a target equal to ignore_index may lie outside [0, C); any other may not, and is named
   CHECK(nll_loss(x, tensor({0, 7}, kInt64), Tensor(), 7).item() == 0);
@@ -265,7 +265,7 @@ TEST_CASE("losses reject bad targets, weights and label_smoothing with PyTorch's
   CHECK(cross_entropy(x, tensor({0, 1}, kInt64), Tensor(), -100, Reduction::Mean, 1.0).item() == Approx(std::log(3.0)));
 }
 
-TEST_CASE("loss modules keep their class weight as a buffer: state_dict, clone, repr", "[nn_more]") {
+TEST_CASE("loss modules keep their class weight as a buffer: state_dict, clone, repr", "[loss_norm]") {
   nn::CrossEntropyLoss ce(tensor({1, 2, 3}), 1, Reduction::Sum, 0.2);
   auto sd = ce.state_dict();
   REQUIRE(sd.size() == 1);
@@ -291,7 +291,7 @@ TEST_CASE("loss modules keep their class weight as a buffer: state_dict, clone, 
 // ---- BatchNorm1d -----------------------------------------------------------------------------
 
 namespace {
-/// Runs the training steps and the eval step gen_nn_more.py's bn_run recorded under `prefix`.
+/// Runs the training steps and the eval step gen_loss_norm.py's bn_run recorded under `prefix`.
 void check_bn_run(nn::BatchNorm1d& bn, const std::string& prefix, int steps, int grad_step) {
   for (int k = 0; k < steps; ++k) {
     const std::string s = std::to_string(k);
@@ -330,7 +330,7 @@ void set_affine(nn::Module& m, const std::string& prefix) {
 }
 }  // namespace
 
-TEST_CASE("BatchNorm1d on (N, C): three training steps and eval match PyTorch", "[nn_more]") {
+TEST_CASE("BatchNorm1d on (N, C): three training steps and eval match PyTorch", "[loss_norm]") {
   nn::BatchNorm1d bn(3);
   CHECK(bn.weight.tolist<double>() == std::vector<double>{1, 1, 1});
   CHECK(bn.bias.tolist<double>() == std::vector<double>{0, 0, 0});
@@ -340,14 +340,14 @@ TEST_CASE("BatchNorm1d on (N, C): three training steps and eval match PyTorch", 
   CHECK(bn.num_batches_tracked.item<int64_t>() == 3);  // eval does not count
 }
 
-TEST_CASE("BatchNorm1d on (N, C, L) with momentum=None (cumulative average) and eps=1e-3", "[nn_more]") {
+TEST_CASE("BatchNorm1d on (N, C, L) with momentum=None (cumulative average) and eps=1e-3", "[loss_norm]") {
   nn::BatchNorm1d bn(2, 1e-3, std::nullopt);
   set_affine(bn, "bn3");
   check_bn_run(bn, "bn3", 3, 2);
   CHECK(bn.repr() == "BatchNorm1d(2, eps=0.001, momentum=None, affine=True, track_running_stats=True)");
 }
 
-TEST_CASE("BatchNorm1d without affine or running statistics uses batch statistics in eval too", "[nn_more]") {
+TEST_CASE("BatchNorm1d without affine or running statistics uses batch statistics in eval too", "[loss_norm]") {
   nn::BatchNorm1d bn(3, 1e-5, 0.1, false, false);
   CHECK(bn.parameters().empty());
   CHECK(bn.buffers().empty());
@@ -355,7 +355,7 @@ TEST_CASE("BatchNorm1d without affine or running statistics uses batch statistic
   CHECK(bn.repr() == "BatchNorm1d(3, eps=1e-05, momentum=0.1, affine=False, track_running_stats=False)");
 }
 
-TEST_CASE("batch_norm passes gradcheck: batch statistics, running statistics, with and without affine", "[nn_more]") {
+TEST_CASE("batch_norm passes gradcheck: batch statistics, running statistics, with and without affine", "[loss_norm]") {
   for (const Shape& shape : {Shape{5, 3}, Shape{4, 3, 2}}) {
     for (bool training : {true, false}) {
       for (bool affine : {true, false}) {
@@ -375,7 +375,7 @@ TEST_CASE("batch_norm passes gradcheck: batch statistics, running statistics, wi
   }
 }
 
-TEST_CASE("batch_norm in training updates the running statistics in place; eval leaves them", "[nn_more]") {
+TEST_CASE("batch_norm in training updates the running statistics in place; eval leaves them", "[loss_norm]") {
   Tensor x = tensor({1, 2, 3, 5}, {4, 1});
   Tensor rm = zeros({1}), rv = ones({1});
   Tensor y = batch_norm(x, rm, rv, Tensor(), Tensor(), true, 0.5, 0.0);
@@ -391,7 +391,7 @@ TEST_CASE("batch_norm in training updates the running statistics in place; eval 
   REQUIRE_THROWS_WITH(batch_norm(x, rm, Tensor()), Contains("running_var must be defined in evaluation mode"));
 }
 
-TEST_CASE("BatchNorm1d rejects bad input with PyTorch's messages, leaving its state alone", "[nn_more]") {
+TEST_CASE("BatchNorm1d rejects bad input with PyTorch's messages, leaving its state alone", "[loss_norm]") {
   nn::BatchNorm1d bn(3);
   REQUIRE_THROWS_WITH(bn(ones({1, 3})), Contains("Expected more than 1 value per channel when training, got input size "
                                                  "torch.Size([1, 3])"));
@@ -418,7 +418,7 @@ TEST_CASE("BatchNorm1d rejects bad input with PyTorch's messages, leaving its st
   CHECK(bn(ones({1, 3})).sizes() == Shape{1, 3});
 }
 
-TEST_CASE("BatchNorm1d's buffers go through state_dict, save / load and clone", "[nn_more]") {
+TEST_CASE("BatchNorm1d's buffers go through state_dict, save / load and clone", "[loss_norm]") {
   nn::BatchNorm1d a(3);
   set_affine(a, "bn");
   for (int k = 0; k < 2; ++k) a(from_ref("bn.x" + std::to_string(k)));
@@ -463,7 +463,7 @@ TEST_CASE("BatchNorm1d's buffers go through state_dict, save / load and clone", 
 
 // ---- LayerNorm -------------------------------------------------------------------------------
 
-TEST_CASE("LayerNorm / layer_norm match PyTorch: last dim, last two dims, no bias", "[nn_more]") {
+TEST_CASE("LayerNorm / layer_norm match PyTorch: last dim, last two dims, no bias", "[loss_norm]") {
   {
     nn::LayerNorm ln({4});
     set_affine(ln, "ln");
@@ -506,7 +506,7 @@ TEST_CASE("LayerNorm / layer_norm match PyTorch: last dim, last two dims, no bia
   CHECK(nn::LayerNorm({2, 3}, 1e-5, false).repr() == "LayerNorm((2, 3), eps=1e-05, elementwise_affine=False)");
 }
 
-TEST_CASE("layer_norm passes gradcheck over one and two normalised dims", "[nn_more]") {
+TEST_CASE("layer_norm passes gradcheck over one and two normalised dims", "[loss_norm]") {
   for (const Shape& ns : {Shape{4}, Shape{3, 4}}) {
     for (bool affine : {true, false}) {
       INFO(shape_str(ns) << " affine=" << affine);
@@ -519,7 +519,7 @@ TEST_CASE("layer_norm passes gradcheck over one and two normalised dims", "[nn_m
   }
 }
 
-TEST_CASE("LayerNorm rejects bad shapes with PyTorch's messages; state_dict, save / load, clone", "[nn_more]") {
+TEST_CASE("LayerNorm rejects bad shapes with PyTorch's messages; state_dict, save / load, clone", "[loss_norm]") {
   nn::LayerNorm ln({3});
   REQUIRE_THROWS_WITH(ln(ones({2, 4})), Contains("Given normalized_shape=[3], expected input with shape [*, 3], but got "
                                                  "input of size[2, 4]"));
@@ -566,7 +566,7 @@ std::vector<Tensor> clip_params() {
 }
 }  // namespace
 
-TEST_CASE("clip_grad_norm_ matches PyTorch for norm types 2, 1, inf, 3 and 0.5", "[nn_more]") {
+TEST_CASE("clip_grad_norm_ matches PyTorch for norm types 2, 1, inf, 3 and 0.5", "[loss_norm]") {
   const std::tuple<const char*, double, double> cases[] = {
       {"clip_l2", 1.0, 2.0},   {"clip_l2_noclip", 100.0, 2.0}, {"clip_l1", 0.5, 1.0},
       {"clip_inf", 0.3, INFINITY}, {"clip_l3", 2.0, 3.0},     {"clip_lhalf", 0.1, 0.5}};
@@ -586,7 +586,7 @@ TEST_CASE("clip_grad_norm_ matches PyTorch for norm types 2, 1, inf, 3 and 0.5",
   CHECK(nn::utils::clip_grad_norm_(ps, 1e9).item() == Approx(1.0).epsilon(1e-5));
 }
 
-TEST_CASE("clip_grad_norm_: no gradients, one tensor, float64, non-finite norms", "[nn_more]") {
+TEST_CASE("clip_grad_norm_: no gradients, one tensor, float64, non-finite norms", "[loss_norm]") {
   Tensor none = nn::utils::clip_grad_norm_(std::vector<Tensor>{zeros({2}).requires_grad_()}, 1.0);
   CHECK(none.item() == 0);
   CHECK(none.dtype() == kFloat32);
@@ -612,7 +612,7 @@ TEST_CASE("clip_grad_norm_: no gradients, one tensor, float64, non-finite norms"
   CHECK(std::isnan(q.grad().tolist<double>()[1]));
 }
 
-TEST_CASE("clip_grad_value_ clamps every gradient element, skipping missing gradients", "[nn_more]") {
+TEST_CASE("clip_grad_value_ clamps every gradient element, skipping missing gradients", "[loss_norm]") {
   auto ps = clip_params();
   nn::utils::clip_grad_value_(ps, 0.25);
   for (int k = 0; k < 3; ++k) CHECK(compare(ps[k].grad(), "clip_value.g" + std::to_string(k), 0, 0) == "");

@@ -1,4 +1,4 @@
-// tinytorch/autograd/normalization.hpp — batch norm and layer norm: forward and backward side by
+// tinytorch/autograd/functions/normalization.hpp — batch norm and layer norm: forward and backward side by
 // side, one node each (PyTorch's NativeBatchNormBackward0 / NativeLayerNormBackward0).
 //
 // Both normalise groups of n elements by the group's mean and biased variance, then apply an
@@ -27,11 +27,11 @@
 #include <cmath>
 #include <vector>
 
-#include "../ops/creation.hpp"
-#include "../ops/shape.hpp"
-#include "engine.hpp"
-#include "node.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "../../ops/creation.hpp"
+#include "../../ops/shape.hpp"
+#include "../engine.hpp"
+#include "../node.hpp"
+#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace autograd {
 

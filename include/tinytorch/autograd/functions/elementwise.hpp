@@ -1,15 +1,13 @@
-// tinytorch/autograd/functions_more.hpp — the autograd nodes of the second batch of tensor ops:
-// min, amax/amin, maximum/minimum, pow of tensors, remainder/fmod (floor_divide has no
-// derivative), clamp with optional or tensor bounds, where.
+// tinytorch/autograd/functions/elementwise.hpp — the autograd nodes of the elementwise ops:
+// + - * / (with tensors and numbers), neg, the unary functions (exp, log, sqrt, abs, relu,
+// sigmoid, tanh, pow with a number), maximum / minimum, pow with a tensor exponent,
+// floor_divide / remainder / fmod, clamp with optional or tensor bounds, where.
 //
-// Same pattern as autograd/functions.hpp: a static forward() computes with ops/ and records the
-// node when an input requires grad; apply() maps dy = d loss/d out to d loss/d input_i. Broadcast
-// inputs get their gradient summed back to their own shape (ops::sum_to). Derivatives, as
-// PyTorch's tools/autograd/derivatives.yaml and FunctionsManual.cpp (1.13):
-//   min(x) (all)        dy shared evenly among the elements equal to the result (among the NaNs
-//                       when the result is NaN)                                  MinBackward1
-//   min(x, dim)         dx[index] = dy, 0 elsewhere                              MinBackward0
-//   amax/amin(x, dims)  dx = dy / count * (x == y), count = #ties in the slice   AmaxBackward0
+// Each struct is a Node: a static forward() computes with ops/elementwise.hpp and records the
+// node when an input requires grad; apply() maps dy = d loss/d out to d loss/d input_i.
+// Broadcast inputs get their gradient summed back to their own shape (ops::sum_to). Derivatives,
+// as PyTorch's tools/autograd/derivatives.yaml and FunctionsManual.cpp (1.13), are written above
+// each node; those of the second group:
 //   maximum(a, b)       da = dy where a > b, dy/2 where a == b, 0 where a < b
 //                       (a NaN passes dy to both), db mirrored                   MaximumBackward0
 //   a ** b              da = dy * b * a^(b-1) (0 where b == 0)
@@ -28,105 +26,272 @@
 
 #include <cmath>
 #include <limits>
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "../backend/cpu/elementwise_more.hpp"
-#include "../ops/elementwise_more.hpp"
-#include "../ops/reduce_more.hpp"
-#include "functions.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "../../ops/elementwise.hpp"
+#include "common.hpp"
+#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace autograd {
 
-namespace grad_math {
-/// out[i] = f(a[.], b[.], c[.]) over `shape` (default: a's) with each operand broadcast to it, on
-/// the operands' device; out has dtype `out_dtype` (default: a's). The backward formulas below that
-/// read several tensors per element run through it.
-template <class F>
-Tensor pointwise3(const Tensor& a, const Tensor& b, const Tensor& c, F f, const char* op,
-                  std::optional<Shape> shape0 = std::nullopt, std::optional<DType> out_dtype = std::nullopt) {
-  const Device dev = ops::detail::common_device(op, {&a, &b, &c});
-  const Shape shape = shape0 ? *shape0 : a.sizes();
-  const DType odt = out_dtype ? *out_dtype : a.dtype();
-  Tensor out = ops::make_tensor(shape, odt, dev);
-  dispatch_floating(a.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const auto sa = broadcast_strides(a.sizes(), a.strides(), shape);
-    const auto sb = broadcast_strides(b.sizes(), b.strides(), shape);
-    const auto sc = broadcast_strides(c.sizes(), c.strides(), shape);
-    if (odt == kInt64)
-      backend::dispatch::ternary_kernel(dev, a.data_ptr<T>(), sa, b.data_ptr<T>(), sb, c.data_ptr<T>(), sc,
-                                        out.data_ptr<int64_t>(), shape, backend::CastTo<int64_t, F>{f});
-    else
-      backend::dispatch::ternary_kernel(dev, a.data_ptr<T>(), sa, b.data_ptr<T>(), sb, c.data_ptr<T>(), sc,
-                                        out.data_ptr<T>(), shape, backend::CastTo<T, F>{f});
-  });
-  return out;
-}
-}  // namespace grad_math
-
 // ---------------------------------------------------------------------------------------------
-// min, amax / amin, maximum / minimum
+// Binary arithmetic
 // ---------------------------------------------------------------------------------------------
 
-/// values, indices = min(x, dim)  =>  dx[index] = dy;  min(x)  =>  dy shared among the minima.
-/// The backward is Max's (autograd/functions.hpp): only the name differs.
-struct Min : Max {
-  std::string name() const override { return all ? "MinBackward1" : "MinBackward0"; }
-  static std::tuple<Tensor, Tensor> forward_dim(const Tensor& x, int64_t dim, bool keepdim) {
-    auto [values, indices] = ops::min_dim(x, dim, keepdim);
-    if (!any_requires_grad({&x})) return {values, indices};
-    auto n = std::make_shared<Min>();
-    n->indices = n->save(indices, /*is_output=*/true, /*output_nr=*/1);
-    n->in_shape = x.sizes();
-    n->dim = x.dim() ? wrap_dim(dim, x.dim(), "min") : 0;
-    n->keepdim = keepdim;
-    return {record(values, n, {&x}), indices};
+/// y = a + alpha * b  =>  da = dy,  db = alpha * dy   (each summed to its input's shape)
+struct Add : Node {
+  Shape a_shape, b_shape;
+  double alpha = 1;
+  std::string name() const override { return "AddBackward0"; }
+  static Tensor forward(const Tensor& a, const Tensor& b, double alpha = 1) {
+    Tensor out = alpha == 1 ? ops::binary(a, b, cpu::AddOp{}, "add")
+                            : ops::binary(a, b, backend::AddScaledOp{alpha}, "add");
+    if (!any_requires_grad({&a, &b})) return out;
+    auto n = std::make_shared<Add>();
+    n->a_shape = a.sizes();
+    n->b_shape = b.sizes();
+    n->alpha = alpha;
+    return record(out, n, {&a, &b});
   }
-  static Tensor forward_all(const Tensor& x) {
-    TT_CHECK(x.numel() > 0, "min(): Expected reduction dim to be specified for input.numel() == 0. "
-             "Specify the reduction dim with the 'dim' argument.");
-    Tensor values = std::get<0>(ops::min_dim(ops::reshape(x, {x.numel()}), 0, false));
-    if (!any_requires_grad({&x})) return values;
-    auto n = std::make_shared<Min>();
-    n->all = true;
-    n->x = n->save(x);
-    values = record(values, n, {&x});
-    n->y = n->save(values, /*is_output=*/true);  // a detached handle: `values` itself would be a cycle
-    return values;
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    Tensor db = ops::sum_to(dy, b_shape);
+    return {ops::sum_to(dy, a_shape), alpha == 1 ? db : grad_math::scale(db, alpha)};
   }
 };
 
-/// y = amax(x, dims) or amin(x, dims)  =>  dx = dy / count * (x == y), count = number of elements
-/// equal to y in each reduced slice (a slice whose result is NaN gets NaN, as PyTorch's
-/// scale_grad_by_count).
-struct AmaxAmin : Node {
-  Tensor x, y;  // y with the reduced dims kept as size 1
-  Shape keep_shape;
-  bool is_max = true;
-  std::string name() const override { return is_max ? "AmaxBackward0" : "AminBackward0"; }
-  static Tensor forward(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, bool is_max) {
-    Tensor out = ops::amax_amin(x, dims, keepdim, is_max);
-    if (!any_requires_grad({&x})) return out;
-    auto n = std::make_shared<AmaxAmin>();
-    n->is_max = is_max;
-    n->x = n->save(x);
-    n->keep_shape = x.sizes();
-    for (int64_t d : ops::reduction_dims(dims, x.dim(), is_max ? "amax" : "amin")) n->keep_shape[d] = 1;
-    out = record(out, n, {&x});
-    n->y = ops::reshape(n->save(out, /*is_output=*/true), n->keep_shape);
-    return out;
+/// y = a - b  =>  da = dy,  db = -dy
+struct Sub : Node {
+  Shape a_shape, b_shape;
+  std::string name() const override { return "SubBackward0"; }
+  static Tensor forward(const Tensor& a, const Tensor& b) {
+    Tensor out = ops::binary(a, b, cpu::SubOp{}, "sub");
+    if (!any_requires_grad({&a, &b})) return out;
+    auto n = std::make_shared<Sub>();
+    n->a_shape = a.sizes();
+    n->b_shape = b.sizes();
+    return record(out, n, {&a, &b});
   }
   std::vector<Tensor> apply(const Tensor& dy) override {
-    Tensor g = ops::reshape(dy, keep_shape);
-    Tensor mask = ops::to_dtype(ops::binary(x, y, cpu::EqOp{}, "amax_backward", true), dy.dtype());
-    Tensor count = ops::sum_to(mask, keep_shape);
-    return {grad_math::mul(grad_math::div(g, count), mask)};
+    return {ops::sum_to(dy, a_shape), ops::sum_to(grad_math::neg(dy), b_shape)};
+  }
+};
+
+/// y = a * b  =>  da = dy * b,  db = dy * a
+struct Mul : Node {
+  Tensor a, b;
+  Shape sa, sb;
+  std::string name() const override { return "MulBackward0"; }
+  static Tensor forward(const Tensor& a, const Tensor& b) {
+    Tensor out = ops::binary(a, b, cpu::MulOp{}, "mul");
+    if (!any_requires_grad({&a, &b})) return out;
+    auto n = std::make_shared<Mul>();
+    if (b.requires_grad()) n->a = n->save(a);
+    if (a.requires_grad()) n->b = n->save(b);
+    n->sa = a.sizes();
+    n->sb = b.sizes();
+    return record(out, n, {&a, &b});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    Tensor da, db;
+    if (b.defined()) da = ops::sum_to(grad_math::mul(dy, b), sa);
+    if (a.defined()) db = ops::sum_to(grad_math::mul(dy, a), sb);
+    return {da, db};
+  }
+  void release_saved() override { a = b = Tensor(); }
+};
+
+/// y = a / b  =>  da = dy / b,  db = -dy * a / b^2
+/// (DivBackward0; DivBackward2 when called as div(a, b, rounding_mode=None), as PyTorch records.)
+struct Div : Node {
+  Tensor a, b;
+  Shape sa, sb;
+  const char* node_name = "DivBackward0";
+  std::string name() const override { return node_name; }
+  static Tensor forward(const Tensor& a, const Tensor& b, const char* node_name = "DivBackward0") {
+    const Tensor af = a.is_floating_point() || b.is_floating_point() ? a : ops::to_dtype(a, kFloat32);
+    Tensor out = ops::binary(af, b, cpu::DivOp{}, "div");
+    if (!any_requires_grad({&a, &b})) return out;
+    auto n = std::make_shared<Div>();
+    n->node_name = node_name;
+    if (b.requires_grad()) n->a = n->save(a);  // as PyTorch: self only when other needs a gradient
+    n->b = n->save(b);
+    n->sa = a.sizes();
+    n->sb = b.sizes();
+    return record(out, n, {&a, &b});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    Tensor da = ops::sum_to(grad_math::div(dy, b), sa), db;
+    if (a.defined()) db = ops::sum_to(grad_math::div(grad_math::mul(grad_math::neg(dy), a), grad_math::mul(b, b)), sb);
+    return {da, db};
+  }
+  void release_saved() override { a = b = Tensor(); }
+};
+
+/// y = a * s (s a number)  =>  da = dy * s
+struct MulScalar : Node {
+  double s = 1;
+  std::string name() const override { return "MulBackward1"; }
+  static Tensor forward(const Tensor& a, double s) {
+    Tensor out = ops::scalar(a, s, cpu::MulOp{}, "mul");
+    if (!any_requires_grad({&a})) return out;
+    auto n = std::make_shared<MulScalar>();
+    n->s = s;
+    return record(out, n, {&a});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override { return {grad_math::scale(dy, s)}; }
+};
+
+/// y = a / s (s a number)  =>  da = dy / s   (DivBackward1; DivBackward3 as div(a, s, None))
+struct DivScalar : Node {
+  double s = 1;
+  const char* node_name = "DivBackward1";
+  std::string name() const override { return node_name; }
+  static Tensor forward(const Tensor& a, double s, const char* node_name = "DivBackward1") {
+    const Tensor af = a.is_floating_point() ? a : ops::to_dtype(a, kFloat32);
+    Tensor out = ops::scalar(af, s, cpu::DivOp{}, "div");
+    if (!any_requires_grad({&a})) return out;
+    auto n = std::make_shared<DivScalar>();
+    n->node_name = node_name;
+    n->s = s;
+    return record(out, n, {&a});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override { return {ops::scalar(dy, s, cpu::DivOp{}, "div")}; }
+};
+
+/// y = a + s  =>  da = dy   (AddBackward1; also a - s)
+struct AddScalar : Node {
+  const char* node_name = "AddBackward1";
+  std::string name() const override { return node_name; }
+  static Tensor forward(const Tensor& a, double s, const char* node_name = "AddBackward1") {
+    Tensor out = ops::scalar(a, s, cpu::AddOp{}, "add");
+    if (!any_requires_grad({&a})) return out;
+    auto n = std::make_shared<AddScalar>();
+    n->node_name = node_name;
+    return record(out, n, {&a});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override { return {dy}; }
+};
+
+/// y = s - a  =>  da = -dy
+struct RsubScalar : Node {
+  std::string name() const override { return "RsubBackward1"; }
+  static Tensor forward(const Tensor& a, double s) {
+    Tensor out = ops::scalar(a, s, backend::RsubOp{}, "rsub");
+    if (!any_requires_grad({&a})) return out;
+    return record(out, std::make_shared<RsubScalar>(), {&a});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override { return {grad_math::neg(dy)}; }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Unary functions
+// ---------------------------------------------------------------------------------------------
+
+/// y = -x  =>  dx = -dy
+struct Neg : Node {
+  std::string name() const override { return "NegBackward0"; }
+  static Tensor forward(const Tensor& x) {
+    Tensor out = ops::unary(x, cpu::NegOp{}, "neg");
+    if (!any_requires_grad({&x})) return out;
+    return record(out, std::make_shared<Neg>(), {&x});
+  }
+  std::vector<Tensor> apply(const Tensor& dy) override { return {ops::unary(dy, cpu::NegOp{}, "neg")}; }
+};
+
+/// Which tensors a Pointwise node keeps: what its derivative reads (PyTorch saves exactly those, so
+/// an in-place change of the other one is no error there either).
+enum class Saves { Input, Output, Both };
+
+/// A unary op whose derivative needs its input x and/or output y. `Derivative` computes
+/// dx from (dy, x, y) elementwise (a value not saved reads as 0).
+template <class Fwd, class Deriv>
+struct Pointwise : Node {
+  const char* node_name;
+  Tensor x, y;
+  Deriv deriv;
+  Pointwise(const char* n, Deriv d) : node_name(n), deriv(d) {}
+  std::string name() const override { return node_name; }
+  static Tensor forward(const Tensor& in, Fwd f, Deriv d, const char* op, const char* node_name,
+                        bool float_only, Saves saves = Saves::Both) {
+    Tensor out = ops::unary(in, f, op, float_only);
+    if (!any_requires_grad({&in})) return out;
+    auto n = std::make_shared<Pointwise>(node_name, d);
+    n->saves_tensors = true;
+    if (saves != Saves::Output) n->x = ops::contiguous(n->save(in));
+    out = record(out, n, {&in});
+    if (saves != Saves::Input) n->y = n->save(out, /*is_output=*/true);
+    return out;
+  }
+  std::vector<Tensor> apply(const Tensor& dy0) override {
+    const Tensor dy = ops::contiguous(dy0);
+    Tensor dx = ops::make_tensor(dy.sizes(), dy.dtype(), dy.device());
+    // A value the node did not save is never read by its Deriv: dy stands in for it.
+    const Tensor& xs = x.defined() ? x : dy;
+    const Tensor& ys = y.defined() ? y : dy;
+    const Strides st = contiguous_strides(dy.sizes());
+    dispatch(dy.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      backend::dispatch::ternary_kernel(dy.device(), dy.data_ptr<T>(), st, xs.template data_ptr<T>(), st,
+                                        ys.template data_ptr<T>(), st, dx.data_ptr<T>(), dy.sizes(),
+                                        backend::CastTo<T, Deriv>{deriv});
+    });
+    return {dx};
   }
   void release_saved() override { x = y = Tensor(); }
 };
+
+template <class Fwd, class Deriv>
+Tensor pointwise(const Tensor& in, Fwd f, Deriv d, const char* op, const char* node_name, bool float_only,
+                 Saves saves = Saves::Both) {
+  return Pointwise<Fwd, Deriv>::forward(in, f, d, op, node_name, float_only, saves);
+}
+
+// y = e^x         =>  dx = dy * y
+inline Tensor exp(const Tensor& x) {
+  return pointwise(x, cpu::ExpOp{}, backend::ExpBackwardOp{}, "exp", "ExpBackward0", true,
+                   Saves::Output);
+}
+// y = ln x        =>  dx = dy / x
+inline Tensor log(const Tensor& x) {
+  return pointwise(x, cpu::LogOp{}, backend::LogBackwardOp{}, "log", "LogBackward0", true,
+                   Saves::Input);
+}
+// y = sqrt(x)     =>  dx = dy / (2 y)
+inline Tensor sqrt(const Tensor& x) {
+  return pointwise(x, cpu::SqrtOp{}, backend::SqrtBackwardOp{}, "sqrt",
+                   "SqrtBackward0", true, Saves::Output);
+}
+// y = |x|         =>  dx = dy * sign(x)   (sign(0) = 0, as PyTorch)
+inline Tensor abs(const Tensor& x) {
+  return pointwise(x, cpu::AbsOp{}, backend::AbsBackwardOp{}, "abs", "AbsBackward0", false, Saves::Input);
+}
+// y = max(x, 0)   =>  dx = dy * (y > 0)
+// Written as PyTorch's threshold_backward (y <= 0 ? 0 : dy), so a NaN input passes dy, as there.
+inline Tensor relu(const Tensor& x) {
+  return pointwise(x, cpu::ReluOp{}, backend::ReluBackwardOp{}, "relu",
+                   "ReluBackward0", false, Saves::Output);
+}
+// y = 1/(1+e^-x)  =>  dx = dy * y * (1 - y)
+inline Tensor sigmoid(const Tensor& x) {
+  return pointwise(x, cpu::SigmoidOp{}, backend::SigmoidBackwardOp{}, "sigmoid",
+                   "SigmoidBackward0", true, Saves::Output);
+}
+// y = tanh x      =>  dx = dy * (1 - y^2)
+inline Tensor tanh(const Tensor& x) {
+  return pointwise(x, cpu::TanhOp{}, backend::TanhBackwardOp{}, "tanh",
+                   "TanhBackward0", true, Saves::Output);
+}
+// y = x^p         =>  dx = dy * p * x^(p-1)
+// An int64 x with a fractional or negative p computes in float32 (as a scalar op: int64 * 2.5).
+inline Tensor pow(const Tensor& x, double p) {
+  return pointwise(x, cpu::PowScalarOp{p}, backend::PowBackwardOp{p}, "pow",
+                   "PowBackward0", x.dtype() == kInt64 && (p < 0 || p != std::floor(p)), Saves::Input);
+}
+
+// ---------------------------------------------------------------------------------------------
+// maximum / minimum
+// ---------------------------------------------------------------------------------------------
 
 /// y = maximum(a, b) / minimum(a, b)  =>  (maximum) da = dy where a > b, dy/2 where a == b, 0 where
 /// a < b; db the mirror image. Comparisons with a NaN are false, so a NaN passes dy to both.

@@ -1,12 +1,15 @@
-// tests/test_ops_more.cpp — the second batch of tensor ops (functional.hpp): min / argmin /
-// amax / amin, maximum / minimum, pow of tensors, floor_divide / remainder / fmod, comparisons with
-// numbers, clamp with optional and tensor bounds, where.
-// Every case of tests/reference/gen_ops_more.py has a C++ twin here (kTwins); the tests compare
-// forward values and dtypes, grad_fn names and gradients with PyTorch's (ops_more_ref.hpp), for
-// contiguous and strided inputs, run gradcheck in float64, and check the error paths by hand.
-// Headers under test: functional.hpp, autograd/functions_more.hpp, ops/elementwise_more.hpp,
-// ops/reduce_more.hpp, backend/cpu/{elementwise_more,reduce_more}.hpp.
-// Chapter: chapters/01-training-loop.md, chapters/02-autograd.md. Tag: [ops_more].
+// tests/test_elementwise_reduce.cpp — elementwise and reduction ops against PyTorch, case by case:
+// min / argmin / amax / amin, sum / mean over a list of dims, maximum / minimum, pow of tensors,
+// floor_divide / remainder / fmod, div with a rounding mode, trunc, comparisons with tensors and
+// numbers, clamp with optional and tensor bounds, where. (+ - * / and the unary functions are
+// checked case by case in test_tensor.cpp / test_autograd.cpp, from gen_ops.py.)
+// Every case of tests/reference/gen_elementwise_reduce.py has a C++ twin here (kTwins); the tests
+// compare forward values and dtypes, grad_fn names and gradients with PyTorch's
+// (elementwise_reduce_ref.hpp), for contiguous and strided inputs, run gradcheck in float64, and
+// check the error paths by hand.
+// Headers under test: functional.hpp, autograd/functions/{elementwise,reduce}.hpp,
+// ops/{elementwise,reduce}.hpp, backend/cpu/{elementwise,reduce}.hpp.
+// Chapter: chapters/01-training-loop.md, chapters/02-autograd.md. Tag: [elementwise_reduce].
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -20,13 +23,13 @@
 #include <tinytorch/autograd/gradcheck.hpp>
 #include <tinytorch/functional.hpp>
 
-#include "reference/ops_more_ref.hpp"
+#include "reference/elementwise_reduce_ref.hpp"
 
 using namespace tinytorch;
 using Catch::Contains;
 
 namespace {
-namespace ref = ops_more_reference;
+namespace ref = elementwise_reduce_reference;
 using V = std::vector<Tensor>;
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -41,7 +44,7 @@ const ref::Array* find_array(const std::string& name) {
 }
 const ref::Array& array(const std::string& name) {
   const ref::Array* a = find_array(name);
-  if (!a) throw std::runtime_error("ops_more_ref.hpp has no array named " + name);
+  if (!a) throw std::runtime_error("elementwise_reduce_ref.hpp has no array named " + name);
   return *a;
 }
 DType dtype_of_code(int code) { return code == 0 ? kFloat32 : code == 1 ? kFloat64 : kInt64; }
@@ -115,7 +118,7 @@ Tensor strided_copy(const Tensor& x) {
   return x.permute(rev).contiguous().permute(rev);
 }
 
-// ---- the C++ twins of gen_ops_more.py's cases -------------------------------------------------
+// ---- the C++ twins of gen_elementwise_reduce.py's cases -------------------------------------------------
 
 struct Twin {
   std::string name;
@@ -369,7 +372,7 @@ TensorOptions rg(DType d = kFloat32) { return TensorOptions(d).requires_grad(tru
 
 // ---- against PyTorch ----------------------------------------------------------------------------
 
-TEST_CASE("every PyTorch reference case has a C++ twin and every twin a reference", "[ops_more]") {
+TEST_CASE("every PyTorch reference case has a C++ twin and every twin a reference", "[elementwise_reduce]") {
   for (const auto& c : ref::kCases) {
     INFO("reference case " << c.name);
     CHECK(find_twin(c.name) != nullptr);
@@ -382,7 +385,7 @@ TEST_CASE("every PyTorch reference case has a C++ twin and every twin a referenc
   }
 }
 
-TEST_CASE("forward values, dtypes and min's indices match PyTorch", "[ops_more]") {
+TEST_CASE("forward values, dtypes and min's indices match PyTorch", "[elementwise_reduce]") {
   int checked = 0;
   for (const auto& c : ref::kCases) {
     const Twin* tw = find_twin(c.name);
@@ -410,7 +413,7 @@ TEST_CASE("forward values, dtypes and min's indices match PyTorch", "[ops_more]"
   CHECK(checked >= 150);
 }
 
-TEST_CASE("grad_fn names match PyTorch's", "[ops_more]") {
+TEST_CASE("grad_fn names match PyTorch's", "[elementwise_reduce]") {
   for (const auto& c : ref::kCases) {
     INFO("case " << c.name);
     Tensor out = find_twin(c.name)->fn(load_inputs(c, true));
@@ -423,7 +426,7 @@ TEST_CASE("grad_fn names match PyTorch's", "[ops_more]") {
   }
 }
 
-TEST_CASE("gradients match PyTorch for a fixed upstream gradient, contiguous or strided", "[ops_more]") {
+TEST_CASE("gradients match PyTorch for a fixed upstream gradient, contiguous or strided", "[elementwise_reduce]") {
   int checked = 0;
   for (const auto& c : ref::kCases) {
     const std::string name = c.name;
@@ -464,7 +467,7 @@ TEST_CASE("gradients match PyTorch for a fixed upstream gradient, contiguous or 
   CHECK(checked >= 150);
 }
 
-TEST_CASE("gradcheck passes in float64 for every differentiable case away from ties and kinks", "[ops_more]") {
+TEST_CASE("gradcheck passes in float64 for every differentiable case away from ties and kinks", "[elementwise_reduce]") {
   int checked = 0;
   for (const auto& c : ref::kCases) {
     if (!c.gradcheck) continue;
@@ -498,7 +501,7 @@ TEST_CASE("gradcheck passes in float64 for every differentiable case away from t
 // ---- the max family's tie rules, spelled out ------------------------------------------------------
 
 TEST_CASE("ties share the gradient as PyTorch: evenly for max()/min()/amax/amin, to the index for "
-          "max(dim)/min(dim), half each for maximum/minimum", "[ops_more]") {
+          "max(dim)/min(dim), half each for maximum/minimum", "[elementwise_reduce]") {
   Tensor x = tensor({1, 3, 3, 2}, rg(kFloat64));
   x.max().backward();
   CHECK(vals(x.grad()) == std::vector<double>{0, 0.5, 0.5, 0});
@@ -526,7 +529,7 @@ TEST_CASE("ties share the gradient as PyTorch: evenly for max()/min()/amax/amin,
 }
 
 TEST_CASE("max() and min() over all elements send the gradient to the NaNs when the result is NaN",
-          "[ops_more]") {
+          "[elementwise_reduce]") {
   Tensor x = tensor({1, kNaN, 2, kNaN}, rg(kFloat64));
   x.max().backward();
   CHECK(vals(x.grad()) == std::vector<double>{0, 0.5, 0, 0.5});  // not NaN everywhere
@@ -535,7 +538,7 @@ TEST_CASE("max() and min() over all elements send the gradient to the NaNs when 
   CHECK(vals(x.grad()) == std::vector<double>{0, 0.5, 0, 0.5});
 }
 
-TEST_CASE("pow's gradients at 0 ** 0 and 0 ** positive are zero, as PyTorch's", "[ops_more]") {
+TEST_CASE("pow's gradients at 0 ** 0 and 0 ** positive are zero, as PyTorch's", "[elementwise_reduce]") {
   Tensor a = tensor({0, 0, 2}, rg(kFloat64)), b = tensor({0, 2, 0}, rg(kFloat64));
   Tensor y = pow(a, b);
   CHECK(vals(y) == std::vector<double>{1, 0, 1});
@@ -546,7 +549,7 @@ TEST_CASE("pow's gradients at 0 ** 0 and 0 ** positive are zero, as PyTorch's", 
   CHECK(vals(b.grad())[2] == Approx(std::log(2.0)));
 }
 
-TEST_CASE("int64 floor_divide, remainder and fmod are exact and refuse a zero divisor", "[ops_more]") {
+TEST_CASE("int64 floor_divide, remainder and fmod are exact and refuse a zero divisor", "[elementwise_reduce]") {
   const int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
   Tensor a = tensor({0, 0}, kInt64);
   a.data_ptr<int64_t>()[0] = lo;
@@ -570,7 +573,7 @@ TEST_CASE("int64 floor_divide, remainder and fmod are exact and refuse a zero di
   REQUIRE_THROWS_WITH(remainder(i, 0.0), Contains("remainder: ZeroDivisionError"));
 }
 
-TEST_CASE("comparisons return int64 0/1, with a number on either side", "[ops_more]") {
+TEST_CASE("comparisons return int64 0/1, with a number on either side", "[elementwise_reduce]") {
   Tensor x = tensor({0.25, 0.5, 0.75});
   CHECK((x > 0.5).dtype() == kInt64);
   CHECK(vals(x > 0.5) == std::vector<double>{0, 0, 1});
@@ -585,7 +588,7 @@ TEST_CASE("comparisons return int64 0/1, with a number on either side", "[ops_mo
 
 // ---- errors ---------------------------------------------------------------------------------------
 
-TEST_CASE("bad shapes throw naming the shapes", "[ops_more]") {
+TEST_CASE("bad shapes throw naming the shapes", "[elementwise_reduce]") {
   Tensor a = ones({2, 3}), b = ones({4});
   REQUIRE_THROWS_WITH(maximum(a, b), Contains("maximum: shapes [2, 3] and [4] cannot be broadcast together"));
   REQUIRE_THROWS_WITH(minimum(a, b), Contains("minimum: shapes [2, 3] and [4]"));
@@ -604,7 +607,7 @@ TEST_CASE("bad shapes throw naming the shapes", "[ops_more]") {
   REQUIRE_THROWS_WITH(a.clamp_max(b), Contains("(max)"));
 }
 
-TEST_CASE("dims out of range, repeated dims and empty reductions throw as PyTorch", "[ops_more]") {
+TEST_CASE("dims out of range, repeated dims and empty reductions throw as PyTorch", "[elementwise_reduce]") {
   Tensor x = ones({2, 3});
   REQUIRE_THROWS_WITH(x.min(2), Contains("min: dimension out of range (expected to be in range of [-2, 1], but got 2)"));
   REQUIRE_THROWS_WITH(x.argmin(-3), Contains("argmin: dimension out of range"));
@@ -640,7 +643,7 @@ TEST_CASE("dims out of range, repeated dims and empty reductions throw as PyTorc
 }
 
 TEST_CASE("div with a rounding mode: PyTorch's errors for a bad mode, a zero divisor and INT64_MIN / -1",
-          "[ops_more]") {
+          "[elementwise_reduce]") {
   const Tensor i = tensor({7, -7}, kInt64);
   REQUIRE_THROWS_WITH(div(ones({2}), ones({2}), "round"),
                       "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found 'round'");
@@ -659,7 +662,7 @@ TEST_CASE("div with a rounding mode: PyTorch's errors for a bad mode, a zero div
   CHECK(a.div(2.0, std::nullopt).grad_fn()->name() == "DivBackward3");
 }
 
-TEST_CASE("wrong dtypes, absent bounds and undefined tensors throw", "[ops_more]") {
+TEST_CASE("wrong dtypes, absent bounds and undefined tensors throw", "[elementwise_reduce]") {
   Tensor a = ones({3}), b = zeros({3});
   REQUIRE_THROWS_WITH(where(ones({3}), a, b), Contains("where: expected condition to be a boolean tensor") &&
                                                   Contains("got a tensor with dtype Float"));
@@ -684,7 +687,7 @@ TEST_CASE("wrong dtypes, absent bounds and undefined tensors throw", "[ops_more]
   CHECK_FALSE(x.grad().defined());
 }
 
-TEST_CASE("clamp follows PyTorch at the edges: min > max, NaN bounds, int64 promotion", "[ops_more]") {
+TEST_CASE("clamp follows PyTorch at the edges: min > max, NaN bounds, int64 promotion", "[elementwise_reduce]") {
   Tensor x = tensor({-1, 0.5, 3});
   CHECK(vals(x.clamp(2, 1)) == std::vector<double>{1, 1, 1});  // every element becomes max
   for (double v : vals(x.clamp(kNaN, 1))) CHECK(std::isnan(v));
@@ -704,7 +707,7 @@ TEST_CASE("clamp follows PyTorch at the edges: min > max, NaN bounds, int64 prom
 //   -> float32 float64 float32 float64 float32 float32 float32 float32 float32
 //   w = tensor(1.5, float64, requires_grad); x = ones(3, requires_grad); (x*w).sum().backward()
 //   -> w.grad = tensor(3., dtype=float64), x.grad = [1.5, 1.5, 1.5]
-TEST_CASE("binary ops follow torch.result_type: 0-d tensors rank below dimensioned ones", "[ops_more]") {
+TEST_CASE("binary ops follow torch.result_type: 0-d tensors rank below dimensioned ones", "[elementwise_reduce]") {
   const Tensor f32 = ones({3}), i = ones({3}, kInt64);
   const Tensor d0 = scalar_tensor(2.0, kFloat64), f0 = scalar_tensor(2.0), i0 = scalar_tensor(2.0, kInt64);
   CHECK((f32 + d0).dtype() == kFloat32);

@@ -1,0 +1,68 @@
+// tinytorch/autograd/functions/common.hpp — what every autograd node file shares: record() and
+// the few tensor operations backward formulas use without autograd (grad_math).
+//
+// record(out, node, inputs) attaches `node` to `out` as its grad_fn, with one edge per input that
+// requires grad (autograd/engine.hpp set_history). grad_math::mul/div/neg/scale are ops/ calls
+// named for the formulas; grad_math::pointwise3 runs a three-operand functor per element (the
+// backward of maximum, clamp, pow and where read three tensors at once).
+// The nodes themselves are in the other files of this folder, one per op family (the index is
+// autograd/functions.hpp). Chapter: chapters/02-autograd.md.
+#pragma once
+
+#include <optional>
+
+#include "../../ops/creation.hpp"
+#include "../../ops/elementwise.hpp"
+#include "../../ops/reduce.hpp"
+#include "../../ops/shape.hpp"
+#include "../engine.hpp"
+#include "../node.hpp"
+#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+
+TT_NAMESPACE_BEGIN namespace autograd {
+
+namespace cpu = backend::cpu;
+
+// Arithmetic for backward formulas, without autograd. (Tensor's operators are defined in
+// functional.hpp, a layer above; using ops/ directly keeps this header self-contained.)
+namespace grad_math {
+inline Tensor mul(const Tensor& a, const Tensor& b) { return ops::binary(a, b, cpu::MulOp{}, "backward"); }
+inline Tensor div(const Tensor& a, const Tensor& b) { return ops::binary(a, b, cpu::DivOp{}, "backward"); }
+inline Tensor neg(const Tensor& a) { return ops::unary(a, cpu::NegOp{}, "backward"); }
+inline Tensor scale(const Tensor& a, double s) { return ops::scalar(a, s, cpu::MulOp{}, "backward"); }
+}  // namespace grad_math
+
+/// Records `node` on `out` when any input requires grad. Returns out.
+template <class N>
+Tensor record(Tensor out, std::shared_ptr<N> node, std::initializer_list<const Tensor*> inputs) {
+  return set_history(std::move(out), std::move(node), inputs);
+}
+
+namespace grad_math {
+/// out[i] = f(a[.], b[.], c[.]) over `shape` (default: a's) with each operand broadcast to it, on
+/// the operands' device; out has dtype `out_dtype` (default: a's). The backward formulas below that
+/// read several tensors per element run through it.
+template <class F>
+Tensor pointwise3(const Tensor& a, const Tensor& b, const Tensor& c, F f, const char* op,
+                  std::optional<Shape> shape0 = std::nullopt, std::optional<DType> out_dtype = std::nullopt) {
+  const Device dev = ops::detail::common_device(op, {&a, &b, &c});
+  const Shape shape = shape0 ? *shape0 : a.sizes();
+  const DType odt = out_dtype ? *out_dtype : a.dtype();
+  Tensor out = ops::make_tensor(shape, odt, dev);
+  dispatch_floating(a.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const auto sa = broadcast_strides(a.sizes(), a.strides(), shape);
+    const auto sb = broadcast_strides(b.sizes(), b.strides(), shape);
+    const auto sc = broadcast_strides(c.sizes(), c.strides(), shape);
+    if (odt == kInt64)
+      backend::dispatch::ternary_kernel(dev, a.data_ptr<T>(), sa, b.data_ptr<T>(), sb, c.data_ptr<T>(), sc,
+                                        out.data_ptr<int64_t>(), shape, backend::CastTo<int64_t, F>{f});
+    else
+      backend::dispatch::ternary_kernel(dev, a.data_ptr<T>(), sa, b.data_ptr<T>(), sb, c.data_ptr<T>(), sc,
+                                        out.data_ptr<T>(), shape, backend::CastTo<T, F>{f});
+  });
+  return out;
+}
+}  // namespace grad_math
+
+}  TT_NAMESPACE_END  // namespace tinytorch::autograd
