@@ -17,7 +17,7 @@
 #      else g++; -DTINYTORCH_SANITIZER=address,undefined: -O0 (the MPI tests -O1),
 #      -fno-sanitize-recover=all; only target tt_sanitizer_tests, i.e. every Catch2 executable,
 #      unit and MPI, and the fuzz replays): ctest -L sanitizer. Any ASan, LSan or UBSan report
-#      fails its test (ASAN_OPTIONS / UBSAN_OPTIONS in tests/CMakeLists.txt). The MPI tests run
+#      fails its test (ASAN_OPTIONS / UBSAN_OPTIONS in cmake/TinytorchTesting.cmake). The MPI tests run
 #      under mpirun on 2, 3 and 4 ranks like in the main build and end with
 #      destroy_process_group (tests/mpi/mpi_main.cpp); Open MPI's own never-freed allocations
 #      are suppressed by library in tests/sanitizers/lsan_mpi.supp (leak checking stays on).

@@ -717,7 +717,7 @@ DotGraph parse_dot(const std::string& text) {
 }
 
 /// PyTorch's graph with nn.Linear's TBackward0 nodes taken out: tinytorch's Linear node (named
-/// AddmmBackward0, as PyTorch's) takes the weight directly (autograd/functions.hpp, Linear), where
+/// AddmmBackward0, as PyTorch's) takes the weight directly (autograd/functions/linalg.hpp, Linear), where
 /// PyTorch records addmm(bias, x, weight.t()): AccumulateGrad(weight) -> TBackward0 -> Addmm.
 /// gen_autograd_graph.py lists the edge TBackward0 -> Addmm just before AccumulateGrad(w) -> TBackward0.
 DotGraph without_t(std::vector<std::string> nodes, const Edges& edges) {

@@ -1,5 +1,5 @@
-// tinytorch/functional.hpp — the differentiable API: the functions users call, and the
-// definitions of Tensor's methods.
+// tinytorch/functional.hpp — the differentiable API: the functions users call (their bodies, and
+// those of Tensor's views, math methods and operators, are functional.ipp).
 //
 // Free functions mirror torch.* and torch.nn.functional.*:
 //   add, sub, mul, div, neg, exp, log, pow, sqrt, abs, relu, sigmoid, tanh,
@@ -9,8 +9,8 @@
 //   mode, trunc, remainder, fmod, comparisons with tensors and numbers, clamp, where.
 // Each records its autograd node (autograd/functions/<family>.hpp, indexed by
 // autograd/functions.hpp) when an input requires grad, with PyTorch's grad_fn name. Tensor's
-// methods and operators (declared in tensor.hpp) are defined in terms of these functions, so `a * b`, `x.exp()` and `mul(a, b)` are
-// the same op. In-place methods (add_, mul_, copy_, ...) follow PyTorch's autograd rules for
+// math methods and operators (declared in tensor.hpp) are defined in terms of these functions, so
+// `a * b`, `x.exp()` and `mul(a, b)` are the same op. In-place methods (add_, mul_, copy_, ...) follow PyTorch's autograd rules for
 // in-place ops and views (autograd/inplace.hpp): version counter, recorded history, CopySlices.
 //
 // This header declares; functional.ipp defines (TT_DECL, core/config.hpp): a header-only
@@ -37,6 +37,8 @@
 #include "autograd/grad_mode.hpp"  // NoGradGuard, enable_grad (torch.no_grad)
 #include "autograd/node.hpp"       // Node: what grad_fn() points to (name(), next_functions)
 #include "autograd/reduction.hpp"  // Reduction (mse_loss, nll_loss, cross_entropy)
+#include "autograd/variable.hpp"   // Tensor's autograd methods (requires_grad_, backward, ...)
+#include "ops/item.hpp"            // Tensor::item / at / tolist
 #include "tensor.hpp"
 #include "core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
 
@@ -328,57 +330,6 @@ TT_DECL Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 /// where with a number for `other` (or `input`); the number's dtype as in the file comment.
 TT_DECL Tensor where(const Tensor& condition, const Tensor& a, double b);
 TT_DECL Tensor where(const Tensor& condition, double a, const Tensor& b);
-
-// ---- Tensor's methods that read elements (declared in tensor.hpp) ----------------------------
-// The other methods are defined in functional.ipp; these are templates over the result type,
-// so they stay here and read through two functions compiled with the library.
-namespace detail {
-/// The bytes of one element of t, at element offset `offset` from t's data pointer, copied to the
-/// host (one small copy for a GPU tensor). Throws as ops::check_device (named `op`) for an
-/// undefined tensor or a device this build cannot reach.
-struct ElementBytes {
-  alignas(8) unsigned char bytes[8];
-};
-TT_DECL ElementBytes read_element(const Tensor& t, int64_t offset, const char* op);
-/// t's elements in row-major order in a contiguous CPU tensor (t itself when it already is one).
-TT_DECL Tensor host_contiguous(const Tensor& t);
-/// The element read_element copied, converted to T with static_cast (as torch's item()).
-template <typename T> T element_as(const Tensor& t, int64_t offset, const char* op) {
-  const ElementBytes b = read_element(t, offset, op);
-  return dispatch(t.dtype(), [&](auto tag) -> T {
-    using S = typename decltype(tag)::type;
-    S v;
-    std::memcpy(&v, b.bytes, sizeof(S));
-    return static_cast<T>(v);
-  });
-}
-}  // namespace detail
-
-template <typename T> T Tensor::at(const std::vector<int64_t>& index) const {
-  TT_CHECK(static_cast<int64_t>(index.size()) == dim(), "at: index ", shape_str(index), " has ", index.size(),
-           " entries for a tensor of shape ", shape_str(sizes()));
-  int64_t off = 0;
-  for (int64_t d = 0; d < dim(); ++d) {
-    TT_CHECK(index[d] >= 0 && index[d] < sizes()[d], "at: index ", shape_str(index),
-             " is out of bounds for shape ", shape_str(sizes()));
-    off += index[d] * strides()[d];
-  }
-  return detail::element_as<T>(*this, off, "at");
-}
-template <typename T> T Tensor::item() const {
-  TT_CHECK(numel() == 1, "item: a Tensor with ", numel(), " elements cannot be converted to Scalar");
-  return detail::element_as<T>(*this, 0, "item");
-}
-template <typename T> std::vector<T> Tensor::tolist() const {
-  const Tensor c = detail::host_contiguous(*this);  // a GPU tensor is read through a host copy
-  std::vector<T> out(static_cast<size_t>(numel()));
-  dispatch(dtype(), [&](auto tag) {
-    using S = typename decltype(tag)::type;
-    const S* p = c.data_ptr<S>();
-    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(p[i]);
-  });
-  return out;
-}
 
 TT_NAMESPACE_END  // namespace tinytorch
 

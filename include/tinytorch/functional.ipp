@@ -301,80 +301,6 @@ TT_DECL std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, 
 // =============================================================================================
 
 // =============================================================================================
-TT_DECL int64_t Tensor::size(int64_t d) const { return sizes()[wrap_dim(d, dim(), "size")]; }
-TT_DECL int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim(d, dim(), "stride")]; }
-TT_DECL bool Tensor::is_contiguous() const {
-  const Shape& s = sizes();
-  const Strides& st = strides();
-  if (numel() == 0) return true;  // as PyTorch: an empty tensor is contiguous whatever its strides
-  int64_t expected = 1;
-  for (size_t i = s.size(); i-- > 0;) {
-    if (s[i] != 1 && st[i] != expected) return false;
-    expected *= s[i];
-  }
-  return true;
-}
-
-// ---- autograd ---------------------------------------------------------------------------------
-// A view's grad_fn is remade first when its base was changed by an in-place op since
-// (autograd/inplace.hpp); a view requires grad when its base does (PyTorch's view semantics).
-TT_DECL bool Tensor::requires_grad() const {
-  TensorImpl* i = checked();
-  if (i->view_base) autograd::refresh_view(i);
-  if (i->requires_grad || i->grad_fn) return true;
-  return i->view_base && (i->view_base->requires_grad || i->view_base->grad_fn);
-}
-TT_DECL const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const {
-  TensorImpl* i = checked();
-  if (i->view_base) autograd::refresh_view(i);
-  return i->grad_fn;
-}
-TT_DECL bool Tensor::is_leaf() const { return grad_fn() == nullptr; }
-TT_DECL Tensor& Tensor::requires_grad_(bool r) {
-  TT_CHECK(is_leaf() || r, "requires_grad_: you can only change requires_grad flags of leaf variables. "
-           "If you want to use a computed variable in a subgraph that doesn't require differentiation "
-           "use var_no_grad = var.detach().");
-  TT_CHECK(!r || is_floating_point(), "requires_grad_: only Tensors of floating point dtype can require "
-           "gradients (got ", dtype_name(dtype()), ")");
-  impl_->requires_grad = r;
-  return *this;
-}
-TT_DECL Tensor Tensor::grad() const { return Tensor(checked()->grad); }
-TT_DECL void Tensor::set_grad(const Tensor& g) {
-  if (g.defined()) {
-    TT_CHECK(g.sizes() == sizes(), "set_grad: assigned grad has data of a different size (",
-             shape_str(g.sizes()), " vs ", shape_str(sizes()), ")");
-    TT_CHECK(g.device() == device(), "set_grad: assigned grad has data located on a different device (",
-             g.device().str(), " vs ", device().str(), ")");
-  }
-  checked()->grad = g.impl_ptr();
-}
-TT_DECL void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
-  autograd::run_backward(*this, gradient, retain_graph);
-}
-TT_DECL Tensor Tensor::detach() const {
-  return ops::make_view(*this, sizes(), strides(), storage_offset());
-}
-TT_DECL Tensor& Tensor::detach_() {
-  TT_CHECK(defined(), "detach_: undefined tensor");
-  TT_CHECK(!impl_->view_base, "detach_: Can't detach views in-place. Use detach() instead.");
-  impl_->grad_fn.reset();
-  impl_->requires_grad = false;
-  return *this;
-}
-TT_DECL void Tensor::register_hook(TensorHook hook) const {
-  TT_CHECK(requires_grad(), "register_hook: cannot register a hook on a tensor that doesn't require gradient");
-  if (grad_fn()) grad_fn()->hooks.push_back(std::move(hook));
-  else impl_->hooks.push_back(std::move(hook));
-}
-TT_DECL void Tensor::register_post_accumulate_grad_hook(PostAccumulateGradHook hook) const {
-  TT_CHECK(is_leaf(), "register_post_accumulate_grad_hook: post accumulate grad hooks cannot be registered "
-           "on non-leaf tensors");
-  TT_CHECK(requires_grad(), "register_post_accumulate_grad_hook: cannot register a hook on a tensor that "
-           "doesn't require gradient");
-  impl_->post_accumulate_grad_hooks.push_back(std::move(hook));
-}
-
 // ---- views (differentiable) -------------------------------------------------------------------
 // Each result is marked as a view of *this (autograd::as_view) for the in-place rules.
 TT_DECL Tensor Tensor::view(const Shape& s) const {
@@ -826,21 +752,6 @@ TT_DECL Tensor& operator/=(Tensor& a, const Tensor& b) { return a.div_(b); }
 TT_DECL Tensor& operator+=(Tensor& a, Scalar b) { return a.add_(b); }
 TT_DECL Tensor& operator*=(Tensor& a, Scalar b) { return a.mul_(b); }
 
-// ---- the element reads behind Tensor::at / item / tolist (functional.hpp) -------------------
-namespace detail {
-TT_DECL ElementBytes read_element(const Tensor& t, int64_t offset, const char* op) {
-  ops::check_device(t, op);
-  ElementBytes b{};
-  dispatch(t.dtype(), [&](auto tag) {
-    using S = typename decltype(tag)::type;
-    const S* p = t.data_ptr<S>() + offset;
-    if (t.device().is_cpu()) std::memcpy(b.bytes, p, sizeof(S));
-    else backend::dispatch::copy_bytes(Device::cpu(), b.bytes, t.device(), p, sizeof(S));  // a GPU tensor
-  });
-  return b;
-}
-TT_DECL Tensor host_contiguous(const Tensor& t) { return ops::contiguous(ops::to_host(t)); }
-}  // namespace detail
 
 // =============================================================================================
 // the second family: min/max of tensors, pow of tensors, floor_divide, remainder, fmod,

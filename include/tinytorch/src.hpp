@@ -21,6 +21,8 @@
 
 #include "functional.ipp"
 #include "ops/creation.ipp"
+#include "ops/item.ipp"
+#include "autograd/variable.ipp"
 #include "nn/module.ipp"
 #include "nn/activation.ipp"
 #include "nn/utils/clip_grad.ipp"

@@ -5,9 +5,13 @@
 // element (i0, ..., ik) lives at storage[offset + sum_j i_j * strides[j]]. Copying a Tensor copies
 // the handle (like PyTorch: `b = a` shares data); `clone()` copies the data.
 //
-// This header *declares* Tensor's methods and operators. They are *defined*, with their autograd,
-// in the layers above (ops/, autograd/, functional.hpp); the umbrella <tinytorch/tinytorch.hpp>
-// includes them all, so a user never sees a Tensor without its differentiable methods.
+// This header declares Tensor's methods and operators. Each is defined on the lowest floor that
+// has what it needs: the metadata (size, stride, is_contiguous, dim, ...) here; the host reads
+// (item, at, tolist) in ops/item.hpp; the autograd half (requires_grad_, grad, backward, hooks)
+// in autograd/variable.hpp; views, math and operators, with their autograd, in functional.ipp.
+// A program that includes only this header, only ops/ or only autograd/ links (tests/layers);
+// the umbrella <tinytorch/tinytorch.hpp> includes them all, so a user never sees a Tensor
+// without its differentiable methods.
 // Chapter: chapters/01-training-loop.md (headers to read), chapters/02-autograd.md (grad_fn, hooks, _version).
 // Reference: PyTorch's torch.Tensor and c10::TensorImpl.
 #pragma once
@@ -96,8 +100,9 @@ class Tensor {
   const Shape& sizes() const { return checked()->shape; }
   const Shape& shape() const { return checked()->shape; }
   const Strides& strides() const { return checked()->strides; }
-  int64_t size(int64_t dim) const;
-  int64_t stride(int64_t dim) const;
+  /// sizes()[dim], dim may be negative (-1: the last). Throws "Dimension out of range" as PyTorch.
+  int64_t size(int64_t dim) const { return sizes()[wrap_dim(dim, this->dim(), "size")]; }
+  int64_t stride(int64_t dim) const { return strides()[wrap_dim(dim, this->dim(), "stride")]; }
   int64_t dim() const { return static_cast<int64_t>(checked()->shape.size()); }
   int64_t numel() const { return numel_of(checked()->shape); }
   int64_t storage_offset() const { return checked()->offset; }
@@ -105,7 +110,20 @@ class Tensor {
   Device device() const { return checked()->storage->device(); }
   bool is_floating_point() const { return tinytorch::is_floating_point(dtype()); }
   bool is_cuda() const { return device().is_cuda(); }  ///< Tensor.is_cuda
-  bool is_contiguous() const;
+  /// True when the elements are laid out row-major with no gaps: stride[d] = prod(size[d+1:])
+  /// for every dim of size > 1 (size-1 dims may have any stride; an empty tensor is contiguous
+  /// whatever its strides, as PyTorch).
+  bool is_contiguous() const {
+    const Shape& s = sizes();
+    const Strides& st = strides();
+    if (numel() == 0) return true;
+    int64_t expected = 1;
+    for (size_t i = s.size(); i-- > 0;) {
+      if (s[i] != 1 && st[i] != expected) return false;
+      expected *= s[i];
+    }
+    return true;
+  }
   /// True when both handles point at the same TensorImpl (PyTorch's `a is b`).
   bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
 
@@ -125,10 +143,10 @@ class Tensor {
   /// All elements in row-major order, converted to T.
   template <typename T = double> std::vector<T> tolist() const;
 
-  // ---- autograd (autograd/) ---------------------------------------------------------------
+  // ---- autograd (autograd/variable.hpp) --------------------------------------------------
   /// True for leaves marked with requires_grad_, for results of ops on such tensors, and for
-  /// views of a tensor that requires grad. (Defined in functional.hpp: a view whose base was
-  /// changed by an in-place op first gets its grad_fn remade, as PyTorch does.)
+  /// views of a tensor that requires grad. (Defined in autograd/variable.hpp: a view whose base
+  /// was changed by an in-place op first gets its grad_fn remade, as PyTorch does.)
   bool requires_grad() const;
   /// Marks a leaf as requiring grad (in place, returns *this). Throws on a non-leaf (as PyTorch).
   Tensor& requires_grad_(bool requires_grad = true);

@@ -35,7 +35,6 @@ ALLOWED_MISSING = {
     "strided_loop2": "host loop helper of cpu::binary_kernel/copy_kernel; CUDA indexes through KernelShape",
     "strided_loop3": "host loop helper of cpu::ternary_kernel; CUDA indexes through KernelShape",
     "accumulate": "host reduction helper of cpu::sum_dim_kernel; CUDA reduces with warp shuffles",
-    "cross_entropy_row": "TT_HOST_DEVICE per-sample body, called by cpu::cross_entropy_kernel and by the CUDA naive kernel itself",
     # CPU gemm variants with no CUDA meaning: Eigen, small-matrix and serial host paths, and the
     # int64 gemm (integer matmul is not ported: ops/dispatch.hpp throws for int64 on CUDA).
     "gemm_serial_int64": "int64 matmul: not ported to CUDA",

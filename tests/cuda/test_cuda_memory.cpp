@@ -2,7 +2,7 @@
 // allocator's statistics and OOM message through tinytorch::cuda, and (simulator only) that host code
 // cannot read device memory outside a kernel or a copy.
 //
-// Compiled twice (tests/CMakeLists.txt): as test_cuda_memory_sim by g++ with -DTINYTORCH_CUDA_SIM=1
+// Compiled twice (tests/cuda/tests.cmake): as test_cuda_memory_sim by g++ with -DTINYTORCH_CUDA_SIM=1
 // (the simulator: 4 devices of 1024 MiB unless TINYTORCH_SIM_DEVICES / TINYTORCH_SIM_MEMORY_MB say
 // otherwise), and by nvcc as test_cuda_memory (skipped without a GPU). Tests that need several devices
 // use as many as there are, up to 4. Covers core/storage.hpp, core/cuda.hpp, core/cuda_allocator.hpp,

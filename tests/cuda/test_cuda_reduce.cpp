@@ -22,7 +22,7 @@
 #include "kernels_test_util.hpp"
 
 // File-local names live in a namespace named after the file: nvcc compiles every
-// tests/cuda/test_cuda_*.cpp in one TU (tests/CMakeLists.txt, TINYTORCH_CUDA_TESTS_ONE_TU).
+// tests/cuda/test_cuda_*.cpp in one TU (tests/cuda/tests.cmake, TINYTORCH_CUDA_TESTS_ONE_TU).
 namespace test_cuda_reduce {
 
 namespace cpu = tinytorch::backend::cpu;

@@ -4,7 +4,7 @@
 // synchronize / raw_free on devices 0 .. device_count()-1, through tests/cuda/cuda_test_util.hpp's
 // DeviceArray: the bytes that go up come back unchanged (odd sizes 1, 7, 33, 129; NaN and inf
 // included, compared bit for bit), and a zero-byte allocation is a null pointer.
-// Built twice by tests/CMakeLists.txt: test_cuda_runtime_sim (g++, TINYTORCH_CUDA_SIM=1: simulator
+// Built twice by tests/cuda/tests.cmake: test_cuda_runtime_sim (g++, TINYTORCH_CUDA_SIM=1: simulator
 // memory) and, with nvcc, ctest test_cuda_runtime (a real GPU; Skipped without one).
 // Chapter: chapters/10-gpu-kernels.md. Reference: CUDA Runtime API, "Memory Management".
 // Catch2 tags: [cuda][runtime].

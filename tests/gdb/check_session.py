@@ -201,7 +201,7 @@ def main():
     for cmd, value in LOOP_TENSORS:
         expect(cmd, value)
     run("step")
-    expect_frame("step from loss.backward()", "tinytorch::Tensor::backward", "include/tinytorch/functional.ipp")
+    expect_frame("step from loss.backward()", "tinytorch::Tensor::backward", "include/tinytorch/autograd/variable.ipp")
     run("step")
     expect_frame("second step", "tinytorch::autograd::run_backward", "include/tinytorch/autograd/engine.hpp")
     expect("print root", LOOP_TENSORS[3][1])

@@ -11,7 +11,7 @@
 # both ranks' watchdog reports; skip_backward runs without DETAIL (rank 1's own error, at once);
 # unequal_steps and skip_backward run with TINYTORCH_DISTRIBUTED_DEBUG=DETAIL and expect the
 # mismatch error on both ranks.
-# ctest runs it as mpi_ddp_failure (tests/CMakeLists.txt pairs every tests/mpi/<p>failure_test.sh
+# ctest runs it as mpi_ddp_failure (tests/mpi/tests.cmake pairs every tests/mpi/<p>failure_test.sh
 # with tests/mpi/<p>failing_rank.cpp). Exit 0 when every check passes, 1 otherwise.
 set -uo pipefail
 

@@ -15,7 +15,7 @@
 #
 # Needs root (network namespaces); otherwise, or without `ip`/veth support or Fashion-MNIST, it
 # prints SKIPPED and exits 77 (ctest: Skipped, never Passed). ctest runs it as mpi_multihost
-# (tests/CMakeLists.txt) with 2 hosts x 1 rank. 2 hosts are joined by one veth pair;
+# (tests/mpi/tests.cmake) with 2 hosts x 1 rank. 2 hosts are joined by one veth pair;
 # 3 or 4 hosts are joined by a bridge in a further "switch" namespace. Host i is the namespace
 # ttmh<tag>h<i> with address 10.77.0.<i>/24 on device ttmh<tag>e<i>, where <tag> is this
 # script's PID in hex plus a random byte, so that two runs do not collide (a name that exists

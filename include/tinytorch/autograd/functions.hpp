@@ -1,9 +1,10 @@
 // tinytorch/autograd/functions.hpp — the autograd nodes, one struct per differentiable op with its
 // forward and backward side by side. This header is the index: it includes one file per op family.
 //
-//   functions/common.hpp         record(), grad_math (what every node file shares)
+//   functions/common.hpp         record(), grad_math (what the family files share)
 //   functions/elementwise.hpp    + - * /, neg, exp/log/sqrt/abs/relu/sigmoid/tanh/pow, maximum/minimum,
-//                                pow of tensors, floor_divide/remainder/fmod, clamp, where
+//                                pow of tensors, floor_divide, div with a rounding mode, trunc,
+//                                remainder/fmod, clamp, where
 //   functions/reduce.hpp         sum/mean, max/min (with indices), amax/amin
 //   functions/shape.hpp          reshape/view, transpose, permute, expand/squeeze, slices, copy, cat
 //   functions/linalg.hpp         mm, linear, bmm
@@ -11,8 +12,9 @@
 //   functions/loss.hpp           mse_loss, nll_loss
 //   functions/normalization.hpp  batch_norm, layer_norm
 //   functions/conv.hpp           conv2d, max_pool2d
-// Each family has the same file stem below (ops/, backend/cpu/, backend/cuda/ where it has kernels),
-// so one op reads top to bottom in one column: functional.hpp -> autograd/functions/<family> ->
+// A family keeps its file stem on the floors below where it has code (elementwise and reduce on
+// every floor: ops/, backend/cpu/, backend/cuda/; linalg's kernels are backend/*/gemm), so one op
+// reads top to bottom in one column: functional.hpp -> autograd/functions/<family> ->
 // ops/<family> -> backend/{cpu,cuda}/<family>.
 //
 // Each struct is a Node. Its static forward() computes the result with ops/ and, when an input
@@ -20,7 +22,8 @@
 // d loss/d output to d loss/d input_i. The derivative is written above each apply():
 //   y = a * b   =>  da = dy * b,  db = dy * a
 // Broadcast inputs receive their gradient summed back to their own shape (ops::sum_to).
-// apply() runs with grad mode off, so it may use Tensor's operators freely.
+// apply() runs with grad mode off and computes with ops/ and grad_math (functions/common.hpp),
+// never with Tensor's operators, which are defined a layer above (functional.ipp).
 // Tensors backward reads are kept through Node::save(t) (node.hpp), not t.detach(): save also
 // remembers t's version, so that an in-place change of t before backward raises, as in PyTorch.
 // Save exactly what PyTorch's derivatives.yaml saves (Pointwise: Saves::Input / Output).

@@ -3,7 +3,7 @@
 //
 // Each functor is a small struct with a TT_HOST_DEVICE operator() (core/config.hpp: __host__
 // __device__ under nvcc, nothing otherwise), so the same body runs in the CPU loops
-// (backend/cpu/elementwise*.hpp) and in the CUDA kernels (backend/cuda/*.cuh; in the kernel
+// (backend/cpu/elementwise.hpp) and in the CUDA kernels (backend/cuda/*.cuh; in the kernel
 // simulator as plain host code). They are named structs, not lambdas: a kernel's arguments must be
 // trivially copyable values, and nvcc would need --extended-lambda for device lambdas.
 //

@@ -116,7 +116,8 @@ inline Tensor conv2d_impl(const Tensor& x0, const Tensor& w0, const Tensor& b0, 
     using T = typename decltype(tag)::type;
     const T* bp = b.defined() ? b.data_ptr<T>() : nullptr;
     if (naive) backend::cpu::conv2d_naive(x.data_ptr<T>(), w.data_ptr<T>(), bp, y.data_ptr<T>(), g);
-    else backend::cpu::conv2d_kernel(x.data_ptr<T>(), w.data_ptr<T>(), bp, y.data_ptr<T>(), g);
+    else
+      backend::dispatch::conv2d_kernel(x.device(), x.data_ptr<T>(), w.data_ptr<T>(), bp, y.data_ptr<T>(), g);
   });
   return y;
 }
@@ -141,7 +142,8 @@ inline std::tuple<Tensor, Tensor, Tensor> conv2d_backward_impl(const Tensor& dy0
     if (naive)
       backend::cpu::conv2d_backward_naive(x.data_ptr<T>(), w.data_ptr<T>(), dy.data_ptr<T>(), dxp, dwp, dbp, g);
     else
-      backend::cpu::conv2d_backward_kernel(x.data_ptr<T>(), w.data_ptr<T>(), dy.data_ptr<T>(), dxp, dwp, dbp, g);
+      backend::dispatch::conv2d_backward_kernel(x.device(), x.data_ptr<T>(), w.data_ptr<T>(), dy.data_ptr<T>(), dxp,
+                                                dwp, dbp, g);
   });
   return {dx, dw, db};
 }
@@ -243,7 +245,8 @@ inline std::tuple<Tensor, Tensor> max_pool2d_impl(const Tensor& x0, Size2 kernel
   dispatch_floating(x.dtype(), "max_pool2d", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (naive) backend::cpu::max_pool2d_naive(x.data_ptr<T>(), y.data_ptr<T>(), idx.data_ptr<int64_t>(), g);
-    else backend::cpu::max_pool2d_kernel(x.data_ptr<T>(), y.data_ptr<T>(), idx.data_ptr<int64_t>(), g);
+    else
+      backend::dispatch::max_pool2d_kernel(x.device(), x.data_ptr<T>(), y.data_ptr<T>(), idx.data_ptr<int64_t>(), g);
   });
   return {y, idx};
 }
@@ -281,7 +284,8 @@ inline Tensor max_pool2d_backward(const Tensor& dy0, const Tensor& indices, cons
   Tensor dx = make_tensor(input_shape, dtype);
   dispatch_floating(dtype, "max_pool2d_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    backend::cpu::max_pool2d_backward_kernel(dy.data_ptr<T>(), idx.data_ptr<int64_t>(), dx.data_ptr<T>(), g);
+    backend::dispatch::max_pool2d_backward_kernel(dy.device(), dy.data_ptr<T>(), idx.data_ptr<int64_t>(),
+                                                  dx.data_ptr<T>(), g);
   });
   return dx;
 }

@@ -13,7 +13,7 @@
 //                      earlier with a clearer message).
 // (The namespace is backend::dispatch, not tinytorch::dispatch: that name is the dtype dispatch
 // function of core/dtype.hpp, and a namespace cannot share it.)
-// Primitives with no CUDA twin yet (conv, pooling, im2col/col2im) throw on a CUDA device:
+// Primitives with no CUDA twin yet (conv, pooling) throw on a CUDA device:
 // "<op>: not implemented for CUDA tensors yet".
 // Pointers passed with a CUDA device are device pointers: nothing here reads them on the host.
 // copy_bytes() moves raw bytes between any two devices; ops::to_host() gives a CPU copy of a tensor
@@ -112,23 +112,13 @@ class DeviceGuard {
 #define TT_DISPATCH_CUDA(name, d, ...) throw_no_cuda_backend(name, d)
 #endif
 
-// ---- elementwise (backend/cpu/elementwise*.hpp, backend/cuda/elementwise.cuh) ------------------
+// ---- elementwise (backend/cpu/elementwise.hpp, backend/cuda/elementwise.cuh) -------------------
 
 /// y[i] = f(x[i]) over n dense elements.
 template <class T, class U, class F>
 void unary_kernel(Device d, const T* x, U* y, int64_t n, F f) {
   if (d.is_cpu()) return backend::cpu::unary_kernel(x, y, n, f);
   TT_DISPATCH_CUDA("unary_kernel", d, backend::cuda::unary_kernel(x, y, n, f));
-}
-/// y[i] = f(x[offset(i)]) with x read through strides `sx`, y dense over `shape`.
-template <class T, class U, class F>
-void unary_kernel_strided(Device d, const T* x, const Strides& sx, U* y, const Shape& shape, F f) {
-  if (d.is_cpu()) {
-    const Strides zero(shape.size(), 0);
-    backend::cpu::strided_loop2(shape, sx, zero, [&](int64_t i, int64_t ox, int64_t) { y[i] = f(x[ox]); });
-    return;
-  }
-  TT_DISPATCH_CUDA("unary_kernel_strided", d, backend::cuda::unary_kernel_strided(x, sx, y, shape, f));
 }
 /// out[i] = f(a[.], b[.]) through (broadcast) strides, out dense; comparisons are this with EqOp, ...
 template <class T, class U, class F>
@@ -174,17 +164,8 @@ void fill_kernel(Device d, T* out, int64_t n, T value) {
   }
   TT_DISPATCH_CUDA("fill_kernel", d, backend::cuda::fill_kernel(out, n, value));
 }
-/// out[i] = T(start + step * i), computed in double (arange).
-template <class T>
-void arange_kernel(Device d, T* out, int64_t n, double start, double step) {
-  if (d.is_cpu()) {
-    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(start + step * static_cast<double>(i));
-    return;
-  }
-  TT_DISPATCH_CUDA("arange_kernel", d, backend::cuda::arange_kernel(out, n, start, step));
-}
 
-// ---- reductions (backend/cpu/reduce*.hpp, backend/cuda/reduce.cuh) -----------------------------
+// ---- reductions (backend/cpu/reduce.hpp, backend/cuda/reduce.cuh) ------------------------------
 // A contiguous x viewed as (outer, n, inner), reduced over n; see backend/cpu/reduce.hpp.
 
 /// out[o, i] = scale * sum_k x[o, k, i].
@@ -192,12 +173,6 @@ template <class T>
 void sum_dim_kernel(Device d, const T* x, T* out, int64_t outer, int64_t n, int64_t inner, double scale) {
   if (d.is_cpu()) return backend::cpu::sum_dim_kernel(x, out, outer, n, inner, scale);
   TT_DISPATCH_CUDA("sum_dim_kernel", d, backend::cuda::sum_dim_kernel(x, out, outer, n, inner, scale));
-}
-/// out[0] = scale * sum of the n elements of x.
-template <class T>
-void sum_all_kernel(Device d, const T* x, T* out, int64_t n, double scale) {
-  if (d.is_cpu()) return backend::cpu::sum_dim_kernel(x, out, 1, n, 1, scale);
-  TT_DISPATCH_CUDA("sum_all_kernel", d, backend::cuda::sum_all_kernel(x, out, n, scale));
 }
 /// values/indices[o, i] = the best x[o, k, i] by `better` (std::greater: max, std::less: min), first
 /// index, NaN wins; either output may be null.
@@ -220,21 +195,8 @@ void min_dim_kernel(Device d, const T* x, T* values, int64_t* indices, int64_t o
   if (d.is_cpu()) return backend::cpu::min_dim_kernel(x, values, indices, outer, n, inner);
   TT_DISPATCH_CUDA("min_dim_kernel", d, backend::cuda::min_dim_kernel(x, values, indices, outer, n, inner));
 }
-/// max()/argmax() over all n elements (value and index may be null).
-template <class T>
-void max_all_kernel(Device d, const T* x, T* value, int64_t* index, int64_t n) {
-  if (d.is_cpu()) return backend::cpu::max_dim_kernel(x, value, index, 1, n, 1);
-  TT_DISPATCH_CUDA("max_all_kernel", d, backend::cuda::max_all_kernel(x, value, index, n));
-}
-/// min()/argmin() over all n elements (value and index may be null).
-template <class T>
-void min_all_kernel(Device d, const T* x, T* value, int64_t* index, int64_t n) {
-  if (d.is_cpu()) return backend::cpu::min_dim_kernel(x, value, index, 1, n, 1);
-  TT_DISPATCH_CUDA("min_all_kernel", d,
-                   backend::cuda::extreme_dim_kernel_fast(x, value, index, 1, n, 1, std::less<T>()));
-}
 
-// ---- softmax and cross entropy (backend/cpu/softmax.hpp, backend/cuda/softmax.cuh) -------------
+// ---- softmax (backend/cpu/softmax.hpp, backend/cuda/softmax.cuh) --------------------------------
 
 template <class T>
 void softmax_kernel(Device d, const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool log) {
@@ -247,13 +209,6 @@ void softmax_backward_kernel(Device d, const T* dy, const T* y, T* dx, int64_t o
   if (d.is_cpu()) return backend::cpu::softmax_backward_kernel(dy, y, dx, outer, n, inner, log);
   TT_DISPATCH_CUDA("softmax_backward_kernel", d,
                    backend::cuda::softmax_backward_kernel(dy, y, dx, outer, n, inner, log));
-}
-/// Per-sample losses (and gradient rows when grad != nullptr) of logits x: (N, C), targets t: (N).
-/// The caller validates t (0 <= t_i < C) before: on CUDA that means a check on a host copy.
-template <class T>
-void cross_entropy_kernel(Device d, const T* x, const int64_t* t, int64_t N, int64_t C, T* loss, T* grad) {
-  if (d.is_cpu()) return backend::cpu::cross_entropy_kernel(x, t, N, C, loss, grad);
-  TT_DISPATCH_CUDA("cross_entropy_kernel", d, backend::cuda::cross_entropy_kernel(x, t, N, C, loss, grad));
 }
 
 // ---- gemm (backend/cpu/gemm.hpp, backend/cuda/gemm.cuh) ----------------------------------------
@@ -298,16 +253,6 @@ void adam_kernel(Device d, T* param, const T* grad, T* exp_avg, T* exp_avg_sq, T
 // ---- CPU only so far: conv and pooling (backend/cpu/conv.hpp, pooling.hpp) ---------------------
 // On a CUDA device these throw "<op>: not implemented for CUDA tensors yet".
 
-template <class T>
-void im2col(Device d, const T* x, T* col, int64_t C, const backend::cpu::Conv2dGeometry& g) {
-  if (!d.is_cpu()) throw_not_on_cuda("im2col", d);
-  backend::cpu::im2col(x, col, C, g);
-}
-template <class T>
-void col2im(Device d, const T* col, T* x, int64_t C, const backend::cpu::Conv2dGeometry& g) {
-  if (!d.is_cpu()) throw_not_on_cuda("col2im", d);
-  backend::cpu::col2im(col, x, C, g);
-}
 template <class T>
 void conv2d_kernel(Device d, const T* x, const T* w, const T* b, T* y, const backend::cpu::Conv2dGeometry& g) {
   if (!d.is_cpu()) throw_not_on_cuda("conv2d", d);

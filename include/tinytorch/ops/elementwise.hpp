@@ -1,7 +1,7 @@
 // tinytorch/ops/elementwise.hpp — elementwise math on Tensors, with broadcasting, no autograd.
 //
 //   binary(a, b, f):  out = f(a, b), shape = broadcast_shapes(a, b), dtype = promote(a, b)
-//   compare(a, b, f): same, but out is int64 0/1 (tinytorch has no bool dtype)
+//   binary(a, b, f, op, /*compare=*/true): same, but out is int64 0/1 (tinytorch has no bool dtype)
 //   unary(x, f):      out = f(x); float-only functions (exp, log, ...) turn int64 into float32
 //   scalar(a, s, f):  out = f(a, s) for a double s (kept in a's dtype; int64 * 2.5 -> float32)
 //   scalar_int64(a, s, f), scalar_int64_(self, s, f): int64 tensor with an int64 scalar, exact

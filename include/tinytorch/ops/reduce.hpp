@@ -1,5 +1,6 @@
-// tinytorch/ops/reduce.hpp — sum, mean, max/argmax, min/argmin over all elements or one dim; sum
-// and mean over a list of dims (sum_dims); amax/amin over a list of dims; sum_to. No autograd.
+// tinytorch/ops/reduce.hpp — sum and mean over all elements, one dim or a list of dims (sum_dims);
+// max/argmax and min/argmin over one dim (over everything: functional.ipp reshapes to one dim);
+// amax/amin over a list of dims; sum_to. No autograd.
 //
 // Over one dim d with keepdim=false the dim is removed: (A, B, C).sum(1) -> (A, C); with
 // keepdim=true it stays as size 1: (A, 1, C). Over all elements the result is 0-d. Over a list

@@ -1,10 +1,12 @@
-// tinytorch/autograd/functions/common.hpp — what every autograd node file shares: record() and
-// the few tensor operations backward formulas use without autograd (grad_math).
+// tinytorch/autograd/functions/common.hpp — what the node files of the op families share: record()
+// and the few tensor operations backward formulas use without autograd (grad_math).
 //
 // record(out, node, inputs) attaches `node` to `out` as its grad_fn, with one edge per input that
-// requires grad (autograd/engine.hpp set_history). grad_math::mul/div/neg/scale are ops/ calls
+// requires grad (set_history, autograd/node.hpp). grad_math::mul/div/neg/scale are ops/ calls
 // named for the formulas; grad_math::pointwise3 runs a three-operand functor per element (the
-// backward of maximum, clamp, pow and where read three tensors at once).
+// backward of maximum/minimum, pow and clamp with tensor bounds read three tensors at once).
+// conv.hpp and normalization.hpp compute their backward with kernels of their own and call
+// set_history directly.
 // The nodes themselves are in the other files of this folder, one per op family (the index is
 // autograd/functions.hpp). Chapter: chapters/02-autograd.md.
 #pragma once
@@ -24,7 +26,7 @@ TT_NAMESPACE_BEGIN namespace autograd {
 namespace cpu = backend::cpu;
 
 // Arithmetic for backward formulas, without autograd. (Tensor's operators are defined in
-// functional.hpp, a layer above; using ops/ directly keeps this header self-contained.)
+// functional.ipp, a layer above: a node uses ops/ and these, never Tensor's operators.)
 namespace grad_math {
 inline Tensor mul(const Tensor& a, const Tensor& b) { return ops::binary(a, b, cpu::MulOp{}, "backward"); }
 inline Tensor div(const Tensor& a, const Tensor& b) { return ops::binary(a, b, cpu::DivOp{}, "backward"); }

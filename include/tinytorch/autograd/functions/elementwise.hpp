@@ -1,7 +1,8 @@
 // tinytorch/autograd/functions/elementwise.hpp — the autograd nodes of the elementwise ops:
 // + - * / (with tensors and numbers), neg, the unary functions (exp, log, sqrt, abs, relu,
 // sigmoid, tanh, pow with a number), maximum / minimum, pow with a tensor exponent,
-// floor_divide / remainder / fmod, clamp with optional or tensor bounds, where.
+// floor_divide, div with a rounding mode, trunc, remainder / fmod, clamp with optional or tensor
+// bounds, where.
 //
 // Each struct is a Node: a static forward() computes with ops/elementwise.hpp and records the
 // node when an input requires grad; apply() maps dy = d loss/d out to d loss/d input_i.
@@ -17,6 +18,8 @@
 //   fmod(a, b)          da = dy, db = -dy * trunc(a / b)                          FmodBackward1
 //   remainder/fmod(a, s) da = dy                                      RemainderBackward0 / FmodBackward0
 //   floor_divide        no derivative: backward throws, as PyTorch  (torch::autograd::NotImplemented)
+//   div(a, b, rounding_mode), trunc(x)   piecewise constant: da = db = 0, dx = 0
+//                                                                  DivBackward2/3, TruncBackward0
 //   clamp(x, lo, hi)    dx = dy where lo <= x <= hi (the bounds included), else 0   ClampBackward1
 //     tensor bounds     dlo = dy where x < lo and lo < hi; dhi = dy where x > hi or hi < lo
 //                                                                                 ClampBackward0

@@ -80,9 +80,8 @@ void max_dim_kernel(const T* x, T* values, int64_t* indices, int64_t outer, int6
   extreme_dim_kernel(x, values, indices, outer, n, inner, std::greater<T>());
 }
 
-
 /// values[o, i] = min_k x[o, k, i], indices[o, i] = first argmin (NaN wins, as in PyTorch).
-/// The twin of max_dim_kernel: both are extreme_dim_kernel (backend/cpu/reduce.hpp).
+/// The twin of max_dim_kernel: both are extreme_dim_kernel (above).
 template <class T>
 void min_dim_kernel(const T* x, T* values, int64_t* indices, int64_t outer, int64_t n, int64_t inner) {
   extreme_dim_kernel(x, values, indices, outer, n, inner, std::less<T>());

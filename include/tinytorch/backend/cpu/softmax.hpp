@@ -53,30 +53,4 @@ void softmax_backward_kernel(const T* dy, const T* y, T* dx, int64_t outer, int6
     }
 }
 
-/// Cross entropy of one sample (row r of x: C logits, class t_r): loss_r and, when grad != nullptr,
-/// the gradient row softmax(x_r) - onehot(t_r). TT_HOST_DEVICE: the CPU loop below and the CUDA
-/// naive kernel (backend/cuda/softmax.cuh, one thread per sample) run this same body.
-template <class T>
-TT_HOST_DEVICE void cross_entropy_row(const T* xr, int64_t t, int64_t C, T* loss, T* gr) {
-  T m = xr[0];
-  for (int64_t c = 1; c < C; ++c) m = xr[c] > m ? xr[c] : m;
-  double s = 0;
-  for (int64_t c = 0; c < C; ++c) s += std::exp(static_cast<double>(xr[c] - m));
-  const double lse = m + std::log(s);
-  *loss = static_cast<T>(lse - xr[t]);
-  if (gr) {
-    for (int64_t c = 0; c < C; ++c) gr[c] = static_cast<T>(std::exp(xr[c] - lse));
-    gr[t] -= T(1);
-  }
-}
-
-/// Cross entropy on logits x: (N, C) and class indices t: (N):
-///   loss_i = logsumexp(x_i) - x_i[t_i];  dloss_i/dx_i = softmax(x_i) - onehot(t_i).
-/// Writes per-sample losses and, when grad != nullptr, the per-sample gradient rows.
-/// Throws nothing: the caller validates t (0 <= t_i < C).
-template <class T>
-void cross_entropy_kernel(const T* x, const int64_t* t, int64_t N, int64_t C, T* loss, T* grad) {
-  for (int64_t r = 0; r < N; ++r) cross_entropy_row(x + r * C, t[r], C, loss + r, grad ? grad + r * C : nullptr);
-}
-
 }  TT_NAMESPACE_END  // namespace tinytorch::backend::cpu

@@ -7,7 +7,7 @@
 //   sum:  out[o, i] = scale * sum_k x[o, k, i]       (scale 1 for sum, 1/n for mean)
 //   max:  values[o, i] = max_k x[o, k, i], indices[o, i] = the first k attaining it; a NaN wins
 //         (the first NaN), as PyTorch and the CPU twin (extreme_dim_kernel); min likewise.
-// "Over everything" is the same with outer = inner = 1 (sum_all_kernel, extreme_all_kernel).
+// "Over everything" is the same with outer = inner = 1 (sum_all_kernel, max_all_kernel).
 // Sums accumulate in cpu::acc_t<T> (double for float32, the type itself otherwise; int64 wraps
 // modulo 2^64 through cpu::AddOp), so results equal the CPU's within rounding, not bitwise (the
 // order of additions differs).

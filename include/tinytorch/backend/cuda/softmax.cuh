@@ -1,8 +1,6 @@
-// tinytorch/backend/cuda/softmax.cuh — softmax and log_softmax along one dim, forward and backward,
-// and cross entropy on logits.
+// tinytorch/backend/cuda/softmax.cuh — softmax and log_softmax along one dim, forward and backward.
 //
-// The CUDA twins of backend/cpu/softmax.hpp (softmax_kernel, softmax_backward_kernel,
-// cross_entropy_kernel), same names
+// The CUDA twins of backend/cpu/softmax.hpp (softmax_kernel, softmax_backward_kernel), same names
 // and signatures, device pointers. Viewed as (outer, n, inner), a "row" is the n elements
 // x[o, :, i] (stride inner; the usual last-dim softmax has inner = 1):
 //   softmax:      y_k = exp(x_k - m) / sum_j exp(x_j - m),       m = max_j x_j
@@ -12,10 +10,7 @@
 // As the CPU twin: the sums accumulate in double, m of an all -inf row is taken as 0 (so the row
 // gives NaN, as PyTorch, rather than (-inf) - (-inf) inside exp), and a NaN anywhere in a row
 // makes the whole row NaN.
-// cross_entropy_kernel (twin of cpu::cross_entropy_kernel): logits x (N, C), class indices t (N),
-//   loss_i = logsumexp(x_i) - x_i[t_i],  grad_i = softmax(x_i) - onehot(t_i)  (grad may be null);
-// the labels must already be checked on the host (0 <= t_i < C): a device assert is asynchronous
-// and opaque.
+// (cross_entropy is log_softmax followed by nll_loss, ops of their own: functional.hpp.)
 // Two kernels per direction, as every kernel of this backend (chapters/10-gpu-kernels.md):
 //   fast   one warp per row: lanes stride over the row, the max and the sum are warp all-reduces
 //          (__shfl_xor_sync), so every lane has them without shared memory
@@ -143,40 +138,6 @@ __global__ void softmax_backward_naive(const T* dy, const T* y, T* dx, int64_t o
   }
 }
 
-/// Cross entropy rows: one warp per sample (x: (N, C) dense, t: (N)).
-template <class T>
-__global__ void cross_entropy_warp(const T* x, const int64_t* t, int64_t N, int64_t C, T* loss, T* grad) {
-  const int lane = threadIdx.x % 32;
-  const int64_t warp = blockIdx.x * static_cast<int64_t>(blockDim.x / 32) + threadIdx.x / 32;
-  const int64_t nwarps = static_cast<int64_t>(gridDim.x) * (blockDim.x / 32);
-  for (int64_t r = warp; r < N; r += nwarps) {
-    const T* xr = x + r * C;
-    T m = -std::numeric_limits<T>::infinity();
-    for (int64_t c = lane; c < C; c += 32) m = xr[c] > m ? xr[c] : m;
-    m = warp_max_allreduce(m);  // (the CPU starts from xr[0]: the same m unless a NaN, and a NaN row is NaN)
-    double s = 0;
-    for (int64_t c = lane; c < C; c += 32) s += std::exp(static_cast<double>(xr[c] - m));
-    s = warp_sum_allreduce(s);
-    const double lse = m + std::log(s);
-    const int64_t target = t[r];
-    if (lane == 0) loss[r] = static_cast<T>(lse - xr[target]);
-    if (grad) {
-      T* gr = grad + r * C;
-      for (int64_t c = lane; c < C; c += 32) {
-        T g = static_cast<T>(std::exp(xr[c] - lse));
-        if (c == target) g -= T(1);
-        gr[c] = g;
-      }
-    }
-  }
-}
-/// Cross entropy, one thread per sample: cpu::cross_entropy_kernel's loop.
-template <class T>
-__global__ void cross_entropy_naive(const T* x, const int64_t* t, int64_t N, int64_t C, T* loss, T* grad) {
-  TT_GRID_STRIDE_LOOP(r, N) {
-    cpu::cross_entropy_row(x + r * C, t[r], C, loss + r, grad ? grad + r * C : nullptr);
-  }
-}
 
 }  // namespace kernels
 
@@ -237,29 +198,6 @@ void softmax_backward_kernel_naive(const T* dy, const T* y, T* dx, int64_t outer
 template <class T>
 void softmax_backward_kernel(const T* dy, const T* y, T* dx, int64_t outer, int64_t n, int64_t inner, bool log) {
   softmax_backward_kernel_fast(dy, y, dx, outer, n, inner, log);
-}
-
-/// Cross entropy, the warp-per-sample kernel.
-template <class T>
-void cross_entropy_kernel_fast(const T* x, const int64_t* t, int64_t N, int64_t C, T* loss, T* grad) {
-  TT_CHECK(N >= 0 && C > 0, "cross_entropy_kernel: expected N >= 0 and C > 0, got N=", N, ", C=", C);
-  if (N == 0) return;
-  launch_kernel("cross_entropy_warp", kernels::cross_entropy_warp<T>, detail::softmax_grid(N),
-                dim3(32 * kernels::kSoftmaxWarpsPerBlock), 0, x, t, N, C, loss, grad);
-}
-/// Cross entropy, the thread-per-sample kernel (the oracle).
-template <class T>
-void cross_entropy_kernel_naive(const T* x, const int64_t* t, int64_t N, int64_t C, T* loss, T* grad) {
-  TT_CHECK(N >= 0 && C > 0, "cross_entropy_kernel: expected N >= 0 and C > 0, got N=", N, ", C=", C);
-  if (N == 0) return;
-  launch_kernel("cross_entropy_naive", kernels::cross_entropy_naive<T>, grid_1d(N), dim3(256), 0, x, t, N, C, loss,
-                grad);
-}
-/// Per-sample losses (and, with grad != nullptr, gradient rows) of logits x (N, C) against class
-/// indices t (N) already checked on the host (twin of cpu::cross_entropy_kernel).
-template <class T>
-void cross_entropy_kernel(const T* x, const int64_t* t, int64_t N, int64_t C, T* loss, T* grad) {
-  cross_entropy_kernel_fast(x, t, N, C, loss, grad);
 }
 
 }  TT_NAMESPACE_END  // namespace tinytorch::backend::cuda
