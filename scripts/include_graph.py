@@ -27,17 +27,18 @@ import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "include")
 
-# Bottom to top. A file's layer is the first pattern that matches its path under include/.
+# Bottom to top: a layer's rank is its place in this list. A file's layer is the highest one whose
+# pattern matches its path under include/ (so "autograd tools" wins over "autograd").
 LAYERS = [
     ("core", r"tinytorch/core/"),
     ("backend", r"tinytorch/backend/"),
     ("tensor", r"tinytorch/tensor\.hpp$"),
     ("ops", r"tinytorch/ops/"),
+    ("autograd", r"tinytorch/autograd/"),
+    ("functional", r"tinytorch/functional"),
     # gradcheck and the dot printer call the differentiable API, as torch.autograd.gradcheck calls
     # torch ops: they sit above functional.hpp although they live in autograd/ (their namespace).
     ("autograd tools", r"tinytorch/autograd/(gradcheck|dot)\.hpp$"),
-    ("autograd", r"tinytorch/autograd/"),
-    ("functional", r"tinytorch/functional"),
     ("nn", r"tinytorch/nn/"),
     ("optim", r"tinytorch/optim/"),
     ("data", r"tinytorch/data/"),
@@ -47,11 +48,7 @@ LAYERS = [
     ("distributed", r"tinytorch/distributed/"),
     ("umbrella", r"tinytorch/(tinytorch|distributed|src)\.hpp$"),
 ]
-# rank: the order a file may include (same or lower). "autograd tools" is listed before
-# "autograd" only so that its pattern wins; its rank is just above functional.
-RANK = {"core": 0, "backend": 1, "tensor": 2, "ops": 3, "autograd": 4, "functional": 5,
-        "autograd tools": 6, "nn": 7, "optim": 8, "data": 9, "serialization": 10, "utils": 11,
-        "parallel": 12, "distributed": 13, "umbrella": 14}
+RANK = {name: rank for rank, (name, _) in enumerate(LAYERS)}
 FORBIDDEN = [  # (from layer, to pattern, why)
     ("backend", r"tinytorch/tensor\.hpp$", "backend/ never sees Tensor: kernels take raw pointers and sizes"),
     ("data", r"tinytorch/nn/", "data/ never includes nn/"),
@@ -60,7 +57,7 @@ INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 
 
 def layer_of(path):
-    for name, pattern in LAYERS:
+    for name, pattern in reversed(LAYERS):
         if re.search(pattern, path):
             return name
     return None
@@ -161,7 +158,7 @@ def main(argv):
         problems.append("include circle: " + " <-> ".join(comp))
     edges = sum(len(d) for d in graph.values())
     print(f"include_graph: {len(graph)} files, {edges} includes of tinytorch headers")
-    for name, rank in sorted(RANK.items(), key=lambda kv: kv[1]):
+    for rank, (name, _) in enumerate(LAYERS):
         n = sum(1 for v in graph if layer_of(v) == name)
         print(f"  layer {rank:2d} {name:15s} {n:3d} files")
     for p in problems:

@@ -399,6 +399,11 @@ TEST_CASE("item, at and tolist read elements", "[ch01][tensor]") {
   REQUIRE_THROWS_WITH(x.at({0}), Contains("at: index [0] has 1 entries for a tensor of shape [2, 3]"));
   REQUIRE_THROWS_WITH(x.size(2), Contains("size: dimension out of range (expected to be in range of [-2, 1], but got 2)"));
   REQUIRE_THROWS_WITH(x.stride(-3), Contains("dimension out of range"));
+  // a 0-d tensor has no dim for size/stride (PyTorch 1.13: IndexError "Dimension specified as 0 but
+  // tensor has no dimensions"); before, size(0) read past the empty shape and returned garbage
+  const Tensor s0 = tinytorch::scalar_tensor(1.0);
+  REQUIRE_THROWS_WITH(s0.size(0), Contains("size: Dimension specified as 0 but tensor has no dimensions"));
+  REQUIRE_THROWS_WITH(s0.stride(-1), Contains("stride: Dimension specified as -1 but tensor has no dimensions"));
   REQUIRE_THROWS_WITH(Tensor().sizes(), Contains("operation on an undefined tensor"));
   CHECK_FALSE(Tensor().defined());
 }

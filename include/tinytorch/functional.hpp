@@ -10,8 +10,9 @@
 // Each records its autograd node (autograd/functions/<family>.hpp, indexed by
 // autograd/functions.hpp) when an input requires grad, with PyTorch's grad_fn name. Tensor's
 // math methods and operators (declared in tensor.hpp) are defined in terms of these functions, so
-// `a * b`, `x.exp()` and `mul(a, b)` are the same op. In-place methods (add_, mul_, copy_, ...) follow PyTorch's autograd rules for
-// in-place ops and views (autograd/inplace.hpp): version counter, recorded history, CopySlices.
+// `a * b`, `x.exp()` and `mul(a, b)` are the same op. In-place methods (add_, mul_, copy_, ...)
+// follow PyTorch's autograd rules for in-place ops and views (autograd/inplace.hpp): version
+// counter, recorded history, CopySlices.
 //
 // This header declares; functional.ipp defines (TT_DECL, core/config.hpp): a header-only
 // build includes the bodies from the end of this file, -DTINYTORCH_SEPARATE_COMPILATION compiles

@@ -100,9 +100,11 @@ class Tensor {
   const Shape& sizes() const { return checked()->shape; }
   const Shape& shape() const { return checked()->shape; }
   const Strides& strides() const { return checked()->strides; }
-  /// sizes()[dim], dim may be negative (-1: the last). Throws "Dimension out of range" as PyTorch.
-  int64_t size(int64_t dim) const { return sizes()[wrap_dim(dim, this->dim(), "size")]; }
-  int64_t stride(int64_t dim) const { return strides()[wrap_dim(dim, this->dim(), "stride")]; }
+  /// sizes()[dim] / strides()[dim]; dim may be negative (-1: the last). Throws tinytorch::Error as
+  /// PyTorch raises IndexError: "size: dimension out of range (expected to be in range of [-2, 1],
+  /// but got 2)", and for a 0-d tensor "size: Dimension specified as 0 but tensor has no dimensions".
+  int64_t size(int64_t dim) const { return sizes()[dim_index(dim, "size")]; }
+  int64_t stride(int64_t dim) const { return strides()[dim_index(dim, "stride")]; }
   int64_t dim() const { return static_cast<int64_t>(checked()->shape.size()); }
   int64_t numel() const { return numel_of(checked()->shape); }
   int64_t storage_offset() const { return checked()->offset; }
@@ -332,6 +334,12 @@ class Tensor {
   TensorImpl* checked() const {
     TT_CHECK(impl_ != nullptr, "Tensor: operation on an undefined tensor");
     return impl_.get();
+  }
+  /// dim wrapped into [0, dim()) for size() / stride(): a 0-d tensor has no dim to index (where
+  /// wrap_dim, for reductions, accepts 0 and -1).
+  int64_t dim_index(int64_t d, const char* op) const {
+    TT_CHECK(dim() > 0, op, ": Dimension specified as ", d, " but tensor has no dimensions");
+    return wrap_dim(d, dim(), op);
   }
   std::shared_ptr<TensorImpl> impl_;
 };

@@ -48,7 +48,7 @@ int main() {
   try {
     (void)t.size(2);
   } catch (const Error&) {
-    threw = true;  // "size: Dimension out of range (expected to be in range of [-2, 1], but got 2)"
+    threw = true;  // "size: dimension out of range (expected to be in range of [-2, 1], but got 2)"
   }
   expect("size(2) throws", threw, 1);
   std::printf(bad ? "layers tensor_only: FAILED\n" : "layers tensor_only: ok\n");
