@@ -42,7 +42,7 @@ LAYERS = [
     ("nn", r"tinytorch/nn/"),
     ("optim", r"tinytorch/optim/"),
     ("data", r"tinytorch/data/"),
-    ("serialization", r"tinytorch/serialization\.hpp$"),
+    ("serialization", r"tinytorch/serialization\.(hpp|ipp)$"),
     ("utils", r"tinytorch/utils/"),
     ("parallel", r"tinytorch/parallel/"),
     ("distributed", r"tinytorch/distributed/"),

@@ -102,21 +102,7 @@ namespace detail {
 class PrefetchWorkers {
  public:
   PrefetchWorkers(std::shared_ptr<Dataset> dataset, std::shared_ptr<const std::vector<int64_t>> indices,
-                  size_t batch_size, size_t num_batches, size_t num_workers, size_t window)
-      : dataset_(std::move(dataset)), indices_(std::move(indices)), batch_size_(batch_size),
-        num_batches_(num_batches), slots_(std::max<size_t>(1, std::min(window, num_batches))) {
-    const size_t n = std::min(num_workers, num_batches);  // more threads than batches would idle
-    threads_.reserve(n);
-    for (size_t i = 0; i < n; ++i) {
-      try {
-        threads_.emplace_back([this] { run(); });
-      } catch (const std::system_error& e) {
-        shutdown();
-        TT_CHECK(false, "DataLoader: could not start worker thread ", i + 1, " of ", n, " (num_workers=",
-                 num_workers, "): ", e.what());
-      }
-    }
-  }
+                  size_t batch_size, size_t num_batches, size_t num_workers, size_t window);
   PrefetchWorkers(const PrefetchWorkers&) = delete;
   PrefetchWorkers& operator=(const PrefetchWorkers&) = delete;
   ~PrefetchWorkers() { shutdown(); }
@@ -124,27 +110,7 @@ class PrefetchWorkers {
   /// Batch k, waiting for a worker to finish it; rethrows the exception its get_batch threw.
   /// Batches between the last one taken and k are built and dropped (the iterator skipped them).
   /// Throws tinytorch::Error if batch k was already taken (an iterator copy going back).
-  Example take(size_t k) {
-    Slot got;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      TT_CHECK(k < num_batches_, "DataLoader::Iterator: dereferencing past the last batch (batch ", k, " of ",
-               num_batches_, ")");
-      TT_CHECK(k >= next_take_, "DataLoader::Iterator: batch ", k, " was already taken; with num_workers > 0 "
-               "an epoch's batches are read once, in order (call begin() for a new epoch)");
-      for (;;) {
-        Slot& slot = slots_[next_take_ % slots_.size()];
-        ready_.wait(lock, [&] { return slot.ready; });
-        got = std::move(slot);
-        slot = Slot{};
-        ++next_take_;
-        space_.notify_all();  // the window moved on: workers may claim one more batch
-        if (next_take_ == k + 1) break;
-      }
-    }
-    if (got.error) std::rethrow_exception(got.error);
-    return std::move(got.batch);
-  }
+  Example take(size_t k);
 
  private:
   struct Slot {
@@ -153,44 +119,9 @@ class PrefetchWorkers {
     std::exception_ptr error;  // what get_batch threw, rethrown by take()
   };
 
-  void run() {
-    for (;;) {
-      size_t k = 0;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        space_.wait(lock, [&] {
-          return stop_ || next_claim_ >= num_batches_ || next_claim_ < next_take_ + slots_.size();
-        });
-        if (stop_ || next_claim_ >= num_batches_) return;
-        k = next_claim_++;
-      }
-      Slot done;
-      done.ready = true;
-      try {
-        const size_t lo = k * batch_size_, hi = std::min(lo + batch_size_, indices_->size());
-        const std::vector<int64_t> batch(indices_->begin() + static_cast<std::ptrdiff_t>(lo),
-                                         indices_->begin() + static_cast<std::ptrdiff_t>(hi));
-        done.batch = dataset_->get_batch(batch);
-      } catch (...) {
-        done.error = std::current_exception();
-      }
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        slots_[k % slots_.size()] = std::move(done);
-      }
-      ready_.notify_all();
-    }
-  }
+  void run();
 
-  void shutdown() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
-    }
-    space_.notify_all();
-    for (std::thread& t : threads_)
-      if (t.joinable()) t.join();
-  }
+  void shutdown();
 
   std::shared_ptr<Dataset> dataset_;                    // kept alive while the workers run
   std::shared_ptr<const std::vector<int64_t>> indices_;  // this epoch's order
@@ -344,27 +275,12 @@ class DataLoader {
   /// workers, which begin building batches at once (as PyTorch's iter(loader) does). Throws if
   /// the sampler returns a number of indices different from its size(), or if a thread cannot
   /// be started.
-  Iterator begin() {
-    auto idx = std::make_shared<const std::vector<int64_t>>(sampler_->indices());
-    TT_CHECK(idx->size() == sampler_->size(), "DataLoader: sampler returned ", idx->size(),
-             " indices but its size() is ", sampler_->size());
-    std::shared_ptr<detail::PrefetchWorkers> workers;
-    const size_t batches = size();
-    if (options_.num_workers > 0 && batches > 0) {
-      const size_t w = static_cast<size_t>(options_.num_workers), pf = static_cast<size_t>(*options_.prefetch_factor);
-      const size_t window = pf > batches / w ? batches : pf * w;  // prefetch_factor * W, no overflow
-      workers = std::make_shared<detail::PrefetchWorkers>(dataset_, idx, batch_size(), batches, w, window);
-    }
-    return Iterator(dataset_, std::move(idx), batch_size(), batches, 0, std::move(workers));
-  }
+  Iterator begin();
   Iterator end() { return Iterator(nullptr, nullptr, batch_size(), size(), size()); }
 
   /// Number of batches per epoch (len(loader)): ceil(n / batch_size), or floor with drop_last,
   /// where n = sampler().size().
-  size_t size() const {
-    const size_t n = sampler_->size(), bs = batch_size();
-    return options_.drop_last ? n / bs : (n + bs - 1) / bs;
-  }
+  size_t size() const;
   size_t batch_size() const { return static_cast<size_t>(options_.batch_size); }
   bool drop_last() const { return options_.drop_last; }
   int64_t num_workers() const { return options_.num_workers; }
@@ -380,3 +296,7 @@ class DataLoader {
 };
 
 }  TT_NAMESPACE_END  // namespace tinytorch::data
+
+#if TT_HEADER_ONLY
+#include "dataloader.ipp"
+#endif

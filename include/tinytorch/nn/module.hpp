@@ -56,20 +56,9 @@ class Module : public std::enable_shared_from_this<Module> {
 
   /// Adds a parameter (a leaf that requires grad unless told otherwise). Throws on a duplicate
   /// or dotted name. Returns the stored handle.
-  Tensor& register_parameter(const std::string& name, Tensor t, bool requires_grad = true) {
-    check_name(name, "register_parameter");
-    check_unique(name, "register_parameter");
-    if (t.defined() && t.requires_grad() != requires_grad) t.requires_grad_(requires_grad);
-    params_.emplace_back(name, std::move(t));
-    return params_.back().second;
-  }
+  Tensor& register_parameter(const std::string& name, Tensor t, bool requires_grad = true);
   /// Adds a buffer (state that is saved and broadcast by DDP, but not trained).
-  Tensor& register_buffer(const std::string& name, Tensor t) {
-    check_name(name, "register_buffer");
-    check_unique(name, "register_buffer");
-    buffers_.emplace_back(name, std::move(t));
-    return buffers_.back().second;
-  }
+  Tensor& register_buffer(const std::string& name, Tensor t);
   /// Adds a child module; its parameters appear as "name.<param>". Returns the module.
   template <class M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
@@ -80,17 +69,9 @@ class Module : public std::enable_shared_from_this<Module> {
     return m;
   }
 
-  std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const {
-    std::vector<std::pair<std::string, Tensor>> out;
-    collect(out, "", recurse, true);
-    return out;
-  }
+  std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const;
   std::vector<Tensor> parameters(bool recurse = true) const { return values(named_parameters(recurse)); }
-  std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const {
-    std::vector<std::pair<std::string, Tensor>> out;
-    collect(out, "", recurse, false);
-    return out;
-  }
+  std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
   std::vector<Tensor> buffers(bool recurse = true) const { return values(named_buffers(recurse)); }
   const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& named_children() const { return children_; }
 
@@ -120,35 +101,13 @@ class Module : public std::enable_shared_from_this<Module> {
   Tensor get_buffer(const std::string& target) const { return get_tensor(target, false); }
 
   /// Parameters then buffers, by dotted name (the tensors themselves, not copies).
-  std::vector<std::pair<std::string, Tensor>> state_dict() const {
-    auto out = named_parameters();
-    auto b = named_buffers();
-    out.insert(out.end(), b.begin(), b.end());
-    return out;
-  }
+  std::vector<std::pair<std::string, Tensor>> state_dict() const;
   /// Copies values into this module's tensors by name. Throws naming the first missing,
   /// unexpected or mis-shaped entry (strict, as PyTorch's default).
-  void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& sd) {
-    auto mine = state_dict();
-    TT_CHECK(mine.size() == sd.size(), "load_state_dict: expected ", mine.size(), " entries, got ", sd.size());
-    NoGradGuard ng;
-    for (auto& [name, t] : mine) {
-      const Tensor* src = nullptr;
-      for (auto& e : sd)
-        if (e.first == name) src = &e.second;
-      TT_CHECK(src != nullptr, "load_state_dict: Missing key(s) in state_dict: \"", name, "\"");
-      TT_CHECK(src->sizes() == t.sizes(), "load_state_dict: size mismatch for ", name, ": copying a param with shape ",
-               shape_str(src->sizes()), ", the shape in current model is ", shape_str(t.sizes()));
-      Tensor dst = t;
-      dst.copy_(*src);
-    }
-  }
+  void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& sd);
 
   /// Training mode (the default) or evaluation mode, for this module and all children.
-  virtual void train(bool on = true) {
-    training_ = on;
-    for (auto& c : children_) c.second->train(on);
-  }
+  virtual void train(bool on = true);
   void eval() { train(false); }
   bool is_training() const { return training_; }
 
@@ -161,22 +120,7 @@ class Module : public std::enable_shared_from_this<Module> {
   /// PyTorch, build the optimizer after moving the model: optimizer state made before the move
   /// stays where it was. Returns *this. Errors: those of Tensor::to(Device) (no CUDA backend in
   /// this build, a device index out of range).
-  Module& to(Device device) {
-    NoGradGuard no_grad;
-    auto move = [&](Tensor& t) {
-      if (!t.defined() || t.device() == device) return;
-      Tensor moved = t.detach().to(device).contiguous();
-      TensorImpl& impl = *t.impl();
-      impl.storage = moved.impl()->storage;
-      impl.strides = moved.strides();
-      impl.offset = moved.storage_offset();
-      if (impl.grad) impl.grad = Tensor(impl.grad).to(device).contiguous().impl_ptr();
-    };
-    for (auto& e : params_) move(e.second);
-    for (auto& e : buffers_) move(e.second);
-    for (auto& c : children_) c.second->to(device);
-    return *this;
-  }
+  Module& to(Device device);
   /// to(Device::cuda(index)) (torch.nn.Module.cuda).
   Module& cuda(int index = 0) { return to(Device::cuda(index)); }
   /// to(Device::cpu()) (torch.nn.Module.cpu).
@@ -184,47 +128,17 @@ class Module : public std::enable_shared_from_this<Module> {
 
   /// Resets gradients of all parameters: to undefined (set_to_none=true, PyTorch 2.x default)
   /// or to zeros.
-  void zero_grad(bool set_to_none = true) {
-    for (Tensor& p : parameters()) {
-      if (set_to_none || !p.grad().defined()) {
-        p.set_grad(Tensor());
-      } else {
-        NoGradGuard ng;
-        p.grad().zero_();
-      }
-    }
-  }
+  void zero_grad(bool set_to_none = true);
 
   /// PyTorch's repr, e.g. "Sequential(\n  (0): Linear(in_features=784, ...)\n  (1): ReLU()\n)".
-  std::string repr() const {
-    std::string s = name() + "(" + extra_repr();
-    if (!children_.empty()) {
-      s += "\n";
-      for (auto& [n, c] : children_) {
-        std::string child = c->repr();
-        std::string indented;
-        for (char ch : child) {
-          indented += ch;
-          if (ch == '\n') indented += "  ";
-        }
-        s += "  (" + n + "): " + indented + "\n";
-      }
-    }
-    return s + ")";
-  }
+  std::string repr() const;
 
  protected:
   /// For clone(): throws unless the member handle `member` is this module's registered
   /// parameter or buffer `name` (or both are absent). A member re-assigned after construction
   /// (`b->weight = a->weight`, an attempt to tie weights) is not what parameters() lists, so a
   /// clone could not follow it; an error is better than a replica computing something else.
-  void check_member(const Tensor& member, const std::string& name) const {
-    Tensor registered = own_tensor(name, true);
-    if (!registered.defined()) registered = own_tensor(name, false);
-    TT_CHECK(member.defined() == registered.defined() && (!member.defined() || member.is_same(registered)), this->name(),
-             ": member `", name, "` is not the registered tensor of that name (assigned after construction?); "
-             "clone() and DataParallel copy registered tensors only. To share weights, use one module in two places");
-  }
+  void check_member(const Tensor& member, const std::string& name) const;
   /// For clone(): copy-constructs an M from *this (which must be an M), then gives the copy its
   /// own tensors and children (see separate_after_copy). Members that point at parameters or
   /// children (Linear::weight, MyNet::fc1) still point at the original's afterwards: clone()
@@ -241,33 +155,10 @@ class Module : public std::enable_shared_from_this<Module> {
   /// name(), or the C++ class name when a subclass did not override name() (for error messages).
   std::string class_name() const { return name() != "Module" ? name() : cpp_class_name(); }
   /// This object's C++ class, demangled ("MyNet", "(anonymous namespace)::MyNet").
-  std::string cpp_class_name() const {
-    int status = 0;
-    char* demangled = abi::__cxa_demangle(typeid(*this).name(), nullptr, nullptr, &status);
-    std::string out = status == 0 && demangled ? demangled : typeid(*this).name();
-    std::free(demangled);
-    return out;
-  }
+  std::string cpp_class_name() const;
   /// This module's own parameter (param) or buffer `name`; undefined when there is none.
-  Tensor own_tensor(const std::string& name, bool param) const {
-    for (const auto& e : param ? params_ : buffers_)
-      if (e.first == name) return e.second;
-    return Tensor();
-  }
-  Tensor get_tensor(const std::string& target, bool param) const {
-    const size_t dot = target.rfind('.');
-    const Module* owner = this;
-    std::shared_ptr<Module> keep;
-    if (dot != std::string::npos) {
-      keep = get_submodule(target.substr(0, dot));
-      owner = keep.get();
-    }
-    const std::string item = dot == std::string::npos ? target : target.substr(dot + 1);
-    Tensor t = owner->own_tensor(item, param);
-    if (t.defined()) return t;
-    throw Error(detail::str_cat(param ? "get_parameter: " : "get_buffer: ", owner->name(), " has no ",
-                                param ? "parameter" : "buffer", " `", item, "` (in `", target, "`)"));
-  }
+  Tensor own_tensor(const std::string& name, bool param) const;
+  Tensor get_tensor(const std::string& target, bool param) const;
   /// After a member-wise copy, the copy still shares the original's tensor handles and child
   /// objects: replace each tensor by a new one and each child by its clone().
   /// Normally the new tensor holds a copy of the values. Under tinytorch::detail::ReplicateClone
@@ -275,33 +166,12 @@ class Module : public std::enable_shared_from_this<Module> {
   /// with the original's weights without copying them (on one device; another device copies).
   void separate_after_copy();
 
-  static void check_name(const std::string& name, const char* op) {
-    TT_CHECK(!name.empty() && name.find('.') == std::string::npos, op, ": name '", name,
-             "' must be non-empty and contain no '.'");
-  }
+  static void check_name(const std::string& name, const char* op);
   /// Parameters, buffers and children share one namespace (as attributes do in PyTorch).
-  void check_unique(const std::string& name, const char* op) const {
-    auto taken = [&](const auto& entries) {
-      for (const auto& e : entries)
-        if (e.first == name) return true;
-      return false;
-    };
-    TT_CHECK(!taken(params_) && !taken(buffers_) && !taken(children_), op, ": attribute '", name,
-             "' already exists");
-  }
-  static std::vector<Tensor> values(const std::vector<std::pair<std::string, Tensor>>& v) {
-    std::vector<Tensor> out;
-    out.reserve(v.size());
-    for (auto& e : v) out.push_back(e.second);
-    return out;
-  }
+  void check_unique(const std::string& name, const char* op) const;
+  static std::vector<Tensor> values(const std::vector<std::pair<std::string, Tensor>>& v);
   void collect(std::vector<std::pair<std::string, Tensor>>& out, const std::string& prefix, bool recurse,
-               bool params) const {
-    for (auto& [n, t] : params ? params_ : buffers_)
-      if (t.defined()) out.emplace_back(prefix + n, t);
-    if (recurse)
-      for (auto& [n, c] : children_) c->collect(out, prefix + n + ".", true, params);
-  }
+               bool params) const;
 
   std::vector<std::pair<std::string, Tensor>> params_;
   std::vector<std::pair<std::string, Tensor>> buffers_;
