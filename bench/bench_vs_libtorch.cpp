@@ -34,6 +34,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <tinytorch/backend/cpu/gemm.hpp>  // backend::cpu::gemm for the raw-Eigen reference
 #include <tinytorch/tinytorch.hpp>
 #include <torch/torch.h>
 #include <vector>

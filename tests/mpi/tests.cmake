@@ -12,12 +12,19 @@ if(TINYTORCH_HAVE_MPI)
   list(SORT TT_MPI_TEST_SOURCES)
   foreach(src IN LISTS TT_MPI_TEST_SOURCES)
     get_filename_component(name "${src}" NAME_WE)
-    tt_add_test_executable(${name} "${src}" tt_catch_mpi_main tinytorch::mpi)
     if(TINYTORCH_SANITIZER MATCHES "address|undefined")
-      # -O1 instead of the sanitizer build's -O0 (a source property comes last on the command
-      # line): each runs 3 times, on up to 4 ranks sharing 2 cores, and Eigen's GEMM at -O0 made
-      # test_ddp 60-180x slower than in Release (np4 passed 180 s). Costs about 100 s more to compile.
+      # Header-only, at -O1 instead of the sanitizer build's -O0 (a source property comes last on
+      # the command line): each runs 3 times, on up to 4 ranks sharing 2 cores, and Eigen's GEMM at
+      # -O0 (where the sanitizer build compiles tinytorch::compiled) made test_ddp 60-180x slower
+      # than in Release (np4 passed 180 s). Costs about 100 s more to compile.
+      tt_add_test_executable(${name} "${src}" tt_catch_mpi_main tinytorch::mpi)
       set_source_files_properties("${src}" PROPERTIES COMPILE_OPTIONS -O1)
+    elseif(name MATCHES "_sim$")
+      # A kernel-simulator build (defines TINYTORCH_CUDA_SIM): header-only, sim_abi.
+      tt_add_test_executable(${name} "${src}" tt_catch_mpi_main tinytorch::mpi)
+    else()
+      # distributed/ is compiled here; the rest of the library comes compiled once.
+      tt_add_test_executable(${name} "${src}" tt_catch_mpi_main tinytorch::mpi tinytorch::compiled)
     endif()
     if(NOT ${name}_BUILT)
       list(APPEND _tt_not_built ${name})
@@ -58,12 +65,12 @@ if(TINYTORCH_HAVE_MPI)
       continue()
     endif()
     add_executable(${_prog} "${_prog_src}")
-    target_link_libraries(${_prog} PRIVATE tinytorch::mpi tt_test_options)
+    target_link_libraries(${_prog} PRIVATE tinytorch::mpi tinytorch::compiled tt_test_options)
     set(_args $<TARGET_FILE:${_prog}> 2)
     file(STRINGS "${script}" _wants_nompi REGEX "no-MPI binary")
     if(_wants_nompi)
       add_executable(${_prog}_nompi "${_prog_src}")
-      target_link_libraries(${_prog}_nompi PRIVATE tinytorch::tinytorch tt_test_options)
+      target_link_libraries(${_prog}_nompi PRIVATE tinytorch::compiled tt_test_options)
       list(APPEND _args $<TARGET_FILE:${_prog}_nompi>)
     endif()
     set(_test "mpi_${_prefix}failure")
