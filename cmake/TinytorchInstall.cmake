@@ -6,8 +6,11 @@
 #     tinytorchConfig.cmake, tinytorchConfigVersion.cmake
 #     tinytorchTargets.cmake      tinytorch::tinytorch
 #     tinytorchMPITargets.cmake   tinytorch::mpi (only when this build found MPI)
-# The package is header-only, so the config lives under share/ and is architecture independent.
-# Consumers:  find_package(tinytorch 0.1 REQUIRED)                 -> tinytorch::tinytorch
+#   <prefix>/share/tinytorch/tinytorch.cpp             src/tinytorch.cpp: tinytorchConfig.cmake makes
+#                                                      tinytorch::compiled of it in the consumer's build
+# The package is header-only (tinytorch::compiled is compiled by its user, with the user's
+# compiler and flags), so the config lives under share/ and is architecture independent.
+# Consumers:  find_package(tinytorch 0.1 REQUIRED)                 -> tinytorch::tinytorch, tinytorch::compiled
 #             find_package(tinytorch 0.1 REQUIRED COMPONENTS mpi)  -> also tinytorch::mpi (required)
 # tinytorch::mpi is kept in its own export file so that a consumer without MPI still gets
 # tinytorch::tinytorch instead of a failed find_package.
@@ -21,6 +24,8 @@ install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/"
         FILES_MATCHING PATTERN "*.hpp" PATTERN "*.ipp" PATTERN "*.cuh" PATTERN "*.h")
 
 install(TARGETS tinytorch EXPORT tinytorchTargets)
+set(TINYTORCH_INSTALL_SRCDIR "${CMAKE_INSTALL_DATADIR}/tinytorch")
+install(FILES "${PROJECT_SOURCE_DIR}/src/tinytorch.cpp" DESTINATION "${TINYTORCH_INSTALL_SRCDIR}")
 install(EXPORT tinytorchTargets
         NAMESPACE tinytorch::
         DESTINATION "${TINYTORCH_INSTALL_CMAKEDIR}")
@@ -37,7 +42,8 @@ endif()
 configure_package_config_file(
   "${PROJECT_SOURCE_DIR}/cmake/tinytorchConfig.cmake.in"
   "${PROJECT_BINARY_DIR}/tinytorchConfig.cmake"
-  INSTALL_DESTINATION "${TINYTORCH_INSTALL_CMAKEDIR}")
+  INSTALL_DESTINATION "${TINYTORCH_INSTALL_CMAKEDIR}"
+  PATH_VARS TINYTORCH_INSTALL_SRCDIR)
 # 0.x: a minor bump may break the API, so only the same minor version is compatible.
 write_basic_package_version_file(
   "${PROJECT_BINARY_DIR}/tinytorchConfigVersion.cmake"

@@ -54,12 +54,12 @@ math(EXPR TT_MPI_TIMEOUT "60 * ${TT_TIMEOUT_SCALE}")
 set(_tt_sanitizer_tests "")
 
 # Tests are compiled with -O2 in Release (this directory only; the rest of the build keeps -O3):
-# fast enough to run, quicker to compile.
+# fast enough to run, quicker to compile. The unit test files lower it to -O0 (tests/CMakeLists.txt).
 string(REGEX REPLACE "-O[0-9s]" "-O2" CMAKE_CXX_FLAGS_RELEASE "${CMAKE_CXX_FLAGS_RELEASE}")
 
 # tt_file_filter_command(<suite> <name> <out-var>): the command that runs only the test cases of
-# file <name> from executable <suite>, which holds several test files in one TU (unit_tests,
-# test_cuda_sim_suite, test_cuda_nvcc): Catch2's filenames-as-tags, `-# [#<name>]`; --warn NoTests
+# file <name> from executable <suite>, which holds several test files in one TU
+# (test_cuda_sim_suite, test_cuda_nvcc): Catch2's filenames-as-tags, `-# [#<name>]`; --warn NoTests
 # makes a filter that matches nothing fail instead of passing with no test run.
 function(tt_file_filter_command suite name out_var)
   set(${out_var} ${suite} "-#" "[#${name}]" --warn NoTests PARENT_SCOPE)

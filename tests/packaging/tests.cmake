@@ -166,7 +166,7 @@ add_test(NAME consumer_find_package
                  "${CMAKE_CURRENT_SOURCE_DIR}/consumer" "${CMAKE_CURRENT_BINARY_DIR}/consumer-find_package"
                  ${_tt_bat_common}
                  --build-options ${_tt_bat_options} "-DCMAKE_PREFIX_PATH=${_tt_prefix}"
-                 --test-command consumer)
+                 --test-command sh -c "./consumer && ./consumer_compiled")
 set_tests_properties(consumer_find_package PROPERTIES
   FIXTURES_REQUIRED tt_consumer_prefix TIMEOUT 600
   PASS_REGULAR_EXPRESSION "consumer: tinytorch from ${_tt_prefix}")
