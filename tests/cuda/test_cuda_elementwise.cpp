@@ -221,21 +221,11 @@ TEMPLATE_TEST_CASE("cuda copy kernel: contiguous, transposed and cast, as the CP
   }
 }
 
-TEST_CASE("cuda fill and arange", "[cuda][cuda_elementwise]") {
+TEST_CASE("cuda fill", "[cuda][cuda_elementwise]") {
   for (int64_t n : kSizes) {
     DeviceArray<float> f(static_cast<size_t>(n));
     gpu::fill_kernel(f.data(), n, 2.5f);
     require_close(f.download(), std::vector<float>(static_cast<size_t>(n), 2.5f), "fill float");
-    DeviceArray<int64_t> a(static_cast<size_t>(n));
-    gpu::arange_kernel(a.data(), n, -3.0, 2.0);
-    std::vector<int64_t> want(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) want[i] = -3 + 2 * i;
-    require_close(a.download(), want, "arange int64");
-    DeviceArray<double> d(static_cast<size_t>(n));  // as ops/creation.hpp: start + step * i in double
-    gpu::arange_kernel(d.data(), n, 0.5, 0.1);
-    std::vector<double> want_d(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) want_d[i] = 0.5 + 0.1 * static_cast<double>(i);
-    require_close(d.download(), want_d, "arange double");
   }
   DeviceArray<int64_t> fi(129);
   gpu::fill_kernel(fi.data(), 129, INT64_MIN);

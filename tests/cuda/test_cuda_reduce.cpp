@@ -1,7 +1,7 @@
 // tests/cuda/test_cuda_reduce.cpp — backend/cuda/reduce.cuh against backend/cpu/reduce.hpp.
 //
-// sum/mean (sum_dim_kernel, sum_all_kernel) and max/min with their indices (max_dim_kernel,
-// min_dim_kernel, extreme_dim_kernel, max_all_kernel) on the same (outer, n, inner) inputs as the
+// sum/mean (sum_dim_kernel) and max/min with their indices (max_dim_kernel,
+// min_dim_kernel, extreme_dim_kernel) on the same (outer, n, inner) inputs as the
 // CPU twins, n in {1, 7, 33, 129, 1000}, inner 1 (rows) and 5 (strided columns); float32, float64
 // and int64. The fast (block per row, warp shuffles) and naive (thread per output) kernels are
 // both checked against the CPU. Sums agree within rounding (another order of additions); max/min
@@ -107,24 +107,6 @@ TEST_CASE("cuda sum of int64 wraps modulo 2^64 as the CPU twin", "[cuda][cuda_re
   x[3] = INT64_MAX;
   x[77] = INT64_MAX;
   check_sum(x, 1, 129, 1, 1.0, "int64 sum wraps");
-}
-
-TEST_CASE("cuda sum_all_kernel and max_all_kernel", "[cuda][cuda_reduce]") {
-  for (int64_t n : kSizes) {
-    const auto x = make_values<double>(n, 400 + n, -3, 3);
-    double want = 0;
-    cpu::sum_dim_kernel(x.data(), &want, 1, n, 1, 1.0 / static_cast<double>(n));
-    double want_max = 0;
-    int64_t want_arg = -1;
-    cpu::max_dim_kernel(x.data(), &want_max, &want_arg, 1, n, 1);
-    DeviceArray<double> dx(x), out(1), vmax(1);
-    DeviceArray<int64_t> amax(1);
-    gpu::sum_all_kernel(dx.data(), out.data(), n, 1.0 / static_cast<double>(n));
-    gpu::max_all_kernel(dx.data(), vmax.data(), amax.data(), n);
-    require_close(out.download(), std::vector<double>{want}, "mean of all, n=" + std::to_string(n));
-    require_close(vmax.download(), std::vector<double>{want_max}, "max of all", 0.0);
-    require_close(amax.download(), std::vector<int64_t>{want_arg}, "argmax of all");
-  }
 }
 
 TEMPLATE_TEST_CASE("cuda max/min with indices match the CPU twin: ties take the first index", "[cuda][cuda_reduce]",

@@ -46,7 +46,7 @@ inline Tensor call_hooks(const std::vector<TensorHook>& hooks, Tensor g, const s
   return g;
 }
 
-inline std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_in) {
+inline std::vector<Tensor> AccumulateGrad::backward(const Tensor& grad_in) {
   std::shared_ptr<TensorImpl> impl = leaf.lock();
   if (!impl) return {};
   Tensor g = grad_in;

@@ -18,11 +18,12 @@
 // ops/<family> -> backend/{cpu,cuda}/<family>.
 //
 // Each struct is a Node. Its static forward() computes the result with ops/ and, when an input
-// requires grad, records the node with the tensors backward needs; apply() maps
-// d loss/d output to d loss/d input_i. The derivative is written above each apply():
+// requires grad, records the node with the tensors backward needs; its backward() maps
+// d loss/d output to d loss/d input_i (the engine enters through Node::apply, which calls it).
+// The derivative is written above each backward():
 //   y = a * b   =>  da = dy * b,  db = dy * a
 // Broadcast inputs receive their gradient summed back to their own shape (ops::sum_to).
-// apply() runs with grad mode off and computes with ops/ and grad_math (functions/common.hpp),
+// backward() runs with grad mode off and computes with ops/ and grad_math (functions/common.hpp),
 // never with Tensor's operators, which are defined a layer above (functional.ipp).
 // Tensors backward reads are kept through Node::save(t) (node.hpp), not t.detach(): save also
 // remembers t's version, so that an in-place change of t before backward raises, as in PyTorch.

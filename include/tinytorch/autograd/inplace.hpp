@@ -93,7 +93,7 @@ struct StorageScratch {
 struct AsStridedBackward0 : Node {
   Geometry base, view;
   std::string name() const override { return "AsStridedBackward0"; }
-  std::vector<Tensor> apply(const Tensor& dy) override {
+  std::vector<Tensor> backward(const Tensor& dy) override {
     if (numel_of(base.shape) == 0 || numel_of(view.shape) == 0) return {zeros(base.shape, TensorOptions(dy.dtype()).device(dy.device()))};
     StorageScratch s(base, view, dy.dtype(), dy.device());
     ops::binary_(s.view, dy, backend::cpu::AddOp{}, "as_strided_backward");  // a sequential += loop
@@ -108,7 +108,7 @@ struct CopySlices : Node {
   Geometry base, view;
   std::shared_ptr<Node> fn;  ///< the in-place op's node (called from here, never by the engine)
   std::string name() const override { return "torch::autograd::CopySlices"; }
-  std::vector<Tensor> apply(const Tensor& dy) override {
+  std::vector<Tensor> backward(const Tensor& dy) override {
     fn->check_saved_versions();
     if (numel_of(base.shape) == 0 || numel_of(view.shape) == 0) return {dy};  // nothing was written
     StorageScratch s(base, view, dy.dtype(), dy.device());
@@ -245,7 +245,7 @@ struct AddInplace : Node {
     n->node_name = node_name;
     return n;
   }
-  std::vector<Tensor> apply(const Tensor& dy) override {
+  std::vector<Tensor> backward(const Tensor& dy) override {
     return {dy, ops::sum_to(alpha == 1 ? dy : grad_math::scale(dy, alpha), other_shape)};
   }
 };
@@ -264,7 +264,7 @@ struct MulInplace : Node {
     n->saves_tensors = true;
     return n;
   }
-  std::vector<Tensor> apply(const Tensor& dy) override {
+  std::vector<Tensor> backward(const Tensor& dy) override {
     Tensor ds, dother;
     if (other.defined()) ds = grad_math::mul(dy, other);
     if (self_old.defined()) dother = ops::sum_to(grad_math::mul(dy, self_old), other_shape);
@@ -285,7 +285,7 @@ struct DivInplace : Node {
     if (other.requires_grad()) n->self_old = ops::clone(self);
     return n;
   }
-  std::vector<Tensor> apply(const Tensor& dy) override {
+  std::vector<Tensor> backward(const Tensor& dy) override {
     Tensor ds = grad_math::div(dy, other), dother;
     if (self_old.defined())
       dother = ops::sum_to(grad_math::div(grad_math::mul(grad_math::neg(dy), self_old), grad_math::mul(other, other)),
@@ -316,7 +316,7 @@ struct AddcInplace : Node {
     n->saves_tensors = true;
     return n;
   }
-  std::vector<Tensor> apply(const Tensor& dy) override {
+  std::vector<Tensor> backward(const Tensor& dy) override {
     Tensor g = grad_math::scale(dy, value), d1, d2;
     if (!div) {
       if (t2.defined()) d1 = ops::sum_to(grad_math::mul(g, t2), s1);
@@ -339,7 +339,7 @@ struct OverwriteInplace : Node {
     n->node_name = node_name;
     return n;
   }
-  std::vector<Tensor> apply(const Tensor& dy) override {
+  std::vector<Tensor> backward(const Tensor& dy) override {
     return {zeros(dy.sizes(), TensorOptions(dy.dtype()).device(dy.device()))};
   }
 };
@@ -353,7 +353,7 @@ struct CopyInplace : Node {
     n->src_shape = src.sizes();
     return n;
   }
-  std::vector<Tensor> apply(const Tensor& dy) override {
+  std::vector<Tensor> backward(const Tensor& dy) override {
     return {zeros(dy.sizes(), TensorOptions(dy.dtype()).device(dy.device())), ops::sum_to(dy, src_shape)};
   }
 };

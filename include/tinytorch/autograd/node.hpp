@@ -3,8 +3,8 @@
 // Every differentiable op that sees an input requiring grad records a Node for its output:
 //   out.grad_fn = node;  node->next_edges[i] = edge to input i's own grad_fn (or, for a leaf,
 //   to that leaf's AccumulateGrad node; an empty edge when input i needs no gradient).
-// Backward walks the graph from the loss: node->apply(d loss/d out) returns d loss/d input_i for
-// each input, which flows along next_edges[i]. AccumulateGrad adds what reaches a leaf into
+// Backward walks the graph from the loss: node->apply(d loss/d out), the engine's one entry, calls
+// the node's backward(d loss/d out), which returns d loss/d input_i for each input, which flows along next_edges[i]. AccumulateGrad adds what reaches a leaf into
 // leaf.grad, then fires the leaf's post-accumulate-grad hooks.
 // Each node has exactly one output (multi-output ops such as chunk are built from one-output
 // views), which keeps the engine a short read.
@@ -67,9 +67,12 @@ struct Node {
       take_sole_children(*n, stack);
     }  // n dies here with its sole-owned children already moved out
   }
+  /// What the engine calls (PyTorch's Node::operator()): the node's backward(grad_output).
+  std::vector<Tensor> apply(const Tensor& grad_output) { return backward(grad_output); }
   /// grad_output: d loss / d (this node's output). Returns d loss / d input_i, one per next_edge
-  /// (an undefined Tensor where no gradient is needed).
-  virtual std::vector<Tensor> apply(const Tensor& grad_output) = 0;
+  /// (an undefined Tensor where no gradient is needed). Each op's node writes it beside its
+  /// static forward() (autograd/functions/), as torch.autograd.Function's forward/backward pair.
+  virtual std::vector<Tensor> backward(const Tensor& grad_output) = 0;
   /// PyTorch's class name for this node, e.g. "MulBackward0".
   virtual std::string name() const = 0;
   /// Frees saved tensors after a backward without retain_graph.
@@ -155,7 +158,7 @@ struct Node {
 struct AccumulateGrad : Node {
   std::weak_ptr<TensorImpl> leaf;
   std::string name() const override { return "torch::autograd::AccumulateGrad"; }
-  std::vector<Tensor> apply(const Tensor& grad) override;  // defined in engine.hpp
+  std::vector<Tensor> backward(const Tensor& grad) override;  // defined in engine.hpp
 };
 
 /// True when grad mode is on and any input requires grad: the op must record a node.

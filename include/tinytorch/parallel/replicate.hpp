@@ -34,7 +34,7 @@ namespace detail {
 struct BroadcastBackward : autograd::Node {
   Device device;  ///< the original parameter's device
   std::string name() const override { return "BroadcastBackward"; }
-  std::vector<Tensor> apply(const Tensor& grad) override;
+  std::vector<Tensor> backward(const Tensor& grad) override;
 };
 
 /// Throws unless every parameter and buffer of `module` lives on `device` (PyTorch's check).

@@ -12,7 +12,7 @@
 
 TT_NAMESPACE_BEGIN namespace parallel {
 
-TT_DECL std::vector<Tensor> detail::BroadcastBackward::apply(const Tensor& grad) { return {ops::to_device(grad, device)}; }
+TT_DECL std::vector<Tensor> detail::BroadcastBackward::backward(const Tensor& grad) { return {ops::to_device(grad, device)}; }
 
 TT_DECL std::vector<std::shared_ptr<nn::Module>> replicate(const nn::Module& module, const std::vector<Device>& devices) {
   TT_CHECK(!devices.empty(), "replicate: expected at least one device");

@@ -27,7 +27,7 @@ struct CheckpointFunction : autograd::Node {
 
   // y = fn(x)  =>  dx = (d fn / dx)^T dy, and d fn / d theta accumulated into theta.grad, both
   // from a backward through fn recomputed now.
-  std::vector<Tensor> apply(const Tensor& dy) override {
+  std::vector<Tensor> backward(const Tensor& dy) override {
     Tensor x = input.detach();  // a fresh leaf on x's data: the recomputed graph stops here
     if (input_requires_grad) x.requires_grad_(true);
     Tensor y;

@@ -41,7 +41,7 @@ struct Convolution : Node {
     n->need_db = b.defined() && b.requires_grad();
     return b.defined() ? set_history(out, n, {&x, &w, &b}) : set_history(out, n, {&x, &w});
   }
-  std::vector<Tensor> apply(const Tensor& dy) override {
+  std::vector<Tensor> backward(const Tensor& dy) override {
     auto [dx, dw, db] = ops::conv2d_backward(dy, x, w, stride, padding, dilation, groups, need_dx, need_dw, need_db);
     return {dx, dw, db};
   }
@@ -66,7 +66,7 @@ struct MaxPool2dWithIndices : Node {
     n->dtype = x.dtype();
     return {set_history(out, n, {&x}), idx};
   }
-  std::vector<Tensor> apply(const Tensor& dy) override {
+  std::vector<Tensor> backward(const Tensor& dy) override {
     return {ops::max_pool2d_backward(dy, indices, input_shape, dtype)};
   }
   void release_saved() override { indices = Tensor(); }

@@ -5,7 +5,7 @@
 // bounds, where.
 //
 // Each struct is a Node: a static forward() computes with ops/elementwise.hpp and records the
-// node when an input requires grad; apply() maps dy = d loss/d out to d loss/d input_i.
+// node when an input requires grad; backward() maps dy = d loss/d out to d loss/d input_i.
 // Broadcast inputs get their gradient summed back to their own shape (ops::sum_to). Derivatives,
 // as PyTorch's tools/autograd/derivatives.yaml and FunctionsManual.cpp (1.13), are written above
 // each node; those of the second group:
@@ -57,7 +57,7 @@ struct Add : Node {
     n->alpha = alpha;
     return record(out, n, {&a, &b});
   }
-  std::vector<Tensor> apply(const Tensor& dy) override {
+  std::vector<Tensor> backward(const Tensor& dy) override {
     Tensor db = ops::sum_to(dy, b_shape);
     return {ops::sum_to(dy, a_shape), alpha == 1 ? db : grad_math::scale(db, alpha)};
   }
@@ -75,7 +75,7 @@ struct Sub : Node {
     n->b_shape = b.sizes();
     return record(out, n, {&a, &b});
   }
-  std::vector<Tensor> apply(const Tensor& dy) override {
+  std::vector<Tensor> backward(const Tensor& dy) override {
     return {ops::sum_to(dy, a_shape), ops::sum_to(grad_math::neg(dy), b_shape)};
   }
 };
@@ -95,7 +95,7 @@ struct Mul : Node {
     n->sb = b.sizes();
     return record(out, n, {&a, &b});
   }
-  std::vector<Tensor> apply(const Tensor& dy) override {
+  std::vector<Tensor> backward(const Tensor& dy) override {
     Tensor da, db;
     if (b.defined()) da = ops::sum_to(grad_math::mul(dy, b), sa);
     if (a.defined()) db = ops::sum_to(grad_math::mul(dy, a), sb);
@@ -123,7 +123,7 @@ struct Div : Node {
     n->sb = b.sizes();
     return record(out, n, {&a, &b});
   }
-  std::vector<Tensor> apply(const Tensor& dy) override {
+  std::vector<Tensor> backward(const Tensor& dy) override {
     Tensor da = ops::sum_to(grad_math::div(dy, b), sa), db;
     if (a.defined()) db = ops::sum_to(grad_math::div(grad_math::mul(grad_math::neg(dy), a), grad_math::mul(b, b)), sb);
     return {da, db};
@@ -142,7 +142,7 @@ struct MulScalar : Node {
     n->s = s;
     return record(out, n, {&a});
   }
-  std::vector<Tensor> apply(const Tensor& dy) override { return {grad_math::scale(dy, s)}; }
+  std::vector<Tensor> backward(const Tensor& dy) override { return {grad_math::scale(dy, s)}; }
 };
 
 /// y = a / s (s a number)  =>  da = dy / s   (DivBackward1; DivBackward3 as div(a, s, None))
@@ -159,7 +159,7 @@ struct DivScalar : Node {
     n->s = s;
     return record(out, n, {&a});
   }
-  std::vector<Tensor> apply(const Tensor& dy) override { return {ops::scalar(dy, s, cpu::DivOp{}, "div")}; }
+  std::vector<Tensor> backward(const Tensor& dy) override { return {ops::scalar(dy, s, cpu::DivOp{}, "div")}; }
 };
 
 /// y = a + s  =>  da = dy   (AddBackward1; also a - s)
@@ -173,7 +173,7 @@ struct AddScalar : Node {
     n->node_name = node_name;
     return record(out, n, {&a});
   }
-  std::vector<Tensor> apply(const Tensor& dy) override { return {dy}; }
+  std::vector<Tensor> backward(const Tensor& dy) override { return {dy}; }
 };
 
 /// y = s - a  =>  da = -dy
@@ -184,7 +184,7 @@ struct RsubScalar : Node {
     if (!any_requires_grad({&a})) return out;
     return record(out, std::make_shared<RsubScalar>(), {&a});
   }
-  std::vector<Tensor> apply(const Tensor& dy) override { return {grad_math::neg(dy)}; }
+  std::vector<Tensor> backward(const Tensor& dy) override { return {grad_math::neg(dy)}; }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -199,7 +199,7 @@ struct Neg : Node {
     if (!any_requires_grad({&x})) return out;
     return record(out, std::make_shared<Neg>(), {&x});
   }
-  std::vector<Tensor> apply(const Tensor& dy) override { return {ops::unary(dy, cpu::NegOp{}, "neg")}; }
+  std::vector<Tensor> backward(const Tensor& dy) override { return {ops::unary(dy, cpu::NegOp{}, "neg")}; }
 };
 
 /// Which tensors a Pointwise node keeps: what its derivative reads (PyTorch saves exactly those, so
@@ -226,7 +226,7 @@ struct Pointwise : Node {
     if (saves != Saves::Input) n->y = n->save(out, /*is_output=*/true);
     return out;
   }
-  std::vector<Tensor> apply(const Tensor& dy0) override {
+  std::vector<Tensor> backward(const Tensor& dy0) override {
     const Tensor dy = ops::contiguous(dy0);
     Tensor dx = ops::make_tensor(dy.sizes(), dy.dtype(), dy.device());
     // A value the node did not save is never read by its Deriv: dy stands in for it.
@@ -315,7 +315,7 @@ struct MaximumMinimum : Node {
     n->sb = b.sizes();
     return record(out, n, {&a, &b});
   }
-  std::vector<Tensor> apply(const Tensor& dy0) override {
+  std::vector<Tensor> backward(const Tensor& dy0) override {
     const Tensor dy = ops::contiguous(dy0);
     const Tensor ac = ops::to_dtype(a, dy.dtype()), bc = ops::to_dtype(b, dy.dtype());
     const Tensor da = grad_math::pointwise3(dy, ac, bc, backend::MaxMinGradOp{is_max, true}, "maximum_backward");
@@ -346,7 +346,7 @@ struct PowTensor : Node {
     n->y = n->save(out, /*is_output=*/true);
     return out;
   }
-  std::vector<Tensor> apply(const Tensor& dy0) override {
+  std::vector<Tensor> backward(const Tensor& dy0) override {
     const Tensor dy = ops::contiguous(dy0), yc = ops::contiguous(ops::to_dtype(y, dy.dtype()));
     const Tensor ac = ops::to_dtype(a, dy.dtype()), bc = ops::to_dtype(b, dy.dtype());
     const Tensor da = grad_math::pointwise3(dy, ac, bc, backend::PowTensorGradAOp{}, "pow_backward");
@@ -373,7 +373,7 @@ struct PowScalarBase : Node {
     n->y = n->save(out, /*is_output=*/true);
     return out;
   }
-  std::vector<Tensor> apply(const Tensor& dy0) override {
+  std::vector<Tensor> backward(const Tensor& dy0) override {
     const Tensor dy = ops::contiguous(dy0);
     const Tensor yc = ops::contiguous(ops::to_dtype(y, dy.dtype())), bc = ops::contiguous(ops::to_dtype(b, dy.dtype()));
     const Tensor db = grad_math::pointwise3(dy, yc, bc, backend::PowScalarBaseGradOp{s, std::log(s)}, "pow_backward");
@@ -391,7 +391,7 @@ struct PowScalarBase : Node {
 struct NotImplemented : Node {
   std::string op;
   std::string name() const override { return "torch::autograd::NotImplemented"; }
-  std::vector<Tensor> apply(const Tensor&) override {
+  std::vector<Tensor> backward(const Tensor&) override {
     throw Error(tinytorch::detail::str_cat(op, ": derivative for aten::", op, " is not implemented"));
   }
 };
@@ -448,7 +448,7 @@ struct DivRounding : Node {
     n->sa = a.sizes(), n->ta = a.dtype(), n->da = a.device();
     return record(out, n, {&a});
   }
-  std::vector<Tensor> apply(const Tensor&) override {
+  std::vector<Tensor> backward(const Tensor&) override {
     std::vector<Tensor> g{zeros(sa, TensorOptions(ta).device(da))};
     if (!scalar) g.push_back(zeros(sb, TensorOptions(tb).device(db)));
     return g;
@@ -463,7 +463,7 @@ struct Trunc : Node {
     if (!any_requires_grad({&x})) return out;
     return record(out, std::make_shared<Trunc>(), {&x});
   }
-  std::vector<Tensor> apply(const Tensor& dy) override { return {zeros(dy.sizes(), TensorOptions(dy.dtype()).device(dy.device()))}; }
+  std::vector<Tensor> backward(const Tensor& dy) override { return {zeros(dy.sizes(), TensorOptions(dy.dtype()).device(dy.device()))}; }
 };
 
 /// y = remainder(a, b) = a - floor(a/b) b  or  fmod(a, b) = a - trunc(a/b) b
@@ -502,7 +502,7 @@ struct RemainderFmod : Node {
     n->sa = a.sizes();
     return record(out, n, {&a});
   }
-  std::vector<Tensor> apply(const Tensor& dy) override {
+  std::vector<Tensor> backward(const Tensor& dy) override {
     Tensor da = ops::sum_to(dy, sa);
     if (scalar || !b.defined()) return {da, Tensor()};
     const Tensor ac = ops::to_dtype(a, dy.dtype()), bc = ops::to_dtype(b, dy.dtype());
@@ -535,7 +535,7 @@ struct ClampScalar : Node {
     n->node_name = node_name;
     return record(out, n, {&x});
   }
-  std::vector<Tensor> apply(const Tensor& dy0) override {
+  std::vector<Tensor> backward(const Tensor& dy0) override {
     const Tensor dy = ops::contiguous(dy0), xc = ops::contiguous(ops::to_dtype(x, dy.dtype()));
     dispatch_floating(dy.dtype(), "clamp_backward", [](auto) {});  // float only (int64 has no gradient)
     const Tensor dx = ops::binary(dy, xc, backend::ClampScalarGradOp{lo.has_value(), hi.has_value(), lo ? *lo : 0.0,
@@ -568,7 +568,7 @@ struct ClampTensor : Node {
     if (!hi.defined()) return record(out, n, {&x, &lo});
     return record(out, n, {&x, &lo, &hi});
   }
-  std::vector<Tensor> apply(const Tensor& dy0) override {
+  std::vector<Tensor> backward(const Tensor& dy0) override {
     const Tensor dy = ops::contiguous(dy0);
     const Shape& shape = dy.sizes();
     const bool has_lo = lo.defined(), has_hi = hi.defined();
@@ -607,7 +607,7 @@ struct Where : Node {
     n->sb = b.sizes();
     return record(out, n, {&a, &b});
   }
-  std::vector<Tensor> apply(const Tensor& dy) override {
+  std::vector<Tensor> backward(const Tensor& dy) override {
     const Tensor zero = ops::scalar_as_tensor(0.0, dy.dtype(), dy.device());
     return {ops::sum_to(ops::where(cond, dy, zero), sa), ops::sum_to(ops::where(cond, zero, dy), sb)};
   }

@@ -27,7 +27,7 @@ struct Mm : Node {
     if (a.requires_grad()) n->b = n->save(b);
     return record(out, n, {&a, &b});
   }
-  std::vector<Tensor> apply(const Tensor& dy) override {
+  std::vector<Tensor> backward(const Tensor& dy) override {
     Tensor da, db;
     if (b.defined()) da = ops::mm(dy, ops::transpose(b, 0, 1));
     if (a.defined()) db = ops::mm(ops::transpose(a, 0, 1), dy);
@@ -62,7 +62,7 @@ struct Linear : Node {
     n->has_bias = b.defined();
     return b.defined() ? record(out, n, {&x, &w, &b}) : record(out, n, {&x, &w});
   }
-  std::vector<Tensor> apply(const Tensor& dy) override {
+  std::vector<Tensor> backward(const Tensor& dy) override {
     Tensor dx, dw, db;
     if (w.defined()) dx = ops::mm(dy, w);
     if (x.defined()) dw = ops::mm(ops::transpose(dy, 0, 1), x);
@@ -84,7 +84,7 @@ struct Bmm : Node {
     if (a.requires_grad()) n->b = n->save(b);
     return record(out, n, {&a, &b});
   }
-  std::vector<Tensor> apply(const Tensor& dy) override {
+  std::vector<Tensor> backward(const Tensor& dy) override {
     Tensor da, db;
     if (b.defined()) da = ops::bmm(dy, ops::transpose(b, 1, 2));
     if (a.defined()) db = ops::bmm(ops::transpose(a, 1, 2), dy);

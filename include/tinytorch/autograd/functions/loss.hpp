@@ -41,7 +41,7 @@ struct MseLoss : Node {
     n->reduction = reduction;
     return record(out, n, {&x, &t});
   }
-  std::vector<Tensor> apply(const Tensor& dy) override {
+  std::vector<Tensor> backward(const Tensor& dy) override {
     double scale = reduction == Reduction::Mean ? 2.0 / static_cast<double>(diff.numel()) : 2.0;
     Tensor dx = reduction == Reduction::None ? grad_math::scale(grad_math::mul(diff, dy), 2.0)
                                               : grad_math::mul(diff, grad_math::scale(dy, scale));
@@ -144,7 +144,7 @@ struct NllLoss : Node {
     n->total_weight = total_weight;
     return record(out, n, {&x});
   }
-  std::vector<Tensor> apply(const Tensor& dy) override {
+  std::vector<Tensor> backward(const Tensor& dy) override {
     // dx[i, c] = hit[i, c] ? g_i * -w[t_i] : 0, with g_i = dy[i] (none), dy (sum), dy / total_weight (mean)
     const int64_t N = hit.sizes()[0];
     Tensor g = reduction == Reduction::None ? ops::reshape(dy, {N, 1})

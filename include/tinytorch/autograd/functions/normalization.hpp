@@ -123,7 +123,7 @@ struct NativeBatchNorm : Node {
 
   // g = dy * w;  dx = invstd (g - mean(g) - xhat mean(g xhat))  [batch stats]  or  invstd g  [given]
   // dweight_c = sum dy xhat,  dbias_c = sum dy
-  std::vector<Tensor> apply(const Tensor& dy0) override {
+  std::vector<Tensor> backward(const Tensor& dy0) override {
     const Tensor dy = ops::contiguous(dy0);
     const bool need_dx = next_edges[0].fn != nullptr;
     const bool need_dw = next_edges.size() > 1 && next_edges[1].fn != nullptr;
@@ -217,7 +217,7 @@ struct NativeLayerNorm : Node {
 
   // g = dy * w;  dx = rstd (g - mean_k(g) - xhat mean_k(g xhat));  dweight_k = sum_m dy xhat,
   // dbias_k = sum_m dy
-  std::vector<Tensor> apply(const Tensor& dy0) override {
+  std::vector<Tensor> backward(const Tensor& dy0) override {
     const Tensor dy = ops::contiguous(dy0);
     const bool need_dx = next_edges[0].fn != nullptr;
     const bool need_dw = next_edges.size() > 1 && next_edges[1].fn != nullptr;

@@ -50,7 +50,7 @@ struct SumMean : Node {
   }
   // y = sum over dims of x  =>  dx = dy with the reduced dims put back (size 1) and expanded;
   // mean: times 1/n, n the number of elements summed into each output.
-  std::vector<Tensor> apply(const Tensor& dy) override {
+  std::vector<Tensor> backward(const Tensor& dy) override {
     Tensor g = dy;
     if (!all && !keepdim && !in_shape.empty())
       for (int64_t d : dims) g = ops::unsqueeze(g, d);  // ascending: each lands at its place
@@ -108,7 +108,7 @@ struct Max : Node {
     n->y = n->save(values, /*is_output=*/true);  // a detached handle: `values` itself would be a cycle
     return values;
   }
-  std::vector<Tensor> apply(const Tensor& dy) override {
+  std::vector<Tensor> backward(const Tensor& dy) override {
     if (all) {
       // PyTorch's evenly_distribute_backward: the elements equal to the result share dy; when the
       // result is NaN, the NaNs share it (x == NaN would match nothing and make 0/0).
@@ -184,7 +184,7 @@ struct AmaxAmin : Node {
     n->y = ops::reshape(n->save(out, /*is_output=*/true), n->keep_shape);
     return out;
   }
-  std::vector<Tensor> apply(const Tensor& dy) override {
+  std::vector<Tensor> backward(const Tensor& dy) override {
     Tensor g = ops::reshape(dy, keep_shape);
     Tensor mask = ops::to_dtype(ops::binary(x, y, cpu::EqOp{}, "amax_backward", true), dy.dtype());
     Tensor count = ops::sum_to(mask, keep_shape);

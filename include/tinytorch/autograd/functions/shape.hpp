@@ -32,7 +32,7 @@ struct Reshape : Node {
     if (!must_view && out.impl()->storage != x.impl()->storage) n->node_name = "UnsafeViewBackward0";
     return record(out, n, {&x});
   }
-  std::vector<Tensor> apply(const Tensor& dy) override { return {ops::reshape(dy, in_shape)}; }
+  std::vector<Tensor> backward(const Tensor& dy) override { return {ops::reshape(dy, in_shape)}; }
 };
 
 /// y = x with dims d0, d1 swapped  =>  dx = dy with them swapped back
@@ -49,7 +49,7 @@ struct Transpose : Node {
     n->node_name = node_name;
     return record(out, n, {&x});
   }
-  std::vector<Tensor> apply(const Tensor& dy) override { return {ops::transpose(dy, d0, d1)}; }
+  std::vector<Tensor> backward(const Tensor& dy) override { return {ops::transpose(dy, d0, d1)}; }
 };
 
 /// y = x.permute(p)  =>  dx = dy.permute(p^-1)
@@ -64,7 +64,7 @@ struct Permute : Node {
     for (size_t i = 0; i < dims.size(); ++i) n->inverse[wrap_dim(dims[i], x.dim(), "permute")] = i;
     return record(out, n, {&x});
   }
-  std::vector<Tensor> apply(const Tensor& dy) override { return {ops::permute(dy, inverse)}; }
+  std::vector<Tensor> backward(const Tensor& dy) override { return {ops::permute(dy, inverse)}; }
 };
 
 /// unsqueeze / squeeze / expand: y has x's data in another shape  =>  dx = sum_to(dy, x.shape)
@@ -79,7 +79,7 @@ struct ShapeOnly : Node {
     n->in_shape = x.sizes();
     return record(out, n, {&x});
   }
-  std::vector<Tensor> apply(const Tensor& dy) override {
+  std::vector<Tensor> backward(const Tensor& dy) override {
     // expand: sum the broadcast dims; (un)squeeze: same numel, a reshape suffices
     if (dy.numel() == numel_of(in_shape)) return {ops::reshape(dy, in_shape)};
     return {ops::sum_to(dy, in_shape)};
@@ -104,7 +104,7 @@ struct Slice : Node {
     n->select = select;
     return record(out, n, {&x});
   }
-  std::vector<Tensor> apply(const Tensor& dy) override {
+  std::vector<Tensor> backward(const Tensor& dy) override {
     Tensor dx = zeros(in_shape, TensorOptions(dy.dtype()).device(dy.device()));
     Tensor part = select ? ops::select(dx, dim, start) : ops::narrow(dx, dim, start, length);
     ops::binary_(part, dy, backend::SecondOp{}, "slice_backward");
@@ -127,7 +127,7 @@ struct Copy : Node {
     n->node_name = node_name;
     return record(out, n, {&x});
   }
-  std::vector<Tensor> apply(const Tensor& dy) override {
+  std::vector<Tensor> backward(const Tensor& dy) override {
     return {ops::to_device(ops::to_dtype(dy, in_dtype), in_device)};
   }
 };
@@ -137,7 +137,7 @@ struct Cat : Node {
   std::vector<int64_t> sizes;
   int64_t dim = 0;
   std::string name() const override { return "CatBackward0"; }
-  std::vector<Tensor> apply(const Tensor& dy) override {
+  std::vector<Tensor> backward(const Tensor& dy) override {
     std::vector<Tensor> out;
     int64_t start = 0;
     for (int64_t s : sizes) {

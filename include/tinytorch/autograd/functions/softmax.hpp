@@ -39,7 +39,7 @@ struct Softmax : Node {
     n->y = n->save(out, /*is_output=*/true);
     return out;
   }
-  std::vector<Tensor> apply(const Tensor& dy0) override {
+  std::vector<Tensor> backward(const Tensor& dy0) override {
     const Tensor dy = ops::contiguous(dy0);
     Tensor dx = ops::make_tensor(dy.sizes(), dy.dtype(), dy.device());
     auto sp = ops::detail::split_dim(dy.sizes(), dy.dim() ? dim : -1, true);

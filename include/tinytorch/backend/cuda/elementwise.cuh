@@ -1,5 +1,5 @@
 // tinytorch/backend/cuda/elementwise.cuh — elementwise CUDA kernels: unary, binary (with
-// broadcasting), scalar, compare, ternary, copy/cast/contiguous, fill and arange.
+// broadcasting), scalar, compare, ternary, copy/cast/contiguous and fill.
 //
 // The CUDA twins of backend/cpu/elementwise.hpp: the launchers below have
 // the SAME names and signatures as the CPU loops (unary_kernel, binary_kernel, scalar_kernel,
@@ -130,11 +130,6 @@ template <class T>
 __global__ void fill(T* out, int64_t n, T value) {
   TT_GRID_STRIDE_LOOP(i, n) out[i] = value;
 }
-/// out[i] = T(start + step * i), in double as ops/creation.hpp's arange.
-template <class T>
-__global__ void arange(T* out, int64_t n, double start, double step) {
-  TT_GRID_STRIDE_LOOP(i, n) out[i] = static_cast<T>(start + step * static_cast<double>(i));
-}
 
 }  // namespace kernels
 
@@ -248,13 +243,6 @@ template <class T>
 void fill_kernel(T* out, int64_t n, T value) {
   if (n <= 0) return;
   launch_kernel("fill", kernels::fill<T>, grid_1d(n), dim3(detail::kElementwiseThreads), 0, out, n, value);
-}
-/// out[i] = T(start + step * i) computed in double, as ops/creation.hpp's arange (no CPU twin).
-/// (nvcc may contract start + step * i into one fma: a float64 result can differ in the last bit.)
-template <class T>
-void arange_kernel(T* out, int64_t n, double start, double step) {
-  if (n <= 0) return;
-  launch_kernel("arange", kernels::arange<T>, grid_1d(n), dim3(detail::kElementwiseThreads), 0, out, n, start, step);
 }
 
 // ---- the in-place kernel (twin of cpu::binary_inplace_kernel) -----------

@@ -7,7 +7,7 @@
 //   sum:  out[o, i] = scale * sum_k x[o, k, i]       (scale 1 for sum, 1/n for mean)
 //   max:  values[o, i] = max_k x[o, k, i], indices[o, i] = the first k attaining it; a NaN wins
 //         (the first NaN), as PyTorch and the CPU twin (extreme_dim_kernel); min likewise.
-// "Over everything" is the same with outer = inner = 1 (sum_all_kernel, max_all_kernel).
+// "Over everything" is the same with outer = inner = 1.
 // Sums accumulate in cpu::acc_t<T> (double for float32, the type itself otherwise; int64 wraps
 // modulo 2^64 through cpu::AddOp), so results equal the CPU's within rounding, not bitwise (the
 // order of additions differs).
@@ -204,13 +204,6 @@ void sum_dim_kernel(const T* x, T* out, int64_t outer, int64_t n, int64_t inner,
   if (inner == 1) sum_dim_kernel_fast(x, out, outer, n, inner, scale);
   else sum_dim_kernel_naive(x, out, outer, n, inner, scale);
 }
-/// out[0] = scale * sum of the n elements of x (sum(), mean(); no CPU twin: the ops layer calls
-/// cpu::sum_dim_kernel with outer = inner = 1). One block: fine for the sizes a test or an MLP's
-/// loss reduces; a two-pass grid reduction is future work.
-template <class T>
-void sum_all_kernel(const T* x, T* out, int64_t n, double scale) {
-  sum_dim_kernel_fast(x, out, 1, n, 1, scale);
-}
 
 /// extreme_dim_kernel with the block-per-row kernel (tests; any inner).
 template <class T, class Better>
@@ -249,11 +242,6 @@ void max_dim_kernel(const T* x, T* values, int64_t* indices, int64_t outer, int6
 template <class T>
 void min_dim_kernel(const T* x, T* values, int64_t* indices, int64_t outer, int64_t n, int64_t inner) {
   extreme_dim_kernel(x, values, indices, outer, n, inner, std::less<T>());
-}
-/// max() / argmax() over all n elements (no CPU twin: the ops layer uses outer = inner = 1).
-template <class T>
-void max_all_kernel(const T* x, T* value, int64_t* index, int64_t n) {
-  extreme_dim_kernel_fast(x, value, index, 1, n, 1, std::greater<T>());
 }
 
 }  TT_NAMESPACE_END  // namespace tinytorch::backend::cuda
