@@ -35,15 +35,16 @@
 #      Chromium checks it; about 5 s + 30 s of CPU, skipped without doxygen/chromium).
 # MPI tests are RUN_SERIAL, so -j2 never runs two mpiruns at once. GPU tests that find no GPU
 # show as "Skipped" (exit 77). Exits non-zero when any step fails.
-# Cost (fresh clone of 628d19d, 2026-12-02, packages installed, 2 idle cores): 28 min 16 s wall.
-# An earlier run (98fec49, a compiler launcher timing every TU, some other work on the cores: 37 min
-# 41 s) measured 52 min of CPU compiling: step 2 39 CPU-min; step 3 3.6 CPU-min (now ~1: the TSan
-# stage's unit_tests holds only the [threads] files) + 11 s of tests; steps 4+5 9.3 CPU-min + a
-# 4.7-min ctest (the 30 s of fuzzing beside the unit tests); step 6's ctest 3.6 min. What keeps it there: the test files
-# are compiled as few TUs (build/bin/unit_tests, test_cuda_sim_suite, test_cuda_nvcc: each test TU
-# instantiates most of the library, ~40-90 CPU-s), and train_mnist_cuda/bench_cuda are not built
-# here (-DTINYTORCH_BUILD_CUDA_PROGRAMS=OFF below). Before that (stop 17's CI) it ran past 63 min.
-# TT_SKIP_ASAN=1 TT_SKIP_FUZZ=1 save about a quarter of the whole.
+# Cost (fresh clone of 8552c01, 2026-12-04, packages installed, 2 cores, a little other work):
+# 24 min 30 s wall, 33 min of user CPU. Steps 2-3: the main build and TSan in ~13 min; steps
+# 4+5 ~4 min of build and a 3.2-min ctest; step 6's ctest 3.4 min. What keeps it there: the
+# library's bodies are compiled once per build mode (src/tinytorch.cpp: tinytorch::compiled for
+# the tests, tt_programs_compiled(_sim) for the examples and benches, -march=native), each test
+# file is its own TU at -O0 against it (tests/CMakeLists.txt), the CUDA test files are compiled as
+# one TU per mode (test_cuda_sim_suite, test_cuda_nvcc: they call the inline internals), and
+# train_mnist_cuda/bench_cuda are not built here (-DTINYTORCH_BUILD_CUDA_PROGRAMS=OFF below).
+# Earlier: 28-45 min with one generated unit-test TU and header-only programs; past 63 min
+# before that (stop 17's CI). TT_SKIP_ASAN=1 TT_SKIP_FUZZ=1 save about a quarter of the whole.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
