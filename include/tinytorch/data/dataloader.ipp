@@ -11,9 +11,11 @@
 
 TT_NAMESPACE_BEGIN namespace data {
 
-TT_DECL detail::PrefetchWorkers::PrefetchWorkers(std::shared_ptr<Dataset> dataset, std::shared_ptr<const std::vector<int64_t>> indices,
-                  size_t batch_size, size_t num_batches, size_t num_workers, size_t window) : dataset_(std::move(dataset)), indices_(std::move(indices)), batch_size_(batch_size),
-        num_batches_(num_batches), slots_(std::max<size_t>(1, std::min(window, num_batches))) {
+TT_DECL detail::PrefetchWorkers::PrefetchWorkers(std::shared_ptr<Dataset> dataset,
+    std::shared_ptr<const std::vector<int64_t>> indices, size_t batch_size, size_t num_batches, size_t num_workers,
+    size_t window)
+    : dataset_(std::move(dataset)), indices_(std::move(indices)), batch_size_(batch_size), num_batches_(num_batches),
+      slots_(std::max<size_t>(1, std::min(window, num_batches))) {
   const size_t n = std::min(num_workers, num_batches);  // more threads than batches would idle
   threads_.reserve(n);
   for (size_t i = 0; i < n; ++i) {

@@ -1,4 +1,5 @@
-// tinytorch/nn/module.ipp — the bodies of module.hpp: registration, named_parameters, state_dict, load_state_dict, to, repr, clone_module_tensor.
+// tinytorch/nn/module.ipp — the bodies of module.hpp: registration, named_parameters, state_dict,
+// load_state_dict, to, repr, clone_module_tensor.
 //
 // Not a header to include: module.hpp includes it at its end in a header-only build, and
 // <tinytorch/src.hpp> compiles it once with -DTINYTORCH_SEPARATE_COMPILATION (TT_DECL,
@@ -188,8 +189,8 @@ TT_DECL std::vector<Tensor> Module::values(const std::vector<std::pair<std::stri
   return out;
 }
 
-TT_DECL void Module::collect(std::vector<std::pair<std::string, Tensor>>& out, const std::string& prefix, bool recurse,
-               bool params) const {
+TT_DECL void Module::collect(std::vector<std::pair<std::string, Tensor>>& out, const std::string& prefix,
+    bool recurse, bool params) const {
   for (auto& [n, t] : params ? params_ : buffers_)
     if (t.defined()) out.emplace_back(prefix + n, t);
   if (recurse)

@@ -74,7 +74,8 @@ TT_DECL void LRScheduler::load_state_dict(const std::vector<std::pair<std::strin
   read_state(reader, "", true);
 }
 
-TT_DECL LRScheduler::LRScheduler(Optimizer& optimizer, int64_t last_epoch) : last_epoch(last_epoch), optimizer_(&optimizer) {
+TT_DECL LRScheduler::LRScheduler(Optimizer& optimizer, int64_t last_epoch)
+    : last_epoch(last_epoch), optimizer_(&optimizer) {
   auto& groups = optimizer.param_groups();
   for (size_t i = 0; i < groups.size(); ++i) {
     if (last_epoch == -1) {
@@ -87,7 +88,8 @@ TT_DECL LRScheduler::LRScheduler(Optimizer& optimizer, int64_t last_epoch) : las
   }
 }
 
-TT_DECL void LRScheduler::append_state(std::vector<std::pair<std::string, Tensor>>& out, const std::string& prefix) const {
+TT_DECL void LRScheduler::append_state(std::vector<std::pair<std::string, Tensor>>& out,
+    const std::string& prefix) const {
   out.emplace_back(prefix + "last_epoch", detail::int_scalar(last_epoch));
   out.emplace_back(prefix + "_step_count", detail::int_scalar(step_count_));
   out.emplace_back(prefix + "base_lrs", detail::reals_tensor(base_lrs));
@@ -139,9 +141,10 @@ TT_DECL std::vector<double> LRScheduler::group_lrs() const {
   return out;
 }
 
-TT_DECL LinearLR::LinearLR(Optimizer& optimizer, double start_factor, double end_factor,
-                    int64_t total_iters, int64_t last_epoch) : LRScheduler(optimizer, last_epoch), start_factor(start_factor), end_factor(end_factor),
-        total_iters(total_iters) {
+TT_DECL LinearLR::LinearLR(Optimizer& optimizer, double start_factor, double end_factor, int64_t total_iters,
+    int64_t last_epoch)
+    : LRScheduler(optimizer, last_epoch), start_factor(start_factor), end_factor(end_factor),
+      total_iters(total_iters) {
   TT_CHECK(!(start_factor > 1.0 || start_factor <= 0),
            "Starting multiplicative factor expected to be greater than 0 and less or equal to 1.");
   TT_CHECK(!(end_factor > 1.0 || end_factor < 0), "Ending multiplicative factor expected to be between 0 and 1.");
@@ -192,12 +195,14 @@ TT_DECL std::optional<std::vector<double>> LinearLR::closed_form_lr() const {
   return lrs;
 }
 
-TT_DECL CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min, int64_t last_epoch) : LRScheduler(optimizer, last_epoch), T_max(T_max), eta_min(eta_min) {
+TT_DECL CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min, int64_t last_epoch)
+    : LRScheduler(optimizer, last_epoch), T_max(T_max), eta_min(eta_min) {
   TT_CHECK(T_max > 0, "CosineAnnealingLR: T_max must be positive, got ", T_max);
   initial_step();
 }
 
-TT_DECL void CosineAnnealingLR::append_state(std::vector<std::pair<std::string, Tensor>>& out, const std::string& prefix) const {
+TT_DECL void CosineAnnealingLR::append_state(std::vector<std::pair<std::string, Tensor>>& out,
+    const std::string& prefix) const {
   LRScheduler::append_state(out, prefix);
   out.emplace_back(prefix + "T_max", detail::int_scalar(T_max));
   out.emplace_back(prefix + "eta_min", detail::real_scalar(eta_min));
@@ -235,7 +240,8 @@ TT_DECL std::optional<std::vector<double>> CosineAnnealingLR::closed_form_lr() c
   return lrs;
 }
 
-TT_DECL StepLR::StepLR(Optimizer& optimizer, int64_t step_size, double gamma, int64_t last_epoch) : LRScheduler(optimizer, last_epoch), step_size(step_size), gamma(gamma) {
+TT_DECL StepLR::StepLR(Optimizer& optimizer, int64_t step_size, double gamma, int64_t last_epoch)
+    : LRScheduler(optimizer, last_epoch), step_size(step_size), gamma(gamma) {
   TT_CHECK(step_size > 0, "StepLR: step_size must be positive, got ", step_size);
   initial_step();
 }
@@ -271,7 +277,8 @@ TT_DECL std::optional<std::vector<double>> StepLR::closed_form_lr() const {
 }
 
 TT_DECL SequentialLR::SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,
-               std::vector<int64_t> milestones, int64_t last_epoch) : LRScheduler(optimizer, -1), schedulers_(std::move(schedulers)), milestones_(std::move(milestones)) {
+    std::vector<int64_t> milestones, int64_t last_epoch)
+    : LRScheduler(optimizer, -1), schedulers_(std::move(schedulers)), milestones_(std::move(milestones)) {
   TT_CHECK(!schedulers_.empty(), "SequentialLR expects at least one scheduler, but got no scheduler.");
   for (size_t i = 0; i < schedulers_.size(); ++i) {
     TT_CHECK(schedulers_[i] != nullptr, "SequentialLR: scheduler at index ", i, " is null");
@@ -303,7 +310,8 @@ TT_DECL void SequentialLR::step() {
   last_lr_ = scheduler.get_last_lr();
 }
 
-TT_DECL void SequentialLR::append_state(std::vector<std::pair<std::string, Tensor>>& out, const std::string& prefix) const {
+TT_DECL void SequentialLR::append_state(std::vector<std::pair<std::string, Tensor>>& out,
+    const std::string& prefix) const {
   out.emplace_back(prefix + "last_epoch", detail::int_scalar(last_epoch));
   out.emplace_back(prefix + "_last_lr", detail::reals_tensor(last_lr_));
   Tensor m = empty({static_cast<int64_t>(milestones_.size())}, kInt64);

@@ -1,4 +1,5 @@
-// tinytorch/optim/optimizer.ipp — the bodies of optimizer.hpp: step_impl, zero_grad, state_dict and load_state_dict, add_group.
+// tinytorch/optim/optimizer.ipp — the bodies of optimizer.hpp: step_impl, zero_grad, state_dict,
+// load_state_dict, add_group.
 //
 // Not a header to include: optimizer.hpp includes it at its end in a header-only build, and
 // <tinytorch/src.hpp> compiles it once with -DTINYTORCH_SEPARATE_COMPILATION (TT_DECL,
@@ -225,7 +226,8 @@ TT_DECL Tensor Optimizer::group_value(const ParamGroup& g, const std::string& na
   return scalar_tensor(v, kFloat64);
 }
 
-TT_DECL void Optimizer::set_group_value(ParamGroup& g, const std::string& name, const Tensor& t, const std::string& key) {
+TT_DECL void Optimizer::set_group_value(ParamGroup& g, const std::string& name, const Tensor& t,
+    const std::string& key) {
   if (name == "betas") {
     TT_CHECK(t.numel() == 2, "Optimizer.load_state_dict: ", key, " must hold two numbers, got shape ",
              shape_str(t.sizes()));
