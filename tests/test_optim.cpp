@@ -21,6 +21,7 @@
 #include <memory>
 #include <vector>
 
+#include <tinytorch/backend/cpu/optim.hpp>  // sgd_kernel, adam_kernel (the fast loops)
 #include <tinytorch/tinytorch.hpp>
 
 #include "../examples/optimizer_memory.hpp"
@@ -373,7 +374,7 @@ void check_sgd_twins(DType dtype, double tol) {
     Tensor buf_fast = empty({37}, dtype), buf_naive;
     for (int step = 0; step < 4; ++step) {
       Tensor g = randn({37}, dtype, &gen);
-      optim::sgd_kernel<T>(p_fast.data_ptr<T>(), g.data_ptr<T>(), buf_fast.data_ptr<T>(), 37, c.lr, c.momentum, c.dampening,
+      backend::cpu::sgd_kernel<T>(p_fast.data_ptr<T>(), g.data_ptr<T>(), buf_fast.data_ptr<T>(), 37, c.lr, c.momentum, c.dampening,
                     c.weight_decay, c.nesterov, step == 0);
       optim::sgd_naive(p_naive, g, buf_naive, c.lr, c.momentum, c.dampening, c.weight_decay, c.nesterov);
     }
@@ -403,7 +404,7 @@ void check_adam_twins(DType dtype, double tol) {
     optim::ParamState st;
     for (int64_t step = 1; step <= 4; ++step) {
       Tensor g = randn({29}, dtype, &gen);
-      optim::adam_kernel<T>(p_fast.data_ptr<T>(), g.data_ptr<T>(), m.data_ptr<T>(), v.data_ptr<T>(),
+      backend::cpu::adam_kernel<T>(p_fast.data_ptr<T>(), g.data_ptr<T>(), m.data_ptr<T>(), v.data_ptr<T>(),
                             c.amsgrad ? vmax.data_ptr<T>() : nullptr, 29, step, c.lr, c.beta1, c.beta2, c.eps,
                             c.weight_decay, c.amsgrad, c.decoupled);
       optim::adam_naive(p_naive, g, st, c.lr, c.beta1, c.beta2, c.eps, c.weight_decay, c.amsgrad, c.decoupled);

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """tests/backend/check_cuda_functions.py -- ctest cuda_backend_functions: backend/cuda has the CPU's launchers.
 
-Issue 7 (item 2) and CUDA.md §5: every launcher of include/tinytorch/backend/cpu/*.hpp (and the optimizer
-loops sgd_kernel/adam_kernel of optim/) has a twin in include/tinytorch/backend/cuda/*.cuh with the SAME
+Issue 7 (item 2) and CUDA.md §5: every launcher of include/tinytorch/backend/cpu/*.hpp (the optimizer
+loops sgd_kernel/adam_kernel of backend/cpu/optim.hpp included) has a twin in include/tinytorch/backend/cuda/*.cuh with the SAME
 name and the same signature (template header, return type, parameter types; parameter names and
 `inline` do not count), so that ops/dispatch.hpp can forward one argument list to either backend.
 A CPU function without a twin fails the test unless it is in ALLOWED_MISSING below, with the reason.
@@ -43,9 +43,8 @@ ALLOWED_MISSING = {
     "gemm_serial": "host single-thread path",
 }
 
-CPU_FILES = ["backend/cpu/*.hpp", "optim/sgd.hpp", "optim/adam.hpp"]
+CPU_FILES = ["backend/cpu/*.hpp"]
 CUDA_FILES = ["backend/cuda/*.cuh"]
-CPU_FUNCS_IN_OPTIM = {"sgd_kernel", "adam_kernel"}  # optim/*.hpp define more; only these are launchers
 SKIP_NAMESPACES = {"detail", "kernels", "gemm_shape", "sim"}
 
 
@@ -156,16 +155,12 @@ def collect(root, patterns, backend):
                 parts = [p for p in ns.replace("::", " ").split()]
                 if any(p in SKIP_NAMESPACES for p in parts):
                     continue
-                if path.parent.name == "optim":
-                    pass
-                elif f"backend {backend}" not in " ".join(parts):
+                if f"backend {backend}" not in " ".join(parts):
                     continue
                 sig = signature(decl)
                 if not sig:
                     continue
                 name, text = sig
-                if path.parent.name == "optim" and name not in CPU_FUNCS_IN_OPTIM:
-                    continue
                 found.setdefault(name, []).append((str(path.relative_to(root)), text))
     return found
 

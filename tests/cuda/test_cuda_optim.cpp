@@ -1,8 +1,9 @@
 // tests/cuda/test_cuda_optim.cpp — backend/cuda/optim.cuh against the optimizers' CPU loops.
 //
 // Three consecutive steps of cuda::sgd_kernel / cuda::adam_kernel on device buffers, of the same
-// functors on the host (sgd_on_host / adam_on_host, the naive twins), and of optim::sgd_kernel /
-// optim::adam_kernel (what SGD::step / Adam::step run for dense CPU parameters), from the same
+// functors on the host (sgd_on_host / adam_on_host, the naive twins), and of cpu::sgd_kernel /
+// cpu::adam_kernel (backend/cpu/optim.hpp: what SGD::step / Adam::step run for dense CPU
+// parameters), from the same
 // parameters, gradients and state: params and every state buffer must agree after each step.
 // Options: SGD with momentum 0 / 0.9, dampening, Nesterov, weight decay; Adam and AdamW, with and
 // without AMSGrad and weight decay; float32 and float64; n in {1, 7, 33, 129, 1000}.
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include <tinytorch/backend/cpu/optim.hpp>
 #include <tinytorch/backend/cuda/optim.cuh>
 #include <tinytorch/optim/adam.hpp>
 #include <tinytorch/optim/sgd.hpp>
@@ -38,7 +40,7 @@ struct SgdCase {
 };
 
 
-TEMPLATE_TEST_CASE("cuda sgd_kernel matches optim::sgd_kernel over three steps", "[cuda][cuda_optim]", float, double) {
+TEMPLATE_TEST_CASE("cuda sgd_kernel matches cpu::sgd_kernel over three steps", "[cuda][cuda_optim]", float, double) {
   using T = TestType;
   const SgdCase cases[] = {{0.1, 0.0, 0.0, 0.0, false}, {0.1, 0.0, 0.0, 0.01, false}, {0.05, 0.9, 0.0, 0.0, false},
                            {0.05, 0.9, 0.1, 0.01, false}, {0.05, 0.9, 0.0, 0.01, true}};
@@ -57,7 +59,7 @@ TEMPLATE_TEST_CASE("cuda sgd_kernel matches optim::sgd_kernel over three steps",
         T* bc = c.momentum != 0 ? b_cpu.data() : nullptr;
         T* bh = c.momentum != 0 ? b_host.data() : nullptr;
         T* bd = c.momentum != 0 ? b_dev.data() : nullptr;
-        optim::sgd_kernel<T>(p_cpu.data(), g.data(), bc, n, c.lr, c.momentum, c.dampening, c.weight_decay, c.nesterov, first);
+        tinytorch::backend::cpu::sgd_kernel<T>(p_cpu.data(), g.data(), bc, n, c.lr, c.momentum, c.dampening, c.weight_decay, c.nesterov, first);
         gpu::sgd_on_host<T>(p_host.data(), g.data(), bh, n, c.lr, c.momentum, c.dampening, c.weight_decay, c.nesterov, first);
         gpu::sgd_kernel<T>(p_dev.data(), g_dev.data(), bd, n, c.lr, c.momentum, c.dampening, c.weight_decay, c.nesterov,
                            first);
@@ -72,7 +74,7 @@ TEMPLATE_TEST_CASE("cuda sgd_kernel matches optim::sgd_kernel over three steps",
     }
 }
 
-TEMPLATE_TEST_CASE("cuda adam_kernel matches optim::adam_kernel over three steps (Adam, AdamW, AMSGrad)",
+TEMPLATE_TEST_CASE("cuda adam_kernel matches cpu::adam_kernel over three steps (Adam, AdamW, AMSGrad)",
                    "[cuda][cuda_optim]", float, double) {
   using T = TestType;
   for (bool decoupled : {false, true})
@@ -89,7 +91,7 @@ TEMPLATE_TEST_CASE("cuda adam_kernel matches optim::adam_kernel over three steps
           for (int64_t step = 1; step <= 3; ++step) {
             const auto g = make_values<T>(n, 4000 + 10 * n + step, -1, 1);
             g_dev.upload(g);
-            optim::adam_kernel<T>(p_cpu.data(), g.data(), m_cpu.data(), v_cpu.data(), amsgrad ? vmax_cpu.data() : nullptr,
+            tinytorch::backend::cpu::adam_kernel<T>(p_cpu.data(), g.data(), m_cpu.data(), v_cpu.data(), amsgrad ? vmax_cpu.data() : nullptr,
                                   n, step, lr, beta1, beta2, eps, wd, amsgrad, decoupled);
             gpu::adam_on_host<T>(p_host.data(), g.data(), m_host.data(), v_host.data(),
                                  amsgrad ? vmax_host.data() : nullptr, n, step, lr, beta1, beta2, eps, wd, amsgrad,

@@ -136,8 +136,8 @@ if(TT_ABI_PYTHON)
   add_test(NAME include_graph COMMAND "${TT_ABI_PYTHON}" "${PROJECT_SOURCE_DIR}/scripts/include_graph.py")
   set_tests_properties(include_graph PROPERTIES TIMEOUT 60 LABELS layers)
 endif()
-# cuda_backend_functions (labels cuda_sim, ch10): every launcher of backend/cpu/*.hpp (and optim's
-# sgd_kernel/adam_kernel) has a twin of the same name and signature in backend/cuda/*.cuh, unless
+# cuda_backend_functions (labels cuda_sim, ch10): every launcher of backend/cpu/*.hpp (optim.hpp's
+# sgd_kernel/adam_kernel included) has a twin of the same name and signature in backend/cuda/*.cuh, unless
 # tests/backend/check_cuda_functions.py's commented allowlist says why not. No compile; < 1 s.
 if(TT_ABI_PYTHON)
   add_test(NAME cuda_backend_functions

@@ -1,5 +1,5 @@
 // tinytorch/backend/optim_functors.hpp — the SGD and Adam/AdamW per-element updates, written once
-// for the CPU loops (optim/sgd.hpp, optim/adam.hpp: sgd_kernel, adam_kernel) and the CUDA kernels
+// for the CPU loops (backend/cpu/optim.hpp: sgd_kernel, adam_kernel) and the CUDA kernels
 // (backend/cuda/optim.cuh).
 //
 // Each is a TT_HOST_DEVICE functor struct built on the host from the hyper-parameters, rounded to
@@ -26,7 +26,7 @@
 
 TT_NAMESPACE_BEGIN namespace backend {
 
-/// One SGD element update, as optim::sgd_kernel. buf is read/written only when momentum != 0.
+/// One SGD element update, as cpu::sgd_kernel. buf is read/written only when momentum != 0.
 template <class T>
 struct SgdUpdate {
   T neg_lr, wd, mom, one_minus_dampening;
@@ -51,7 +51,7 @@ struct SgdUpdate {
 };
 static_assert(std::is_trivially_copyable_v<SgdUpdate<float>>, "a kernel argument");
 
-/// One Adam/AdamW element update at step `step` (>= 1), as optim::adam_kernel.
+/// One Adam/AdamW element update at step `step` (>= 1), as cpu::adam_kernel.
 template <class T>
 struct AdamUpdate {
   T neg_step_size, bias_correction2_sqrt, one_minus_beta1, beta2, one_minus_beta2, eps, wd, decay;
@@ -75,7 +75,7 @@ struct AdamUpdate {
     u.amsgrad = amsgrad;
     return u;
   }
-  /// torch.lerp as PyTorch's CPU kernel (optim::detail::lerp, which is host-only).
+  /// torch.lerp as PyTorch's CPU kernel computes it (accurate at both ends of w).
   static TT_HOST_DEVICE T lerp(T a, T b, T w) {
     return (w < 0 ? -w : w) < T(0.5) ? a + w * (b - a) : b - (b - a) * (T(1) - w);
   }

@@ -63,7 +63,7 @@ namespace detail {
 inline void check_tensor(const char* op, const Tensor& t, const char* what = "tensor") {
   require_initialized(op);
   check(t.defined(), rank_prefix(), op, ": ", what, " is an undefined Tensor");
-  require_cuda_build(op, t.device());  // a CUDA tensor: staged through host memory (device_staging.hpp)
+  ops::check_device(t.device(), op);  // a CUDA tensor: staged through host memory (device_staging.hpp)
   check(t.is_contiguous(), rank_prefix(), op, ": ", what, " must be contiguous (sizes ",
         shape_str(t.sizes()), ", strides ", shape_str(t.strides()), "); call .contiguous() first");
 }

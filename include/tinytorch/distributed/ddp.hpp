@@ -174,7 +174,7 @@ class DistributedDataParallel : public nn::Module {
                     "DistributedDataParallel: expects all parameters of the module on one device, but \"",
                     reducer->names[0], "\" is on ", reducer->device.str(), " and \"", reducer->names[i], "\" on ",
                     reducer->params[i].device().str());
-    detail::require_cuda_build("DistributedDataParallel", reducer->device);
+    ops::check_device(reducer->device, "DistributedDataParallel");
 #if TINYTORCH_WITH_NCCL
     reducer->nccl = g.backend == Backend::NCCL && reducer->device.is_cuda();
 #endif

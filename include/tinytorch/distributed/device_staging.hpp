@@ -30,83 +30,36 @@
 #include <type_traits>
 #include <vector>
 
-#include "../core/check.hpp"
 #include "../core/config.hpp"
 #include "../core/device.hpp"
 #include "../core/dtype.hpp"
+#include "../ops/dispatch.hpp"  // backend::dispatch: the one CPU/CUDA fork
 #include "../tensor.hpp"
-
-#if TINYTORCH_WITH_CUDA
-#include "../backend/cuda/elementwise.cuh"
-#include "../core/cuda_runtime.hpp"
-#endif
 
 TT_NAMESPACE_BEGIN namespace distributed::detail {
 
-/// Throws for a CUDA device in a build without CUDA (a CUDA tensor's memory cannot be reached there).
-inline void require_cuda_build(const char* op, Device d) {
-#if !TINYTORCH_WITH_CUDA
-  TT_CHECK(d.is_cpu(), op, ": tensor on ", d.str(),
-           " needs the CUDA backend, which this build does not have (compile with nvcc, or "
-           "-DTINYTORCH_CUDA_SIM=1 for the simulator)");
-#else
-  (void)op, (void)d;
-#endif
-}
-
-/// dst <- bytes of host memory `src`, dst on device d (CPU: memcpy).
+/// dst <- bytes of host memory `src`, dst on device d.
 inline void copy_from_host(Device d, void* dst, const void* src, size_t bytes) {
-  if (bytes == 0) return;
-  if (d.is_cpu()) {
-    std::memcpy(dst, src, bytes);
-    return;
-  }
-  require_cuda_build("copy_from_host", d);
-#if TINYTORCH_WITH_CUDA
-  backend::cuda::memcpy_h2d(dst, src, bytes);
-#endif
+  backend::dispatch::copy_bytes(d, dst, Device::cpu(), src, bytes);
 }
 
-/// Host memory dst <- bytes at `src` on device d (CPU: memcpy).
+/// Host memory dst <- bytes at `src` on device d.
 inline void copy_to_host(Device d, void* dst, const void* src, size_t bytes) {
-  if (bytes == 0) return;
-  if (d.is_cpu()) {
-    std::memcpy(dst, src, bytes);
-    return;
-  }
-  require_cuda_build("copy_to_host", d);
-#if TINYTORCH_WITH_CUDA
-  backend::cuda::memcpy_d2h(dst, src, bytes);
-#endif
+  backend::dispatch::copy_bytes(Device::cpu(), dst, d, src, bytes);
 }
 
-/// dst <- src, both on device d (may be the same block; CPU: memmove, CUDA: memcpy_d2d).
+/// dst <- src, both on device d (nothing to do when they are the same block).
 inline void copy_bytes(Device d, void* dst, const void* src, size_t bytes) {
-  if (bytes == 0 || dst == src) return;
-  if (d.is_cpu()) {
-    std::memmove(dst, src, bytes);
-    return;
-  }
-  require_cuda_build("copy_bytes", d);
-#if TINYTORCH_WITH_CUDA
-  backend::cuda::memcpy_d2d(dst, src, bytes);
-#endif
+  if (dst != src) backend::dispatch::copy_bytes(d, dst, d, src, bytes);
 }
 
 /// dst[k] = 0 for k < n (n elements of dtype on device d).
 inline void zero_fill(Device d, void* dst, int64_t n, DType dtype) {
   if (n <= 0) return;
-  if (d.is_cpu()) {
-    std::memset(dst, 0, static_cast<size_t>(n) * element_size(dtype));
-    return;
-  }
-  require_cuda_build("zero_fill", d);
-#if TINYTORCH_WITH_CUDA
   dispatch(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    backend::cuda::fill_kernel(static_cast<T*>(dst), n, T(0));
+    backend::dispatch::fill_kernel(d, static_cast<T*>(dst), n, T(0));
   });
-#endif
 }
 
 /// dst[k] = src[k] / w for k < n, both on device d: DDP's gradient -> bucket copy. For a float
@@ -119,23 +72,10 @@ inline void scale_copy(Device d, void* dst, const void* src, int64_t n, DType dt
     const T* s = static_cast<const T*>(src);
     T* out = static_cast<T*>(dst);
     const T div = static_cast<T>(w);
-    const bool mul = std::is_floating_point_v<T> && (w & (w - 1)) == 0;
-    if (d.is_cpu()) {
-      if (mul) {
-        const T inv = T(1) / div;
-        for (int64_t k = 0; k < n; ++k) out[k] = s[k] * inv;
-      } else {
-        for (int64_t k = 0; k < n; ++k) out[k] = s[k] / div;
-      }
-      return;
-    }
-    require_cuda_build("scale_copy", d);
-#if TINYTORCH_WITH_CUDA
-    if (mul)
-      backend::cuda::scalar_kernel(s, T(T(1) / div), out, n, backend::MulOp{});
+    if (std::is_floating_point_v<T> && (w & (w - 1)) == 0)
+      backend::dispatch::scalar_kernel(d, s, T(T(1) / div), out, n, backend::MulOp{});
     else
-      backend::cuda::scalar_kernel(s, div, out, n, backend::DivOp{});
-#endif
+      backend::dispatch::scalar_kernel(d, s, div, out, n, backend::DivOp{});
   });
 }
 

@@ -34,6 +34,7 @@
 #include "../backend/cpu/conv.hpp"
 #include "../backend/cpu/elementwise.hpp"
 #include "../backend/cpu/gemm.hpp"
+#include "../backend/cpu/optim.hpp"
 #include "../backend/cpu/pooling.hpp"
 #include "../backend/cpu/reduce.hpp"
 #include "../backend/cpu/softmax.hpp"
@@ -48,17 +49,6 @@
 #include "../core/cuda_runtime.hpp"
 #include "../backend/cuda/softmax.cuh"
 #endif
-
-// ---- the CPU twins of the optimizer kernels live in optim/ (which includes this header) ---------
-TT_NAMESPACE_BEGIN namespace optim {
-template <typename T>
-inline void sgd_kernel(T* param, const T* grad, T* momentum_buffer, int64_t n, double lr, double momentum,
-                       double dampening, double weight_decay, bool nesterov, bool first_step);
-template <typename T>
-inline void adam_kernel(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, T* max_exp_avg_sq, int64_t n,
-                        int64_t step, double lr, double beta1, double beta2, double eps, double weight_decay,
-                        bool amsgrad, bool decoupled_weight_decay);
-}  TT_NAMESPACE_END  // namespace tinytorch::optim
 
 TT_NAMESPACE_BEGIN namespace backend::dispatch {
 
@@ -226,13 +216,13 @@ void gemm(Device d, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_
   }
 }
 
-// ---- optimizers (optim/sgd.hpp, optim/adam.hpp; backend/cuda/optim.cuh) -----------------------
+// ---- optimizers (backend/cpu/optim.hpp, backend/cuda/optim.cuh) -------------------------------
 
 template <class T>
 void sgd_kernel(Device d, T* param, const T* grad, T* momentum_buffer, int64_t n, double lr, double momentum,
                 double dampening, double weight_decay, bool nesterov, bool first_step) {
   if (d.is_cpu())
-    return optim::sgd_kernel<T>(param, grad, momentum_buffer, n, lr, momentum, dampening, weight_decay, nesterov,
+    return backend::cpu::sgd_kernel<T>(param, grad, momentum_buffer, n, lr, momentum, dampening, weight_decay, nesterov,
                                 first_step);
   TT_DISPATCH_CUDA("sgd_kernel", d,
                    backend::cuda::sgd_kernel<T>(param, grad, momentum_buffer, n, lr, momentum, dampening,
@@ -243,7 +233,7 @@ void adam_kernel(Device d, T* param, const T* grad, T* exp_avg, T* exp_avg_sq, T
                  int64_t step, double lr, double beta1, double beta2, double eps, double weight_decay, bool amsgrad,
                  bool decoupled_weight_decay) {
   if (d.is_cpu())
-    return optim::adam_kernel<T>(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, n, step, lr, beta1, beta2, eps,
+    return backend::cpu::adam_kernel<T>(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, n, step, lr, beta1, beta2, eps,
                                  weight_decay, amsgrad, decoupled_weight_decay);
   TT_DISPATCH_CUDA("adam_kernel", d,
                    backend::cuda::adam_kernel<T>(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, n, step, lr, beta1,
@@ -309,16 +299,22 @@ inline void copy_bytes(Device dst_device, void* dst, Device src_device, const vo
 
 TT_NAMESPACE_BEGIN namespace ops {
 
-/// Throws unless `t` can be computed on here: defined, and on the CPU or (in a build with the CUDA
-/// backend: nvcc or TINYTORCH_CUDA_SIM) on a GPU. A CUDA tensor in a CPU-only build throws a clear
+/// Throws unless device `d` can be computed on here: the CPU, or (in a build with the CUDA
+/// backend: nvcc or TINYTORCH_CUDA_SIM) a GPU. A CUDA device in a CPU-only build throws a clear
 /// error naming the op and the device.
-inline void check_device(const Tensor& t, const char* op) {
-  TT_CHECK(t.defined(), op, ": got an undefined tensor");
+inline void check_device(Device d, const char* op) {
 #if !TINYTORCH_WITH_CUDA
-  TT_CHECK(t.device().is_cpu(), op, ": tensor on ", t.device().str(),
+  TT_CHECK(d.is_cpu(), op, ": tensor on ", d.str(),
            " needs the CUDA backend, which this build does not have (compile with nvcc, or with "
            "-DTINYTORCH_CUDA_SIM=1 for the kernel simulator)");
+#else
+  (void)d, (void)op;
 #endif
+}
+/// check_device for a tensor: also throws for an undefined one.
+inline void check_device(const Tensor& t, const char* op) {
+  TT_CHECK(t.defined(), op, ": got an undefined tensor");
+  check_device(t.device(), op);
 }
 
 /// check_device for an op that has no CUDA kernel yet (conv2d, max_pool2d, ...): a GPU tensor throws

@@ -13,9 +13,10 @@
 // i.e. p -= lr * m_hat / (sqrt(v_hat) + eps) with m_hat = m / bc1, v_hat = v / bc2: the bias
 // corrections undo the zero initialisation of m and v, which would make the first steps tiny.
 // Shapes: m, v, v_max have p's shape and dtype; t is counted per parameter (state.step).
-// Two implementations, as for SGD: adam_kernel (raw loops running the shared functor
-// backend::AdamUpdate, dense float/double; dispatch::adam_kernel on CUDA) and
-// adam_naive (tensor ops, PyTorch's Python line by line), tested against each other.
+// Two implementations, as for SGD: adam_kernel (backend/cpu/optim.hpp and its CUDA twin, chosen
+// by backend::dispatch::adam_kernel: a loop running the shared functor backend::AdamUpdate, dense
+// float/double) and adam_naive (tensor ops, PyTorch's Python line by line), tested against each
+// other.
 // (PyTorch 1.13 updated m with mul_ + add_; 2.x uses lerp_ as here: the same up to rounding.)
 // Chapter: chapters/03-optimizers.md.
 // Reference: torch.optim.Adam / torch.optim.AdamW (PyTorch 2.x torch/optim/adam.py, adamw.py);
@@ -29,7 +30,6 @@
 #include <vector>
 
 #include "optimizer.hpp"
-#include "../backend/optim_functors.hpp"
 #include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace optim {
@@ -53,28 +53,12 @@ struct AdamWOptions {
 };
 
 namespace detail {
-/// torch.lerp(a, b, w) as PyTorch's CPU kernel computes it (accurate at both ends of w).
-template <typename T> inline T lerp(T a, T b, T w) {
-  return std::abs(w) < T(0.5) ? a + w * (b - a) : b - (b - a) * (T(1) - w);
-}
 /// torch.maximum: the larger value, NaN if either is NaN.
 template <typename T> inline T maximum(T a, T b) {
   if (std::isnan(a) || std::isnan(b)) return std::isnan(a) ? a : b;
   return a > b ? a : b;
 }
 }  // namespace detail
-
-/// The Adam/AdamW update on raw pointers (n elements each), for step number `step` (>= 1, already
-/// incremented). max_exp_avg_sq may be null unless amsgrad.
-template <typename T>
-inline void adam_kernel(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, T* max_exp_avg_sq, int64_t n,
-                        int64_t step, double lr, double beta1, double beta2, double eps, double weight_decay,
-                        bool amsgrad, bool decoupled_weight_decay) {
-  // The per-element math is backend::AdamUpdate, the functor the CUDA kernel runs too.
-  const auto u = backend::AdamUpdate<T>::make(step, lr, beta1, beta2, eps, weight_decay, amsgrad,
-                                              decoupled_weight_decay);
-  for (int64_t i = 0; i < n; ++i) u(i, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq);
-}
 
 /// The Adam/AdamW update in tensor ops, as PyTorch's _single_tensor_adam. Creates the state
 /// tensors on the first call and increments state.step.

@@ -12,10 +12,11 @@
 // rescales the whole step at once.
 // Shapes: p, g and the momentum buffer b all have p's shape. Arithmetic is in p's dtype with the
 // hyper-parameters rounded to it, as PyTorch's kernels do.
-// Two implementations: sgd_kernel (raw loops over float/double pointers running the shared
-// functor backend::SgdUpdate, what step() uses for dense parameters, through
-// dispatch::sgd_kernel on CUDA: no temporaries) and sgd_naive (the same rule in tensor ops, line by line
-// as PyTorch's Python; used for anything else, and tested against sgd_kernel).
+// Two implementations: sgd_kernel (backend/cpu/optim.hpp and its CUDA twin, chosen by
+// backend::dispatch::sgd_kernel: a loop running the shared functor backend::SgdUpdate, what step()
+// uses for dense float/double parameters, no temporaries) and sgd_naive below (the same rule in
+// tensor ops, line by line as PyTorch's Python; used for anything else, and tested against
+// sgd_kernel).
 // Chapter: chapters/01-training-loop.md, chapters/03-optimizers.md.
 // Reference: torch.optim.SGD (PyTorch 2.x torch/optim/sgd.py); Sutskever et al., "On the
 // importance of initialization and momentum in deep learning" (ICML 2013).
@@ -25,7 +26,6 @@
 #include <vector>
 
 #include "optimizer.hpp"
-#include "../backend/optim_functors.hpp"
 #include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace optim {
@@ -39,16 +39,6 @@ struct SGDOptions {
   double weight_decay = 0.0;
   bool nesterov = false;
 };
-
-/// The SGD update on raw pointers (n elements each). `momentum_buffer` may be null when
-/// momentum == 0; with first_step it is written (b = d_p), not read.
-template <typename T>
-inline void sgd_kernel(T* param, const T* grad, T* momentum_buffer, int64_t n, double lr, double momentum,
-                       double dampening, double weight_decay, bool nesterov, bool first_step) {
-  // The per-element math is backend::SgdUpdate, the functor the CUDA kernel runs too.
-  const auto u = backend::SgdUpdate<T>::make(lr, momentum, dampening, weight_decay, nesterov, first_step);
-  for (int64_t i = 0; i < n; ++i) u(i, param, grad, momentum_buffer);
-}
 
 /// The SGD update in tensor ops, line by line as PyTorch's _single_tensor_sgd. Creates
 /// momentum_buffer on the first call when momentum != 0. Any dtype/device/strides the ops accept.

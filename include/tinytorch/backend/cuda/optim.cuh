@@ -1,6 +1,6 @@
 // tinytorch/backend/cuda/optim.cuh — the SGD and Adam/AdamW parameter updates as CUDA kernels.
 //
-// The CUDA twins of optim::sgd_kernel (optim/sgd.hpp) and optim::adam_kernel (optim/adam.hpp),
+// The CUDA twins of cpu::sgd_kernel and cpu::adam_kernel (backend/cpu/optim.hpp),
 // same names and signatures, device pointers. The per-element math lives in two TT_HOST_DEVICE
 // functor structs, SgdUpdate<T> and AdamUpdate<T>, built on the host from the hyper-parameters
 // exactly as the CPU loops build their constants (rounded to T as PyTorch's kernels do):
@@ -51,7 +51,7 @@ __global__ void adam_update(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, 
 
 // ================================ launchers ======================================================
 
-/// The SGD update on n device elements (twin of optim::sgd_kernel: same arguments).
+/// The SGD update on n device elements (twin of cpu::sgd_kernel: same arguments).
 /// momentum_buffer may be null when momentum == 0; with first_step it is written, not read.
 template <class T>
 void sgd_kernel(T* param, const T* grad, T* momentum_buffer, int64_t n, double lr, double momentum,
@@ -72,7 +72,7 @@ void sgd_on_host(T* param, const T* grad, T* momentum_buffer, int64_t n, double 
 }
 
 /// The Adam/AdamW update on n device elements at step `step` (>= 1, already incremented) (twin of
-/// optim::adam_kernel: same arguments). max_exp_avg_sq may be null unless amsgrad.
+/// cpu::adam_kernel: same arguments). max_exp_avg_sq may be null unless amsgrad.
 template <class T>
 void adam_kernel(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, T* max_exp_avg_sq, int64_t n, int64_t step,
                  double lr, double beta1, double beta2, double eps, double weight_decay, bool amsgrad,
