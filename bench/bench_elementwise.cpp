@@ -3,10 +3,13 @@
 // Each op twice, same flags (-march=native), one thread:
 //   tinytorch   c = a + b;  c = a * 2;  c = relu(a);  a.add_(b)   (a new output each time, as an
 //               eager framework must allocate one; the CPU caching allocator of core/allocator.hpp
-//               hands back the block the previous iteration freed)
+//               hands back the block the previous iteration freed), and two strided adds that
+//               take backend/cpu's strided loop (an Indexer walk): a (2500, 4000) + a row b
+//               (4000,) broadcast down the rows, and a (2000, 5000) + the transpose of a (5000, 2000)
 //   raw Eigen   the same loops on Eigen::ArrayXf written into a preallocated output (the floor:
 //               no allocation at all).
-// Bytes moved per iteration: 3 x 4e7 for a binary op, 2 x 4e7 for a unary one; reported as GB/s.
+// Bytes moved per iteration: 3 x 4e7 for a binary op, 2 x 4e7 for a unary one; reported as GB/s
+// (the broadcast add reads b from cache: counted as 2 x 4e7).
 // Run (interleaved repetitions, quote medians and the ratio raw/tinytorch):
 //   build/bin/bench_elementwise --benchmark_repetitions=10 --benchmark_enable_random_interleaving=true
 //   (add --benchmark_report_aggregates_only=true for the summary only)
@@ -92,6 +95,47 @@ void BM_Relu_rawEigen(benchmark::State& state) {
   time_eigen(state, 2, [&](Eigen::ArrayXf& c) { c = eig(in.a).max(0.0f); });
 }
 
+using RowMajor = Eigen::Array<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+Eigen::Map<const RowMajor> eig2(const tt::Tensor& t, int64_t rows, int64_t cols) {
+  return {t.data_ptr<float>(), rows, cols};
+}
+
+void BM_AddBroadcastRow_tinytorch(benchmark::State& state) {
+  auto& in = inputs();
+  const tt::Tensor a = in.a.view({2500, 4000});
+  const tt::Tensor row = in.b.narrow(0, 0, 4000);
+  time_tinytorch(state, 2, [&] { return a + row; });
+}
+void BM_AddBroadcastRow_rawEigen(benchmark::State& state) {
+  auto& in = inputs();
+  const auto a = eig2(in.a, 2500, 4000);
+  const Eigen::Map<const Eigen::Array<float, 1, Eigen::Dynamic>> row(in.b.data_ptr<float>(), 4000);
+  RowMajor c(2500, 4000);
+  for (auto _ : state) {
+    c = a.rowwise() + row;
+    benchmark::DoNotOptimize(c.data());
+  }
+  set_bytes(state, 2);
+}
+
+void BM_AddTransposed_tinytorch(benchmark::State& state) {
+  auto& in = inputs();
+  const tt::Tensor a = in.a.view({2000, 5000});
+  const tt::Tensor bt = in.b.view({5000, 2000}).t();
+  time_tinytorch(state, 3, [&] { return a + bt; });
+}
+void BM_AddTransposed_rawEigen(benchmark::State& state) {
+  auto& in = inputs();
+  const auto a = eig2(in.a, 2000, 5000);
+  const auto b = eig2(in.b, 5000, 2000);
+  RowMajor c(2000, 5000);
+  for (auto _ : state) {
+    c = a + b.transpose();
+    benchmark::DoNotOptimize(c.data());
+  }
+  set_bytes(state, 3);
+}
+
 void BM_AddInplace_tinytorch(benchmark::State& state) {
   auto& in = inputs();
   tt::Tensor c = in.a.clone();
@@ -112,4 +156,8 @@ BENCHMARK(BM_Relu_tinytorch)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Relu_rawEigen)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AddInplace_tinytorch)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AddInplace_rawEigen)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AddBroadcastRow_tinytorch)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AddBroadcastRow_rawEigen)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AddTransposed_tinytorch)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AddTransposed_rawEigen)->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

@@ -1,13 +1,14 @@
-// tests/test_indexer.cpp — backend/indexer.hpp (strided offsets by value, for kernels) and
+// tests/test_indexer.cpp — backend/indexer.hpp (the index-math struct of both backends) and
 // backend/functors.hpp (the per-element functions shared by the CPU loops and the CUDA kernels).
 //
 // What it checks:
-//   * Indexer::offset(k, i) equals the offset the CPU backend's own strided loops compute
-//     (backend::cpu::strided_loop2 / strided_loop3) for every element, on contiguous, broadcast
-//     (stride 0), transposed, sliced (offset strides), 0-dim, size-1, empty and 8-dim shapes,
-//     including odd sizes (1, 7, 33, 129);
-//   * errors: 9 dims ("supports at most 8 dimensions, got 9"), 0 or 4 operands, strides of the
-//     wrong rank, each naming the op;
+//   * the two walks of an Indexer agree: Indexer::offset(k, i) (what a CUDA thread computes from
+//     i alone) equals the offset the CPU's incremental loop (backend::cpu::strided_loop) carries
+//     to element i, for every element, on contiguous, broadcast (stride 0), transposed, sliced
+//     (offset strides), 0-dim, size-1, empty and 25-dim shapes, including odd sizes (1, 7, 33,
+//     129); the loop visits each element once, in order, and gives a missing operand offset 0;
+//   * errors: 26 dims ("tensors of at most 25 dimensions are supported, got 26"), 0 or 4
+//     operands, strides of the wrong rank, each naming the op;
 //   * the functors moved to namespace tinytorch::backend keep their backend::cpu names (the
 //     same types), and still compute the same values (spot checks; the ops tests cover them).
 // Chapter: chapters/10-gpu-kernels.md. Catch2 tags: [backend][indexer], [backend][functors].
@@ -30,14 +31,16 @@ namespace cpu = tinytorch::backend::cpu;
 
 namespace {
 
-// Every element's offsets from Indexer against cpu::strided_loop2 (two operands).
+// Every element's offsets from Indexer::offset against cpu::strided_loop (two operands).
 void check_two(const Shape& shape, const Strides& sa, const Strides& sb) {
   const Indexer ix = Indexer::make(shape, {sa, sb}, "test");
   int64_t visited = 0;
-  cpu::strided_loop2(shape, sa, sb, [&](int64_t i, int64_t oa, int64_t ob) {
+  cpu::strided_loop(ix, [&](int64_t i, int64_t oa, int64_t ob, int64_t oc) {
     INFO("shape " << tinytorch::shape_str(shape) << ", element " << i);
+    CHECK(i == visited);  // in order, each once
     CHECK(ix.offset(0, i) == oa);
     CHECK(ix.offset(1, i) == ob);
+    CHECK(oc == 0);       // no third operand
     ++visited;
   });
   CHECK(visited == ix.numel);
@@ -70,7 +73,7 @@ TEST_CASE("Indexer: offsets match the CPU strided loop", "[backend][indexer]") {
     CHECK(empty.numel == 0);
     check_two({1, 1, 1}, {1, 1, 1}, {0, 0, 0});
   }
-  SECTION("8 dims, the most a kernel takes") {
+  SECTION("8 dims") {
     const Shape shape{2, 1, 3, 2, 1, 2, 3, 2};
     Strides dense(8, 1), strided(8, 0);
     for (int d = 6; d >= 0; --d) dense[d] = dense[d + 1] * shape[d + 1];
@@ -78,13 +81,23 @@ TEST_CASE("Indexer: offsets match the CPU strided loop", "[backend][indexer]") {
     check_two(shape, dense, strided);
     CHECK(Indexer::make(shape, {dense}, "test").numel == 144);
   }
+  SECTION("25 dims, the most a loop takes") {
+    Shape shape(25, 1);
+    for (int d : {0, 5, 11, 17, 24}) shape[d] = 2;
+    shape[20] = 3;
+    Strides dense(25, 1), strided(25, 0);
+    for (int d = 23; d >= 0; --d) dense[d] = dense[d + 1] * shape[d + 1];
+    for (int d = 0; d < 25; ++d) strided[d] = (d % 3) ? 0 : 5 * (d + 1);  // broadcast + gaps
+    check_two(shape, dense, strided);
+    CHECK(Indexer::make(shape, {dense}, "test").numel == 96);
+  }
   SECTION("three operands: where / clamp") {
     const Shape shape{3, 4, 5};
     const Strides s0{20, 5, 1}, s1{0, 1, 0}, s2{1, 0, 3};
     const Indexer ix = Indexer::make(shape, {s0, s1, s2}, "test");
     CHECK(ix.nops == 3);
     int64_t visited = 0;
-    cpu::strided_loop3(shape, s0, s1, s2, [&](int64_t i, int64_t o0, int64_t o1, int64_t o2) {
+    cpu::strided_loop(ix, [&](int64_t i, int64_t o0, int64_t o1, int64_t o2) {
       CHECK(ix.offset(0, i) == o0);
       CHECK(ix.offset(1, i) == o1);
       CHECK(ix.offset(2, i) == o2);
@@ -96,7 +109,7 @@ TEST_CASE("Indexer: offsets match the CPU strided loop", "[backend][indexer]") {
 
 TEST_CASE("Indexer: is a plain value a kernel can take", "[backend][indexer]") {
   STATIC_REQUIRE(std::is_trivially_copyable_v<Indexer>);
-  STATIC_REQUIRE(Indexer::kMaxDims == 8);
+  STATIC_REQUIRE(Indexer::kMaxDims == 25);
   STATIC_REQUIRE(Indexer::kMaxOperands == 3);
   const Indexer a = Indexer::make({2, 3}, {Strides{3, 1}, Strides{1, 2}}, "test");
   Indexer b;
@@ -105,15 +118,17 @@ TEST_CASE("Indexer: is a plain value a kernel can take", "[backend][indexer]") {
 }
 
 TEST_CASE("Indexer: errors name the op and the offending shape", "[backend][indexer]") {
-  const Shape nine{1, 2, 1, 2, 1, 2, 1, 2, 1};
-  CHECK_THROWS_WITH(Indexer::make(nine, {Strides(9, 0)}, "add"),
-                    "add: the CUDA backend supports at most 8 dimensions, got 9 (shape [1, 2, 1, 2, 1, 2, 1, 2, 1])");
+  Shape many(26, 1);
+  many[3] = 2;
+  CHECK_THROWS_WITH(Indexer::make(many, {Strides(26, 0)}, "add"),
+                    "add: tensors of at most 25 dimensions are supported, got 26 (shape [1, 1, 1, 2, 1, 1, 1, 1, 1, 1, "
+                    "1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1])");
   CHECK_THROWS_WITH(Indexer::make({2, 3}, {}, "where"), "where: an Indexer takes 1 to 3 operands, got 0");
   CHECK_THROWS_WITH(Indexer::make({2}, {Strides{1}, Strides{1}, Strides{1}, Strides{1}}, "where"),
                     "where: an Indexer takes 1 to 3 operands, got 4");
   CHECK_THROWS_WITH(Indexer::make({2, 3}, {Strides{3, 1}, Strides{1}}, "mul"),
                     "mul: operand 1 has 1 strides for a shape of 2 dims (shape [2, 3])");
-  CHECK_THROWS_AS(Indexer::make(nine, {Strides(9, 0)}), tinytorch::Error);
+  CHECK_THROWS_AS(Indexer::make(many, {Strides(26, 0)}), tinytorch::Error);
 }
 
 TEST_CASE("functors: backend/functors.hpp, still reachable as backend::cpu::XxxOp", "[backend][functors]") {

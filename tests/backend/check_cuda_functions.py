@@ -32,8 +32,7 @@ ALLOWED_MISSING = {
     "max_pool2d_backward_kernel": "not ported to CUDA yet",
     "max_pool2d_naive": "not ported to CUDA yet",
     # Host-only building blocks of the CPU loops: a kernel's grid-stride loop replaces them.
-    "strided_loop2": "host loop helper of cpu::binary_kernel/copy_kernel; CUDA indexes through KernelShape",
-    "strided_loop3": "host loop helper of cpu::ternary_kernel; CUDA indexes through KernelShape",
+    "strided_loop": "host loop of the strided CPU kernels; a CUDA thread calls Indexer::offset instead",
     "accumulate": "host reduction helper of cpu::sum_dim_kernel; CUDA reduces with warp shuffles",
     # CPU gemm variants with no CUDA meaning: Eigen, small-matrix and serial host paths, and the
     # int64 gemm (integer matmul is not ported: ops/dispatch.hpp throws for int64 on CUDA).

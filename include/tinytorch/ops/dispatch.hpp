@@ -137,7 +137,6 @@ void copy_kernel(Device d, const S* src, const Strides& ss, D* dst, const Shape&
   if (d.is_cpu()) return backend::cpu::copy_kernel(src, ss, dst, shape);
   TT_DISPATCH_CUDA("copy_kernel", d, backend::cuda::copy_kernel(src, ss, dst, shape));
 }
-/// out[i] = value for i < n (zeros, ones, full, fill_, zero_).
 // The in-place loop of ops::binary_ / unary_ / copy_: self[.] = f(self[.], o[.]) through
 // self's own strides and o's broadcast strides.
 template <class T, class F>
@@ -146,12 +145,10 @@ void binary_inplace_kernel(Device d, T* self, const Strides& ss, const T* o, con
   if (d.is_cpu()) return backend::cpu::binary_inplace_kernel(self, ss, o, so, shape, f);
   TT_DISPATCH_CUDA("binary_inplace_kernel", d, backend::cuda::binary_inplace_kernel(self, ss, o, so, shape, f));
 }
+/// out[i] = value for i < n (zeros, ones, full, fill_, zero_).
 template <class T>
 void fill_kernel(Device d, T* out, int64_t n, T value) {
-  if (d.is_cpu()) {
-    for (int64_t i = 0; i < n; ++i) out[i] = value;
-    return;
-  }
+  if (d.is_cpu()) return backend::cpu::fill_kernel(out, n, value);
   TT_DISPATCH_CUDA("fill_kernel", d, backend::cuda::fill_kernel(out, n, value));
 }
 

@@ -365,12 +365,13 @@ Tensor integer_division(const Tensor& a, const Tensor& b, F f, const char* op, b
     const int64_t* pa = ah.data_ptr<int64_t>();
     const int64_t* pb = bh.data_ptr<int64_t>();
     bool zero = false, overflow = false;
-    backend::cpu::strided_loop2(shape, broadcast_strides(ah.sizes(), ah.strides(), shape),
-                                broadcast_strides(bh.sizes(), bh.strides(), shape),
-                                [&](int64_t, int64_t oa, int64_t ob) {
-                                  zero |= pb[ob] == 0;
-                                  overflow |= pb[ob] == -1 && pa[oa] == std::numeric_limits<int64_t>::min();
-                                });
+    const backend::Indexer ix = backend::Indexer::make(
+        shape, {broadcast_strides(ah.sizes(), ah.strides(), shape), broadcast_strides(bh.sizes(), bh.strides(), shape)},
+        op);
+    backend::cpu::strided_loop(ix, [&](int64_t, int64_t oa, int64_t ob, int64_t) {
+      zero |= pb[ob] == 0;
+      overflow |= pb[ob] == -1 && pa[oa] == std::numeric_limits<int64_t>::min();
+    });
     TT_CHECK(!zero, op, ": ZeroDivisionError (integer division by zero; divisor of shape ",
              shape_str(b.sizes()), ")");
     TT_CHECK(!(quotient && overflow), op, ": integer overflow: -9223372036854775808 // -1 = 2^63 does not fit in "

@@ -8,6 +8,8 @@
 //   out[i] = f(a[offset_a(i)], b[offset_b(i)], c[offset_c(i)])   (ternary_kernel: where, clamp
 //                                                          with tensor bounds)
 // Fast paths: all operands contiguous (a flat loop the compiler vectorises) and a scalar b.
+// Otherwise one strided loop walks a backend::Indexer (backend/indexer.hpp, the struct the CUDA
+// kernels take too), carrying each operand's offset from one element to the next.
 //
 // Math of the binary functors beyond + - * / (backend/functors.hpp), per element:
 //   maximum(a, b) = NaN if either is NaN, else the larger      (torch.maximum; minimum likewise)
@@ -32,6 +34,7 @@
 
 #include "../../core/config.hpp"
 #include "../functors.hpp"  // AddOp, ExpOp, ...: the per-element functions
+#include "../indexer.hpp"   // Indexer: the shape and strides the strided loop walks
 #include "../../core/shape.hpp"  // Shape, Strides
 #include "../../core/scalar.hpp"  // wrapping_add/sub/mul/pow: int64 arithmetic modulo 2^64
 
@@ -79,26 +82,29 @@ void unary_kernel(const T* x, U* y, int64_t n, F f) {
   for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
 }
 
-/// Walks a multi-index over `shape` in row-major order, tracking each operand's offset.
-/// Calls body(out_index, off_a, off_b) once per element.
+/// Walks ix's elements in row-major order, carrying each operand's offset: calls
+/// body(i, off0, off1, off2) for i = 0 .. ix.numel - 1, off_k = ix.offset(k, i) (0 for an operand
+/// ix does not have). The innermost dim is a plain loop; stepping an outer dim adds its stride and
+/// rewinds the dims after it, so no element costs a division (Indexer::offset, what a CUDA thread
+/// runs, divides once per dim).
 template <class Body>
-void strided_loop2(const Shape& shape, const Strides& sa,
-                   const Strides& sb, Body body) {
-  const int nd = static_cast<int>(shape.size());
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  if (n == 0) return;
-  if (nd == 0) { body(0, 0, 0); return; }
-  Shape idx(nd, 0);  // the multi-index over the outer dims
-  const int64_t inner = shape[nd - 1], ia = sa[nd - 1], ib = sb[nd - 1];
-  int64_t oa = 0, ob = 0;
-  for (int64_t i = 0; i < n; i += inner) {
-    for (int64_t j = 0; j < inner; ++j) body(i + j, oa + j * ia, ob + j * ib);
-    // advance the multi-index over the outer dims
-    for (int d = nd - 2; d >= 0; --d) {
-      if (++idx[d] < shape[d]) { oa += sa[d]; ob += sb[d]; break; }
-      oa -= sa[d] * (shape[d] - 1);
-      ob -= sb[d] * (shape[d] - 1);
+void strided_loop(const Indexer& ix, Body body) {
+  if (ix.numel == 0) return;
+  const int nd = ix.ndim;
+  if (nd == 0) { body(0, 0, 0, 0); return; }
+  const int64_t* s0 = ix.strides[0];
+  const int64_t* s1 = ix.strides[1];
+  const int64_t* s2 = ix.strides[2];
+  const int64_t inner = ix.sizes[nd - 1], i0 = s0[nd - 1], i1 = s1[nd - 1], i2 = s2[nd - 1];
+  int64_t idx[Indexer::kMaxDims] = {};  // the multi-index over the outer dims
+  int64_t o0 = 0, o1 = 0, o2 = 0;
+  for (int64_t i = 0; i < ix.numel; i += inner) {
+    for (int64_t j = 0; j < inner; ++j) body(i + j, o0 + j * i0, o1 + j * i1, o2 + j * i2);
+    for (int d = nd - 2; d >= 0; --d) {  // advance the multi-index over the outer dims
+      if (++idx[d] < ix.sizes[d]) { o0 += s0[d]; o1 += s1[d]; o2 += s2[d]; break; }
+      o0 -= s0[d] * (ix.sizes[d] - 1);
+      o1 -= s1[d] * (ix.sizes[d] - 1);
+      o2 -= s2[d] * (ix.sizes[d] - 1);
       idx[d] = 0;
     }
   }
@@ -116,7 +122,8 @@ void binary_kernel(const T* a, const Strides& sa, const T* b,
     for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
     return;
   }
-  strided_loop2(shape, sa, sb, [&](int64_t i, int64_t oa, int64_t ob) { out[i] = f(a[oa], b[ob]); });
+  strided_loop(Indexer::make(shape, {sa, sb}, "binary"),
+               [&](int64_t i, int64_t oa, int64_t ob, int64_t) { out[i] = f(a[oa], b[ob]); });
 }
 
 /// out[i] = f(a[i], s) for a scalar s.
@@ -125,12 +132,18 @@ void scalar_kernel(const T* a, T s, U* out, int64_t n, F f) {
   for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], s);
 }
 
+/// out[i] = value for i < n (full, zeros, ones, zero_).
+template <class T>
+void fill_kernel(T* out, int64_t n, T value) {
+  for (int64_t i = 0; i < n; ++i) out[i] = value;
+}
+
 /// Copies a strided source into a dense destination, converting the element type.
 template <class S, class D>
 void copy_kernel(const S* src, const Strides& ss, D* dst,
                  const Shape& shape) {
-  Strides zero(shape.size(), 0);
-  strided_loop2(shape, ss, zero, [&](int64_t i, int64_t os, int64_t) { dst[i] = static_cast<D>(src[os]); });
+  strided_loop(Indexer::make(shape, {ss}, "copy"),
+               [&](int64_t i, int64_t os, int64_t, int64_t) { dst[i] = static_cast<D>(src[os]); });
 }
 
 // ---- the in-place loop ------------------------------------------------------------------------
@@ -150,40 +163,16 @@ void binary_inplace_kernel(T* self, const Strides& ss, const T* o, const Strides
     for (int64_t i = 0; i < n; ++i) self[i] = f(self[i], o[i]);
     return;
   }
-  strided_loop2(shape, ss, so, [&](int64_t, int64_t os, int64_t oo) { self[os] = f(self[os], o[oo]); });
+  strided_loop(Indexer::make(shape, {ss, so}, "binary_"),
+               [&](int64_t, int64_t os, int64_t oo, int64_t) { self[os] = f(self[os], o[oo]); });
 }
 
 // ---- the three-operand loop (where, clamp with tensor bounds) --------------------------------
-/// Walks a multi-index over `shape` in row-major order tracking three operands' offsets (strides
-/// s0, s1, s2; a broadcast dim has stride 0). Calls body(out_index, off0, off1, off2).
-template <class Body>
-void strided_loop3(const Shape& shape, const Strides& s0,
-                   const Strides& s1, const Strides& s2, Body body) {
-  const int nd = static_cast<int>(shape.size());
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  if (n == 0) return;
-  if (nd == 0) { body(0, 0, 0, 0); return; }
-  Shape idx(nd, 0);  // the multi-index over the outer dims
-  const int64_t inner = shape[nd - 1], i0 = s0[nd - 1], i1 = s1[nd - 1], i2 = s2[nd - 1];
-  int64_t o0 = 0, o1 = 0, o2 = 0;
-  for (int64_t i = 0; i < n; i += inner) {
-    for (int64_t j = 0; j < inner; ++j) body(i + j, o0 + j * i0, o1 + j * i1, o2 + j * i2);
-    for (int d = nd - 2; d >= 0; --d) {  // advance the multi-index over the outer dims
-      if (++idx[d] < shape[d]) { o0 += s0[d]; o1 += s1[d]; o2 += s2[d]; break; }
-      o0 -= s0[d] * (shape[d] - 1);
-      o1 -= s1[d] * (shape[d] - 1);
-      o2 -= s2[d] * (shape[d] - 1);
-      idx[d] = 0;
-    }
-  }
-}
-
 /// out[i] = f(a[.], b[.], c[.]) with the operands read through (broadcast) strides; out contiguous.
 template <class A, class B, class C, class U, class F>
 void ternary_kernel(const A* a, const Strides& sa, const B* b, const Strides& sb,
                     const C* c, const Strides& sc, U* out, const Shape& shape, F f) {
-  strided_loop3(shape, sa, sb, sc, [&](int64_t i, int64_t oa, int64_t ob, int64_t oc) {
+  strided_loop(Indexer::make(shape, {sa, sb, sc}, "ternary"), [&](int64_t i, int64_t oa, int64_t ob, int64_t oc) {
     out[i] = f(a[oa], b[ob], c[oc]);
   });
 }

@@ -11,9 +11,10 @@
 // view without a copy. Comparisons return int64 (0/1), as the CPU functors do.
 // Two kernels per op, as every kernel of this backend (chapters/10-gpu-kernels.md):
 //   fast   all operands dense: a flat grid-stride loop, out[i] = f(a[i], b[i]) (coalesced)
-//   naive  (the oracle) the same loop through KernelShape's offset math, any strides
+//   naive  (the oracle) the same loop through Indexer::offset (backend/indexer.hpp), any strides
 // Both are grid-stride loops over int64 indices, so any n runs on a capped grid (grid_1d).
-// Shapes reach the kernels by value in KernelShape (trivially copyable; at most 8 dims).
+// Shapes reach the kernels by value in a backend::Indexer, the index-math struct the CPU's strided
+// loop walks too (trivially copyable; at most 25 dims).
 // Chapter: chapters/10-gpu-kernels.md. Reference: PyTorch aten/src/ATen/native/cuda/Loops.cuh and
 // OffsetCalculator.cuh (the same split: contiguous fast path, offset calculator otherwise).
 #pragma once
@@ -26,6 +27,7 @@
 #include "../../core/config.hpp"
 #include "../../core/shape.hpp"
 #include "../cpu/elementwise.hpp"       // the functors (AddOp, ExpOp, ...) and the CPU twins
+#include "../indexer.hpp"               // Indexer: shape and strides by value
 #include "launch.hpp"                   // launch_kernel, grid_1d (and sim.hpp in the simulator)
 #include "../../core/cuda_runtime.hpp"
 
@@ -34,51 +36,6 @@
 #endif
 
 TT_NAMESPACE_BEGIN namespace backend::cuda {
-
-// ---- KernelShape: shape and up to three operands' strides, passed to kernels by value ----------
-// backend/indexer.hpp's Indexer does the same index math for up to 8 dims; the two are still
-// separate (one index-math struct for both backends is open work).
-
-constexpr int kMaxKernelDims = 8;
-
-/// A shape and the element strides of up to 3 operands, as a trivially copyable kernel argument.
-/// offset(k, i) = the element offset of operand k at row-major linear index i of `sizes`.
-struct KernelShape {
-  int ndim;
-  int64_t sizes[kMaxKernelDims];
-  int64_t strides[3][kMaxKernelDims];
-
-  TT_HOST_DEVICE int64_t offset(int k, int64_t i) const {
-    int64_t off = 0;
-    for (int d = ndim - 1; d >= 0; --d) {
-      const int64_t q = i / sizes[d];
-      off += (i - q * sizes[d]) * strides[k][d];
-      i = q;
-    }
-    return off;
-  }
-};
-static_assert(std::is_trivially_copyable_v<KernelShape>, "KernelShape is a kernel argument");
-
-/// Packs shape and strides; throws tinytorch::Error naming `op` for more than 8 dims or a strides
-/// vector whose length is not the shape's.
-inline KernelShape make_kernel_shape(const char* op, const Shape& shape, const Strides& s0,
-                                     const Strides& s1 = {}, const Strides& s2 = {}) {
-  const int nd = static_cast<int>(shape.size());
-  TT_CHECK(nd <= kMaxKernelDims, op, ": the CUDA backend supports at most ", kMaxKernelDims,
-           " dimensions, got ", nd);
-  KernelShape ks{};
-  ks.ndim = nd;
-  const Strides* all[3] = {&s0, &s1, &s2};
-  for (int k = 0; k < 3; ++k)
-    TT_CHECK(all[k]->empty() || static_cast<int>(all[k]->size()) == nd, op, ": ", all[k]->size(),
-             " strides for a shape of ", nd, " dimensions");
-  for (int d = 0; d < nd; ++d) {
-    ks.sizes[d] = shape[d];
-    for (int k = 0; k < 3; ++k) ks.strides[k][d] = all[k]->empty() ? 0 : (*all[k])[d];
-  }
-  return ks;
-}
 
 // ================================ kernels ========================================================
 namespace kernels {
@@ -94,8 +51,8 @@ __global__ void unary_contiguous(const T* x, U* y, int64_t n, F f) {
   TT_GRID_STRIDE_LOOP(i, n) y[i] = f(x[i]);
 }
 template <class T, class U, class F>
-__global__ void unary_strided(const T* x, U* y, KernelShape ks, int64_t n, F f) {
-  TT_GRID_STRIDE_LOOP(i, n) y[i] = f(x[ks.offset(0, i)]);
+__global__ void unary_strided(const T* x, U* y, Indexer ix, int64_t n, F f) {
+  TT_GRID_STRIDE_LOOP(i, n) y[i] = f(x[ix.offset(0, i)]);
 }
 
 template <class T, class U, class F>
@@ -103,8 +60,8 @@ __global__ void binary_contiguous(const T* a, const T* b, U* out, int64_t n, F f
   TT_GRID_STRIDE_LOOP(i, n) out[i] = f(a[i], b[i]);
 }
 template <class T, class U, class F>
-__global__ void binary_strided(const T* a, const T* b, U* out, KernelShape ks, int64_t n, F f) {
-  TT_GRID_STRIDE_LOOP(i, n) out[i] = f(a[ks.offset(0, i)], b[ks.offset(1, i)]);
+__global__ void binary_strided(const T* a, const T* b, U* out, Indexer ix, int64_t n, F f) {
+  TT_GRID_STRIDE_LOOP(i, n) out[i] = f(a[ix.offset(0, i)], b[ix.offset(1, i)]);
 }
 
 template <class T, class U, class F>
@@ -113,8 +70,8 @@ __global__ void scalar_contiguous(const T* a, T s, U* out, int64_t n, F f) {
 }
 
 template <class A, class B, class C, class U, class F>
-__global__ void ternary_strided(const A* a, const B* b, const C* c, U* out, KernelShape ks, int64_t n, F f) {
-  TT_GRID_STRIDE_LOOP(i, n) out[i] = f(a[ks.offset(0, i)], b[ks.offset(1, i)], c[ks.offset(2, i)]);
+__global__ void ternary_strided(const A* a, const B* b, const C* c, U* out, Indexer ix, int64_t n, F f) {
+  TT_GRID_STRIDE_LOOP(i, n) out[i] = f(a[ix.offset(0, i)], b[ix.offset(1, i)], c[ix.offset(2, i)]);
 }
 
 template <class S, class D>
@@ -122,8 +79,8 @@ __global__ void copy_contiguous(const S* src, D* dst, int64_t n) {
   TT_GRID_STRIDE_LOOP(i, n) dst[i] = static_cast<D>(src[i]);
 }
 template <class S, class D>
-__global__ void copy_strided(const S* src, D* dst, KernelShape ks, int64_t n) {
-  TT_GRID_STRIDE_LOOP(i, n) dst[i] = static_cast<D>(src[ks.offset(0, i)]);
+__global__ void copy_strided(const S* src, D* dst, Indexer ix, int64_t n) {
+  TT_GRID_STRIDE_LOOP(i, n) dst[i] = static_cast<D>(src[ix.offset(0, i)]);
 }
 
 template <class T>
@@ -160,9 +117,9 @@ template <class T, class U, class F>
 void unary_kernel_strided(const T* x, const Strides& sx, U* y, const Shape& shape, F f) {
   const int64_t n = numel_of(shape);
   if (n <= 0) return;
-  const KernelShape ks = make_kernel_shape("unary", shape, sx);
+  const Indexer ix = Indexer::make(shape, {sx}, "unary");
   launch_kernel("unary_strided", kernels::unary_strided<T, U, F>, grid_1d(n), dim3(detail::kElementwiseThreads), 0,
-                x, y, ks, n, f);
+                x, y, ix, n, f);
 }
 
 /// out[i] = f(a[.], b[.]) through (broadcast) strides, out dense (twin of cpu::binary_kernel).
@@ -178,9 +135,9 @@ void binary_kernel(const T* a, const Strides& sa, const T* b, const Strides& sb,
                   dim3(detail::kElementwiseThreads), 0, a, b, out, n, f);
     return;
   }
-  const KernelShape ks = make_kernel_shape("binary", shape, sa, sb);
+  const Indexer ix = Indexer::make(shape, {sa, sb}, "binary");
   launch_kernel("binary_strided", kernels::binary_strided<T, U, F>, grid_1d(n), dim3(detail::kElementwiseThreads),
-                0, a, b, out, ks, n, f);
+                0, a, b, out, ix, n, f);
 }
 /// The naive twin of binary_kernel: always the strided kernel (the oracle the tests compare with).
 template <class T, class U, class F>
@@ -204,9 +161,9 @@ void ternary_kernel(const A* a, const Strides& sa, const B* b, const Strides& sb
                     U* out, const Shape& shape, F f) {
   const int64_t n = numel_of(shape);
   if (n <= 0) return;
-  const KernelShape ks = make_kernel_shape("ternary", shape, sa, sb, sc);
+  const Indexer ix = Indexer::make(shape, {sa, sb, sc}, "ternary");
   launch_kernel("ternary_strided", kernels::ternary_strided<A, B, C, U, F>, grid_1d(n),
-                dim3(detail::kElementwiseThreads), 0, a, b, c, out, ks, n, f);
+                dim3(detail::kElementwiseThreads), 0, a, b, c, out, ix, n, f);
 }
 
 /// dst (dense) = src read through strides `ss`, converted to D (twin of cpu::copy_kernel: copy,
@@ -224,21 +181,21 @@ void copy_kernel(const S* src, const Strides& ss, D* dst, const Shape& shape) {
     }
     return;
   }
-  const KernelShape ks = make_kernel_shape("copy", shape, ss);
+  const Indexer ix = Indexer::make(shape, {ss}, "copy");
   launch_kernel("copy_strided", kernels::copy_strided<S, D>, grid_1d(n), dim3(detail::kElementwiseThreads), 0, src,
-                dst, ks, n);
+                dst, ix, n);
 }
 /// The naive twin of copy_kernel: always the strided kernel.
 template <class S, class D>
 void copy_kernel_naive(const S* src, const Strides& ss, D* dst, const Shape& shape) {
   const int64_t n = numel_of(shape);
   if (n <= 0) return;
-  const KernelShape ks = make_kernel_shape("copy", shape, ss);
+  const Indexer ix = Indexer::make(shape, {ss}, "copy");
   launch_kernel("copy_strided", kernels::copy_strided<S, D>, grid_1d(n), dim3(detail::kElementwiseThreads), 0, src,
-                dst, ks, n);
+                dst, ix, n);
 }
 
-/// out[i] = value for i < n (full, zeros, ones, zero_; no CPU twin: ops/creation.hpp loops inline).
+/// out[i] = value for i < n (twin of cpu::fill_kernel: full, zeros, ones, zero_).
 template <class T>
 void fill_kernel(T* out, int64_t n, T value) {
   if (n <= 0) return;
@@ -250,10 +207,10 @@ namespace kernels {
 /// self[offset0(i)] = f(self[offset0(i)], o[offset1(i)]): each thread owns distinct elements of
 /// self (the ops layer refuses a self that repeats a location), so there is no race.
 template <class T, class F>
-__global__ void binary_inplace_strided(T* self, const T* o, KernelShape ks, int64_t n, F f) {
+__global__ void binary_inplace_strided(T* self, const T* o, Indexer ix, int64_t n, F f) {
   TT_GRID_STRIDE_LOOP(i, n) {
-    T* p = self + ks.offset(0, i);
-    *p = f(*p, o[ks.offset(1, i)]);
+    T* p = self + ix.offset(0, i);
+    *p = f(*p, o[ix.offset(1, i)]);
   }
 }
 }  // namespace kernels
@@ -263,9 +220,9 @@ template <class T, class F>
 void binary_inplace_kernel(T* self, const Strides& ss, const T* o, const Strides& so, const Shape& shape, F f) {
   const int64_t n = numel_of(shape);
   if (n <= 0) return;
-  const KernelShape ks = make_kernel_shape("binary_", shape, ss, so);
+  const Indexer ix = Indexer::make(shape, {ss, so}, "binary_");
   launch_kernel("binary_inplace_strided", kernels::binary_inplace_strided<T, F>, grid_1d(n),
-                dim3(detail::kElementwiseThreads), 0, self, o, ks, n, f);
+                dim3(detail::kElementwiseThreads), 0, self, o, ix, n, f);
 }
 
 }  TT_NAMESPACE_END  // namespace tinytorch::backend::cuda
