@@ -6,11 +6,13 @@
 #     tinytorchConfig.cmake, tinytorchConfigVersion.cmake
 #     tinytorchTargets.cmake      tinytorch::tinytorch
 #     tinytorchMPITargets.cmake   tinytorch::mpi (only when this build found MPI)
-#   <prefix>/share/tinytorch/tinytorch.cpp             src/tinytorch.cpp: tinytorchConfig.cmake makes
-#                                                      tinytorch::compiled of it in the consumer's build
+#   <prefix>/share/tinytorch/tinytorch.cpp, .cu       src/: tinytorchConfig.cmake makes tinytorch::compiled,
+#                                                      compiled_sim and compiled_cuda of them in the
+#                                                      consumer's build
 # The package is header-only (tinytorch::compiled is compiled by its user, with the user's
 # compiler and flags), so the config lives under share/ and is architecture independent.
-# Consumers:  find_package(tinytorch 0.1 REQUIRED)                 -> tinytorch::tinytorch, tinytorch::compiled
+# Consumers:  find_package(tinytorch 0.1 REQUIRED)                 -> tinytorch::tinytorch, tinytorch::compiled,
+#                                                                     compiled_sim (and compiled_cuda with CUDA)
 #             find_package(tinytorch 0.1 REQUIRED COMPONENTS mpi)  -> also tinytorch::mpi (required)
 # tinytorch::mpi is kept in its own export file so that a consumer without MPI still gets
 # tinytorch::tinytorch instead of a failed find_package.
@@ -25,7 +27,8 @@ install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/"
 
 install(TARGETS tinytorch EXPORT tinytorchTargets)
 set(TINYTORCH_INSTALL_SRCDIR "${CMAKE_INSTALL_DATADIR}/tinytorch")
-install(FILES "${PROJECT_SOURCE_DIR}/src/tinytorch.cpp" DESTINATION "${TINYTORCH_INSTALL_SRCDIR}")
+install(FILES "${PROJECT_SOURCE_DIR}/src/tinytorch.cpp" "${PROJECT_SOURCE_DIR}/src/tinytorch.cu"
+        DESTINATION "${TINYTORCH_INSTALL_SRCDIR}")
 install(EXPORT tinytorchTargets
         NAMESPACE tinytorch::
         DESTINATION "${TINYTORCH_INSTALL_CMAKEDIR}")

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include <tinytorch/ops/elementwise.hpp>  // ops::binary, ops::unary_ (an op written on the internals)
 #include <tinytorch/tinytorch.hpp>
 
 #include "../ops_cases.hpp"

@@ -15,7 +15,7 @@ if(TINYTORCH_HAVE_CUDA)
         list(APPEND _tt_not_built ${name})
         continue()
       endif()
-      tt_add_test_executable(${name} "${src}" tt_catch_nccl_main tinytorch::mpi tt_nccl CUDA::cudart)
+      tt_add_test_executable(${name} "${src}" tt_catch_nccl_main tinytorch::mpi tinytorch::compiled_cuda tt_nccl CUDA::cudart)
     else()
       tt_add_test_executable(${name} "${src}" tt_catch_cuda_main tinytorch::tinytorch CUDA::cudart)
     endif()
@@ -35,15 +35,20 @@ endif()
 
 # ---- CUDA kernel tests: tests/cuda/test_cuda_*.cpp, in the simulator and under nvcc --------------
 # One source, two builds (design/CUDA.md, "Decision: a kernel simulator"):
-#   simulator   always (needs Catch2 v2): g++/clang++ with TINYTORCH_CUDA_SIM=1, the kernels run in
-#               the simulator (backend/cuda/sim.hpp). Shared Catch2 main tt_catch_main. ctest
+#   simulator   always (needs Catch2 v2): g++/clang++ against tinytorch::compiled_sim (which defines
+#               TINYTORCH_CUDA_SIM=1), the kernels run in the simulator (backend/cuda/sim.hpp).
+#               Shared Catch2 main tt_catch_main. ctest
 #               <name>_sim, labels cuda_sim and sanitizer (part of tt_sanitizer_tests: the ASan+UBSan
 #               stage runs them), never "threads" (the simulator's fibers are not threads).
 #   nvcc        when CUDA is found: a .cpp cannot be compiled as CUDA directly, so a generated
-#               wrapper .cu in the build dir #includes it. Linked with tt_catch_cuda_main (exits 77
-#               without a GPU: ctest "Skipped") and CUDA::cudart; ctest <name>, label cuda.
-# Each of these TUs instantiates the whole library for the CPU and the CUDA backend: about 90 s of
-# CPU per file with g++ -O2, nvcc ~40 s. So by default (TINYTORCH_CUDA_TESTS_ONE_TU=ON) ONE
+#               wrapper .cu in the build dir #includes it. Linked with tinytorch::compiled_cuda,
+#               tt_catch_cuda_main (exits 77 without a GPU: ctest "Skipped") and CUDA::cudart;
+#               ctest <name>, label cuda.
+# Both link the library compiled once for their mode (the top-level CMakeLists.txt); what each TU
+# still compiles is what the tests call directly: the inline templates of ops/, backend/ and the
+# autograd nodes, for the CPU and the CUDA backend. The whole suite in one TU costs 43 s of CPU in
+# the simulator (g++ -O2; 101 s header-only) and 66 s under nvcc (161 s header-only), against a
+# few tens of seconds a file. So by default (TINYTORCH_CUDA_TESTS_ONE_TU=ON) ONE
 # generated wrapper per build includes every test_cuda_*.cpp: ONE executable test_cuda_sim_suite
 # (the simulator) and ONE test_cuda_nvcc; ctest <name>_sim runs `test_cuda_sim_suite -# [#<name>]`
 # and ctest <name> `test_cuda_nvcc -# [#<name>]` (Catch2's filenames-as-tags: only that file's
@@ -94,13 +99,12 @@ if(TT_CUDA_KERNEL_TEST_SOURCES)
   tt_cuda_test_wrappers(cpp test_cuda_sim_suite _sim _tt_sim_exes)
   set(_tt_sim_built TRUE)
   foreach(exe IN LISTS _tt_sim_exes)
-    tt_add_test_executable(${exe} "${_tt_cuda_suite_dir}/${exe}.cpp" tt_catch_main tinytorch::tinytorch)
+    tt_add_test_executable(${exe} "${_tt_cuda_suite_dir}/${exe}.cpp" tt_catch_main tinytorch::compiled_sim)
     if(NOT ${exe}_BUILT)
       list(APPEND _tt_not_built ${exe})
       set(_tt_sim_built FALSE)
       continue()
     endif()
-    target_compile_definitions(${exe} PRIVATE TINYTORCH_CUDA_SIM=1)
     target_include_directories(${exe} PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}/cuda")
     list(APPEND _tt_sanitizer_tests ${exe})
   endforeach()
@@ -120,7 +124,7 @@ endif()
 if(TINYTORCH_HAVE_CUDA AND TINYTORCH_HAVE_CATCH2 AND TT_CUDA_KERNEL_TEST_SOURCES)
   tt_cuda_test_wrappers(cu test_cuda_nvcc "" _tt_nvcc_exes)
   foreach(exe IN LISTS _tt_nvcc_exes)
-    tt_add_test_executable(${exe} "${_tt_cuda_suite_dir}/${exe}.cu" tt_catch_cuda_main tinytorch::tinytorch CUDA::cudart)
+    tt_add_test_executable(${exe} "${_tt_cuda_suite_dir}/${exe}.cu" tt_catch_cuda_main tinytorch::compiled_cuda CUDA::cudart)
     set_target_properties(${exe} PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)
     # The test sources include "cuda_test_util.hpp" next to them; the wrapper lives in the build dir.
     target_include_directories(${exe} PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}/cuda")

@@ -20,8 +20,8 @@ if(TINYTORCH_HAVE_MPI)
       tt_add_test_executable(${name} "${src}" tt_catch_mpi_main tinytorch::mpi)
       set_source_files_properties("${src}" PROPERTIES COMPILE_OPTIONS -O1)
     elseif(name MATCHES "_sim$")
-      # A kernel-simulator build (defines TINYTORCH_CUDA_SIM): header-only, sim_abi.
-      tt_add_test_executable(${name} "${src}" tt_catch_mpi_main tinytorch::mpi)
+      # A kernel-simulator build (defines TINYTORCH_CUDA_SIM: sim_abi): the simulator's library.
+      tt_add_test_executable(${name} "${src}" tt_catch_mpi_main tinytorch::mpi tinytorch::compiled_sim)
     else()
       # distributed/ is compiled here; the rest of the library comes compiled once.
       tt_add_test_executable(${name} "${src}" tt_catch_mpi_main tinytorch::mpi tinytorch::compiled)
