@@ -3,18 +3,21 @@
 //
 // Reference values: tests/reference/gen_dp.py (PyTorch): the batch split for B = 1..33 on
 // n = 1..8 devices, and a float64 MLP's full-batch gradients, which DataParallel's summed replica
-// gradients must equal (1e-12). Also run under ThreadSanitizer (ctest label "threads";
+// gradients must equal (1e-12), called with one input and with several (forward<M>(x, mask, scale)). Also run under ThreadSanitizer (ctest label "threads";
 // scripts/test.sh builds build-tsan). Chapter: chapters/05-data-parallel.md.
 #include <catch2/catch.hpp>
 #include <tinytorch/tinytorch.hpp>
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <typeinfo>
 
 #include "reference/dp_ref.hpp"
@@ -46,6 +49,41 @@ class Mlp64 : public nn::Module {
     return m;
   }
   std::string name() const override { return "Mlp64"; }
+};
+
+/// Mlp64 with a forward of several arguments: mlp(x) * mask * scale (gen_dp.py, part 3).
+class MaskedMlp64 : public Mlp64 {
+ public:
+  using Mlp64::forward;
+  Tensor forward(const Tensor& x, const Tensor& mask, double scale) { return Mlp64::forward(x) * mask * scale; }
+  std::shared_ptr<Module> clone() const override {
+    auto m = clone_as<MaskedMlp64>();
+    m->w1 = m->get_parameter("w1");
+    m->b1 = m->get_parameter("b1");
+    m->w2 = m->get_parameter("w2");
+    m->b2 = m->get_parameter("b2");
+    return m;
+  }
+  std::string name() const override { return "MaskedMlp64"; }
+};
+
+/// Records what each replica's forward(x, y, tag) received (shared by its clones).
+class SeesArguments : public nn::Module {
+ public:
+  struct Call {
+    int64_t x_rows, y_rows;
+    std::string tag;
+  };
+  std::shared_ptr<std::mutex> mutex = std::make_shared<std::mutex>();
+  std::shared_ptr<std::vector<Call>> calls = std::make_shared<std::vector<Call>>();
+  Tensor forward(const Tensor& x) override { return x; }
+  Tensor forward(const Tensor& x, const Tensor& y, const std::string& tag) {
+    std::lock_guard<std::mutex> lock(*mutex);
+    calls->push_back({x.size(0), y.size(0), tag});
+    return x + y.sum(1, true);
+  }
+  std::shared_ptr<Module> clone() const override { return clone_as<SeesArguments>(); }
+  std::string name() const override { return "SeesArguments"; }
 };
 
 /// Throws from forward when its chunk has exactly `bad_rows` rows.
@@ -172,6 +210,74 @@ TEST_CASE("DataParallel's .grad equals PyTorch's full-batch gradient (float64, 1
       CHECK(model->b2.grad().allclose(single->b2.grad(), 0, 1e-12));
     }
   }
+}
+
+TEST_CASE("DataParallel::forward<M> with several arguments gives PyTorch's full-batch run (float64, 1e-12)",
+          "[ch05][parallel]") {
+  for (size_t n : {0, 1, 2, 3, 4}) {
+    for (const auto& c : ref::masked_cases) {
+      INFO("B=" << c.batch << " on " << n << " CPU replicas");
+      auto model = std::make_shared<MaskedMlp64>();
+      nn::DataParallel dp(model, cpus(n));
+      const Tensor x = tensor(c.x, {c.batch, 5}, kFloat64);
+      const Tensor mask = tensor(c.mask, {c.batch, 3}, kFloat64);
+      const Tensor target = tensor(c.target, {c.batch, 3}, kFloat64);
+      const Tensor y = dp.forward<MaskedMlp64>(x, mask, c.scale);
+      REQUIRE(y.sizes() == Shape{c.batch, 3});
+      const Tensor loss = mse_loss(y, target);
+      loss.backward();
+      CHECK(loss.item<double>() == Approx(c.loss).epsilon(0).margin(1e-12));
+      check_values(y, c.output, 1e-12);
+      check_values(model->w1.grad(), c.dw1, 1e-12);
+      check_values(model->b1.grad(), c.db1, 1e-12);
+      check_values(model->w2.grad(), c.dw2, 1e-12);
+      check_values(model->b2.grad(), c.db2, 1e-12);
+    }
+  }
+}
+
+TEST_CASE("DataParallel::forward<M>: tensors split by torch.chunk, other arguments to every replica",
+          "[ch05][parallel]") {
+  auto model = std::make_shared<SeesArguments>();
+  nn::DataParallel dp(model, cpus(3));
+  auto calls = [&] {
+    std::vector<std::tuple<int64_t, int64_t, std::string>> out;
+    for (const auto& c : *model->calls) out.emplace_back(c.x_rows, c.y_rows, c.tag);
+    std::sort(out.begin(), out.end());
+    model->calls->clear();
+    return out;
+  };
+  using Seen = std::vector<std::tuple<int64_t, int64_t, std::string>>;
+  // 5 rows on 3 devices: torch.chunk gives 2, 2, 1 (tests/reference/dp_ref.hpp, chunk_cases)
+  Tensor y = dp.forward<SeesArguments>(ones({5, 2}), ones({5, 4}), std::string("same"));
+  CHECK(calls() == Seen{{1, 1, "same"}, {2, 2, "same"}, {2, 2, "same"}});
+  CHECK(y.sizes() == Shape{5, 2});
+  CHECK(y.tolist<double>() == std::vector<double>(10, 5.0));
+  // 2 rows on 3 devices: 2 chunks, so only 2 replicas run (PyTorch: device_ids[:len(inputs)])
+  dp.forward<SeesArguments>(ones({2, 2}), ones({2, 1}), std::string("two"));
+  CHECK(calls() == Seen{{1, 1, "two"}, {1, 1, "two"}});
+  // split along dim 1
+  nn::DataParallel by_column(model, cpus(2), std::nullopt, 1);
+  const Tensor z = by_column.forward<SeesArguments>(ones({3, 4}), ones({3, 4}), std::string("cols"));
+  CHECK(calls() == Seen{{3, 3, "cols"}, {3, 3, "cols"}});
+  CHECK(z.sizes() == Shape{3, 4});
+}
+
+TEST_CASE("DataParallel::forward<M>: errors name the arguments", "[ch05][parallel]") {
+  auto model = std::make_shared<SeesArguments>();
+  nn::DataParallel dp(model, cpus(2));
+  CHECK_THROWS_WITH(dp.forward<SeesArguments>(ones({4, 2}), ones({6, 2}), std::string("x")),
+                    "DataParallel: every tensor argument is split along dim 0 and must have the same size there, but "
+                    "argument 0 has 4 (shape [4, 2]) and argument 1 has 6 (shape [6, 2]); PyTorch would silently drop "
+                    "the extra chunks");
+  CHECK_THROWS_WITH(dp.forward<SeesArguments>(ones({4, 2}), scalar_tensor(1.0), std::string("x")),
+                    "DataParallel: argument 1 is a tensor with no dimension to split along dim 0 ([])");
+  CHECK_THROWS_WITH(dp.forward<MaskedMlp64>(ones({4, 5}), ones({4, 3}), 1.0),
+                    "DataParallel::forward<M>: the wrapped module is a SeesArguments, not the class M named in "
+                    "forward<M>(...)");
+  CHECK_THROWS_WITH(dp.forward<SeesArguments>(ones({4, 2}), ones({4, 2}, kFloat64).t(), std::string("x")),
+                    Catch::Contains("argument 0 has 4 (shape [4, 2]) and argument 1 has 2 (shape [2, 4])"));
+  CHECK(model->calls->empty());  // nothing ran
 }
 
 TEST_CASE("DataParallel: the graph goes through replicas, gather and BroadcastBackward", "[ch05][parallel]") {

@@ -3,6 +3,7 @@
 //
 //   auto dp = std::make_shared<nn::DataParallel>(model, std::vector<Device>{Device::cpu(), Device::cpu()});
 //   Tensor y = dp->forward(x);             // x: (B, ...) -> y: (B, ...) on output_device
+//   Tensor z = dp->forward<MyModel>(x, mask, 0.5);   // several arguments: MyModel::forward(x, mask, 0.5)
 //   loss_fn(y, target).backward();         // model's .grad = the full-batch gradient
 //   optimizer.step();                      // steps the one original model
 // forward(x), every call:
@@ -11,6 +12,16 @@
 //                original's in the autograd graph (BroadcastBackward)
 //   3. parallel_apply  y_i = replica_i(x_i), one thread per replica
 //   4. gather    y = cat(y_i) on output_device
+// Several arguments (PyTorch's forward(*inputs, **kwargs)): forward<M>(args...) calls
+// M::forward(args...) on each replica, M being the wrapped module's class. Each Tensor argument is
+// scattered along dim (torch.chunk sizes, as x above); every other argument (a double, a flag, a
+// struct) is passed to every replica as it is, the same object, as PyTorch's scatter passes a
+// non-tensor to each device. As many replicas run as there are chunks (a batch of 2 on 3 devices
+// runs 2). Why a template with M named: C++ has no **kwargs and nn::Module's virtual forward takes
+// one Tensor, so calling a forward with other arguments needs the module's static type; the
+// arguments themselves are deduced. Where tinytorch differs from PyTorch: Tensor arguments of
+// different sizes along dim throw (PyTorch zips their chunk lists, silently dropping the chunks
+// of the longer ones); keyword arguments do not exist, pass them positionally.
 // Backward (on the caller's thread) slices dy back to the replicas and sums each replica's
 // parameter gradients into the original parameters' .grad (not divided by k). With one device
 // it simply calls the module (no replicas, as PyTorch); with no devices too (PyTorch without GPUs).
@@ -30,16 +41,69 @@
 // Reference: torch/nn/parallel/data_parallel.py (PyTorch 2.x). Chapter: chapters/05-data-parallel.md.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "parallel_apply.hpp"
 #include "replicate.hpp"
 #include "scatter_gather.hpp"
 #include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+
+TT_NAMESPACE_BEGIN namespace parallel::detail {
+
+/// One argument of DataParallel::forward<M>, split for the replicas: a Tensor's chunks (get(i) is
+/// chunk i, on device i), any other type the one object every replica gets.
+template <class A>
+struct ScatteredArg {
+  const A& value;
+  const A& get(size_t) const { return value; }
+};
+template <>
+struct ScatteredArg<Tensor> {
+  std::vector<Tensor> chunks;
+  const Tensor& get(size_t i) const { return chunks[i]; }
+};
+template <class A>
+ScatteredArg<A> scatter_arg(const A& a, const std::vector<Device>&, int64_t) { return {a}; }
+inline ScatteredArg<Tensor> scatter_arg(const Tensor& t, const std::vector<Device>& devices, int64_t dim) {
+  return {scatter(t, devices, dim)};
+}
+
+/// Throws unless every Tensor among `args` has the size of the first along dim (they are split
+/// into the same chunks). Non-tensor arguments are skipped.
+template <class... Args>
+void check_scatter_sizes(int64_t dim, const Args&... args) {
+  const Tensor* first = nullptr;
+  int index = -1, first_index = -1;
+  auto one = [&](const auto& a) {
+    ++index;
+    if constexpr (std::is_same_v<std::decay_t<decltype(a)>, Tensor>) {
+      TT_CHECK(a.defined() && a.dim() > 0, "DataParallel: argument ", index, " is a tensor with no dimension to ",
+               "split along dim ", dim, " (", a.defined() ? shape_str(a.sizes()) : std::string("undefined"), ")");
+      const int64_t d = wrap_dim(dim, a.dim(), "DataParallel");
+      if (!first) {
+        first = &a;
+        first_index = index;
+      } else {
+        const int64_t d0 = wrap_dim(dim, first->dim(), "DataParallel");
+        TT_CHECK(a.size(d) == first->size(d0), "DataParallel: every tensor argument is split along dim ", dim,
+                 " and must have the same size there, but argument ", first_index, " has ", first->size(d0),
+                 " (shape ", shape_str(first->sizes()), ") and argument ", index, " has ", a.size(d), " (shape ",
+                 shape_str(a.sizes()), "); PyTorch would silently drop the extra chunks");
+      }
+    }
+  };
+  (one(args), ...);
+}
+
+}  TT_NAMESPACE_END  // namespace tinytorch::parallel::detail
 
 TT_NAMESPACE_BEGIN namespace nn {
 
@@ -76,6 +140,55 @@ class DataParallel : public Module {
     std::vector<Generator*> gens;
     for (size_t i = 0; i < used.size(); ++i) gens.push_back(&generators_[i]);
     std::vector<Tensor> outputs = parallel::parallel_apply(replicas, inputs, used, gens);
+    return parallel::gather(outputs, output_device_, dim_);
+  }
+
+  /// Several arguments: M::forward(args...) on every replica, M being the wrapped module's class
+  /// (see the file comment): each Tensor argument split along dim, every other argument passed to
+  /// every replica as it is. Returns the gathered output on output_device. Throws tinytorch::Error
+  /// when the wrapped module is not an M, when Tensor arguments differ in size along dim or have no
+  /// dim to split, and as forward(x) does. M::forward(args...) must return a Tensor.
+  ///   struct Masked : nn::Module { Tensor forward(const Tensor& x, const Tensor& mask, double s); ... };
+  ///   Tensor y = dp.forward<Masked>(x, mask, 0.5);
+  template <class M, class... Args>
+  Tensor forward(const Args&... args) {
+    static_assert(std::is_base_of_v<Module, M>, "DataParallel::forward<M>: M is the wrapped module's class");
+    static_assert(std::is_same_v<decltype(std::declval<M&>().forward(args...)), Tensor>,
+                  "DataParallel::forward<M>: M::forward(args...) must return a Tensor");
+    M* original = dynamic_cast<M*>(module_.get());
+    TT_CHECK(original != nullptr, "DataParallel::forward<M>: the wrapped module is a ", module_->name(),
+             ", not the class M named in forward<M>(...)");
+    if (device_ids_.empty()) return original->forward(args...);
+    std::lock_guard<std::mutex> lock(mutex_);
+    parallel::detail::check_module_device(*module_, device_ids_[0], "DataParallel");
+    parallel::detail::check_scatter_sizes(dim_, args...);
+    const auto scattered = std::make_tuple(parallel::detail::scatter_arg(args, device_ids_, dim_)...);
+    // As many replicas as chunks: every tensor has the same count (same size along dim); without a
+    // tensor argument, one per device (PyTorch copies a non-tensor to every device).
+    size_t k = device_ids_.size();
+    std::apply([&](const auto&... s) {
+      auto count = [&](const auto& one) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(one)>, parallel::detail::ScatteredArg<Tensor>>)
+          k = std::min(k, one.chunks.size());
+      };
+      (count(s), ...);
+    }, scattered);
+    auto call = [&scattered](M& m, size_t i) {
+      return std::apply([&](const auto&... s) { return m.forward(s.get(i)...); }, scattered);
+    };
+    if (device_ids_.size() == 1) return call(*original, 0);
+    const std::vector<Device> used(device_ids_.begin(), device_ids_.begin() + static_cast<std::ptrdiff_t>(k));
+    std::vector<std::shared_ptr<Module>> replicas = parallel::replicate(*module_, used);
+    std::vector<M*> typed;
+    for (const auto& r : replicas) {
+      typed.push_back(dynamic_cast<M*>(r.get()));
+      TT_CHECK(typed.back() != nullptr, "DataParallel::forward<M>: clone() of the wrapped ", module_->name(),
+               " returned a ", r->name(), ", not an M");
+    }
+    if (detail::process_generator().seed_version() != seed_version_) seed_generators();  // manual_seed was called
+    std::vector<Generator*> gens;
+    for (size_t i = 0; i < used.size(); ++i) gens.push_back(&generators_[i]);
+    std::vector<Tensor> outputs = parallel::parallel_apply(used, gens, [&](size_t i) { return call(*typed[i], i); });
     return parallel::gather(outputs, output_device_, dim_);
   }
 

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -36,6 +37,12 @@ TT_NAMESPACE_BEGIN namespace parallel {
 TT_DECL std::vector<Tensor> parallel_apply(const std::vector<std::shared_ptr<nn::Module>>& replicas,
                                           const std::vector<Tensor>& inputs, const std::vector<Device>& devices,
                                           const std::vector<Generator*>& generators = {});
+
+/// outputs[i] = replica_forward(i) for i = 0 .. devices.size() - 1, one thread per i, set up as above
+/// (the caller's grad mode, generators[i], devices[i] current): the general form, for a replica
+/// called with several arguments (nn::DataParallel::forward<M>). Errors as above.
+TT_DECL std::vector<Tensor> parallel_apply(const std::vector<Device>& devices, const std::vector<Generator*>& generators,
+                                          const std::function<Tensor(size_t)>& replica_forward);
 
 }  TT_NAMESPACE_END  // namespace tinytorch::parallel
 

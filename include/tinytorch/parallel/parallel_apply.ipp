@@ -1,4 +1,5 @@
-// tinytorch/parallel/parallel_apply.ipp — the bodies of parallel_apply.hpp that need the library's internals: parallel_apply (one thread per replica).
+// tinytorch/parallel/parallel_apply.ipp — the bodies of parallel_apply.hpp that need the library's
+// internals: parallel_apply (one thread per replica).
 //
 // Not a header to include: parallel_apply.hpp includes it at its end in a header-only build, and
 // <tinytorch/src.hpp> compiles it once with -DTINYTORCH_SEPARATE_COMPILATION (TT_DECL,
@@ -22,6 +23,14 @@ TT_DECL std::vector<Tensor> parallel_apply(const std::vector<std::shared_ptr<nn:
   TT_CHECK(inputs.size() == n && devices.size() == n && (generators.empty() || generators.size() == n),
            "parallel_apply: expected as many inputs, devices and generators as replicas (", n, "), got ",
            inputs.size(), " inputs, ", devices.size(), " devices, ", generators.size(), " generators");
+  return parallel_apply(devices, generators, [&](size_t i) { return replicas[i]->forward(inputs[i]); });
+}
+
+TT_DECL std::vector<Tensor> parallel_apply(const std::vector<Device>& devices, const std::vector<Generator*>& generators,
+                                          const std::function<Tensor(size_t)>& replica_forward) {
+  const size_t n = devices.size();
+  TT_CHECK(generators.empty() || generators.size() == n, "parallel_apply: expected as many generators as devices (",
+           n, "), got ", generators.size());
   // Eigen's documentation: "must be called first when calling Eigen from multiple threads".
   static std::once_flag eigen_init;
   std::call_once(eigen_init, [] { Eigen::initParallel(); });
@@ -40,7 +49,7 @@ TT_DECL std::vector<Tensor> parallel_apply(const std::vector<std::shared_ptr<nn:
       if (devices[i].is_cuda()) device.emplace(devices[i]);
 #endif
       autograd::ParallelRegion region;  // leaves shared between replicas: see grad_accumulator
-      outputs[i] = replicas[i]->forward(inputs[i]);
+      outputs[i] = replica_forward(i);
     } catch (...) {
       errors[i] = std::current_exception();
     }
