@@ -40,15 +40,20 @@ class Mlp64 : public nn::Module {
     b2 = register_parameter("b2", tensor(ref::b2, {3}, kFloat64));
   }
   Tensor forward(const Tensor& x) override { return linear(tanh(linear(x, w1, b1)), w2, b2); }
-  std::shared_ptr<Module> clone() const override {
-    auto m = clone_as<Mlp64>();
+  std::shared_ptr<Module> clone() const override { return clone_rebound<Mlp64>(); }
+  std::string name() const override { return "Mlp64"; }
+
+ protected:
+  /// clone_as<M>() with the member handles pointed at the clone's own parameters.
+  template <class M>
+  std::shared_ptr<M> clone_rebound() const {
+    auto m = clone_as<M>();
     m->w1 = m->get_parameter("w1");
     m->b1 = m->get_parameter("b1");
     m->w2 = m->get_parameter("w2");
     m->b2 = m->get_parameter("b2");
     return m;
   }
-  std::string name() const override { return "Mlp64"; }
 };
 
 /// Mlp64 with a forward of several arguments: mlp(x) * mask * scale (gen_dp.py, part 3).
@@ -56,14 +61,7 @@ class MaskedMlp64 : public Mlp64 {
  public:
   using Mlp64::forward;
   Tensor forward(const Tensor& x, const Tensor& mask, double scale) { return Mlp64::forward(x) * mask * scale; }
-  std::shared_ptr<Module> clone() const override {
-    auto m = clone_as<MaskedMlp64>();
-    m->w1 = m->get_parameter("w1");
-    m->b1 = m->get_parameter("b1");
-    m->w2 = m->get_parameter("w2");
-    m->b2 = m->get_parameter("b2");
-    return m;
-  }
+  std::shared_ptr<Module> clone() const override { return clone_rebound<MaskedMlp64>(); }
   std::string name() const override { return "MaskedMlp64"; }
 };
 
