@@ -35,13 +35,15 @@
 #      Chromium checks it; about 5 s + 30 s of CPU, skipped without doxygen/chromium).
 # MPI tests are RUN_SERIAL, so -j2 never runs two mpiruns at once. GPU tests that find no GPU
 # show as "Skipped" (exit 77). Exits non-zero when any step fails.
-# Cost (fresh clone of 8552c01, 2026-12-04, packages installed, 2 cores, a little other work):
-# 24 min 30 s wall, 33 min of user CPU. Steps 2-3: the main build and TSan in ~13 min; steps
-# 4+5 ~4 min of build and a 3.2-min ctest; step 6's ctest 3.4 min. What keeps it there: the
-# library's bodies are compiled once per build mode (src/tinytorch.cpp: tinytorch::compiled for
-# the tests, tt_programs_compiled(_sim) for the examples and benches, -march=native), each test
-# file is its own TU at -O0 against it (tests/CMakeLists.txt), the CUDA test files are compiled as
-# one TU per mode (test_cuda_sim_suite, test_cuda_nvcc: they call the inline internals), and
+# Cost (fresh clone of eb019c8, 2026-12-04, packages installed, 2 cores, load about 2):
+# 25 min 7 s wall, 37 min of user CPU (8552c01 earlier that day: 24 min 30 s). Steps 2-3: the
+# main build and TSan in ~13 min; steps 4+5 ~4 min of build and a 3.6-min ctest; step 6's ctest
+# 4.1 min. What keeps it there: the library's bodies are compiled once per build mode
+# (src/tinytorch.cpp: tinytorch::compiled for the tests, compiled_sim for the simulator tests and
+# examples, compiled_cuda (src/tinytorch.cu) for the nvcc tests, tt_programs_compiled with
+# -march=native for the examples and benches), each test file is its own TU at -O0 against it
+# (tests/CMakeLists.txt), the CUDA test files are compiled as one TU per mode
+# (test_cuda_sim_suite, test_cuda_nvcc: they call the inline internals), and
 # train_mnist_cuda/bench_cuda are not built here (-DTINYTORCH_BUILD_CUDA_PROGRAMS=OFF below).
 # Earlier: 28-45 min with one generated unit-test TU and header-only programs; past 63 min
 # before that (stop 17's CI). TT_SKIP_ASAN=1 TT_SKIP_FUZZ=1 save about a quarter of the whole.
