@@ -16,8 +16,6 @@
 
 #include <tinytorch/backend/cpu/optim.hpp>
 #include <tinytorch/backend/cuda/optim.cuh>
-#include <tinytorch/optim/adam.hpp>
-#include <tinytorch/optim/sgd.hpp>
 
 #include "cuda_test_util.hpp"
 #include "kernels_test_util.hpp"
@@ -27,7 +25,6 @@
 namespace test_cuda_optim {
 
 namespace gpu = tinytorch::backend::cuda;
-namespace optim = tinytorch::optim;
 using cuda_test::DeviceArray;
 using kernels_test::make_values;
 using kernels_test::require_close;
