@@ -80,6 +80,14 @@ class SeesArguments : public nn::Module {
     calls->push_back({x.size(0), y.size(0), tag});
     return x + y.sum(1, true);
   }
+  /// A list of tensors (PyTorch's scatter splits each): x + the row sums of every tensor in ys.
+  Tensor forward(const Tensor& x, const std::vector<Tensor>& ys) {
+    std::lock_guard<std::mutex> lock(*mutex);
+    calls->push_back({x.size(0), ys.empty() ? -1 : ys[0].size(0), tinytorch::detail::str_cat(ys.size(), " tensors")});
+    Tensor out = x;
+    for (const Tensor& y : ys) out = out + y.sum(1, true);
+    return out;
+  }
   std::shared_ptr<Module> clone() const override { return clone_as<SeesArguments>(); }
   std::string name() const override { return "SeesArguments"; }
 };
@@ -259,6 +267,25 @@ TEST_CASE("DataParallel::forward<M>: tensors split by torch.chunk, other argumen
   const Tensor z = by_column.forward<SeesArguments>(ones({3, 4}), ones({3, 4}), std::string("cols"));
   CHECK(calls() == Seen{{3, 3, "cols"}, {3, 3, "cols"}});
   CHECK(z.sizes() == Shape{3, 4});
+  // a std::vector<Tensor>: each element split (5 rows: 2, 2, 1), replica i gets the chunks i
+  const Tensor w = dp.forward<SeesArguments>(ones({5, 2}), std::vector<Tensor>{ones({5, 3}), ones({5, 1})});
+  CHECK(calls() == Seen{{1, 1, "2 tensors"}, {2, 2, "2 tensors"}, {2, 2, "2 tensors"}});
+  CHECK(w.tolist<double>() == std::vector<double>(10, 5.0));
+  dp.forward<SeesArguments>(ones({3, 2}), std::vector<Tensor>{});  // empty list: to every replica
+  CHECK(calls() == Seen{{1, -1, "0 tensors"}, {1, -1, "0 tensors"}, {1, -1, "0 tensors"}});
+}
+
+/// forward() of no argument at all: PyTorch runs one replica (inputs padded to ((),)).
+class NoArguments : public nn::Module {
+ public:
+  Tensor forward(const Tensor& x) override { return x; }
+  Tensor forward() { return ones({1}); }
+  std::shared_ptr<Module> clone() const override { return clone_as<NoArguments>(); }
+};
+
+TEST_CASE("DataParallel::forward<M>() of no argument runs one replica, as PyTorch", "[ch05][parallel]") {
+  nn::DataParallel dp(std::make_shared<NoArguments>(), cpus(3));
+  CHECK(dp.forward<NoArguments>().sizes() == Shape{1});
 }
 
 TEST_CASE("DataParallel::forward<M>: errors name the arguments", "[ch05][parallel]") {
@@ -275,6 +302,12 @@ TEST_CASE("DataParallel::forward<M>: errors name the arguments", "[ch05][paralle
                     "forward<M>(...)");
   CHECK_THROWS_WITH(dp.forward<SeesArguments>(ones({4, 2}), ones({4, 2}, kFloat64).t(), std::string("x")),
                     Catch::Contains("argument 0 has 4 (shape [4, 2]) and argument 1 has 2 (shape [2, 4])"));
+  CHECK_THROWS_WITH(dp.forward<SeesArguments>(ones({4, 2}), std::vector<Tensor>{ones({4, 1}), ones({3, 1})}),
+                    Catch::Contains("argument 0 has 4 (shape [4, 2]) and argument 1 element 1 has 3 (shape [3, 1])"));
+  nn::DataParallel by_column(model, cpus(2), std::nullopt, 1);
+  CHECK_THROWS_WITH(by_column.forward<SeesArguments>(ones({4, 2}), ones({4}), std::string("x")),
+                    "DataParallel: argument 1 of shape [4]: dimension out of range (expected to be in range of "
+                    "[-1, 0], but got 1)");
   CHECK(model->calls->empty());  // nothing ran
 }
 

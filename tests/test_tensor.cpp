@@ -647,7 +647,13 @@ TEST_CASE("softmax and log_softmax stay finite for large logits", "[ch01][tensor
   auto si = vals(inf.softmax(0));
   CHECK(std::isnan(si[0]));  // all -inf: nan, as PyTorch
   CHECK(scalar_tensor(3).softmax(0).item() == 1);
+  CHECK(scalar_tensor(3).softmax(-1).item() == 1);
   REQUIRE_THROWS_WITH(x.softmax(2), Contains("softmax: dimension out of range"));
+  // a 0-d tensor takes dim -1 or 0 only (PyTorch: "Dimension out of range (expected to be in range
+  // of [-1, 0], but got 42)")
+  REQUIRE_THROWS_WITH(scalar_tensor(3.0).softmax(42),
+                      "softmax: dimension out of range (expected to be in range of [-1, 0], but got 42)");
+  REQUIRE_THROWS_WITH(log_softmax(scalar_tensor(2.0), -7), Contains("log_softmax: dimension out of range"));
 }
 
 TEST_CASE("matmul and mm shape errors name both shapes", "[ch01][tensor]") {

@@ -17,7 +17,8 @@
 // Errors: more than 25 dims, no operand or more than kMaxOperands, or strides of another rank than
 // the shape throw tinytorch::Error naming the op. The limit is PyTorch's for CUDA tensors
 // (MAX_DIMS = 25); PyTorch's CPU loops have none, ours share the CUDA one so that both backends
-// run the same code (a training loop never makes a 26-dim tensor).
+// run the same code (a training loop never makes a 26-dim tensor). Only the strided loops build
+// an Indexer: an op whose operands are all dense takes the flat path, which has no limit.
 // Chapter: chapters/10-gpu-kernels.md. Reference: PyTorch's at::cuda::detail::OffsetCalculator
 // (aten/src/ATen/cuda/detail/OffsetCalculator.cuh) and TensorIterator's CPU loops (which also
 // advance a multi-index); dlsyscourse/hw4's CudaVec (shapes and strides by value).

@@ -33,8 +33,8 @@ inline Tensor softmax(const Tensor& x0, int64_t dim, bool log) {
   check_device(x0, op);
   const Tensor x = contiguous(x0.dtype() == kInt64 ? to_dtype(x0, kFloat32) : x0);
   Tensor out = make_tensor(x.sizes(), x.dtype(), x.device());
-  const int64_t d = x.dim() ? wrap_dim(dim, x.dim(), op) : -1;
-  const auto sp = detail::split_dim(x.sizes(), d, true);
+  const int64_t d = wrap_dim(dim, x.dim(), op);  // a 0-d x takes dim -1 or 0, as PyTorch
+  const auto sp = detail::split_dim(x.sizes(), x.dim() ? d : -1, true);
   dispatch_floating(x.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     backend::dispatch::softmax_kernel(x.device(), x.data_ptr<T>(), out.data_ptr<T>(), sp.outer, sp.n, sp.inner, log);

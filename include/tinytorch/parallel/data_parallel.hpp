@@ -14,10 +14,13 @@
 //   4. gather    y = cat(y_i) on output_device
 // Several arguments (PyTorch's forward(*inputs, **kwargs)): forward<M>(args...) calls
 // M::forward(args...) on each replica, M being the wrapped module's class. Each Tensor argument is
-// scattered along dim (torch.chunk sizes, as x above); every other argument (a double, a flag, a
-// struct) is passed to every replica as it is, the same object, as PyTorch's scatter passes a
-// non-tensor to each device. As many replicas run as there are chunks (a batch of 2 on 3 devices
-// runs 2). Why a template with M named: C++ has no **kwargs and nn::Module's virtual forward takes
+// scattered along dim (torch.chunk sizes, as x above), and so is each element of a
+// std::vector<Tensor> argument (replica i gets the vector of chunks i: PyTorch's scatter recurses
+// into lists); every other argument (a double, a flag, a string, a struct — a std::tuple or a map
+// of tensors too: pass those tensors as arguments of their own) is passed to every replica as it
+// is, the same object, as PyTorch's scatter passes a non-tensor to each device. As many replicas
+// run as there are chunks (a batch of 2 on 3 devices runs 2). M must still implement the
+// one-tensor forward(const Tensor&) (nn::Module's pure virtual; it may just throw). Why a template with M named: C++ has no **kwargs and nn::Module's virtual forward takes
 // one Tensor, so calling a forward with other arguments needs the module's static type; the
 // arguments themselves are deduced. Where tinytorch differs from PyTorch: Tensor arguments of
 // different sizes along dim throw (PyTorch zips their chunk lists, silently dropping the chunks
@@ -42,6 +45,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -58,49 +62,82 @@
 
 TT_NAMESPACE_BEGIN namespace parallel::detail {
 
-/// One argument of DataParallel::forward<M>, split for the replicas: a Tensor's chunks (get(i) is
-/// chunk i, on device i), any other type the one object every replica gets.
+/// One argument of DataParallel::forward<M>, split for the replicas: get(i) is what replica i
+/// gets; count() how many replicas the argument can feed (no limit for a non-tensor).
+///   Tensor                chunk i, on device i
+///   std::vector<Tensor>   the vector of each element's chunk i (PyTorch's scatter recurses into lists)
+///   anything else         the one object every replica gets
 template <class A>
 struct ScatteredArg {
   const A& value;
   const A& get(size_t) const { return value; }
+  size_t count() const { return SIZE_MAX; }
 };
 template <>
 struct ScatteredArg<Tensor> {
   std::vector<Tensor> chunks;
   const Tensor& get(size_t i) const { return chunks[i]; }
+  size_t count() const { return chunks.size(); }
+};
+template <>
+struct ScatteredArg<std::vector<Tensor>> {
+  std::vector<std::vector<Tensor>> per_replica;  // [replica][element]; empty for an empty vector
+  bool empty_input = false;
+  std::vector<Tensor> get(size_t i) const { return empty_input ? std::vector<Tensor>{} : per_replica[i]; }
+  size_t count() const { return empty_input ? SIZE_MAX : per_replica.size(); }
 };
 template <class A>
 ScatteredArg<A> scatter_arg(const A& a, const std::vector<Device>&, int64_t) { return {a}; }
 inline ScatteredArg<Tensor> scatter_arg(const Tensor& t, const std::vector<Device>& devices, int64_t dim) {
   return {scatter(t, devices, dim)};
 }
+inline ScatteredArg<std::vector<Tensor>> scatter_arg(const std::vector<Tensor>& ts, const std::vector<Device>& devices,
+                                                     int64_t dim) {
+  ScatteredArg<std::vector<Tensor>> out;
+  out.empty_input = ts.empty();
+  for (const Tensor& t : ts) {  // every element has the same size along dim (check_scatter_sizes)
+    std::vector<Tensor> chunks = scatter(t, devices, dim);
+    out.per_replica.resize(chunks.size());
+    for (size_t i = 0; i < chunks.size(); ++i) out.per_replica[i].push_back(std::move(chunks[i]));
+  }
+  return out;
+}
 
-/// Throws unless every Tensor among `args` has the size of the first along dim (they are split
-/// into the same chunks). Non-tensor arguments are skipped.
+/// Throws unless every Tensor among `args` (and among the elements of a std::vector<Tensor>
+/// argument) has the size of the first along dim: they are split into the same chunks.
 template <class... Args>
 void check_scatter_sizes(int64_t dim, const Args&... args) {
   const Tensor* first = nullptr;
-  int index = -1, first_index = -1;
+  std::string first_name;
+  auto check = [&](const Tensor& t, const std::string& name) {
+    TT_CHECK(t.defined() && t.dim() > 0, "DataParallel: ", name, " is a tensor with no dimension to split along dim ",
+             dim, " (", t.defined() ? shape_str(t.sizes()) : std::string("undefined"), ")");
+    const std::string what = tinytorch::detail::str_cat("DataParallel: ", name, " of shape ", shape_str(t.sizes()));
+    const int64_t d = wrap_dim(dim, t.dim(), what.c_str());
+    if (!first) {
+      first = &t;
+      first_name = name;
+      return;
+    }
+    const int64_t d0 = wrap_dim(dim, first->dim(), "DataParallel");
+    TT_CHECK(t.size(d) == first->size(d0), "DataParallel: every tensor argument is split along dim ", dim,
+             " and must have the same size there, but ", first_name, " has ", first->size(d0), " (shape ",
+             shape_str(first->sizes()), ") and ", name, " has ", t.size(d), " (shape ", shape_str(t.sizes()),
+             "); PyTorch would silently drop the extra chunks");
+  };
+  int index = -1;
   auto one = [&](const auto& a) {
     ++index;
-    if constexpr (std::is_same_v<std::decay_t<decltype(a)>, Tensor>) {
-      TT_CHECK(a.defined() && a.dim() > 0, "DataParallel: argument ", index, " is a tensor with no dimension to ",
-               "split along dim ", dim, " (", a.defined() ? shape_str(a.sizes()) : std::string("undefined"), ")");
-      const int64_t d = wrap_dim(dim, a.dim(), "DataParallel");
-      if (!first) {
-        first = &a;
-        first_index = index;
-      } else {
-        const int64_t d0 = wrap_dim(dim, first->dim(), "DataParallel");
-        TT_CHECK(a.size(d) == first->size(d0), "DataParallel: every tensor argument is split along dim ", dim,
-                 " and must have the same size there, but argument ", first_index, " has ", first->size(d0),
-                 " (shape ", shape_str(first->sizes()), ") and argument ", index, " has ", a.size(d), " (shape ",
-                 shape_str(a.sizes()), "); PyTorch would silently drop the extra chunks");
-      }
+    using A = std::decay_t<decltype(a)>;
+    const std::string name = tinytorch::detail::str_cat("argument ", index);
+    if constexpr (std::is_same_v<A, Tensor>) {
+      check(a, name);
+    } else if constexpr (std::is_same_v<A, std::vector<Tensor>>) {
+      for (size_t e = 0; e < a.size(); ++e) check(a[e], tinytorch::detail::str_cat(name, " element ", e));
     }
   };
   (one(args), ...);
+  (void)one;  // no arguments: the fold above is empty
 }
 
 }  TT_NAMESPACE_END  // namespace tinytorch::parallel::detail
@@ -144,8 +181,8 @@ class DataParallel : public Module {
   }
 
   /// Several arguments: M::forward(args...) on every replica, M being the wrapped module's class
-  /// (see the file comment): each Tensor argument split along dim, every other argument passed to
-  /// every replica as it is. Returns the gathered output on output_device. Throws tinytorch::Error
+  /// (see the file comment): each Tensor argument split along dim (each element of a
+  /// std::vector<Tensor> too), every other argument passed to every replica as it is. Returns the gathered output on output_device. Throws tinytorch::Error
   /// when the wrapped module is not an M, when Tensor arguments differ in size along dim or have no
   /// dim to split, and as forward(x) does. M::forward(args...) must return a Tensor.
   ///   struct Masked : nn::Module { Tensor forward(const Tensor& x, const Tensor& mask, double s); ... };
@@ -164,15 +201,10 @@ class DataParallel : public Module {
     parallel::detail::check_scatter_sizes(dim_, args...);
     const auto scattered = std::make_tuple(parallel::detail::scatter_arg(args, device_ids_, dim_)...);
     // As many replicas as chunks: every tensor has the same count (same size along dim); without a
-    // tensor argument, one per device (PyTorch copies a non-tensor to every device).
-    size_t k = device_ids_.size();
-    std::apply([&](const auto&... s) {
-      auto count = [&](const auto& one) {
-        if constexpr (std::is_same_v<std::decay_t<decltype(one)>, parallel::detail::ScatteredArg<Tensor>>)
-          k = std::min(k, one.chunks.size());
-      };
-      (count(s), ...);
-    }, scattered);
+    // tensor argument, one per device (PyTorch hands a non-tensor to every device).
+    // No argument at all: one replica (PyTorch pads empty inputs to ((),)).
+    size_t k = sizeof...(Args) == 0 ? 1 : device_ids_.size();
+    std::apply([&](const auto&... s) { ((k = std::min(k, s.count())), ...); }, scattered);
     auto call = [&scattered](M& m, size_t i) {
       return std::apply([&](const auto&... s) { return m.forward(s.get(i)...); }, scattered);
     };

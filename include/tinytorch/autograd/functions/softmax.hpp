@@ -25,7 +25,7 @@ struct Softmax : Node {
     if (!any_requires_grad({&x0})) return out;
     auto n = std::make_shared<Softmax>();
     n->saves_tensors = true;
-    n->dim = x0.dim() ? wrap_dim(dim, x0.dim(), log ? "log_softmax" : "softmax") : 0;
+    n->dim = wrap_dim(dim, x0.dim(), log ? "log_softmax" : "softmax");
     n->log = log;
     out = record(out, n, {&x0});
     n->y = n->save(out, /*is_output=*/true);
