@@ -158,6 +158,18 @@ void check_values(const Tensor& t, const std::vector<double>& expected, double t
   }
 }
 
+/// A DataParallel run's output, loss and the model's summed gradients against a gen_dp.py case
+/// (grad_cases or masked_cases: PyTorch's full-batch run), to 1e-12.
+template <class Case>
+void check_run(const Tensor& y, const Tensor& loss, const Mlp64& model, const Case& c) {
+  CHECK(loss.item<double>() == Approx(c.loss).epsilon(0).margin(1e-12));
+  check_values(y, c.output, 1e-12);
+  check_values(model.w1.grad(), c.dw1, 1e-12);
+  check_values(model.b1.grad(), c.db1, 1e-12);
+  check_values(model.w2.grad(), c.dw2, 1e-12);
+  check_values(model.b2.grad(), c.db2, 1e-12);
+}
+
 }  // namespace
 
 TEST_CASE("scatter splits the batch as PyTorch's DataParallel (torch.chunk sizes)", "[ch05][parallel]") {
@@ -203,12 +215,7 @@ TEST_CASE("DataParallel's .grad equals PyTorch's full-batch gradient (float64, 1
       REQUIRE(y.sizes() == Shape{c.batch, 3});
       Tensor loss = mse_loss(y, target);
       loss.backward();
-      CHECK(loss.item<double>() == Approx(c.loss).epsilon(0).margin(1e-12));
-      check_values(y, c.output, 1e-12);
-      check_values(model->w1.grad(), c.dw1, 1e-12);
-      check_values(model->b1.grad(), c.db1, 1e-12);
-      check_values(model->w2.grad(), c.dw2, 1e-12);
-      check_values(model->b2.grad(), c.db2, 1e-12);
+      check_run(y, loss, *model, c);
       // and tinytorch's own single-module run
       auto single = std::make_shared<Mlp64>();
       mse_loss(single->forward(x), target).backward();
@@ -232,12 +239,7 @@ TEST_CASE("DataParallel::forward<M> with several arguments gives PyTorch's full-
       REQUIRE(y.sizes() == Shape{c.batch, 3});
       const Tensor loss = mse_loss(y, target);
       loss.backward();
-      CHECK(loss.item<double>() == Approx(c.loss).epsilon(0).margin(1e-12));
-      check_values(y, c.output, 1e-12);
-      check_values(model->w1.grad(), c.dw1, 1e-12);
-      check_values(model->b1.grad(), c.db1, 1e-12);
-      check_values(model->w2.grad(), c.dw2, 1e-12);
-      check_values(model->b2.grad(), c.db2, 1e-12);
+      check_run(y, loss, *model, c);
     }
   }
 }
