@@ -6,9 +6,9 @@
 // execution order, and the errors: a __syncthreads() some threads never reach, a warp operation
 // waiting for a lane at a barrier, an exception in device code, bad launch configurations (CUDA's
 // wording). Expected values are exact sums / orders computed here (no PyTorch involved).
-// Chapter: chapters/10-gpu-kernels.md. Tag [cuda_sim] only, deliberately not the threads tag
-// (tests/CMakeLists.txt greps for it, bracketed): the ThreadSanitizer stage must not build this file
-// (fibers switch stacks under TSan's feet), although one case launches from two host threads at once.
+// Chapter: chapters/10-gpu-kernels.md. Tag [cuda_sim] only, not the threads tag (tests/CMakeLists.txt
+// greps for it, bracketed): the ThreadSanitizer stage runs the simulator through the simulator suite
+// (tests/cuda) and tests/sim_check, where the fibers are annotated for TSan (sim.hpp section 7).
 
 // This file is always the simulator build, whatever the build flags: the define must come before
 // the first tinytorch include (core/config.hpp reads it).
@@ -211,9 +211,22 @@ __global__ void sync_count_kernel(T* out) {
 
 template <class T>
 __global__ void early_return_kernel(T* y) {
-  if (threadIdx.x >= 5) return;  // the classic bug: threads 5.. never reach the barrier
-  __syncthreads();
-  y[threadIdx.x] = 1;
+  if (threadIdx.x >= 5) return;  // exited threads count as arrived at the barrier, as on a GPU
+  const int all = __syncthreads_and(1);  // ... and are not counted by the predicate barriers
+  y[threadIdx.x] = __syncthreads_count(1) * 10 + all;
+}
+
+inline int divergent_line = 0;
+template <class T>
+__global__ void divergent_barrier_kernel(T* y) {
+  if (threadIdx.x < 32) {
+    __syncthreads();
+    y[threadIdx.x] = 1;
+  } else {
+    divergent_line = __LINE__ + 1;
+    __syncthreads();  // another barrier: undefined on a GPU (a hang or a wrong result)
+    y[threadIdx.x] = 2;
+  }
 }
 
 template <class T>
@@ -490,12 +503,20 @@ TEST_CASE("sim: kernel parameters are per-thread copies", "[cuda_sim]") {
   for (int t = 0; t < 8; ++t) CHECK(y[t] == 100.0 + t);
 }
 
-TEST_CASE("sim: a __syncthreads() that some threads never reach is an error, not a hang", "[cuda_sim]") {
+TEST_CASE("sim: exited threads count as arrived; a divergent or unreachable barrier is an error, not a hang",
+          "[cuda_sim]") {
   std::vector<int> y(64, 0);
+  ttc::launch_kernel("early_return", early_return_kernel<int>, dim3(2), dim3(64), 0, y.data());
+  CHECK(y[0] == 51);  // 5 threads arrived, all with a true predicate
+  CHECK(y[4] == 51);
+  CHECK(y[5] == 0);
+  // synccheck: two different __syncthreads() calls in the branches of an if
   const std::string msg = launch_error(
-      [&] { ttc::launch_kernel("early_return", early_return_kernel<int>, dim3(2), dim3(64), 0, y.data()); });
-  CHECK_THAT(msg, Catch::Contains("kernel 'early_return': block (0,0,0): thread (0,0,0) waits at __syncthreads() "
-                                  "but thread (5,0,0) returned without reaching it (5 of 64 threads wait)"));
+      [&] { ttc::launch_kernel("divergent", divergent_barrier_kernel<int>, dim3(1), dim3(64), 0, y.data()); });
+  CHECK_THAT(msg, Catch::Contains("kernel 'divergent': block (0,0,0): synccheck: divergent __syncthreads(): "
+                                  "thread (0,0,0) waits at "));
+  CHECK_THAT(msg, Catch::Contains("but thread (32,0,0) at "));
+  CHECK_THAT(msg, Catch::Contains("test_cuda_sim.cpp:" + std::to_string(divergent_line) + ";"));
   // a warp operation waiting for lanes that wait at __syncthreads()
   const std::string msg2 = launch_error(
       [&] { ttc::launch_kernel("warp_vs_barrier", warp_vs_barrier_kernel<int>, dim3(1), dim3(32), 0, y.data()); });

@@ -27,8 +27,9 @@
 //     allocated (live blocks), reserved (allocated + cached: all memory taken from the device), their
 //     peaks, and counts of device allocations, frees, retries and OOMs (torch.cuda.memory_stats);
 //   * empty_cache() gives every cached block back to the device (torch.cuda.empty_cache);
-//   * TINYTORCH_NO_MEMORY_CACHING=1 (true, yes, on) frees every block at once (PyTorch:
-//     PYTORCH_NO_CUDA_MEMORY_CACHING=1), for memory checkers; the statistics still count;
+//   * TINYTORCH_NO_MEMORY_CACHING=1 (true, yes, on) frees every block at once and asks the device for
+//     exact sizes (PyTorch: PYTORCH_NO_CUDA_MEMORY_CACHING=1), for memory checkers; the statistics
+//     still count size classes. The simulator's memcheck (TINYTORCH_SIM_CHECK=memcheck) implies it;
 //   * never destroyed (tensors in statics may be freed after main() returns); contents of a reused
 //     block are not cleared (Storage is uninitialised).
 // The policy is a template over its raw allocator, a class with
@@ -90,8 +91,12 @@ inline std::string format_size(uint64_t size) {
   return os.str();
 }
 
-/// True unless TINYTORCH_NO_MEMORY_CACHING is 1, true, yes or on (as core/allocator.hpp reads it).
+/// True unless TINYTORCH_NO_MEMORY_CACHING is 1, true, yes or on (as core/allocator.hpp reads it), or
+/// the kernel simulator's memcheck is on (TINYTORCH_SIM_CHECK=memcheck: every tensor its own block).
 inline bool memory_caching_from_env() {
+#if TINYTORCH_CUDA_SIM
+  if (backend::cuda::sim::detail::checks().memcheck) return false;
+#endif
   const char* e = std::getenv("TINYTORCH_NO_MEMORY_CACHING");
   const std::string v = e == nullptr ? "" : e;
   return !(v == "1" || v == "true" || v == "yes" || v == "on");
@@ -147,13 +152,17 @@ class CachingDeviceAllocator {
       }
     }
     void* p = nullptr;
+    // Without caching a block is never reused, so it is asked for at its exact size: a memory checker
+    // (the simulator's memcheck, compute-sanitizer) then sees the tensor's own end. The statistics
+    // still count size classes.
+    const size_t raw_size = caching_ ? size : nbytes;
     try {
-      p = raw_.raw_malloc(device, size);
+      p = raw_.raw_malloc(device, raw_size);
     } catch (const backend::cuda::OutOfMemoryError&) {
       ++d.stats.num_alloc_retries;
       release_cached(device, d);
       try {
-        p = raw_.raw_malloc(device, size);
+        p = raw_.raw_malloc(device, raw_size);
       } catch (const backend::cuda::OutOfMemoryError&) {
         ++d.stats.num_ooms;
         throw backend::cuda::OutOfMemoryError(oom_message(device, d, size));

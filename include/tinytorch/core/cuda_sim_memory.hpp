@@ -10,10 +10,30 @@
 //     open anywhere in the process (a counter under the mutex, so that DataParallel threads may launch
 //     concurrently), and PROT_NONE again when the last one closes. The launcher (launch.hpp) opens one
 //     around every simulated kernel launch; memcpy_h2d/d2h/d2d open one around the copy.
-//   * a host access to device memory outside any scope therefore gets SIGSEGV, as on a GPU. Nothing
-//     catches that signal: the program dies, and `gdb` (or the core dump) shows the offending host
-//     line. Protection is process-wide, not per thread: while thread A runs a kernel, thread B's host
-//     read of device memory goes unnoticed (a false negative, never a false alarm).
+//   * a host access to device memory outside any scope therefore gets SIGSEGV, as on a GPU. The
+//     simulator's fault handler (backend/cuda/sim.hpp, section 6) names the allocation the address
+//     belongs to, then the program dies as before, and `gdb` (or the core dump) shows the offending
+//     host line. Protection is process-wide, not per thread: while thread A runs a kernel, thread B's
+//     host read of device memory goes unnoticed (a false negative, never a false alarm).
+//   * every region has a PROT_NONE guard page on each side, so an access just past either end of an
+//     allocation faults instead of reaching a neighbour: by default the block starts at its first
+//     page (cudaMalloc's 256-byte alignment), so only an overrun of a whole-page allocation meets the
+//     guard at once (a shorter one lands in the rest of the page: compute-sanitizer's memcheck, below).
+// Memory checks (TINYTORCH_SIM_CHECK, a comma-separated list; backend/cuda/sim.hpp has the others):
+//   memcheck   each block ends flush with its upper guard page (rounded up to 16 bytes, so a float4
+//              load of the last element stays aligned; cudaMalloc's 256-byte start alignment is
+//              dropped): the first byte past the end faults, and the fault handler names the kernel,
+//              block, thread, address, read or write, and the allocation. The 0-15 bytes between the
+//              end and the guard are filled with 0xFD and checked after every launch and at free (a
+//              write there is reported with the kernel's name). Freed blocks stay mapped PROT_NONE
+//              (quarantined, up to 4096 of them), so a use after free faults and is named as one. The
+//              caching allocator stops caching (as PYTORCH_NO_CUDA_MEMORY_CACHING=1 for
+//              compute-sanitizer) and asks for exact sizes, so every tensor is its own block.
+//   initcheck  fresh blocks are filled with 0xFF bytes instead of zeros (floats read as NaN, integers as
+//              -1), as each block's dynamic shared memory always is (sim.hpp): a kernel that reads
+//              memory it never wrote gets values a test sees. The read itself is not reported (that
+//              needs compiler instrumentation: MemorySanitizer, whose uninstrumented libstdc++ gives
+//              false reports here), and static __shared__ arrays keep the previous block's values.
 // Environment (read once, at the first use; a malformed value throws tinytorch::Error):
 //   TINYTORCH_SIM_DEVICES      number of simulated GPUs, 0..64 (default 4)
 //   TINYTORCH_SIM_MEMORY_MB    capacity of each simulated GPU in MiB, 1..1048576 (default 1024); pages
@@ -21,6 +41,8 @@
 //                              raw allocation fails as cudaMalloc does (cudaErrorMemoryAllocation).
 //   TINYTORCH_SIM_UNPROTECTED  1/true/yes/on: regions stay readable and writable (debugging: print
 //                              device data from gdb; a host read of device memory then goes unnoticed).
+//   TINYTORCH_SIM_CHECK        memcheck, initcheck, racecheck, synccheck (comma-separated; see above and
+//                              sim.hpp). An unknown name throws.
 // Regions are mapped MAP_NORESERVE: untouched pages cost nothing, so the capacity is a limit, not a
 // reservation. Memory is never shared between simulated devices; copies between them are memcpy.
 // Chapter: chapters/10-gpu-kernels.md. Reference: numba's CUDA simulator (NUMBA_ENABLE_CUDASIM), which
@@ -34,6 +56,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -71,44 +94,165 @@ inline bool env_flag(const char* name) {
   return v == "1" || v == "true" || v == "yes" || v == "on";
 }
 
+/// The checks TINYTORCH_SIM_CHECK turns on (read once; an unknown name throws tinytorch::Error).
+/// synccheck is always on (it is the simulator's barrier semantics); racecheck needs a
+/// ThreadSanitizer build and is on in every such build (sim.hpp section 7), so naming it elsewhere
+/// throws rather than checking nothing.
+struct Checks {
+  bool memcheck = false;
+  bool initcheck = false;
+};
+inline Checks parse_checks(const char* env, bool tsan_build) {
+  Checks c;
+  const std::string v = env == nullptr ? "" : env;
+  size_t start = 0;
+  while (start <= v.size()) {
+    size_t end = v.find(',', start);
+    if (end == std::string::npos) end = v.size();
+    const std::string name = v.substr(start, end - start);
+    if (name == "memcheck") {
+      c.memcheck = true;
+    } else if (name == "initcheck") {
+      c.initcheck = true;
+    } else if (name == "racecheck") {
+      TT_CHECK(tsan_build, "TINYTORCH_SIM_CHECK=racecheck needs a ThreadSanitizer build of the simulator ",
+               "(-fsanitize=thread, e.g. cmake -DTINYTORCH_SANITIZER=thread); there it is always on");
+    } else if (name != "synccheck" && !name.empty()) {
+      TT_CHECK(false, "TINYTORCH_SIM_CHECK: unknown check \"", name,
+               "\" (expected a comma-separated list of memcheck, initcheck, racecheck, synccheck)");
+    }
+    start = end + 1;
+  }
+  return c;
+}
+inline bool tsan_build() {
+#if defined(__SANITIZE_THREAD__)
+  return true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+  return true;
+#else
+  return false;
+#endif
+#else
+  return false;
+#endif
+}
+inline const Checks& checks() {
+  static const Checks c = parse_checks(std::getenv("TINYTORCH_SIM_CHECK"), tsan_build());
+  return c;
+}
+
 /// The process-wide registry of simulated device memory. Never destroyed (as the allocators), so
 /// storage freed by a static destructor after main() returns still finds it.
 class Memory {
  public:
   static Memory& get() {
-    static Memory* m = new Memory();  // a bad environment variable throws here, and again next time
+    static Memory* m = [] {  // a bad environment variable throws here, and again next time
+      Memory* created = new Memory();
+      instance().store(created);
+      return created;
+    }();
     return *m;
   }
+  /// The registry if it exists, else nullptr (the fault handler must not create it).
+  static Memory* peek() { return instance().load(); }
 
   int devices() const { return devices_; }
   size_t capacity_bytes() const { return capacity_; }
   bool protected_mode() const { return !unprotected_; }
 
-  /// `bytes` (> 0) of fresh zeroed memory on `device` (valid), or nullptr when the device's capacity
-  /// (or the host) has no room for it.
+  /// `bytes` (> 0) of fresh memory on `device` (valid): zeroed, or 0xFF bytes under initcheck; nullptr
+  /// when the device's capacity (or the host) has no room for it.
   void* allocate(int device, size_t bytes) {
     const size_t page = page_size();
-    if (bytes > SIZE_MAX - page) return nullptr;
-    const size_t mapped = (bytes + page - 1) / page * page;
+    if (bytes > SIZE_MAX - 3 * page) return nullptr;
+    const size_t data = (bytes + page - 1) / page * page;
     std::lock_guard<std::mutex> lock(mu_);
-    if (mapped > capacity_ - used_[device]) return nullptr;
-    void* p = mmap(nullptr, mapped, current_prot(), MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) return nullptr;
-    regions_[reinterpret_cast<uintptr_t>(p)] = Region{bytes, mapped, device};
-    used_[device] += mapped;
+    if (data > capacity_ - used_[device]) return nullptr;
+    // [guard page][data pages][guard page]: the guards stay PROT_NONE for the region's life.
+    char* base = static_cast<char*>(
+        mmap(nullptr, data + 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
+    if (base == MAP_FAILED) return nullptr;
+    char* first = base + page;
+    const size_t used16 = (bytes + 15) / 16 * 16;
+    char* p = memcheck_ ? first + data - used16 : first;
+    Region r{bytes, data, device, base, first};
+    if (memcheck_ || initcheck_) {  // write the pattern with the pages open, then set their protection
+      mprotect(first, data, PROT_READ | PROT_WRITE);
+      if (initcheck_) std::memset(p, 0xFF, bytes);
+      if (memcheck_) std::memset(p + bytes, kCanary, used16 - bytes);
+    }
+    mprotect(first, data, current_prot());
+    regions_[reinterpret_cast<uintptr_t>(p)] = r;
+    used_[device] += data;
     return p;
   }
 
-  /// Unmaps a block from allocate(device, ...). Throws tinytorch::Error ("invalid argument", as
-  /// cudaFree says) for a pointer that is not the start of a live region of that device.
+  /// Unmaps a block from allocate(device, ...) (memcheck: protects and quarantines it). Throws
+  /// tinytorch::Error ("invalid argument", as cudaFree says) for a pointer that is not the start of a
+  /// live region of that device, and under memcheck for a block whose bytes past the end were written.
   void release(int device, void* p) {
     std::lock_guard<std::mutex> lock(mu_);
     const auto it = regions_.find(reinterpret_cast<uintptr_t>(p));
+    const bool was_freed = it == regions_.end() && freed_.count(reinterpret_cast<uintptr_t>(p)) != 0;
     TT_CHECK(it != regions_.end() && it->second.device == device, "cudaFree(", p, ") on cuda:", device,
-             " failed: invalid argument (not a live block of that simulated device)");
-    munmap(p, it->second.mapped);
-    used_[device] -= it->second.mapped;
+             " failed: invalid argument (", was_freed ? "already freed: a double free" : "not a live block of that simulated device", ")");
+    const Region r = it->second;
+    const std::string overrun = memcheck_ ? canary_damage_locked(it->first, r) : std::string();
+    used_[device] -= r.data;
     regions_.erase(it);
+    if (!memcheck_) {
+      munmap(r.base, r.data + 2 * page_size());
+    } else {  // quarantine: keep the pages, inaccessible, so that a later access is named
+      mprotect(r.first, r.data, PROT_NONE);
+      freed_[reinterpret_cast<uintptr_t>(p)] = r;
+      freed_order_.push_back(reinterpret_cast<uintptr_t>(p));
+      if (freed_order_.size() > kQuarantine) {
+        const auto old = freed_.find(freed_order_.front());
+        munmap(old->second.base, old->second.data + 2 * page_size());
+        freed_.erase(old);
+        freed_order_.erase(freed_order_.begin());
+      }
+    }
+    TT_CHECK(overrun.empty(), "memcheck: cudaFree(", p, "): ", overrun);
+  }
+
+  /// memcheck: "" when no block's bytes between its end and its guard page were written, else a
+  /// description of the first damaged one (the launcher reports it with the kernel's name).
+  std::string check_canaries() {
+    if (!memcheck_) return std::string();
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [start, r] : regions_) {
+      std::string d = canary_damage_locked(start, r);
+      if (!d.empty()) return d;
+    }
+    return std::string();
+  }
+
+  /// A description of address `a` for a fault report: which block it is in or next to, on which
+  /// device, at what offset; whether that block was freed; "" when it is near no block. Called from
+  /// the fault handler, so it only tries the lock.
+  std::string describe(uintptr_t a) {
+    std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+    if (!lock.owns_lock()) return std::string();
+    const size_t page = page_size();
+    const auto near = [&](const std::map<uintptr_t, Region>& m, const char* what) -> std::string {
+      for (const auto& [start, r] : m) {
+        const uintptr_t lo = reinterpret_cast<uintptr_t>(r.base), hi = lo + r.data + 2 * page;
+        if (a < lo || a >= hi) continue;
+        const std::string block = ::tinytorch::detail::str_cat(what, r.bytes, "-byte block at 0x", std::hex, start,
+                                                               std::dec, " on cuda:", r.device);
+        if (a < start) return ::tinytorch::detail::str_cat(start - a, " bytes before the start of a ", block);
+        if (a >= start + r.bytes)
+          return ::tinytorch::detail::str_cat(a - start - r.bytes, " bytes past the end of a ", block);
+        return ::tinytorch::detail::str_cat("at offset ", a - start, " of a ", block);
+      }
+      return std::string();
+    };
+    std::string d = near(regions_, "live ");
+    if (d.empty()) d = near(freed_, "freed ");
+    return d;
   }
 
   /// The device whose live block holds all of [p, p + bytes), or -1.
@@ -140,15 +284,37 @@ class Memory {
 
  private:
   struct Region {
-    size_t bytes;   ///< as asked
-    size_t mapped;  ///< whole pages
+    size_t bytes;  ///< as asked
+    size_t data;   ///< whole pages between the two guard pages
     int device;
+    char* base;    ///< the mapping: the lower guard page
+    char* first;   ///< the first data page
   };
+  static constexpr unsigned char kCanary = 0xFD;
+  static constexpr size_t kQuarantine = 4096;
+
+  // memcheck: the bytes between a block's end and its 16-byte rounding must still be the canary.
+  std::string canary_damage_locked(uintptr_t start, const Region& r) {
+    const size_t used16 = (r.bytes + 15) / 16 * 16;
+    if (used16 == r.bytes) return std::string();
+    const bool open = !unprotected_ && scopes_ == 0;
+    if (open) mprotect(r.first, r.data, PROT_READ);
+    const unsigned char* p = reinterpret_cast<const unsigned char*>(start);
+    size_t bad = r.bytes;
+    while (bad < used16 && p[bad] == kCanary) ++bad;
+    if (open) mprotect(r.first, r.data, PROT_NONE);
+    if (bad == used16) return std::string();
+    return ::tinytorch::detail::str_cat("invalid global write ", bad - r.bytes, " bytes past the end of a ", r.bytes,
+                                        "-byte block at 0x", std::hex, start, std::dec, " on cuda:", r.device,
+                                        " (out of bounds; memcheck found the byte changed)");
+  }
 
   Memory()
       : devices_(static_cast<int>(env_int("TINYTORCH_SIM_DEVICES", 4, 0, 64))),
         capacity_(static_cast<size_t>(env_int("TINYTORCH_SIM_MEMORY_MB", 1024, 1, 1L << 20)) << 20),
         unprotected_(env_flag("TINYTORCH_SIM_UNPROTECTED")),
+        memcheck_(checks().memcheck),
+        initcheck_(checks().initcheck),
         used_(static_cast<size_t>(devices_), 0) {}
 
   static size_t page_size() {
@@ -162,18 +328,27 @@ class Memory {
   // of memory for its page tables; a scope destructor cannot throw, so that ends the program.
   void protect_all(int prot) {
     for (const auto& r : regions_) {
-      if (mprotect(reinterpret_cast<void*>(r.first), r.second.mapped, prot) != 0) {
+      if (mprotect(r.second.first, r.second.data, prot) != 0) {
         std::fprintf(stderr, "tinytorch simulator: mprotect of device memory failed: %s\n", std::strerror(errno));
         std::abort();
       }
     }
   }
 
+  static std::atomic<Memory*>& instance() {
+    static std::atomic<Memory*> m{nullptr};
+    return m;
+  }
+
   const int devices_;
   const size_t capacity_;
   const bool unprotected_;
+  const bool memcheck_;
+  const bool initcheck_;
   std::mutex mu_;
   std::map<uintptr_t, Region> regions_;  // by start address: device_of() finds the region holding a pointer
+  std::map<uintptr_t, Region> freed_;    // memcheck's quarantine, by start address
+  std::vector<uintptr_t> freed_order_;   // oldest first
   std::vector<size_t> used_;             // per device
   int scopes_ = 0;
 };

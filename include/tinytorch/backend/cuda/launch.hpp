@@ -91,6 +91,49 @@ inline bool launch_blocking() {
   return on;
 }
 
+#if TINYTORCH_CUDA_SIM
+/// The simulator's launch-time memcheck (TINYTORCH_SIM_CHECK=memcheck): every pointer argument must be null or point into
+/// (or one past the end of) a live block of simulated device memory, all of them on one device, and
+/// be aligned for its type (a float4* to 16 bytes). A GPU would fault on such a pointer only when a
+/// thread dereferences it (cudaErrorIllegalAddress, cudaErrorMisalignedAddress); host memory does not
+/// fault in the simulator, so the launch checks it. Pointers inside struct arguments are not seen.
+template <class... P>
+void check_pointer_arguments(const char* name, dim3 grid, dim3 block, size_t smem, const P&... params) {
+  int index = 0, first_device = -1, first_index = -1;
+  const auto check = [&](const auto& v) {
+    ++index;
+    using T = std::decay_t<decltype(v)>;
+    if constexpr (std::is_pointer_v<T>) {
+      if (v == nullptr) return;
+      const void* addr = const_cast<const void*>(static_cast<const volatile void*>(v));
+      using Pointee = std::remove_cv_t<std::remove_pointer_t<T>>;
+      constexpr size_t align = std::is_void_v<Pointee> ? 1 : alignof(Pointee);
+      TT_CHECK(reinterpret_cast<uintptr_t>(v) % align == 0, launch_config(name, grid, block, smem),
+               "memcheck: argument ", index, " = ", addr, " is not aligned to ", align,
+               " bytes for its type (a misaligned access: cudaErrorMisalignedAddress on a GPU)");
+      const int d = sim::device_of(addr, 0);
+      if (d < 0) {
+        const std::string near = sim::detail::Memory::get().describe(reinterpret_cast<uintptr_t>(addr));
+        TT_CHECK(false, launch_config(name, grid, block, smem), "memcheck: argument ", index, " = ", addr,
+                 " is not simulated device memory: ",
+                 near.empty() ? std::string("a host pointer or a wild one") : near,
+                 near.find("freed ") != std::string::npos ? " (use after free)" : "",
+                 " (on a GPU the kernel faults with an illegal memory access)");
+      }
+      if (first_device < 0) {
+        first_device = d;
+        first_index = index;
+      }
+      TT_CHECK(d == first_device, launch_config(name, grid, block, smem), "memcheck: argument ", index,
+               " is memory of cuda:", d, " but argument ", first_index, " of cuda:", first_device,
+               " (a kernel runs on one device and cannot reach another's memory without peer access)");
+    }
+  };
+  (check(params), ...);
+  (void)name;
+}
+#endif
+
 }  // namespace detail
 
 /// Launches `kernel` over `grid` x `block` threads with `dynamic_smem_bytes` of dynamic shared
@@ -114,8 +157,17 @@ void launch_kernel(const char* name, void (*kernel)(KArgs...), dim3 grid, dim3 b
     Call* c = static_cast<Call*>(p);
     std::apply(c->kernel, c->params);
   };
+  const bool memcheck = sim::detail::checks().memcheck;
+  if (memcheck) {
+    std::apply([&](const auto&... p) { detail::check_pointer_arguments(name, grid, block, dynamic_smem_bytes, p...); },
+               call.params);
+  }
   [[maybe_unused]] sim::DeviceAccessScope device_memory_readable;
   sim::run_grid(name, grid, block, dynamic_smem_bytes, body, &call);
+  if (memcheck) {
+    const std::string damage = sim::detail::Memory::get().check_canaries();
+    TT_CHECK(damage.empty(), detail::launch_config(name, grid, block, dynamic_smem_bytes), "memcheck: ", damage);
+  }
 #else
   kernel<<<grid, block, dynamic_smem_bytes>>>(std::forward<Args>(args)...);
   cudaError_t err = cudaGetLastError();

@@ -21,12 +21,15 @@
 //   * A warp operation completes as soon as every lane named in its mask that exists and has not
 //     returned has arrived at a warp operation of the same kind with the same mask; its lanes become
 //     ready and run, in lane order, in the scheduler's next pass over them.
-//   * When no thread is ready: if all have finished the block is done; if all wait at __syncthreads()
-//     (any call of it: like the hardware's barrier 0, the simulator does not tell call sites apart)
-//     the barrier opens and the next pass begins; anything else can never complete (a thread returned
-//     before a __syncthreads() others wait at, or a warp operation waits for a lane that waits
-//     elsewhere) and the launch throws tinytorch::Error naming the kernel, the block and a thread
-//     that did not arrive, never a hang.
+//   * When no thread is ready: if all have finished the block is done; if every thread that has not
+//     returned waits at __syncthreads() the barrier opens and the next pass begins (exited threads
+//     count as arrived, as on the GPU: the common `if (i >= n) return;` before a barrier is fine).
+//     synccheck (always on): they must all wait at the same __syncthreads() call (file and line,
+//     passed in by default arguments), else the launch throws "synccheck: divergent
+//     __syncthreads()" naming two threads and their lines (a barrier in each branch of an if is
+//     undefined on a GPU). Anything else can never complete (a warp operation waits for a lane that
+//     waits elsewhere) and the launch throws tinytorch::Error naming the kernel, the block and a
+//     thread that did not arrive, never a hang.
 //   So a kernel's output never depends on timing: the order is fixed and documented above, and a
 //   test can log it (tests/test_cuda_sim.cpp, "execution order is the documented one").
 //   * An exception thrown by device code (e.g. a TT_CHECK) is caught in its fiber; the launch stops
@@ -51,11 +54,25 @@
 //   block: x, y <= 1024, z <= 64, x*y*z <= 1024 ("invalid configuration argument");
 //   grid:  x <= 2^31-1, y, z <= 65535, none 0 ("invalid configuration argument");
 //   dynamic shared memory <= 48 KiB, CUDA's limit without cudaFuncSetAttribute's opt-in ("invalid
-//   argument"). Each thread has a 128 KiB stack (plus a guard page: overflowing it is a SIGSEGV).
+//   argument"). Each thread has a TINYTORCH_SIM_STACK_KB stack (default 128 KiB) over a 1 MiB guard:
+//   overflowing it is reported as a stack overflow naming the thread (section 6), then SIGSEGV.
+//   Static __shared__ arrays are not measured: nvcc refuses more than 48 KiB, the simulator does not.
 //   Not simulated: timing, memory coalescing and bank conflicts, warp divergence cost, dynamic
 //   parallelism (a launch inside a kernel throws), cooperative groups, streams (every launch is
 //   synchronous), spin-waiting (a thread looping until another thread sets a flag or frees an
-//   atomicCAS lock never ends: threads switch only at barriers and warp operations).
+//   atomicCAS lock never ends: threads switch only at barriers and warp operations; the watchdog of
+//   section 6 reports it after TINYTORCH_SIM_HANG_SECONDS, default 10).
+// The checks, compute-sanitizer's four tools on the CPU (chapter 10 has the table):
+//   memcheck   TINYTORCH_SIM_CHECK=memcheck: guard pages right after every device block, quarantined
+//              frees, canaries in the 16-byte rounding (core/cuda_sim_memory.hpp), and at every launch
+//              each pointer argument checked: device memory, one device, aligned for its type
+//              (launch.hpp). A fault names the kernel, block, thread, read/write, address and block.
+//   racecheck  a ThreadSanitizer build (-fsanitize=thread): every CUDA thread is a TSan fiber and only
+//              barriers, warp operations, atomics and launch boundaries order them (section 7).
+//   synccheck  always: exited threads count as arrived, divergent barriers throw (above).
+//   initcheck  TINYTORCH_SIM_CHECK=initcheck: fresh device memory reads as 0xFF bytes (NaN, -1), as
+//              dynamic shared memory always does; the read itself is not reported.
+//   Any sanitizer's report (ASan, UBSan, TSan) ends with the running kernel, block and thread.
 //   Values a GPU leaves undefined are given fixed ones: a shuffle reading a lane that does not take
 //   part returns NaN for floating types and the caller's own value otherwise; static __shared__
 //   arrays keep the previous block's contents (a GPU gives garbage); __activemask() is the warp's
@@ -67,7 +84,8 @@
 //   switch, ~420 ns with swapcontext (glibc's makes a sigprocmask system call per switch). A thread
 //   that meets no barrier costs one switch in and one out; each __syncthreads() two more per thread.
 //   A 64 x 256 elementwise launch takes a few ms (~50 ms under ASan at -O0).
-//   Under AddressSanitizer every switch is announced with __sanitizer_start/finish_switch_fiber.
+//   Under AddressSanitizer every switch is announced with __sanitizer_start/finish_switch_fiber (and
+//   a reused stack is unpoisoned first: g++'s ASan otherwise sees the last thread's frames there).
 //
 // Reference: numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1: "execution of kernels is performed by
 // the simulator one block at a time", numba/cuda/simulator/); CUDA C++ Programming Guide, sections "Built-in
@@ -85,22 +103,31 @@
 // which compiles every public header on its own, passes; kernels include it through launch.hpp.
 #if TINYTORCH_CUDA_SIM
 
+#include <dlfcn.h>
 #include <math.h>  // the C names (expf, fmaxf, ...) in the global namespace, as CUDA has them
+#include <signal.h>
 #include <sys/mman.h>
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <type_traits>
 
 #include "../../core/check.hpp"
+#include "../../core/cuda_sim_memory.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define TT_SIM_ASAN 1
@@ -115,6 +142,21 @@
 #if TT_SIM_ASAN
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define TT_SIM_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TT_SIM_TSAN 1
+#endif
+#endif
+#ifndef TT_SIM_TSAN
+#define TT_SIM_TSAN 0
+#endif
+#if TT_SIM_TSAN
+#include <sanitizer/tsan_interface.h>
+extern "C" void __tsan_ignore_thread_begin();  // exported by the runtime, not declared in its header
+extern "C" void __tsan_ignore_thread_end();
 #endif
 
 // ============================================================================================
@@ -280,7 +322,15 @@ inline void switch_context(Context& from, Context& to) { swapcontext(&from.uc, &
 
 inline constexpr int kMaxThreadsPerBlock = 1024;
 inline constexpr size_t kMaxDynamicSharedBytes = 48 * 1024;  // CUDA's default without opt-in
-inline constexpr size_t kFiberStackBytes = 128 * 1024;
+/// Each CUDA thread's stack ("local memory"): TINYTORCH_SIM_STACK_KB KiB (default 128, 16..8192), read
+/// once. Below it lie kStackGuardBytes of PROT_NONE address space (no memory): a frame too large for
+/// the stack touches the guard first (a kernel's frame is at most 512 KiB, CUDA's local-memory limit,
+/// so it cannot jump over it), and the fault handler (section 6) reports a stack overflow.
+inline constexpr size_t kStackGuardBytes = size_t{1} << 20;
+inline size_t fiber_stack_bytes() {
+  static const size_t bytes = static_cast<size_t>(detail::env_int("TINYTORCH_SIM_STACK_KB", 128, 16, 8192)) * 1024;
+  return bytes;
+}
 
 enum class State : uint8_t { kReady, kAtBarrier, kAtWarpOp, kFinished };
 enum class WarpOp : uint8_t { kSyncwarp, kShfl, kShflUp, kShflDown, kShflXor, kBallot, kAny, kAll };
@@ -302,7 +352,7 @@ inline const char* warp_op_name(WarpOp op) {
 /// One CUDA thread: its saved registers, its stack, where it waits, and what it posted to a warp op.
 struct Fiber {
   Context ctx;
-  char* stack = nullptr;       // kFiberStackBytes, a PROT_NONE guard page below it
+  char* stack = nullptr;       // fiber_stack_bytes(), kStackGuardBytes of PROT_NONE below it
   uint3 tid{0, 0, 0};
   State state = State::kFinished;
   // The warp operation this thread waits at (valid while state == kAtWarpOp) and its result;
@@ -316,7 +366,30 @@ struct Fiber {
   bool result_missing = false;  // a shuffle read a lane that does not take part
   std::exception_ptr error;
   void* asan_fake_stack = nullptr;
+  const char* barrier_file = "";  // the __syncthreads() it waits at (synccheck)
+  int barrier_line = 0;
+#if TT_SIM_TSAN
+  void* tsan_fiber = nullptr;         // this slot's ThreadSanitizer fiber (section 7)
+  unsigned tsan_masks[8] = {};        // per warp-op mask, how many such operations it has passed
+  uint32_t tsan_mask_counts[8] = {};
+#endif
 };
+
+/// What the hang watchdog (section 6) reads of one host thread's running kernel: atomics, written by
+/// the scheduler at every switch, read by the watchdog thread.
+struct Progress {
+  std::atomic<bool> claimed{false};
+  std::atomic<const char*> kernel{nullptr};
+  std::atomic<bool> in_thread{false};  // a CUDA thread (fiber) is running
+  std::atomic<uint64_t> switches{0};
+  std::atomic<uint32_t> block[3] = {};
+  std::atomic<uint32_t> thread[3] = {};
+};
+inline constexpr int kMaxWatchedHostThreads = 256;
+inline Progress* progress_slots() {
+  static Progress slots[kMaxWatchedHostThreads];
+  return slots;
+}
 
 /// Per host thread: the fibers (allocated once, reused by every block and launch) and the block
 /// being run.
@@ -326,9 +399,28 @@ class Scheduler {
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
   ~Scheduler() {
+    if (progress_) progress_->claimed.store(false);
+    if (altstack_) {  // ours: stop using it before it goes
+      stack_t off{};
+      off.ss_flags = SS_DISABLE;
+      sigaltstack(&off, nullptr);
+      std::free(altstack_);
+    }
     if (!fibers_) return;
-    for (int i = 0; i < kMaxThreadsPerBlock; ++i)
-      if (fibers_[i].stack) munmap(fibers_[i].stack - page_size(), kFiberStackBytes + page_size());
+#if TT_SIM_TSAN
+    __tsan_ignore_thread_begin();  // the fibers' last writes to their slots are not ordered before this
+#endif
+    for (int i = 0; i < kMaxThreadsPerBlock; ++i) {
+      if (fibers_[i].stack) munmap(fibers_[i].stack - kStackGuardBytes, fiber_stack_bytes() + kStackGuardBytes);
+#if TT_SIM_TSAN
+      if (fibers_[i].tsan_fiber) __tsan_destroy_fiber(fibers_[i].tsan_fiber);
+#endif
+    }
+    fibers_.reset();
+#if TT_SIM_TSAN
+    delete[] tsan_arena_;
+    __tsan_ignore_thread_end();
+#endif
   }
 
   bool in_kernel() const { return running_; }
@@ -336,6 +428,31 @@ class Scheduler {
   Fiber& fiber(int i) { return fibers_[i]; }
   int nthreads() const { return nthreads_; }
   void* dynamic_smem() const { return smem_; }
+  const char* kernel_name() const { return name_; }
+  /// The fiber whose stack's guard page holds `a`, or -1 (the fault handler's stack-overflow test).
+  int stack_guard_owner(uintptr_t a) const {
+    if (!fibers_) return -1;
+    for (int i = 0; i < kMaxThreadsPerBlock; ++i) {
+      const uintptr_t lo = reinterpret_cast<uintptr_t>(fibers_[i].stack) - kStackGuardBytes;
+      if (fibers_[i].stack && a >= lo && a < lo + kStackGuardBytes) return i;
+    }
+    return -1;
+  }
+  /// "kernel 'k', block (x,y,z), thread (x,y,z)" of the running CUDA thread, or "" outside one.
+  std::string where() const {
+    if (!running_ || current_ < 0) return std::string();
+    return str_cat("kernel '", name_, "', block ", thread_str(blockIdx), ", thread ", thread_str(fibers_[current_].tid));
+  }
+#if TT_SIM_TSAN
+  /// The ThreadSanitizer synchronisation object of `key` in this block (section 7).
+  void* tsan_sync(uint64_t key) {
+    key ^= key >> 31;
+    key *= 0x9e3779b97f4a7c15ull;
+    key ^= key >> 29;
+    return tsan_arena_ + key % kTsanArenaBytes;
+  }
+  uint64_t barrier_generation() const { return barrier_gen_; }
+#endif
 
   /// Runs every block of the grid; throws tinytorch::Error on a failed block.
   void run_grid(const char* name, dim3 grid, dim3 block, size_t smem_bytes, void (*body)(void*), void* arg);
@@ -347,7 +464,6 @@ class Scheduler {
   static void fiber_main();
 
  private:
-  static size_t page_size() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
   void prepare_fiber(int i);
   void run_fiber(int i);
   void run_block(const char* name);
@@ -355,6 +471,7 @@ class Scheduler {
   [[noreturn]] void fail_block(const std::string& prefix, const std::string& what);
   std::string block_prefix(const char* name) const;
   static std::string thread_str(uint3 t);
+  void start_watch();
 
   std::unique_ptr<Fiber[]> fibers_;
   int nthreads_ = 0;
@@ -368,7 +485,22 @@ class Scheduler {
   const void* sched_stack_bottom_ = nullptr;  // for ASan's fiber annotations
   size_t sched_stack_size_ = 0;
   void* sched_fake_stack_ = nullptr;
+  const char* name_ = "";
+  Progress* progress_ = nullptr;  // this host thread's slot for the watchdog (null: none free)
+  void* altstack_ = nullptr;      // the signal stack this scheduler installed, if any
+  bool watched_ = false;
+#if TT_SIM_TSAN
+  static constexpr size_t kTsanArenaBytes = 1 << 16;
+  char* tsan_arena_ = nullptr;  // fresh for every block: its addresses are the sync objects
+  void* tsan_host_ = nullptr;
+  uint64_t barrier_gen_ = 0;
+  char tsan_launch_ = 0, tsan_end_ = 0;  // addresses: the launch -> threads and threads -> host edges
+#endif
 };
+
+/// The running scheduler of this host thread, for the fault handler (a plain pointer: safe to read
+/// in a signal handler).
+inline thread_local Scheduler* t_running = nullptr;
 
 inline Scheduler& scheduler() {
   static thread_local Scheduler s;
@@ -386,18 +518,26 @@ inline std::string Scheduler::block_prefix(const char* name) const {
 
 inline void Scheduler::prepare_fiber(int i) {
   Fiber& f = fibers_[i];
-  if (!f.stack) {  // first use of this slot: its stack, with a guard page below
-    const size_t page = page_size();
-    void* mem = mmap(nullptr, kFiberStackBytes + page, PROT_READ | PROT_WRITE,
+  if (!f.stack) {  // first use of this slot: its stack, with the guard below
+    void* mem = mmap(nullptr, fiber_stack_bytes() + kStackGuardBytes, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    TT_CHECK(mem != MAP_FAILED, "CUDA simulator: cannot map a ", kFiberStackBytes, "-byte thread stack");
-    mprotect(mem, page, PROT_NONE);
-    f.stack = static_cast<char*>(mem) + page;
+    TT_CHECK(mem != MAP_FAILED, "CUDA simulator: cannot map a ", fiber_stack_bytes(), "-byte thread stack");
+    mprotect(mem, kStackGuardBytes, PROT_NONE);
+    f.stack = static_cast<char*>(mem) + kStackGuardBytes;
   }
-  make_context(f.ctx, f.stack, kFiberStackBytes, &Scheduler::fiber_main);
+#if TT_SIM_ASAN
+  // The previous thread on this stack never returned from fiber_main (it switched away for good), so
+  // the redzones of its last frames are still poisoned where make_context writes: clear them.
+  ASAN_UNPOISON_MEMORY_REGION(f.stack, fiber_stack_bytes());
+#endif
+  make_context(f.ctx, f.stack, fiber_stack_bytes(), &Scheduler::fiber_main);
   f.state = State::kReady;
   f.error = nullptr;
   f.asan_fake_stack = nullptr;
+#if TT_SIM_TSAN
+  if (!f.tsan_fiber) f.tsan_fiber = __tsan_create_fiber(0);
+  for (int k = 0; k < 8; ++k) f.tsan_masks[k] = f.tsan_mask_counts[k] = 0;
+#endif
 }
 
 inline void Scheduler::fiber_main() {
@@ -406,14 +546,23 @@ inline void Scheduler::fiber_main() {
 #if TT_SIM_ASAN
   __sanitizer_finish_switch_fiber(nullptr, &s.sched_stack_bottom_, &s.sched_stack_size_);
 #endif
+#if TT_SIM_TSAN
+  __tsan_acquire(&s.tsan_launch_);  // what the host did before the launch happens before the kernel
+#endif
   try {
     s.body_(s.body_arg_);  // the kernel, with this thread's copy of its arguments
   } catch (...) {
     f.error = std::current_exception();
   }
   f.state = State::kFinished;
+#if TT_SIM_TSAN
+  __tsan_release(&s.tsan_end_);  // ... and the kernel before what the host does after it
+#endif
 #if TT_SIM_ASAN
   __sanitizer_start_switch_fiber(nullptr, s.sched_stack_bottom_, s.sched_stack_size_);  // fiber ends
+#endif
+#if TT_SIM_TSAN
+  __tsan_switch_to_fiber(s.tsan_host_, __tsan_switch_to_fiber_no_sync);
 #endif
   switch_context(f.ctx, s.sched_ctx_);  // never resumed
   std::abort();
@@ -422,13 +571,27 @@ inline void Scheduler::fiber_main() {
 inline void Scheduler::run_fiber(int i) {
   current_ = i;
   threadIdx = fibers_[i].tid;
+  if (progress_) {
+    for (int k = 0; k < 3; ++k) progress_->thread[k].store((&fibers_[i].tid.x)[k], std::memory_order_relaxed);
+    progress_->switches.fetch_add(1, std::memory_order_relaxed);
+    progress_->in_thread.store(true, std::memory_order_release);
+  }
 #if TT_SIM_ASAN
-  __sanitizer_start_switch_fiber(&sched_fake_stack_, fibers_[i].stack, kFiberStackBytes);
+  __sanitizer_start_switch_fiber(&sched_fake_stack_, fibers_[i].stack, fiber_stack_bytes());
+#endif
+#if TT_SIM_TSAN
+  // No happens-before from the switch itself: CUDA threads are ordered only by barriers, warp
+  // operations and atomics (section 7).
+  __tsan_switch_to_fiber(fibers_[i].tsan_fiber, __tsan_switch_to_fiber_no_sync);
 #endif
   switch_context(sched_ctx_, fibers_[i].ctx);
 #if TT_SIM_ASAN
   __sanitizer_finish_switch_fiber(sched_fake_stack_, nullptr, nullptr);
 #endif
+  if (progress_) {
+    progress_->in_thread.store(false, std::memory_order_release);
+    progress_->switches.fetch_add(1, std::memory_order_relaxed);
+  }
   current_ = -1;
 }
 
@@ -436,6 +599,9 @@ inline void Scheduler::yield() {
   Fiber& f = fibers_[current_];
 #if TT_SIM_ASAN
   __sanitizer_start_switch_fiber(&f.asan_fake_stack, sched_stack_bottom_, sched_stack_size_);
+#endif
+#if TT_SIM_TSAN
+  __tsan_switch_to_fiber(tsan_host_, __tsan_switch_to_fiber_no_sync);
 #endif
   switch_context(f.ctx, sched_ctx_);
 #if TT_SIM_ASAN
@@ -447,7 +613,7 @@ inline void Scheduler::yield() {
 inline void Scheduler::fail_block(const std::string& prefix, const std::string& what) {
 #if TT_SIM_ASAN
   for (int i = 0; i < nthreads_; ++i)  // abandoned frames leave poisoned redzones on the stacks
-    if (fibers_[i].state != State::kFinished) ASAN_UNPOISON_MEMORY_REGION(fibers_[i].stack, kFiberStackBytes);
+    if (fibers_[i].state != State::kFinished) ASAN_UNPOISON_MEMORY_REGION(fibers_[i].stack, fiber_stack_bytes());
 #endif
   for (int i = 0; i < nthreads_; ++i) fibers_[i].state = State::kFinished;
   throw Error(prefix + ": " + what);
@@ -508,11 +674,31 @@ inline void Scheduler::resolve_warp(int warp) {
 }
 
 inline void Scheduler::run_block(const char* name) {
+#if TT_SIM_TSAN
+  // Fresh sync objects for every block, so that blocks are not ordered by them. Freeing the last
+  // block's (which resets them) must be seen by TSan and come after that block's threads: the host
+  // acquires their ends first.
+  __tsan_acquire(&tsan_end_);
+  __tsan_ignore_thread_end();
+  char* fresh = new char[kTsanArenaBytes];
+  delete[] tsan_arena_;
+  __tsan_ignore_thread_begin();
+  tsan_arena_ = fresh;  // (the pointer itself is bookkeeping, written ignored)
+  barrier_gen_ = 0;
+#endif
   for (int i = 0; i < nthreads_; ++i) {
     prepare_fiber(i);
     const unsigned bx = blockDim.x, by = blockDim.y, ui = static_cast<unsigned>(i);
     fibers_[i].tid = uint3{ui % bx, (ui / bx) % by, ui / (bx * by)};
+#if TT_SIM_TSAN
+    char fiber_name[64];  // ThreadSanitizer keeps 63 characters: the kernel's name goes last
+    std::snprintf(fiber_name, sizeof fiber_name, "block (%u,%u,%u) thread (%u,%u,%u) of %s", blockIdx.x, blockIdx.y,
+                  blockIdx.z, fibers_[i].tid.x, fibers_[i].tid.y, fibers_[i].tid.z, name);
+    __tsan_set_fiber_name(fibers_[i].tsan_fiber, fiber_name);
+#endif
   }
+  if (progress_)
+    for (int k = 0; k < 3; ++k) progress_->block[k].store((&blockIdx.x)[k], std::memory_order_relaxed);
   if (smem_bytes_) std::memset(smem_, 0xFF, smem_bytes_);
   for (;;) {
     bool ran = false;
@@ -536,12 +722,11 @@ inline void Scheduler::run_block(const char* name) {
     }
     if (ran) continue;
     // Nobody is ready: done, a barrier to open, or a wait that can never end.
-    int finished = 0, at_barrier = 0, first_finished = -1, first_barrier = -1, first_warp = -1;
+    int finished = 0, at_barrier = 0, first_barrier = -1, first_warp = -1;
     for (int i = 0; i < nthreads_; ++i) {
       const State st = fibers_[i].state;
       if (st == State::kFinished) {
         ++finished;
-        if (first_finished < 0) first_finished = i;
       } else if (st == State::kAtBarrier) {
         ++at_barrier;
         if (first_barrier < 0) first_barrier = i;
@@ -550,21 +735,34 @@ inline void Scheduler::run_block(const char* name) {
       }
     }
     if (finished == nthreads_) return;
-    if (at_barrier == nthreads_) {  // every thread reached __syncthreads(): open the barrier
-      uint64_t count = 0;           // for __syncthreads_count/_and/_or: threads whose predicate is true
-      for (int i = 0; i < nthreads_; ++i) count += fibers_[i].value != 0;
+    if (first_warp < 0) {  // every thread that has not exited waits at a __syncthreads(): open it
+      // Exited threads count as arrived, as on the GPU (the common `if (i >= n) return;` before a
+      // barrier). synccheck: all must wait at the same __syncthreads() call.
+      const Fiber& b0 = fibers_[first_barrier];
+      for (int i = first_barrier + 1; i < nthreads_; ++i) {
+        const Fiber& b = fibers_[i];
+        if (b.state == State::kAtBarrier && (b.barrier_line != b0.barrier_line ||
+                                             std::strcmp(b.barrier_file, b0.barrier_file) != 0)) {
+          fail_block(block_prefix(name),
+                     str_cat("synccheck: divergent __syncthreads(): thread ", thread_str(b0.tid), " waits at ",
+                             b0.barrier_file, ":", b0.barrier_line, " but thread ", thread_str(b.tid), " at ",
+                             b.barrier_file, ":", b.barrier_line,
+                             "; a barrier in conditional code is allowed only if the condition is the same for ",
+                             "every thread of the block (CUDA C++ Programming Guide, __syncthreads)"));
+        }
+      }
+      uint64_t count = 0;  // for __syncthreads_count/_and/_or: threads whose predicate is true
+      for (int i = 0; i < nthreads_; ++i) count += fibers_[i].state == State::kAtBarrier && fibers_[i].value != 0;
       for (int i = 0; i < nthreads_; ++i) {
+        if (fibers_[i].state != State::kAtBarrier) continue;
         fibers_[i].result = count;
+        fibers_[i].arg = at_barrier;  // how many arrived (__syncthreads_and)
         fibers_[i].state = State::kReady;
       }
+#if TT_SIM_TSAN
+      ++barrier_gen_;
+#endif
       continue;
-    }
-    if (first_warp < 0) {  // some wait at __syncthreads(), the others have returned
-      fail_block(block_prefix(name),
-                 str_cat("thread ", thread_str(fibers_[first_barrier].tid),
-                                 " waits at __syncthreads() but thread ", thread_str(fibers_[first_finished].tid),
-                                 " returned without reaching it (", at_barrier, " of ", nthreads_,
-                                 " threads wait); every thread of a block must reach each __syncthreads()"));
     }
     // A warp operation waits for a lane that is elsewhere.
     const Fiber& w = fibers_[first_warp];
@@ -612,6 +810,9 @@ inline void Scheduler::run_grid(const char* name, dim3 grid, dim3 block, size_t 
   TT_CHECK(smem_bytes <= kMaxDynamicSharedBytes, config(), "invalid argument (dynamic shared memory above ",
            kMaxDynamicSharedBytes, " bytes, CUDA's limit without cudaFuncSetAttribute's opt-in)");
 
+#if TT_SIM_TSAN
+  __tsan_ignore_thread_begin();  // the scheduler's own bookkeeping is not the kernel's memory traffic
+#endif
   if (!fibers_) fibers_.reset(new Fiber[kMaxThreadsPerBlock]);
   // Dynamic shared memory: one exact-size 16-byte-aligned buffer for the launch.
   std::unique_ptr<float4[]> smem(smem_bytes ? new float4[(smem_bytes + 15) / 16] : nullptr);
@@ -620,17 +821,32 @@ inline void Scheduler::run_grid(const char* name, dim3 grid, dim3 block, size_t 
   body_ = body;
   body_arg_ = arg;
   nthreads_ = static_cast<int>(threads);
+  name_ = name;
   running_ = true;
+  start_watch();
+  if (progress_) progress_->kernel.store(name, std::memory_order_release);
+  t_running = this;
+#if TT_SIM_TSAN
+  tsan_host_ = __tsan_get_current_fiber();
+  __tsan_release(&tsan_launch_);  // (a synchronisation: not ignored)
+#endif
   struct Reset {  // leave the host thread's built-ins and state as before, also on error
     Scheduler& s;
     ~Reset() {
       s.running_ = false;
       s.smem_ = nullptr;
       s.smem_bytes_ = 0;
+      s.name_ = "";
       threadIdx = uint3{0, 0, 0};
       blockIdx = uint3{0, 0, 0};
       blockDim = dim3();
       gridDim = dim3();
+      if (s.progress_) s.progress_->kernel.store(nullptr, std::memory_order_release);
+      t_running = nullptr;
+#if TT_SIM_TSAN
+      __tsan_ignore_thread_end();
+      __tsan_acquire(&s.tsan_end_);
+#endif
     }
   } reset{*this};
   gridDim = grid;
@@ -649,6 +865,167 @@ inline void run_grid(const char* name, dim3 grid, dim3 block, size_t smem_bytes,
   scheduler().run_grid(name, grid, block, smem_bytes, body, arg);
 }
 
+// ============================================================================================
+// 6. The watchdog and the fault handler: a kernel that hangs or faults says where.
+//    Hang: blocks run one at a time and the threads of a block take turns only at barriers, warp
+//    operations and their end, so a thread spinning on a flag another thread or block sets never
+//    finishes here. A watchdog thread (one per process, started at the first launch) checks every
+//    0.1 s whether a host thread's running CUDA thread has switched since; after
+//    TINYTORCH_SIM_HANG_SECONDS (default 10; 0 turns it off) of ticks without a switch it prints the
+//    kernel, block and thread and aborts the program. It counts its own ticks, not wall time, so a
+//    program stopped in gdb is not reported when it resumes.
+//    Fault: SIGSEGV/SIGBUS while a kernel runs on this host thread is reported with the kernel, block,
+//    thread, read or write, the address and what it is near (core/cuda_sim_memory.hpp describe: an
+//    allocation's end, a freed block, a thread's stack guard = stack overflow); a fault on the host
+//    inside simulated device memory is named as such. Then the previous handler (ASan's, gdb's, or
+//    the default: the program dies) takes the fault as before. The handler formats with std::string:
+//    not async-signal-safe, acceptable for a report printed just before the program dies.
+// ============================================================================================
+namespace detail {
+
+inline long hang_seconds() {
+  static const long s = env_int("TINYTORCH_SIM_HANG_SECONDS", 10, 0, 86400);
+  return s;
+}
+
+[[noreturn]] inline void report_hang(const Progress& p, long seconds) {
+  const char* k = p.kernel.load();
+  std::fprintf(stderr,
+               "========= tinytorch CUDA simulator: hang: kernel '%s', block (%u,%u,%u), thread (%u,%u,%u) has run "
+               "for %ld s without reaching a __syncthreads(), a warp operation or its end.\n"
+               "=========     Blocks run one at a time and a block's threads take turns only at those points, so a "
+               "thread that waits for a value another thread or another block writes (a spin-wait on a flag or "
+               "a lock) never ends here; on a GPU it deadlocks too unless that block happens to be resident "
+               "(CUDA promises no order between blocks). TINYTORCH_SIM_HANG_SECONDS sets the limit (0: off).\n",
+               k ? k : "?", p.block[0].load(), p.block[1].load(), p.block[2].load(), p.thread[0].load(),
+               p.thread[1].load(), p.thread[2].load(), seconds);
+  std::fflush(stderr);
+  std::abort();
+}
+
+inline void watchdog_main(long seconds) {
+  uint64_t last[kMaxWatchedHostThreads] = {};
+  long still[kMaxWatchedHostThreads] = {};
+  Progress* slots = progress_slots();
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (int i = 0; i < kMaxWatchedHostThreads; ++i) {
+      const Progress& p = slots[i];
+      const uint64_t sw = p.switches.load(std::memory_order_relaxed);
+      if (!p.claimed.load() || !p.in_thread.load(std::memory_order_acquire) || sw != last[i]) {
+        last[i] = sw;
+        still[i] = 0;
+        continue;
+      }
+      if (++still[i] >= seconds * 10) report_hang(p, seconds);
+    }
+  }
+}
+
+inline std::string fault_where_pc(void* uctx) {
+#if defined(__x86_64__) && defined(REG_RIP)
+  void* pc = reinterpret_cast<void*>(static_cast<ucontext_t*>(uctx)->uc_mcontext.gregs[REG_RIP]);
+  Dl_info info{};
+  if (dladdr(pc, &info) != 0 && info.dli_fname != nullptr) {
+    const uintptr_t off = reinterpret_cast<uintptr_t>(pc) - reinterpret_cast<uintptr_t>(info.dli_fbase);
+    return str_cat("=========     at pc ", pc, info.dli_sname ? str_cat(" in ", info.dli_sname) : std::string(),
+                   "; its source line: addr2line -Cfie ", info.dli_fname, " 0x", std::hex, off, "\n");
+  }
+  return str_cat("=========     at pc ", pc, "\n");
+#else
+  (void)uctx;
+  return std::string();
+#endif
+}
+
+inline struct sigaction& previous_action(int sig) {
+  static struct sigaction segv{}, bus{};
+  return sig == SIGBUS ? bus : segv;
+}
+
+inline void on_fault(int sig, siginfo_t* info, void* uctx) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(info->si_addr);
+  const char* access = "access";
+#if defined(__x86_64__) && defined(REG_ERR)
+  access = (static_cast<ucontext_t*>(uctx)->uc_mcontext.gregs[REG_ERR] & 2) ? "write" : "read";
+#endif
+  std::string msg;
+  Scheduler* s = t_running;
+  Memory* mem = Memory::peek();
+  const std::string near = mem ? mem->describe(a) : std::string();
+  if (s && s->current() >= 0) {
+    const int owner = s->stack_guard_owner(a);
+    if (owner >= 0) {
+      msg = str_cat("========= tinytorch CUDA simulator: stack overflow in ", s->where(), "\n",
+                    "=========     the thread's stack (local memory) of ", fiber_stack_bytes() / 1024,
+                    " KiB is exhausted: a local array or a recursion too large (TINYTORCH_SIM_STACK_KB sets it)\n");
+    } else {
+      msg = str_cat("========= tinytorch CUDA simulator memcheck: invalid ", access, " at address 0x", std::hex, a,
+                    std::dec, " in ", s->where(), "\n=========     address is ",
+                    near.empty() ? std::string("in no simulated device allocation (a host pointer, a stale or "
+                                               "wild pointer)")
+                                 : near,
+                    near.find("freed ") != std::string::npos ? " (use after free)" : "",
+                    "\n", fault_where_pc(uctx));
+    }
+  } else if (!near.empty()) {
+    msg = str_cat("========= tinytorch CUDA simulator: host ", access, " of simulated device memory at 0x", std::hex, a,
+                  std::dec, ": ", near,
+                  "\n=========     host code can reach device memory only through a copy (cudaMemcpy, .cpu()), "
+                  "as on a GPU\n",
+                  fault_where_pc(uctx));
+  }
+  if (!msg.empty()) {
+    const ssize_t ignored = write(2, msg.data(), msg.size());
+    (void)ignored;
+  }
+  sigaction(sig, &previous_action(sig), nullptr);  // returning re-runs the access: the old handler takes it
+}
+
+inline void install_fault_handler() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction sa{};
+    sa.sa_sigaction = &on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &previous_action(SIGSEGV));
+    sigaction(SIGBUS, &sa, &previous_action(SIGBUS));
+  });
+}
+
+}  // namespace detail
+
+/// At the first launch on a host thread: a watchdog slot, a signal stack (a stack overflow's handler
+/// cannot run on the overflowed stack), the process's fault handler and watchdog thread.
+inline void Scheduler::start_watch() {
+  if (watched_) return;
+  watched_ = true;
+  Progress* slots = progress_slots();
+  for (int i = 0; i < kMaxWatchedHostThreads && !progress_; ++i) {
+    bool expected = false;
+    if (slots[i].claimed.compare_exchange_strong(expected, true)) progress_ = &slots[i];
+  }
+  stack_t cur{};
+  if (sigaltstack(nullptr, &cur) == 0 && (cur.ss_flags & SS_DISABLE)) {
+    const size_t bytes = 64 * 1024;
+    altstack_ = std::malloc(bytes);
+    stack_t ss{};
+    ss.ss_sp = altstack_;
+    ss.ss_size = bytes;
+    if (altstack_ == nullptr || sigaltstack(&ss, nullptr) != 0) {
+      std::free(altstack_);
+      altstack_ = nullptr;
+    }
+  }
+  detail::install_fault_handler();
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const long seconds = detail::hang_seconds();
+    if (seconds > 0) std::thread(detail::watchdog_main, seconds).detach();
+  });
+}
+
 namespace detail {
 
 inline Scheduler& device_scheduler(const char* what) {
@@ -659,12 +1036,22 @@ inline Scheduler& device_scheduler(const char* what) {
 
 /// __syncthreads(): waits until every thread of the block is here; returns how many threads passed
 /// a non-zero predicate.
-inline int barrier(int predicate = 0) {
+inline int barrier(int predicate, const char* file, int line, int* arrived = nullptr) {
   Scheduler& s = device_scheduler("__syncthreads");
   Fiber& f = s.fiber(s.current());
   f.value = predicate != 0;
+  f.barrier_file = file;
+  f.barrier_line = line;
   f.state = State::kAtBarrier;
+#if TT_SIM_TSAN
+  void* sync = s.tsan_sync(~s.barrier_generation());
+  __tsan_release(sync);  // everything before the barrier, in every thread ...
   s.yield();
+  __tsan_acquire(sync);  // ... happens before everything after it
+#else
+  s.yield();
+#endif
+  if (arrived) *arrived = f.arg;
   return static_cast<int>(f.result);
 }
 
@@ -683,7 +1070,23 @@ inline uint64_t warp_op(WarpOp op, unsigned mask, uint64_t value, int arg, int w
   f.arg = arg;
   f.width = width;
   f.state = State::kAtWarpOp;
+#if TT_SIM_TSAN
+  // Every operation with mask M involves every lane of M that has not exited, so the lanes of one
+  // operation agree on how many M-operations each has passed: (warp, M, that count) names it.
+  int k = 0;
+  while (k < 8 && f.tsan_masks[k] != mask && f.tsan_mask_counts[k] != 0) ++k;
+  uint64_t key = (uint64_t{static_cast<uint32_t>(s.current() / 32)} << 32) ^ mask;
+  if (k < 8) {
+    f.tsan_masks[k] = mask;
+    key = key * 0x100000001b3ull + ++f.tsan_mask_counts[k];
+  }  // more than 8 masks in one thread: the key repeats, which can only hide a race, never invent one
+  void* sync = s.tsan_sync(key);
+  __tsan_release(sync);
   s.yield();
+  __tsan_acquire(sync);
+#else
+  s.yield();
+#endif
   if (missing) *missing = f.result_missing;
   return f.result;
 }
@@ -703,10 +1106,17 @@ T shuffle(WarpOp op, unsigned mask, T var, int arg, int width) {
   return out;
 }
 
+/// An atomic read-modify-write (relaxed, as CUDA's atomics): a compare-and-swap loop on the bits. The
+/// fibers are cooperative, so nothing runs between the load and the store anyway; the atomic
+/// instructions are for ThreadSanitizer (racecheck), which must see atomics, not plain accesses.
 template <class T, class F>
-T read_modify_write(T* address, F f) {  // fibers are cooperative: nobody runs between load and store
-  const T old = *address;
-  *address = f(old);
+T read_modify_write(T* address, F f) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "atomics on 4- and 8-byte values");
+  T old;
+  __atomic_load(address, &old, __ATOMIC_RELAXED);
+  T desired = f(old);
+  while (!__atomic_compare_exchange(address, &old, &desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    desired = f(old);
   return old;
 }
 
@@ -726,12 +1136,21 @@ To bit_cast(From v) {
 // ============================================================================================
 namespace tt_sim_ = ::tinytorch::backend::cuda::sim;
 
-inline void __syncthreads() { tt_sim_::detail::barrier(); }
-inline int __syncthreads_count(int predicate) { return tt_sim_::detail::barrier(predicate); }
-inline int __syncthreads_and(int predicate) {
-  return tt_sim_::detail::barrier(predicate) == static_cast<int>(blockDim.x * blockDim.y * blockDim.z);
+// The call site (for synccheck's divergent-barrier report) comes in through default arguments.
+inline void __syncthreads(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  tt_sim_::detail::barrier(0, file, line);
 }
-inline int __syncthreads_or(int predicate) { return tt_sim_::detail::barrier(predicate) != 0; }
+inline int __syncthreads_count(int predicate, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  return tt_sim_::detail::barrier(predicate, file, line);
+}
+inline int __syncthreads_and(int predicate, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  int arrived = 0;
+  const int count = tt_sim_::detail::barrier(predicate, file, line, &arrived);
+  return count == arrived;
+}
+inline int __syncthreads_or(int predicate, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  return tt_sim_::detail::barrier(predicate, file, line) != 0;
+}
 inline void __syncwarp(unsigned mask = 0xffffffffu) {
   tt_sim_::detail::warp_op(tt_sim_::WarpOp::kSyncwarp, mask, 0, 0, 32);
 }
@@ -878,5 +1297,28 @@ inline float __fmul_rn(float x, float y) { return x * y; }
 inline float __saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : (x == x ? x : 0.0f)); }
 inline float rsqrtf(float x) { return 1.0f / ::sqrtf(x); }
 inline double rsqrt(double x) { return 1.0 / ::sqrt(x); }
+
+// ============================================================================================
+// 7. Sanitizer reports name the CUDA thread. Every sanitizer (ASan, UBSan, TSan, MSan) ends its report
+//    with __sanitizer_report_error_summary(), a weak hook: this one prints the summary as the runtime
+//    would, then which kernel, block and thread was running. Under ThreadSanitizer (racecheck) each
+//    CUDA thread is a TSan fiber named "block (x,y,z) thread (x,y,z) of <kernel>", switches between
+//    them carry no happens-before, and only these do: the launch (host before kernel), a kernel
+//    thread's end (kernel before host), __syncthreads() (every thread's accesses before it, before
+//    every thread's after it, per block), a completed warp operation (the same among its lanes), and
+//    atomics (real atomic instructions, relaxed: they never race with each other). So a plain `+=`
+//    from many threads of a block, a shared-memory read a barrier does not separate from another
+//    thread's write (in either order), and warp-synchronous code without __syncwarp are reported as
+//    data races, with both stacks and source lines. Not found: a race between two blocks. Blocks run
+//    one after another and each thread slot is one fiber for every block, so TSan sees a block after
+//    the previous one (compute-sanitizer's racecheck, too, checks hazards within a block).
+// ============================================================================================
+extern "C" void __sanitizer_report_error_summary(const char* error_summary);
+extern "C" __attribute__((weak)) void __sanitizer_report_error_summary(const char* error_summary) {
+  std::fprintf(stderr, "%s\n", error_summary);
+  tt_sim_::Scheduler* s = tt_sim_::t_running;
+  if (s != nullptr && s->current() >= 0)
+    std::fprintf(stderr, "========= tinytorch CUDA simulator: reported in %s\n", s->where().c_str());
+}
 
 #endif  // TINYTORCH_CUDA_SIM

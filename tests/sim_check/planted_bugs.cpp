@@ -1,0 +1,389 @@
+// tests/sim_check/planted_bugs.cpp — the kernel simulator's checks (memcheck, racecheck, synccheck,
+// initcheck, the hang report, the stack limit) against the bugs students write, each beside its fix.
+//
+// `planted_bugs <case>` runs one case: a kernel written as a student would, launched on simulated
+// device memory. "<bug>" cases must be reported (the program fails, and the report names the kernel
+// and the kind of error); "<bug>_fixed" cases are the corrected kernel and must pass and print
+// "ok <case>". tests/sim_check/tests.cmake builds this file in the modes the checks need and runs
+// each case through expect.sh:
+//   planted_bugs        plain simulator build: memcheck (TINYTORCH_SIM_CHECK=memcheck), synccheck,
+//                       the hang report, the stack limit, initcheck's NaN fill
+//   planted_bugs_tsan   -fsanitize=thread (build-tsan): racecheck
+//   planted_bugs_msan   clang++ -fsanitize=memory (when clang++ is there): initcheck with reports
+// Chapter: chapters/10-gpu-kernels.md, "The simulator's sanitizers" (the table of bug, GPU behaviour,
+// compute-sanitizer's report and the simulator's comes from these cases).
+#define TINYTORCH_CUDA_SIM 1
+
+#include <tinytorch/backend/cuda/launch.hpp>
+#include <tinytorch/core/cuda_runtime.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ttc = tinytorch::backend::cuda;
+
+namespace {
+
+// ---- device memory helpers ------------------------------------------------------------------
+template <class T>
+T* device_alloc(size_t n, int device = 0) {
+  return static_cast<T*>(ttc::raw_malloc(device, n * sizeof(T)));
+}
+template <class T>
+std::vector<T> to_host(const T* d, size_t n) {
+  std::vector<T> h(n);
+  ttc::memcpy_d2h(h.data(), d, n * sizeof(T));
+  return h;
+}
+template <class T>
+T* to_device(const std::vector<T>& h) {
+  T* d = device_alloc<T>(h.size());
+  ttc::memcpy_h2d(d, h.data(), h.size() * sizeof(T));
+  return d;
+}
+
+// ---- memcheck -----------------------------------------------------------------------------------
+// One thread too many writes one element past the end (the missing `if (i < n)`).
+__global__ void fill_kernel(float* y, int n, bool guarded) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (guarded && i >= n) return;
+  y[i] = 1.0f;
+}
+__global__ void copy_kernel(const float* x, float* y, int n, bool guarded) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (guarded && i >= n) return;
+  y[i % n] = x[i];  // reads x[n] when unguarded
+}
+__global__ void scale_kernel(float* y, int n) {
+  for (int i = threadIdx.x; i < n; i += blockDim.x) y[i] *= 2.0f;
+}
+__global__ void far_kernel(float* y, long long offset) { y[offset] = 1.0f; }
+__global__ void add_kernel(const float* a, const float* b, float* c, int n) {
+  for (int i = threadIdx.x; i < n; i += blockDim.x) c[i] = a[i] + b[i];
+}
+__global__ void vec4_kernel(const float4* x, float* y, int n4) {
+  for (int i = threadIdx.x; i < n4; i += blockDim.x) {
+    const float4 v = x[i];
+    y[i] = v.x + v.y + v.z + v.w;
+  }
+}
+
+// ---- racecheck ----------------------------------------------------------------------------------
+// A histogram: a plain += from many threads loses updates on a GPU.
+__global__ void histogram_kernel(const int* x, int* bins, int n, bool atomic) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    if (atomic)
+      atomicAdd(&bins[x[i]], 1);
+    else
+      bins[x[i]] += 1;
+  }
+}
+// A block reduction in shared memory; `synced` false drops the __syncthreads() between the writes
+// of the first step and the reads of the tree (a race in both orders across warps).
+__global__ void block_sum_kernel(const float* x, float* out, bool synced) {
+  __shared__ float s[128];
+  const unsigned t = threadIdx.x;
+  s[t] = x[blockIdx.x * blockDim.x + t];
+  if (synced) __syncthreads();
+  for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (t < stride) s[t] += s[t + stride];
+    if (synced) __syncthreads();
+  }
+  if (t == 0) out[blockIdx.x] = s[0];
+}
+// The last-warp unrolled reduction of old CUDA samples: warp-synchronous code through volatile shared
+// memory. Since Volta the lanes of a warp are not in lockstep; without __syncwarp it races.
+__global__ void warp_sum_kernel(const float* x, float* out, bool syncwarp) {
+  __shared__ float s[64];
+  const unsigned t = threadIdx.x;
+  s[t] = x[t] + x[t + 32];
+  if (syncwarp) __syncwarp();
+  volatile float* v = s;
+  for (int offset = 16; offset > 0; offset /= 2) {
+    const float mine = v[t] + v[t + offset];
+    if (syncwarp) __syncwarp();
+    v[t] = mine;
+    if (syncwarp) __syncwarp();
+  }
+  if (t == 0) out[0] = v[0];
+}
+
+// ---- synccheck ----------------------------------------------------------------------------------
+__global__ void divergent_kernel(float* y, bool fixed) {
+  const unsigned t = threadIdx.x;
+  if (fixed) {
+    __syncthreads();
+    y[t] = t < 32 ? 1.0f : 2.0f;
+  } else if (t < 32) {
+    __syncthreads();
+    y[t] = 1.0f;
+  } else {
+    __syncthreads();
+    y[t] = 2.0f;
+  }
+}
+// The early return before a barrier: fine on a GPU (exited threads do not hold the barrier).
+__global__ void early_exit_kernel(const float* x, float* y, int n) {
+  __shared__ float s[64];
+  const int i = threadIdx.x;
+  if (i >= n) return;
+  s[i] = x[i];
+  __syncthreads();
+  y[i] = s[n - 1 - i];
+}
+
+// ---- initcheck ----------------------------------------------------------------------------------
+__global__ void sum_kernel(const float* x, float* out, int n) {
+  if (threadIdx.x != 0) return;
+  float acc = 0;
+  for (int i = 0; i < n; ++i) acc += x[i];
+  out[0] = acc;
+}
+__global__ void dyn_shared_kernel(float* out, bool written) {
+  TT_DYNAMIC_SHARED(float, s);
+  if (written) s[threadIdx.x] = 1.0f;
+  __syncthreads();
+  if (threadIdx.x == 0) out[0] = s[0] + s[blockDim.x - 1];
+}
+
+// ---- hang and stack ------------------------------------------------------------------------------
+// Block 0 waits for a flag block 1 sets: blocks run one at a time here, so block 0 spins forever.
+__global__ void spin_kernel(volatile int* flag, bool fixed) {
+  if (fixed) {  // the fix: no inter-block waiting inside one kernel (split it into two launches)
+    if (blockIdx.x == 1 && threadIdx.x == 0) *flag = 1;
+    return;
+  }
+  if (blockIdx.x == 0) {
+    while (*flag == 0) {
+    }
+  } else if (threadIdx.x == 0) {
+    *flag = 1;
+  }
+}
+__global__ void big_local_kernel(float* y, int n) {
+  float local[48 * 1024];  // 192 KiB of local memory per thread
+  for (int i = 0; i < n; ++i) local[i] = static_cast<float>(i);
+  y[threadIdx.x] = local[n - 1];
+}
+
+void expect(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "planted_bugs: wrong result: %s\n", what);
+    std::exit(1);
+  }
+}
+
+const std::map<std::string, std::function<void()>>& cases() {
+  static const std::map<std::string, std::function<void()>> c = {
+      // memcheck
+      {"oob_write", [] {  // 32 floats = 128 bytes: the write at y[32] meets the guard page
+         float* y = device_alloc<float>(32);
+         ttc::launch_kernel("fill", fill_kernel, dim3(1), dim3(64), 0, y, 32, false);
+       }},
+      {"oob_write_fixed", [] {
+         float* y = device_alloc<float>(32);
+         ttc::launch_kernel("fill", fill_kernel, dim3(1), dim3(64), 0, y, 32, true);
+         expect(to_host(y, 32)[31] == 1.0f, "fill");
+       }},
+      {"oob_write_short", [] {  // 31 floats: y[31] is in the 16-byte rounding, found by the canary
+         float* y = device_alloc<float>(31);
+         ttc::launch_kernel("fill", fill_kernel, dim3(1), dim3(32), 0, y, 31, false);
+       }},
+      {"oob_read", [] {
+         float* x = to_device(std::vector<float>(64, 1.0f));
+         float* y = device_alloc<float>(64);
+         ttc::launch_kernel("copy", copy_kernel, dim3(2), dim3(64), 0, static_cast<const float*>(x), y, 64, false);
+       }},
+      {"oob_read_fixed", [] {
+         float* x = to_device(std::vector<float>(64, 1.0f));
+         float* y = device_alloc<float>(64);
+         ttc::launch_kernel("copy", copy_kernel, dim3(2), dim3(64), 0, static_cast<const float*>(x), y, 64, true);
+         expect(to_host(y, 64)[63] == 1.0f, "copy");
+       }},
+      {"use_after_free", [] {
+         float* y = device_alloc<float>(64);
+         ttc::raw_free(0, y);
+         ttc::launch_kernel("scale", scale_kernel, dim3(1), dim3(32), 0, y, 64);
+       }},
+      {"use_after_free_fixed", [] {
+         float* y = device_alloc<float>(64);
+         ttc::launch_kernel("scale", scale_kernel, dim3(1), dim3(32), 0, y, 64);
+         ttc::raw_free(0, y);
+       }},
+      {"host_pointer", [] {
+         std::vector<float> host(64, 1.0f);
+         ttc::launch_kernel("scale", scale_kernel, dim3(1), dim3(32), 0, host.data(), 64);
+       }},
+      {"host_pointer_fixed", [] {
+         float* y = to_device(std::vector<float>(64, 1.0f));
+         ttc::launch_kernel("scale", scale_kernel, dim3(1), dim3(32), 0, y, 64);
+         expect(to_host(y, 64)[5] == 2.0f, "scale");
+       }},
+      {"other_device", [] {
+         float* a = device_alloc<float>(16, 0);
+         float* b = device_alloc<float>(16, 1);
+         float* c = device_alloc<float>(16, 0);
+         ttc::launch_kernel("add", add_kernel, dim3(1), dim3(16), 0, static_cast<const float*>(a),
+                            static_cast<const float*>(b), c, 16);
+       }},
+      {"other_device_fixed", [] {
+         float* a = device_alloc<float>(16, 0);
+         float* b1 = device_alloc<float>(16, 1);
+         float* b = device_alloc<float>(16, 0);
+         ttc::memcpy_d2d(b, b1, 16 * sizeof(float));  // copy to the kernel's device first
+         float* c = device_alloc<float>(16, 0);
+         ttc::launch_kernel("add", add_kernel, dim3(1), dim3(16), 0, static_cast<const float*>(a),
+                            static_cast<const float*>(b), c, 16);
+       }},
+      {"misaligned", [] {
+         float* x = to_device(std::vector<float>(68, 1.0f));
+         float* y = device_alloc<float>(16);
+         ttc::launch_kernel("vec4", vec4_kernel, dim3(1), dim3(16), 0,
+                            reinterpret_cast<const float4*>(x + 1), y, 16);  // 4 bytes past a 16-byte boundary
+       }},
+      {"misaligned_fixed", [] {
+         float* x = to_device(std::vector<float>(68, 1.0f));
+         float* y = device_alloc<float>(16);
+         ttc::launch_kernel("vec4", vec4_kernel, dim3(1), dim3(16), 0, reinterpret_cast<const float4*>(x + 4), y,
+                            16);
+         expect(to_host(y, 16)[15] == 4.0f, "vec4");
+       }},
+      {"far_access", [] {
+         float* y = device_alloc<float>(16);
+         ttc::launch_kernel("far", far_kernel, dim3(1), dim3(1), 0, y, 1LL << 36);
+       }},
+      // racecheck
+      {"histogram", [] {
+         std::vector<int> h(1024);
+         for (int i = 0; i < 1024; ++i) h[i] = i % 4;
+         const int* x = to_device(h);
+         int* bins = to_device(std::vector<int>(4, 0));
+         ttc::launch_kernel("histogram", histogram_kernel, dim3(2), dim3(128), 0, x, bins, 1024, false);
+       }},
+      {"histogram_fixed", [] {
+         std::vector<int> h(1024);
+         for (int i = 0; i < 1024; ++i) h[i] = i % 4;
+         const int* x = to_device(h);
+         int* bins = to_device(std::vector<int>(4, 0));
+         ttc::launch_kernel("histogram", histogram_kernel, dim3(2), dim3(128), 0, x, bins, 1024, true);
+         expect(to_host(bins, 4) == std::vector<int>(4, 256), "histogram");
+       }},
+      {"shared_race", [] {
+         const float* x = to_device(std::vector<float>(256, 1.0f));
+         float* out = device_alloc<float>(2);
+         ttc::launch_kernel("block_sum", block_sum_kernel, dim3(2), dim3(128), 0, x, out, false);
+       }},
+      {"shared_race_fixed", [] {
+         const float* x = to_device(std::vector<float>(256, 1.0f));
+         float* out = device_alloc<float>(2);
+         ttc::launch_kernel("block_sum", block_sum_kernel, dim3(2), dim3(128), 0, x, out, true);
+         expect(to_host(out, 2)[1] == 128.0f, "block_sum");
+       }},
+      {"warp_sync", [] {
+         const float* x = to_device(std::vector<float>(64, 1.0f));
+         float* out = device_alloc<float>(1);
+         ttc::launch_kernel("warp_sum", warp_sum_kernel, dim3(1), dim3(32), 0, x, out, false);
+       }},
+      {"warp_sync_fixed", [] {
+         const float* x = to_device(std::vector<float>(64, 1.0f));
+         float* out = device_alloc<float>(1);
+         ttc::launch_kernel("warp_sum", warp_sum_kernel, dim3(1), dim3(32), 0, x, out, true);
+         expect(to_host(out, 1)[0] == 64.0f, "warp_sum");
+       }},
+      // synccheck
+      {"divergent_barrier", [] {
+         float* y = device_alloc<float>(64);
+         ttc::launch_kernel("divergent", divergent_kernel, dim3(1), dim3(64), 0, y, false);
+       }},
+      {"divergent_barrier_fixed", [] {
+         float* y = device_alloc<float>(64);
+         ttc::launch_kernel("divergent", divergent_kernel, dim3(1), dim3(64), 0, y, true);
+         expect(to_host(y, 64)[40] == 2.0f, "divergent");
+       }},
+      {"early_exit_fixed", [] {  // not a bug on a GPU, and not reported here
+         std::vector<float> h(40);
+         for (int i = 0; i < 40; ++i) h[i] = static_cast<float>(i);
+         const float* x = to_device(h);
+         float* y = device_alloc<float>(40);
+         ttc::launch_kernel("early_exit", early_exit_kernel, dim3(1), dim3(64), 0, x, y, 40);
+         expect(to_host(y, 40)[0] == 39.0f, "early_exit");
+       }},
+      // initcheck
+      {"uninitialized", [] {
+         float* x = device_alloc<float>(16);  // never written
+         float* out = device_alloc<float>(1);
+         ttc::launch_kernel("sum", sum_kernel, dim3(1), dim3(32), 0, static_cast<const float*>(x), out, 16);
+         const float v = to_host(out, 1)[0];
+         if (std::isnan(v)) {  // initcheck's fill makes it visible without MemorySanitizer
+           std::fprintf(stderr, "planted_bugs: kernel 'sum' produced NaN from memory it never wrote\n");
+           std::exit(1);
+         }
+         std::printf("sum %g\n", v > 0 ? 1.0 : 0.0);  // a use of the value: MemorySanitizer reports here
+       }},
+      {"uninitialized_fixed", [] {
+         float* x = to_device(std::vector<float>(16, 0.5f));
+         float* out = device_alloc<float>(1);
+         ttc::launch_kernel("sum", sum_kernel, dim3(1), dim3(32), 0, static_cast<const float*>(x), out, 16);
+         expect(to_host(out, 1)[0] == 8.0f, "sum");
+       }},
+      {"uninitialized_shared", [] {
+         float* out = device_alloc<float>(1);
+         ttc::launch_kernel("dyn_shared", dyn_shared_kernel, dim3(1), dim3(32), 32 * sizeof(float), out, false);
+         const float v = to_host(out, 1)[0];
+         if (std::isnan(v)) {
+           std::fprintf(stderr, "planted_bugs: kernel 'dyn_shared' produced NaN from shared memory it never wrote\n");
+           std::exit(1);
+         }
+         std::printf("dyn_shared %g\n", v > 0 ? 1.0 : 0.0);
+       }},
+      {"uninitialized_shared_fixed", [] {
+         float* out = device_alloc<float>(1);
+         ttc::launch_kernel("dyn_shared", dyn_shared_kernel, dim3(1), dim3(32), 32 * sizeof(float), out, true);
+         expect(to_host(out, 1)[0] == 2.0f, "dyn_shared");
+       }},
+      // hang and stack
+      {"spin_wait", [] {
+         int* flag = to_device(std::vector<int>(1, 0));
+         ttc::launch_kernel("spin", spin_kernel, dim3(2), dim3(32), 0, static_cast<volatile int*>(flag), false);
+       }},
+      {"spin_wait_fixed", [] {
+         int* flag = to_device(std::vector<int>(1, 0));
+         ttc::launch_kernel("spin", spin_kernel, dim3(2), dim3(32), 0, static_cast<volatile int*>(flag), true);
+         expect(to_host(flag, 1)[0] == 1, "spin");
+       }},
+      {"stack_overflow", [] {
+         float* y = device_alloc<float>(32);
+         ttc::launch_kernel("big_local", big_local_kernel, dim3(1), dim3(2), 0, y, 48 * 1024);
+       }},
+      {"stack_overflow_fixed", [] {  // the same kernel with TINYTORCH_SIM_STACK_KB=256 (expect.sh sets it)
+         float* y = device_alloc<float>(32);
+         ttc::launch_kernel("big_local", big_local_kernel, dim3(1), dim3(2), 0, y, 48 * 1024);
+         expect(to_host(y, 2)[1] == 48.0f * 1024 - 1, "big_local");
+       }},
+  };
+  return c;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2 || cases().count(argv[1]) == 0) {
+    std::fprintf(stderr, "usage: planted_bugs <case>; cases:");
+    for (const auto& [name, f] : cases()) std::fprintf(stderr, " %s", name.c_str());
+    std::fprintf(stderr, "\n");
+    return 2;
+  }
+  try {
+    cases().at(argv[1])();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "planted_bugs: %s\n", e.what());
+    return 1;
+  }
+  std::printf("ok %s\n", argv[1]);
+  return 0;
+}
