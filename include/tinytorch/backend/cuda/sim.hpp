@@ -615,6 +615,16 @@ inline void Scheduler::fail_block(const std::string& prefix, const std::string& 
   for (int i = 0; i < nthreads_; ++i)  // abandoned frames leave poisoned redzones on the stacks
     if (fibers_[i].state != State::kFinished) ASAN_UNPOISON_MEMORY_REGION(fibers_[i].stack, fiber_stack_bytes());
 #endif
+#if TT_SIM_TSAN
+  // The abandoned threads never reach their end's release: make it for them, so that what they did
+  // happens before the host's next use of that memory (the launch's arguments on its stack).
+  for (int i = 0; i < nthreads_; ++i) {
+    if (fibers_[i].state == State::kFinished) continue;
+    __tsan_switch_to_fiber(fibers_[i].tsan_fiber, __tsan_switch_to_fiber_no_sync);
+    __tsan_release(&tsan_end_);
+    __tsan_switch_to_fiber(tsan_host_, __tsan_switch_to_fiber_no_sync);
+  }
+#endif
   for (int i = 0; i < nthreads_; ++i) fibers_[i].state = State::kFinished;
   throw Error(prefix + ": " + what);
 }
@@ -1187,8 +1197,14 @@ inline unsigned __activemask() {
   tt_sim_::Scheduler& s = tt_sim_::detail::device_scheduler("__activemask");
   const int base = s.current() / 32 * 32;
   unsigned m = 0;
+#if TT_SIM_TSAN
+  __tsan_ignore_thread_begin();  // the other lanes' states are the scheduler's, not kernel memory
+#endif
   for (int k = 0; k < 32 && base + k < s.nthreads(); ++k)
     if (s.fiber(base + k).state != tt_sim_::State::kFinished) m |= 1u << k;
+#if TT_SIM_TSAN
+  __tsan_ignore_thread_end();
+#endif
   return m;
 }
 
