@@ -12,8 +12,9 @@
 #   2. cmake -S . -B build -DCMAKE_BUILD_TYPE=Release; cmake --build build -j$(nproc).
 #   3. ThreadSanitizer ($BUILD_DIR-tsan, -DTINYTORCH_SANITIZER=thread, only target
 #      tt_thread_tests): the tests labelled "threads" (DataParallel's replicas run in threads), and
-#      the kernel simulator's racecheck on the planted races of tests/sim_check (each CUDA thread a
-#      TSan fiber); a race report fails the test. TT_SKIP_TSAN=1 skips it.
+#      the kernel simulator's racecheck: the simulator suite (every shipped kernel) and the planted
+#      races of tests/sim_check, each CUDA thread a TSan fiber; a race report fails the test.
+#      TT_SKIP_TSAN=1 skips it.
 #   4. AddressSanitizer + UndefinedBehaviorSanitizer ($BUILD_DIR-asan, clang++ when installed,
 #      else g++; -DTINYTORCH_SANITIZER=address,undefined: -O0 (the MPI tests -O1),
 #      -fno-sanitize-recover=all; only target tt_sanitizer_tests, i.e. every Catch2 executable,

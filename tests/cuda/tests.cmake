@@ -39,7 +39,9 @@ endif()
 #               TINYTORCH_CUDA_SIM=1), the kernels run in the simulator (backend/cuda/sim.hpp).
 #               Shared Catch2 main tt_catch_main. ctest
 #               <name>_sim, labels cuda_sim and sanitizer (part of tt_sanitizer_tests: the ASan+UBSan
-#               stage runs them), never "threads" (the simulator's fibers are not threads).
+#               stage runs them); in a ThreadSanitizer build also "threads" and part of
+#               tt_thread_tests: the TSan stage runs every shipped kernel under racecheck (each CUDA
+#               thread a TSan fiber, backend/cuda/sim.hpp section 7).
 #   nvcc        when CUDA is found: a .cpp cannot be compiled as CUDA directly, so a generated
 #               wrapper .cu in the build dir #includes it. Linked with tinytorch::compiled_cuda,
 #               tt_catch_cuda_main (exits 77 without a GPU: ctest "Skipped") and CUDA::cudart;
@@ -107,6 +109,9 @@ if(TT_CUDA_KERNEL_TEST_SOURCES)
     endif()
     target_include_directories(${exe} PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}/cuda")
     list(APPEND _tt_sanitizer_tests ${exe})
+    if(TINYTORCH_SANITIZER MATCHES "thread")  # racecheck: every shipped kernel under ThreadSanitizer
+      add_dependencies(tt_thread_tests ${exe})
+    endif()
   endforeach()
   if(_tt_sim_built)
     foreach(src IN LISTS TT_CUDA_KERNEL_TEST_SOURCES)
@@ -118,6 +123,9 @@ if(TT_CUDA_KERNEL_TEST_SOURCES)
         LABELS "cuda_sim;sanitizer"
         WORKING_DIRECTORY "${CMAKE_BINARY_DIR}"
         ENVIRONMENT "${TT_TEST_ENV};${TT_SANITIZER_ENV}")
+      if(TINYTORCH_SANITIZER MATCHES "thread")
+        set_property(TEST ${name}_sim APPEND PROPERTY LABELS threads)
+      endif()
     endforeach()
   endif()
 endif()

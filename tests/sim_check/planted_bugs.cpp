@@ -113,6 +113,15 @@ __global__ void warp_sum_kernel(const float* x, float* out, bool syncwarp) {
   if (t == 0) out[0] = v[0];
 }
 
+// Each block scales its part, then reads its left neighbour's result: blocks are not ordered on a GPU
+// (the fix: a second kernel launch for the second step).
+// step: 0 both steps in one launch (the bug), 1 the first only, 2 the second only.
+__global__ void neighbour_kernel(const float* x, float* y, float* z, int step) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (step != 2) y[i] = 2.0f * x[i];
+  if (step != 1 && blockIdx.x > 0) z[i] = y[i - blockDim.x];
+}
+
 // ---- synccheck ----------------------------------------------------------------------------------
 __global__ void divergent_kernel(float* y, bool fixed) {
   const unsigned t = threadIdx.x;
@@ -289,11 +298,31 @@ const std::map<std::string, std::function<void()>>& cases() {
          float* out = device_alloc<float>(1);
          ttc::launch_kernel("warp_sum", warp_sum_kernel, dim3(1), dim3(32), 0, x, out, false);
        }},
+      {"shared_race_order", [] { cases().at("shared_race")(); }},  // the same bugs, for the order check
+      {"warp_sync_order", [] { cases().at("warp_sync")(); }},
+      {"order_fixed", [] {
+         cases().at("shared_race_fixed")();
+         cases().at("warp_sync_fixed")();
+       }},
       {"warp_sync_fixed", [] {
          const float* x = to_device(std::vector<float>(64, 1.0f));
          float* out = device_alloc<float>(1);
          ttc::launch_kernel("warp_sum", warp_sum_kernel, dim3(1), dim3(32), 0, x, out, true);
          expect(to_host(out, 1)[0] == 64.0f, "warp_sum");
+       }},
+      {"inter_block", [] {  // racecheck by order: blocks 1.. read what block 0.. wrote in the same launch
+         const float* x = to_device(std::vector<float>(128, 1.0f));
+         float* y = to_device(std::vector<float>(128, 0.0f));
+         float* z = to_device(std::vector<float>(128, 0.0f));
+         ttc::launch_kernel("neighbour", neighbour_kernel, dim3(4), dim3(32), 0, x, y, z, 0);
+       }},
+      {"inter_block_fixed", [] {
+         const float* x = to_device(std::vector<float>(128, 1.0f));
+         float* y = to_device(std::vector<float>(128, 0.0f));
+         float* z = to_device(std::vector<float>(128, 0.0f));
+         ttc::launch_kernel("neighbour_step1", neighbour_kernel, dim3(4), dim3(32), 0, x, y, z, 1);
+         ttc::launch_kernel("neighbour_step2", neighbour_kernel, dim3(4), dim3(32), 0, x, y, z, 2);
+         expect(to_host(z, 128)[127] == 2.0f, "neighbour");
        }},
       // synccheck
       {"divergent_barrier", [] {

@@ -3,12 +3,13 @@
 #
 # Included by tests/CMakeLists.txt (one scope with it). Each bug class has a case that must be
 # reported (the report's kernel name and kind of error are checked) and its fix, which must pass:
-#   plain build      memcheck (TINYTORCH_SIM_CHECK=memcheck), synccheck, the hang report
+#   plain build      memcheck (TINYTORCH_SIM_CHECK=memcheck), racecheck's order comparison
+#                    (TINYTORCH_SIM_CHECK=racecheck), synccheck, the hang report
 #                    (TINYTORCH_SIM_HANG_SECONDS=1), the stack limit, initcheck; and the whole
-#                    simulator suite (every shipped kernel) once more under memcheck,initcheck:
-#                    ctest test_cuda_sim_suite_checked
-#   ThreadSanitizer  racecheck (build-tsan, label threads: scripts/test.sh's TSan stage runs them).
-#                    The simulator suite itself is not yet in that stage (see the README).
+#                    simulator suite (every shipped kernel) once more under
+#                    memcheck,initcheck,racecheck: ctest test_cuda_sim_suite_checked
+#   ThreadSanitizer  racecheck (build-tsan, label threads: scripts/test.sh's TSan stage runs them,
+#                    with the simulator suite itself, tests/cuda/tests.cmake).
 # planted_bugs is header-only (it includes only the launcher and the runtime), at -O1 -g so that
 # the reports' addr2line hints and ThreadSanitizer's stacks have lines.
 add_executable(planted_bugs "${CMAKE_CURRENT_SOURCE_DIR}/sim_check/planted_bugs.cpp")
@@ -65,6 +66,12 @@ elseif(NOT TINYTORCH_SANITIZER)
   tt_sim_check(misaligned_fixed pass "${_mem}")
   tt_sim_check(far_access fail "${_mem}" "invalid write at address 0x[0-9a-f]+ in kernel 'far', block \\(0,0,0\\), thread \\(0,0,0\\)"
                "in no simulated device allocation")
+  set(_race "TINYTORCH_SIM_CHECK=racecheck")  # every launch twice, the second in reverse order
+  tt_sim_check(inter_block fail "${_race}" "kernel 'neighbour' .*racecheck: the result depends on the order the threads run in: byte [0-9]+ of the 512-byte block")
+  tt_sim_check(inter_block_fixed pass "${_race}")
+  tt_sim_check(shared_race_order fail "${_race}" "kernel 'block_sum' .*racecheck: the result depends on the order")
+  tt_sim_check(warp_sync_order fail "${_race}" "kernel 'warp_sum' .*racecheck: the result depends on the order")
+  tt_sim_check(order_fixed pass "${_race}")
   tt_sim_check(divergent_barrier fail "" "kernel 'divergent': block \\(0,0,0\\): synccheck: divergent __syncthreads\\(\\): thread \\(0,0,0\\) waits at .*planted_bugs.cpp:[0-9]+ but thread \\(32,0,0\\) at .*planted_bugs.cpp:[0-9]+")
   tt_sim_check(divergent_barrier_fixed pass "")
   tt_sim_check(early_exit_fixed pass "")
@@ -80,12 +87,13 @@ elseif(NOT TINYTORCH_SANITIZER)
   tt_sim_check(stack_overflow_fixed pass "TINYTORCH_SIM_STACK_KB=256")
 endif()
 
-# Every shipped kernel under memcheck and initcheck: the whole simulator suite once more.
+# Every shipped kernel under memcheck, initcheck and racecheck (the order comparison): the whole
+# simulator suite once more.
 if(NOT TINYTORCH_SANITIZER AND TARGET test_cuda_sim_suite)
   add_test(NAME test_cuda_sim_suite_checked COMMAND test_cuda_sim_suite)
   set_tests_properties(test_cuda_sim_suite_checked PROPERTIES
     TIMEOUT ${TT_UNIT_TIMEOUT}
     LABELS "cuda_sim;sim_check"
     WORKING_DIRECTORY "${CMAKE_BINARY_DIR}"
-    ENVIRONMENT "${TT_TEST_ENV};TINYTORCH_SIM_CHECK=memcheck,initcheck")
+    ENVIRONMENT "${TT_TEST_ENV};TINYTORCH_SIM_CHECK=memcheck,initcheck,racecheck")
 endif()

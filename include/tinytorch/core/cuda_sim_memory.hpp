@@ -29,6 +29,8 @@
 //              (quarantined, up to 4096 of them), so a use after free faults and is named as one. The
 //              caching allocator stops caching (as PYTORCH_NO_CUDA_MEMORY_CACHING=1 for
 //              compute-sanitizer) and asks for exact sizes, so every tensor is its own block.
+//   racecheck  (launch.hpp) each launch runs twice, the second time in reverse order, on the blocks its
+//              pointer arguments point into, restored in between; a byte that differs is a race.
 //   initcheck  fresh blocks are filled with 0xFF bytes instead of zeros (floats read as NaN, integers as
 //              -1), as each block's dynamic shared memory always is (sim.hpp): a kernel that reads
 //              memory it never wrote gets values a test sees. The read itself is not reported (that
@@ -66,6 +68,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "check.hpp"
@@ -95,14 +98,15 @@ inline bool env_flag(const char* name) {
 }
 
 /// The checks TINYTORCH_SIM_CHECK turns on (read once; an unknown name throws tinytorch::Error).
-/// synccheck is always on (it is the simulator's barrier semantics); racecheck needs a
-/// ThreadSanitizer build and is on in every such build (sim.hpp section 7), so naming it elsewhere
-/// throws rather than checking nothing.
+/// synccheck is always on (it is the simulator's barrier semantics). racecheck runs every launch
+/// twice, in the documented order and in reverse, and compares (launch.hpp); in a ThreadSanitizer
+/// build the fibers are also annotated for TSan, always (sim.hpp section 7).
 struct Checks {
   bool memcheck = false;
   bool initcheck = false;
+  bool racecheck = false;
 };
-inline Checks parse_checks(const char* env, bool tsan_build) {
+inline Checks parse_checks(const char* env) {
   Checks c;
   const std::string v = env == nullptr ? "" : env;
   size_t start = 0;
@@ -115,8 +119,7 @@ inline Checks parse_checks(const char* env, bool tsan_build) {
     } else if (name == "initcheck") {
       c.initcheck = true;
     } else if (name == "racecheck") {
-      TT_CHECK(tsan_build, "TINYTORCH_SIM_CHECK=racecheck needs a ThreadSanitizer build of the simulator ",
-               "(-fsanitize=thread, e.g. cmake -DTINYTORCH_SANITIZER=thread); there it is always on");
+      c.racecheck = true;
     } else if (name != "synccheck" && !name.empty()) {
       TT_CHECK(false, "TINYTORCH_SIM_CHECK: unknown check \"", name,
                "\" (expected a comma-separated list of memcheck, initcheck, racecheck, synccheck)");
@@ -125,21 +128,8 @@ inline Checks parse_checks(const char* env, bool tsan_build) {
   }
   return c;
 }
-inline bool tsan_build() {
-#if defined(__SANITIZE_THREAD__)
-  return true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-  return true;
-#else
-  return false;
-#endif
-#else
-  return false;
-#endif
-}
 inline const Checks& checks() {
-  static const Checks c = parse_checks(std::getenv("TINYTORCH_SIM_CHECK"), tsan_build());
+  static const Checks c = parse_checks(std::getenv("TINYTORCH_SIM_CHECK"));
   return c;
 }
 
@@ -253,6 +243,17 @@ class Memory {
     std::string d = near(regions_, "live ");
     if (d.empty()) d = near(freed_, "freed ");
     return d;
+  }
+
+  /// The live block holding p (its end included): {start, bytes}, or {0, 0}.
+  std::pair<uintptr_t, size_t> block_of(const void* p) {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = regions_.upper_bound(a);
+    if (it == regions_.begin()) return {0, 0};
+    --it;
+    if (a - it->first > it->second.bytes) return {0, 0};
+    return {it->first, it->second.bytes};
   }
 
   /// The device whose live block holds all of [p, p + bytes), or -1.

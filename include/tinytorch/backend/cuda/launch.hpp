@@ -41,6 +41,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "../../core/check.hpp"
 #include "../../core/config.hpp"
@@ -92,6 +93,53 @@ inline bool launch_blocking() {
 }
 
 #if TINYTORCH_CUDA_SIM
+/// racecheck's copy of one device block a kernel can reach (through a pointer argument).
+struct SavedBlock {
+  unsigned char* start;
+  std::vector<unsigned char> bytes;
+  void refresh() { std::memcpy(bytes.data(), start, bytes.size()); }
+  void restore() const { std::memcpy(start, bytes.data(), bytes.size()); }
+};
+template <class T>
+void save_block_of(const T& v, std::vector<SavedBlock>& out) {
+  if constexpr (std::is_pointer_v<T>) {
+    if (v == nullptr) return;
+    const void* addr = const_cast<const void*>(static_cast<const volatile void*>(v));
+    const auto [start, bytes] = sim::detail::Memory::get().block_of(addr);
+    if (bytes == 0) return;
+    for (const SavedBlock& b : out)
+      if (reinterpret_cast<uintptr_t>(b.start) == start) return;
+    SavedBlock b{reinterpret_cast<unsigned char*>(start), std::vector<unsigned char>(bytes)};
+    b.refresh();
+    out.push_back(std::move(b));
+  }
+}
+/// "" when every block holds what `expected` (the documented order's result) holds, else the first
+/// differing byte, its block and both values.
+inline std::string first_difference(const std::vector<SavedBlock>& expected) {
+  for (const SavedBlock& b : expected) {
+    for (size_t i = 0; i < b.bytes.size(); ++i) {
+      if (b.start[i] == b.bytes[i]) continue;
+      std::string word;
+      const size_t w = i / 4 * 4;  // the aligned 4-byte word holding it, as float32 (most kernels here)
+      if (w + 4 <= b.bytes.size()) {
+        float f_doc, f_rev;
+        std::memcpy(&f_doc, &b.bytes[w], 4);
+        std::memcpy(&f_rev, b.start + w, 4);
+        word = ::tinytorch::detail::str_cat(" (the float32 at offset ", w, ": ", f_doc, " and ", f_rev, ")");
+      }
+      return ::tinytorch::detail::str_cat(
+          "the result depends on the order the threads run in: byte ", i, " of the ", b.bytes.size(),
+          "-byte block at ", static_cast<const void*>(b.start), " is 0x", std::hex, int{b.bytes[i]}, " in the documented order and 0x",
+          int{b.start[i]}, std::dec, " with blocks and threads in reverse order", word,
+          ". Two threads (or blocks) write or read the same location without a __syncthreads(), a warp "
+          "operation or an atomic between them; on a GPU either may win. (Float atomicAdd in another "
+          "order can also change the last bits: that is rounding, not a race.)");
+    }
+  }
+  return std::string();
+}
+
 /// The simulator's launch-time memcheck (TINYTORCH_SIM_CHECK=memcheck): every pointer argument must be null or point into
 /// (or one past the end of) a live block of simulated device memory, all of them on one device, and
 /// be aligned for its type (a float4* to 16 bytes). A GPU would fault on such a pointer only when a
@@ -163,7 +211,19 @@ void launch_kernel(const char* name, void (*kernel)(KArgs...), dim3 grid, dim3 b
                call.params);
   }
   [[maybe_unused]] sim::DeviceAccessScope device_memory_readable;
-  sim::run_grid(name, grid, block, dynamic_smem_bytes, body, &call);
+  if (sim::detail::checks().racecheck) {
+    std::vector<detail::SavedBlock> blocks;
+    std::apply([&](const auto&... p) { (detail::save_block_of(p, blocks), ...); }, call.params);
+    sim::run_grid(name, grid, block, dynamic_smem_bytes, body, &call);
+    std::vector<detail::SavedBlock> forward = blocks;
+    for (detail::SavedBlock& b : forward) b.refresh();
+    for (const detail::SavedBlock& b : blocks) b.restore();
+    sim::run_grid(name, grid, block, dynamic_smem_bytes, body, &call, /*reverse=*/true);
+    const std::string diff = detail::first_difference(forward);
+    TT_CHECK(diff.empty(), detail::launch_config(name, grid, block, dynamic_smem_bytes), "racecheck: ", diff);
+  } else {
+    sim::run_grid(name, grid, block, dynamic_smem_bytes, body, &call);
+  }
   if (memcheck) {
     const std::string damage = sim::detail::Memory::get().check_canaries();
     TT_CHECK(damage.empty(), detail::launch_config(name, grid, block, dynamic_smem_bytes), "memcheck: ", damage);

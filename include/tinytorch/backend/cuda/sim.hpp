@@ -67,8 +67,11 @@
 //              frees, canaries in the 16-byte rounding (core/cuda_sim_memory.hpp), and at every launch
 //              each pointer argument checked: device memory, one device, aligned for its type
 //              (launch.hpp). A fault names the kernel, block, thread, read/write, address and block.
-//   racecheck  a ThreadSanitizer build (-fsanitize=thread): every CUDA thread is a TSan fiber and only
-//              barriers, warp operations, atomics and launch boundaries order them (section 7).
+//   racecheck  TINYTORCH_SIM_CHECK=racecheck: every launch runs twice, the second time with blocks and
+//              threads in reverse order, and the memory its pointer arguments reach is compared
+//              (launch.hpp). And in a ThreadSanitizer build (-fsanitize=thread), always: every CUDA
+//              thread is a TSan fiber that only barriers, warp operations, atomics and the launch
+//              order (section 7).
 //   synccheck  always: exited threads count as arrived, divergent barriers throw (above).
 //   initcheck  TINYTORCH_SIM_CHECK=initcheck: fresh device memory reads as 0xFF bytes (NaN, -1), as
 //              dynamic shared memory always does; the read itself is not reported.
@@ -454,8 +457,10 @@ class Scheduler {
   uint64_t barrier_generation() const { return barrier_gen_; }
 #endif
 
-  /// Runs every block of the grid; throws tinytorch::Error on a failed block.
-  void run_grid(const char* name, dim3 grid, dim3 block, size_t smem_bytes, void (*body)(void*), void* arg);
+  /// Runs every block of the grid; throws tinytorch::Error on a failed block. `reverse`: blocks and
+  /// the passes over a block's threads in the opposite order (racecheck's second run, launch.hpp).
+  void run_grid(const char* name, dim3 grid, dim3 block, size_t smem_bytes, void (*body)(void*), void* arg,
+                bool reverse = false);
 
   /// Device side: the current thread leaves its fiber for the scheduler (after setting its state).
   void yield();
@@ -486,6 +491,7 @@ class Scheduler {
   size_t sched_stack_size_ = 0;
   void* sched_fake_stack_ = nullptr;
   const char* name_ = "";
+  bool reverse_ = false;          // this launch runs blocks and threads in reverse order
   Progress* progress_ = nullptr;  // this host thread's slot for the watchdog (null: none free)
   void* altstack_ = nullptr;      // the signal stack this scheduler installed, if any
   bool watched_ = false;
@@ -712,7 +718,8 @@ inline void Scheduler::run_block(const char* name) {
   if (smem_bytes_) std::memset(smem_, 0xFF, smem_bytes_);
   for (;;) {
     bool ran = false;
-    for (int i = 0; i < nthreads_; ++i) {  // one pass: each ready thread runs until it blocks or ends
+    for (int n = 0; n < nthreads_; ++n) {  // one pass: each ready thread runs until it blocks or ends
+      const int i = reverse_ ? nthreads_ - 1 - n : n;
       Fiber& f = fibers_[i];
       if (f.state != State::kReady) continue;
       ran = true;
@@ -803,7 +810,7 @@ inline void Scheduler::run_block(const char* name) {
 }
 
 inline void Scheduler::run_grid(const char* name, dim3 grid, dim3 block, size_t smem_bytes, void (*body)(void*),
-                                void* arg) {
+                                void* arg, bool reverse) {
   const auto config = [&] {
     return str_cat("kernel '", name, "' <<<(", grid.x, ",", grid.y, ",", grid.z, "), (", block.x, ",", block.y, ",",
                    block.z, "), ", smem_bytes, ">>>: ");
@@ -847,6 +854,7 @@ inline void Scheduler::run_grid(const char* name, dim3 grid, dim3 block, size_t 
       s.smem_ = nullptr;
       s.smem_bytes_ = 0;
       s.name_ = "";
+      s.reverse_ = false;
       threadIdx = uint3{0, 0, 0};
       blockIdx = uint3{0, 0, 0};
       blockDim = dim3();
@@ -861,18 +869,20 @@ inline void Scheduler::run_grid(const char* name, dim3 grid, dim3 block, size_t 
   } reset{*this};
   gridDim = grid;
   blockDim = block;
-  for (unsigned z = 0; z < grid.z; ++z)
-    for (unsigned y = 0; y < grid.y; ++y)
-      for (unsigned x = 0; x < grid.x; ++x) {
-        blockIdx = uint3{x, y, z};
+  reverse_ = reverse;
+  for (unsigned zz = 0; zz < grid.z; ++zz)
+    for (unsigned yy = 0; yy < grid.y; ++yy)
+      for (unsigned xx = 0; xx < grid.x; ++xx) {
+        blockIdx = reverse ? uint3{grid.x - 1 - xx, grid.y - 1 - yy, grid.z - 1 - zz} : uint3{xx, yy, zz};
         run_block(name);
       }
 }
 
 /// Runs a kernel body over a grid (launch.hpp's launch_kernel calls this). `body(arg)` is the kernel
 /// call one thread makes.
-inline void run_grid(const char* name, dim3 grid, dim3 block, size_t smem_bytes, void (*body)(void*), void* arg) {
-  scheduler().run_grid(name, grid, block, smem_bytes, body, arg);
+inline void run_grid(const char* name, dim3 grid, dim3 block, size_t smem_bytes, void (*body)(void*), void* arg,
+                     bool reverse = false) {
+  scheduler().run_grid(name, grid, block, smem_bytes, body, arg, reverse);
 }
 
 // ============================================================================================
@@ -882,8 +892,8 @@ inline void run_grid(const char* name, dim3 grid, dim3 block, size_t smem_bytes,
 //    finishes here. A watchdog thread (one per process, started at the first launch) checks every
 //    0.1 s whether a host thread's running CUDA thread has switched since; after
 //    TINYTORCH_SIM_HANG_SECONDS (default 10; 0 turns it off) of ticks without a switch it prints the
-//    kernel, block and thread and aborts the program. It counts its own ticks, not wall time, so a
-//    program stopped in gdb is not reported when it resumes.
+//    kernel, block and thread and aborts the program. It counts its own ticks, not wall time, and
+//    is not started under a debugger (TracerPid in /proc/self/status): a breakpoint is not a hang.
 //    Fault: SIGSEGV/SIGBUS while a kernel runs on this host thread is reported with the kernel, block,
 //    thread, read or write, the address and what it is near (core/cuda_sim_memory.hpp describe: an
 //    allocation's end, a freed block, a thread's stack guard = stack overflow); a fault on the host
@@ -930,6 +940,20 @@ inline void watchdog_main(long seconds) {
       if (++still[i] >= seconds * 10) report_hang(p, seconds);
     }
   }
+}
+
+/// True when a debugger (gdb, strace: any ptrace tracer) is attached: then there is no watchdog (time
+/// stopped at a breakpoint is not a hang, and the thread would show in every gdb session; interrupt
+/// with Ctrl-C and `bt` to see where a thread spins).
+inline bool being_debugged() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return false;
+  char line[256];
+  long tracer = 0;
+  while (std::fgets(line, sizeof line, f) != nullptr)
+    if (std::strncmp(line, "TracerPid:", 10) == 0) tracer = std::strtol(line + 10, nullptr, 10);
+  std::fclose(f);
+  return tracer != 0;
 }
 
 inline std::string fault_where_pc(void* uctx) {
@@ -1032,7 +1056,7 @@ inline void Scheduler::start_watch() {
   static std::once_flag once;
   std::call_once(once, [] {
     const long seconds = detail::hang_seconds();
-    if (seconds > 0) std::thread(detail::watchdog_main, seconds).detach();
+    if (seconds > 0 && !detail::being_debugged()) std::thread(detail::watchdog_main, seconds).detach();
   });
 }
 
