@@ -63,6 +63,11 @@ __global__ void scale_kernel(float* y, int n) {
   for (int i = threadIdx.x; i < n; i += blockDim.x) y[i] *= 2.0f;
 }
 __global__ void far_kernel(float* y, long long offset) { y[offset] = 1.0f; }
+__global__ void before_kernel(float* y) { y[static_cast<int>(threadIdx.x) - 1] = 1.0f; }  // thread 0: y[-1]
+struct Opaque;  // only declared: a kernel may pass such pointers through
+__global__ void opaque_kernel(void* raw, Opaque* handle, int* out) {
+  if (threadIdx.x == 0) out[0] = (raw != nullptr) + (handle == nullptr);
+}
 __global__ void add_kernel(const float* a, const float* b, float* c, int n) {
   for (int i = threadIdx.x; i < n; i += blockDim.x) c[i] = a[i] + b[i];
 }
@@ -120,6 +125,14 @@ __global__ void neighbour_kernel(const float* x, float* y, float* z, int step) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (step != 2) y[i] = 2.0f * x[i];
   if (step != 1 && blockIdx.x > 0) z[i] = y[i - blockDim.x];
+}
+
+// Stream compaction: each positive element takes the next slot with atomicAdd. Correct, and its
+// output order rightly depends on which thread comes first: racecheck's order comparison must not
+// call it a race (a launch that uses atomics is not compared).
+__global__ void compact_kernel(const float* x, float* out, int* count, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n && x[i] > 0) out[atomicAdd(count, 1)] = x[i];
 }
 
 // ---- synccheck ----------------------------------------------------------------------------------
@@ -262,6 +275,16 @@ const std::map<std::string, std::function<void()>>& cases() {
                             16);
          expect(to_host(y, 16)[15] == 4.0f, "vec4");
        }},
+      {"oob_write_before", [] {
+         float* y = device_alloc<float>(31);
+         ttc::launch_kernel("before", before_kernel, dim3(1), dim3(31), 0, y);
+       }},
+      {"opaque_pointers_fixed", [] {  // void* and pointers to incomplete types are valid arguments
+         int* out = device_alloc<int>(1);
+         ttc::launch_kernel("opaque", opaque_kernel, dim3(1), dim3(32), 0, static_cast<void*>(out),
+                            static_cast<Opaque*>(nullptr), out);
+         expect(to_host(out, 1)[0] == 2, "opaque");
+       }},
       {"far_access", [] {
          float* y = device_alloc<float>(16);
          ttc::launch_kernel("far", far_kernel, dim3(1), dim3(1), 0, y, 1LL << 36);
@@ -323,6 +346,19 @@ const std::map<std::string, std::function<void()>>& cases() {
          ttc::launch_kernel("neighbour_step1", neighbour_kernel, dim3(4), dim3(32), 0, x, y, z, 1);
          ttc::launch_kernel("neighbour_step2", neighbour_kernel, dim3(4), dim3(32), 0, x, y, z, 2);
          expect(to_host(z, 128)[127] == 2.0f, "neighbour");
+       }},
+      {"compact_fixed", [] {  // not a bug: atomics make the order legitimately visible
+         std::vector<float> h(64);
+         for (int i = 0; i < 64; ++i) h[i] = (i % 3 == 0) ? static_cast<float>(i) : -1.0f;
+         const float* x = to_device(h);
+         float* out = to_device(std::vector<float>(64, 0.0f));
+         int* count = to_device(std::vector<int>(1, 0));
+         ttc::launch_kernel("compact", compact_kernel, dim3(2), dim3(32), 0, x, out, count, 64);
+         expect(to_host(count, 1)[0] == 21, "compact");  // 3, 6, ..., 63
+       }},
+      {"racecheck_host_pointer", [] {  // racecheck runs a launch twice: host memory cannot be restored
+         std::vector<float> host(64, 1.0f);
+         ttc::launch_kernel("scale", scale_kernel, dim3(1), dim3(32), 0, host.data(), 64);
        }},
       // synccheck
       {"divergent_barrier", [] {

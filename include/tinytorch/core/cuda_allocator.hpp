@@ -29,7 +29,7 @@
 //   * empty_cache() gives every cached block back to the device (torch.cuda.empty_cache);
 //   * TINYTORCH_NO_MEMORY_CACHING=1 (true, yes, on) frees every block at once and asks the device for
 //     exact sizes (PyTorch: PYTORCH_NO_CUDA_MEMORY_CACHING=1), for memory checkers; the statistics
-//     still count size classes. The simulator's memcheck (TINYTORCH_SIM_CHECK=memcheck) implies it;
+//     still count size classes. The simulator's memcheck and initcheck (TINYTORCH_SIM_CHECK) imply it;
 //   * never destroyed (tensors in statics may be freed after main() returns); contents of a reused
 //     block are not cleared (Storage is uninitialised).
 // The policy is a template over its raw allocator, a class with
@@ -92,10 +92,12 @@ inline std::string format_size(uint64_t size) {
 }
 
 /// True unless TINYTORCH_NO_MEMORY_CACHING is 1, true, yes or on (as core/allocator.hpp reads it), or
-/// the kernel simulator's memcheck is on (TINYTORCH_SIM_CHECK=memcheck: every tensor its own block).
+/// the kernel simulator's memcheck or initcheck is on (TINYTORCH_SIM_CHECK: every tensor its own block,
+/// fresh).
 inline bool memory_caching_from_env() {
 #if TINYTORCH_CUDA_SIM
-  if (backend::cuda::sim::detail::checks().memcheck) return false;
+  const auto& checks = backend::cuda::sim::detail::checks();
+  if (checks.memcheck || checks.initcheck) return false;  // a reused block would hide stale values
 #endif
   const char* e = std::getenv("TINYTORCH_NO_MEMORY_CACHING");
   const std::string v = e == nullptr ? "" : e;

@@ -24,15 +24,18 @@
 //              load of the last element stays aligned; cudaMalloc's 256-byte start alignment is
 //              dropped): the first byte past the end faults, and the fault handler names the kernel,
 //              block, thread, address, read or write, and the allocation. The 0-15 bytes between the
-//              end and the guard are filled with 0xFD and checked after every launch and at free (a
-//              write there is reported with the kernel's name). Freed blocks stay mapped PROT_NONE
+//              end and the guard, and up to 16 bytes before the start, are filled with 0xFD and
+//              checked after every launch and at free (a write there is reported with the kernel's
+//              name, and the canaries are set again). Freed blocks stay mapped PROT_NONE
 //              (quarantined, up to 4096 of them), so a use after free faults and is named as one. The
 //              caching allocator stops caching (as PYTORCH_NO_CUDA_MEMORY_CACHING=1 for
 //              compute-sanitizer) and asks for exact sizes, so every tensor is its own block.
-//   racecheck  (launch.hpp) each launch runs twice, the second time in reverse order, on the blocks its
-//              pointer arguments point into, restored in between; a byte that differs is a race.
+//   racecheck  (launch.hpp) each launch runs twice, the second time in reverse order, with all device
+//              memory saved and restored in between; a byte that differs is a race. Allocations,
+//              frees and copies wait for a running launch then (RacecheckLock).
 //   initcheck  fresh blocks are filled with 0xFF bytes instead of zeros (floats read as NaN, integers as
-//              -1), as each block's dynamic shared memory always is (sim.hpp): a kernel that reads
+//              -1; the caching allocator stops caching, so a tensor never gets a used block), as each
+//              block's dynamic shared memory always is (sim.hpp): a kernel that reads
 //              memory it never wrote gets values a test sees. The read itself is not reported (that
 //              needs compiler instrumentation: MemorySanitizer, whose uninstrumented libstdc++ gives
 //              false reports here), and static __shared__ arrays keep the previous block's values.
@@ -56,6 +59,7 @@
 #if TINYTORCH_CUDA_SIM
 
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -171,7 +175,10 @@ class Memory {
     if (memcheck_ || initcheck_) {  // write the pattern with the pages open, then set their protection
       mprotect(first, data, PROT_READ | PROT_WRITE);
       if (initcheck_) std::memset(p, 0xFF, bytes);
-      if (memcheck_) std::memset(p + bytes, kCanary, used16 - bytes);
+      if (memcheck_) {
+        std::memset(p + bytes, kCanary, used16 - bytes);
+        std::memset(p - head_bytes(p, first), kCanary, head_bytes(p, first));
+      }
     }
     mprotect(first, data, current_prot());
     regions_[reinterpret_cast<uintptr_t>(p)] = r;
@@ -225,14 +232,19 @@ class Memory {
   /// the fault handler, so it only tries the lock.
   std::string describe(uintptr_t a) {
     std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
-    if (!lock.owns_lock()) return std::string();
+    for (int tries = 0; !lock.owns_lock() && tries < 200; ++tries) {  // another thread may hold it briefly
+      const timespec ms{0, 1000000};
+      nanosleep(&ms, nullptr);
+      lock.try_lock();
+    }
+    if (!lock.owns_lock()) return "not looked up (another thread held the allocation table for 0.2 s)";
     const size_t page = page_size();
     const auto near = [&](const std::map<uintptr_t, Region>& m, const char* what) -> std::string {
       for (const auto& [start, r] : m) {
         const uintptr_t lo = reinterpret_cast<uintptr_t>(r.base), hi = lo + r.data + 2 * page;
         if (a < lo || a >= hi) continue;
-        const std::string block = ::tinytorch::detail::str_cat(what, r.bytes, "-byte block at 0x", std::hex, start,
-                                                               std::dec, " on cuda:", r.device);
+        const std::string block = ::tinytorch::detail::str_cat(what, r.bytes, "-byte allocation at 0x", std::hex,
+                                                               start, std::dec, " on cuda:", r.device);
         if (a < start) return ::tinytorch::detail::str_cat(start - a, " bytes before the start of a ", block);
         if (a >= start + r.bytes)
           return ::tinytorch::detail::str_cat(a - start - r.bytes, " bytes past the end of a ", block);
@@ -243,6 +255,15 @@ class Memory {
     std::string d = near(regions_, "live ");
     if (d.empty()) d = near(freed_, "freed ");
     return d;
+  }
+
+  /// Every live allocation: {start, bytes} (racecheck saves and restores them around a launch).
+  std::vector<std::pair<uintptr_t, size_t>> live() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::pair<uintptr_t, size_t>> out;
+    out.reserve(regions_.size());
+    for (const auto& [start, r] : regions_) out.emplace_back(start, r.bytes);
+    return out;
   }
 
   /// The live block holding p (its end included): {start, bytes}, or {0, 0}.
@@ -294,20 +315,44 @@ class Memory {
   static constexpr unsigned char kCanary = 0xFD;
   static constexpr size_t kQuarantine = 4096;
 
-  // memcheck: the bytes between a block's end and its 16-byte rounding must still be the canary.
+  // memcheck: up to 16 canary bytes before a block (when its page has room) and the bytes between
+  // its end and its 16-byte rounding.
+  static size_t head_bytes(const char* p, const char* first) {
+    return static_cast<size_t>(p - first) < 16 ? static_cast<size_t>(p - first) : 16;
+  }
+  // memcheck: "" when a block's canaries are intact; else what was written, and the canaries are
+  // set again (so that the next launch does not report the same bytes under its own name).
   std::string canary_damage_locked(uintptr_t start, const Region& r) {
     const size_t used16 = (r.bytes + 15) / 16 * 16;
-    if (used16 == r.bytes) return std::string();
-    const bool open = !unprotected_ && scopes_ == 0;
-    if (open) mprotect(r.first, r.data, PROT_READ);
-    const unsigned char* p = reinterpret_cast<const unsigned char*>(start);
-    size_t bad = r.bytes;
-    while (bad < used16 && p[bad] == kCanary) ++bad;
-    if (open) mprotect(r.first, r.data, PROT_NONE);
-    if (bad == used16) return std::string();
-    return ::tinytorch::detail::str_cat("invalid global write ", bad - r.bytes, " bytes past the end of a ", r.bytes,
-                                        "-byte block at 0x", std::hex, start, std::dec, " on cuda:", r.device,
-                                        " (out of bounds; memcheck found the byte changed)");
+    unsigned char* p = reinterpret_cast<unsigned char*>(start);
+    const size_t head = head_bytes(reinterpret_cast<char*>(p), r.first);
+    if (used16 == r.bytes && head == 0) return std::string();
+    const bool closed = !unprotected_ && scopes_ == 0;
+    if (closed) mprotect(r.first, r.data, PROT_READ | PROT_WRITE);
+    std::string what;
+    size_t first = used16, last = r.bytes;
+    for (size_t i = r.bytes; i < used16; ++i) {
+      if (p[i] == kCanary) continue;
+      if (first == used16) first = i;
+      last = i;
+    }
+    if (first != used16) {
+      what = ::tinytorch::detail::str_cat("invalid global write past the end of a ", r.bytes,
+                                          "-byte allocation at 0x", std::hex, start, std::dec, " on cuda:", r.device,
+                                          ": bytes ", first - r.bytes, "..", last - r.bytes, " past its end were changed");
+      std::memset(p + r.bytes, kCanary, used16 - r.bytes);
+    }
+    size_t low = 0;
+    while (low < head && p[-static_cast<ptrdiff_t>(head - low)] == kCanary) ++low;
+    if (low < head && what.empty()) {
+      what = ::tinytorch::detail::str_cat("invalid global write before the start of a ", r.bytes,
+                                          "-byte allocation at 0x", std::hex, start, std::dec, " on cuda:", r.device,
+                                          ": byte ", head - low, " before it was changed");
+      std::memset(p - head, kCanary, head);
+    }
+    if (closed) mprotect(r.first, r.data, PROT_NONE);
+    if (what.empty()) return what;
+    return what + " (memcheck's canary bytes 0xFD; a byte written with that value is not seen)";
   }
 
   Memory()
@@ -367,6 +412,27 @@ class DeviceAccessScope {
   ~DeviceAccessScope() { detail::Memory::get().close_scope(); }
   DeviceAccessScope(const DeviceAccessScope&) = delete;
   DeviceAccessScope& operator=(const DeviceAccessScope&) = delete;
+};
+
+/// Under racecheck a launch saves, restores and compares all device memory, so allocations, frees,
+/// copies and other launches wait for it (they take this lock; without racecheck nobody does).
+class RacecheckLock {
+ public:
+  RacecheckLock() : on_(detail::checks().racecheck) {
+    if (on_) mutex().lock();
+  }
+  ~RacecheckLock() {
+    if (on_) mutex().unlock();
+  }
+  RacecheckLock(const RacecheckLock&) = delete;
+  RacecheckLock& operator=(const RacecheckLock&) = delete;
+
+ private:
+  static std::recursive_mutex& mutex() {
+    static std::recursive_mutex m;
+    return m;
+  }
+  bool on_;
 };
 
 /// False under TINYTORCH_SIM_UNPROTECTED=1: device memory is then always accessible from the host.

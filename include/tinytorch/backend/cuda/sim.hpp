@@ -432,6 +432,10 @@ class Scheduler {
   int nthreads() const { return nthreads_; }
   void* dynamic_smem() const { return smem_; }
   const char* kernel_name() const { return name_; }
+  /// Atomic operations device code on this host thread has made so far (racecheck skips the order
+  /// comparison of a launch that made any: their results may rightly depend on the order).
+  uint64_t atomics() const { return __atomic_load_n(&atomics_, __ATOMIC_RELAXED); }
+  void count_atomic() { __atomic_fetch_add(&atomics_, 1, __ATOMIC_RELAXED); }
   /// The fiber whose stack's guard page holds `a`, or -1 (the fault handler's stack-overflow test).
   int stack_guard_owner(uintptr_t a) const {
     if (!fibers_) return -1;
@@ -492,6 +496,7 @@ class Scheduler {
   void* sched_fake_stack_ = nullptr;
   const char* name_ = "";
   bool reverse_ = false;          // this launch runs blocks and threads in reverse order
+  uint64_t atomics_ = 0;          // atomic operations so far (an atomic counter: fibers add to it)
   Progress* progress_ = nullptr;  // this host thread's slot for the watchdog (null: none free)
   void* altstack_ = nullptr;      // the signal stack this scheduler installed, if any
   bool watched_ = false;
@@ -500,7 +505,10 @@ class Scheduler {
   char* tsan_arena_ = nullptr;  // fresh for every block: its addresses are the sync objects
   void* tsan_host_ = nullptr;
   uint64_t barrier_gen_ = 0;
-  char tsan_launch_ = 0, tsan_end_ = 0;  // addresses: the launch -> threads and threads -> host edges
+  // Addresses used as sync objects: the launch -> threads edge, and each block's threads -> (host,
+  // next block) edge, alternating between two so that a block's threads are not ordered by their own.
+  char tsan_launch_ = 0, tsan_end_[2] = {0, 0};
+  uint64_t tsan_block_ = 0;  // blocks run so far on this host thread
 #endif
 };
 
@@ -554,6 +562,7 @@ inline void Scheduler::fiber_main() {
 #endif
 #if TT_SIM_TSAN
   __tsan_acquire(&s.tsan_launch_);  // what the host did before the launch happens before the kernel
+  __tsan_acquire(&s.tsan_end_[(s.tsan_block_ + 1) & 1]);  // and the previous block (same shared memory)
 #endif
   try {
     s.body_(s.body_arg_);  // the kernel, with this thread's copy of its arguments
@@ -562,7 +571,7 @@ inline void Scheduler::fiber_main() {
   }
   f.state = State::kFinished;
 #if TT_SIM_TSAN
-  __tsan_release(&s.tsan_end_);  // ... and the kernel before what the host does after it
+  __tsan_release(&s.tsan_end_[s.tsan_block_ & 1]);  // ... and the kernel before the host and the next block
 #endif
 #if TT_SIM_ASAN
   __sanitizer_start_switch_fiber(nullptr, s.sched_stack_bottom_, s.sched_stack_size_);  // fiber ends
@@ -627,7 +636,7 @@ inline void Scheduler::fail_block(const std::string& prefix, const std::string& 
   for (int i = 0; i < nthreads_; ++i) {
     if (fibers_[i].state == State::kFinished) continue;
     __tsan_switch_to_fiber(fibers_[i].tsan_fiber, __tsan_switch_to_fiber_no_sync);
-    __tsan_release(&tsan_end_);
+    __tsan_release(&tsan_end_[tsan_block_ & 1]);
     __tsan_switch_to_fiber(tsan_host_, __tsan_switch_to_fiber_no_sync);
   }
 #endif
@@ -694,13 +703,15 @@ inline void Scheduler::run_block(const char* name) {
   // Fresh sync objects for every block, so that blocks are not ordered by them. Freeing the last
   // block's (which resets them) must be seen by TSan and come after that block's threads: the host
   // acquires their ends first.
-  __tsan_acquire(&tsan_end_);
+  __tsan_acquire(&tsan_end_[0]);
+  __tsan_acquire(&tsan_end_[1]);
   __tsan_ignore_thread_end();
   char* fresh = new char[kTsanArenaBytes];
   delete[] tsan_arena_;
   __tsan_ignore_thread_begin();
   tsan_arena_ = fresh;  // (the pointer itself is bookkeeping, written ignored)
   barrier_gen_ = 0;
+  ++tsan_block_;
 #endif
   for (int i = 0; i < nthreads_; ++i) {
     prepare_fiber(i);
@@ -838,9 +849,9 @@ inline void Scheduler::run_grid(const char* name, dim3 grid, dim3 block, size_t 
   body_ = body;
   body_arg_ = arg;
   nthreads_ = static_cast<int>(threads);
+  start_watch();  // may throw (a bad TINYTORCH_SIM_HANG_SECONDS): before any state is set
   name_ = name;
   running_ = true;
-  start_watch();
   if (progress_) progress_->kernel.store(name, std::memory_order_release);
   t_running = this;
 #if TT_SIM_TSAN
@@ -863,7 +874,8 @@ inline void Scheduler::run_grid(const char* name, dim3 grid, dim3 block, size_t 
       t_running = nullptr;
 #if TT_SIM_TSAN
       __tsan_ignore_thread_end();
-      __tsan_acquire(&s.tsan_end_);
+      __tsan_acquire(&s.tsan_end_[0]);
+      __tsan_acquire(&s.tsan_end_[1]);
 #endif
     }
   } reset{*this};
@@ -916,7 +928,8 @@ inline long hang_seconds() {
                "=========     Blocks run one at a time and a block's threads take turns only at those points, so a "
                "thread that waits for a value another thread or another block writes (a spin-wait on a flag or "
                "a lock) never ends here; on a GPU it deadlocks too unless that block happens to be resident "
-               "(CUDA promises no order between blocks). TINYTORCH_SIM_HANG_SECONDS sets the limit (0: off).\n",
+               "(CUDA promises no order between blocks). A thread that really computes that long (a huge loop in one "
+               "thread) is reported too: raise TINYTORCH_SIM_HANG_SECONDS (0: off).\n",
                k ? k : "?", p.block[0].load(), p.block[1].load(), p.block[2].load(), p.thread[0].load(),
                p.thread[1].load(), p.thread[2].load(), seconds);
   std::fflush(stderr);
@@ -963,7 +976,8 @@ inline std::string fault_where_pc(void* uctx) {
   if (dladdr(pc, &info) != 0 && info.dli_fname != nullptr) {
     const uintptr_t off = reinterpret_cast<uintptr_t>(pc) - reinterpret_cast<uintptr_t>(info.dli_fbase);
     return str_cat("=========     at pc ", pc, info.dli_sname ? str_cat(" in ", info.dli_sname) : std::string(),
-                   "; its source line: addr2line -Cfie ", info.dli_fname, " 0x", std::hex, off, "\n");
+                   "; its source line (in a -g build): addr2line -Cfie ", info.dli_fname, " 0x", std::hex, off,
+                   "\n");
   }
   return str_cat("=========     at pc ", pc, "\n");
 #else
@@ -1002,7 +1016,7 @@ inline void on_fault(int sig, siginfo_t* info, void* uctx) {
                     near.find("freed ") != std::string::npos ? " (use after free)" : "",
                     "\n", fault_where_pc(uctx));
     }
-  } else if (!near.empty()) {
+  } else if (!near.empty() && near.rfind("not looked up", 0) != 0) {
     msg = str_cat("========= tinytorch CUDA simulator: host ", access, " of simulated device memory at 0x", std::hex, a,
                   std::dec, ": ", near,
                   "\n=========     host code can reach device memory only through a copy (cudaMemcpy, .cpu()), "
@@ -1028,12 +1042,17 @@ inline void install_fault_handler() {
   });
 }
 
+// Installed when the program starts, so that a host read of simulated device memory before any
+// launch is named too.
+inline const bool fault_handler_installed = (install_fault_handler(), true);
+
 }  // namespace detail
 
 /// At the first launch on a host thread: a watchdog slot, a signal stack (a stack overflow's handler
 /// cannot run on the overflowed stack), the process's fault handler and watchdog thread.
 inline void Scheduler::start_watch() {
   if (watched_) return;
+  (void)detail::hang_seconds();  // throws for a bad value, at every launch until it is fixed
   watched_ = true;
   Progress* slots = progress_slots();
   for (int i = 0; i < kMaxWatchedHostThreads && !progress_; ++i) {
@@ -1146,6 +1165,7 @@ T shuffle(WarpOp op, unsigned mask, T var, int arg, int width) {
 template <class T, class F>
 T read_modify_write(T* address, F f) {
   static_assert(sizeof(T) == 4 || sizeof(T) == 8, "atomics on 4- and 8-byte values");
+  scheduler().count_atomic();
   T old;
   __atomic_load(address, &old, __ATOMIC_RELAXED);
   T desired = f(old);
