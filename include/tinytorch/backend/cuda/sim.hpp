@@ -997,6 +997,9 @@ inline void on_fault(int sig, siginfo_t* info, void* uctx) {
 #if defined(__x86_64__) && defined(REG_ERR)
   access = (static_cast<ucontext_t*>(uctx)->uc_mcontext.gregs[REG_ERR] & 2) ? "write" : "read";
 #endif
+  // A general-protection fault (x86-64: a non-canonical address, far outside any mapping) reports no
+  // address and no direction.
+  if (info->si_code == SI_KERNEL) access = "access (a general-protection fault: the address is far outside any mapping)";
   std::string msg;
   Scheduler* s = t_running;
   Memory* mem = Memory::peek();
