@@ -118,21 +118,33 @@ inline std::vector<SavedBlock> save_device_memory() {
   }
   return out;
 }
-template <class... P>
-void refuse_host_pointers(const char* name, dim3 grid, dim3 block, size_t smem, const P&... params) {
+/// Calls f(index, address, alignment) for every non-null pointer-to-object argument (index from 1;
+/// alignment 1 for void* and pointers to incomplete types): the walk both launch-time checks share.
+template <class F, class... P>
+void for_each_pointer_argument(F&& f, const P&... params) {
   int index = 0;
-  const auto check = [&](const auto& v) {
+  const auto one = [&](const auto& v) {
     ++index;
     using T = std::decay_t<decltype(v)>;
     if constexpr (is_data_pointer_v<T>) {
       if (v == nullptr) return;
-      const void* addr = const_cast<const void*>(static_cast<const volatile void*>(v));
-      TT_CHECK(sim::device_of(addr, 0) >= 0, launch_config(name, grid, block, smem), "racecheck: argument ", index,
-               " = ", addr, " is not simulated device memory (a host pointer?): racecheck runs the launch twice and ",
-               "can restore only device memory in between");
+      using Pointee = std::remove_cv_t<std::remove_pointer_t<T>>;
+      size_t align = 1;
+      if constexpr (!std::is_void_v<Pointee> && is_complete<Pointee>::value) align = alignof(Pointee);
+      f(index, const_cast<const void*>(static_cast<const volatile void*>(v)), align);
     }
   };
-  (check(params), ...);
+  (one(params), ...);
+}
+template <class... P>
+void refuse_host_pointers(const char* name, dim3 grid, dim3 block, size_t smem, const P&... params) {
+  for_each_pointer_argument(
+      [&](int index, const void* addr, size_t) {
+        TT_CHECK(sim::device_of(addr, 0) >= 0, launch_config(name, grid, block, smem), "racecheck: argument ", index,
+                 " = ", addr, " is not simulated device memory (a host pointer?): racecheck runs the launch twice ",
+                 "and can restore only device memory in between");
+      },
+      params...);
 }
 /// "" when every block holds what `expected` (the documented order's result) holds, else the first
 /// differing byte, its block and both values.
@@ -171,39 +183,30 @@ inline std::string first_difference(const std::vector<SavedBlock>& expected) {
 /// fault in the simulator, so the launch checks it. Pointers inside struct arguments are not seen.
 template <class... P>
 void check_pointer_arguments(const char* name, dim3 grid, dim3 block, size_t smem, const P&... params) {
-  int index = 0, first_device = -1, first_index = -1;
-  const auto check = [&](const auto& v) {
-    ++index;
-    using T = std::decay_t<decltype(v)>;
-    if constexpr (is_data_pointer_v<T>) {
-      if (v == nullptr) return;
-      const void* addr = const_cast<const void*>(static_cast<const volatile void*>(v));
-      using Pointee = std::remove_cv_t<std::remove_pointer_t<T>>;
-      size_t align = 1;  // void* and pointers to incomplete types: no alignment to check
-      if constexpr (!std::is_void_v<Pointee> && is_complete<Pointee>::value) align = alignof(Pointee);
-      TT_CHECK(reinterpret_cast<uintptr_t>(v) % align == 0, launch_config(name, grid, block, smem),
-               "memcheck: argument ", index, " = ", addr, " is not aligned to ", align,
-               " bytes for its type (a misaligned access: cudaErrorMisalignedAddress on a GPU)");
-      const int d = sim::device_of(addr, 0);
-      if (d < 0) {
-        const std::string near = sim::detail::Memory::get().describe(reinterpret_cast<uintptr_t>(addr));
-        TT_CHECK(false, launch_config(name, grid, block, smem), "memcheck: argument ", index, " = ", addr,
-                 " is not simulated device memory: ",
-                 near.empty() ? std::string("a host pointer or a wild one") : near,
-                 near.find("freed ") != std::string::npos ? " (use after free)" : "",
-                 " (on a GPU the kernel faults with an illegal memory access)");
-      }
-      if (first_device < 0) {
-        first_device = d;
-        first_index = index;
-      }
-      TT_CHECK(d == first_device, launch_config(name, grid, block, smem), "memcheck: argument ", index,
-               " is memory of cuda:", d, " but argument ", first_index, " of cuda:", first_device,
-               " (a kernel runs on one device and cannot reach another's memory without peer access)");
-    }
-  };
-  (check(params), ...);
-  (void)name;
+  int first_device = -1, first_index = -1;
+  for_each_pointer_argument(
+      [&](int index, const void* addr, size_t align) {
+        TT_CHECK(reinterpret_cast<uintptr_t>(addr) % align == 0, launch_config(name, grid, block, smem),
+                 "memcheck: argument ", index, " = ", addr, " is not aligned to ", align,
+                 " bytes for its type (a misaligned access: cudaErrorMisalignedAddress on a GPU)");
+        const int d = sim::device_of(addr, 0);
+        if (d < 0) {
+          const std::string near = sim::detail::Memory::get().describe(reinterpret_cast<uintptr_t>(addr));
+          TT_CHECK(false, launch_config(name, grid, block, smem), "memcheck: argument ", index, " = ", addr,
+                   " is not simulated device memory: ",
+                   near.empty() ? std::string("a host pointer or a wild one") : near,
+                   near.find("freed ") != std::string::npos ? " (use after free)" : "",
+                   " (on a GPU the kernel faults with an illegal memory access)");
+        }
+        if (first_device < 0) {
+          first_device = d;
+          first_index = index;
+        }
+        TT_CHECK(d == first_device, launch_config(name, grid, block, smem), "memcheck: argument ", index,
+                 " is memory of cuda:", d, " but argument ", first_index, " of cuda:", first_device,
+                 " (a kernel runs on one device and cannot reach another's memory without peer access)");
+      },
+      params...);
 }
 #endif
 
