@@ -266,17 +266,6 @@ class Memory {
     return out;
   }
 
-  /// The live block holding p (its end included): {start, bytes}, or {0, 0}.
-  std::pair<uintptr_t, size_t> block_of(const void* p) {
-    const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = regions_.upper_bound(a);
-    if (it == regions_.begin()) return {0, 0};
-    --it;
-    if (a - it->first > it->second.bytes) return {0, 0};
-    return {it->first, it->second.bytes};
-  }
-
   /// The device whose live block holds all of [p, p + bytes), or -1.
   int device_of(const void* p, size_t bytes) {
     const uintptr_t a = reinterpret_cast<uintptr_t>(p);
