@@ -48,13 +48,13 @@ if(TINYTORCH_SANITIZER MATCHES "thread")
 elseif(NOT TINYTORCH_SANITIZER)
   set(_mem "TINYTORCH_SIM_CHECK=memcheck")
   tt_sim_check(oob_write fail "${_mem}"
-               "memcheck: invalid write at address 0x[0-9a-f]+ in kernel 'fill', block \\(0,0,0\\), thread \\(32,0,0\\)"
-               "0 bytes past the end of a live 128-byte allocation at 0x[0-9a-f]+ on cuda:0" "addr2line -Cfie ")
+               "kernel 'fill': block \\(0,0,0\\), thread \\(32,0,0\\): memcheck: invalid write at address 0x[0-9a-f]+: the address is 0 bytes past the end of a live 128-byte allocation at 0x[0-9a-f]+ on cuda:0"
+               "addr2line -Cfie ")
   tt_sim_check(oob_write_fixed pass "${_mem}")
   tt_sim_check(oob_write_short fail "${_mem}"
                "kernel 'fill' .*memcheck: invalid global write past the end of a 124-byte allocation .*: bytes 0..3 past its end were changed")
-  tt_sim_check(oob_read fail "${_mem}" "invalid read at address 0x[0-9a-f]+ in kernel 'copy', block \\(1,0,0\\), thread \\(0,0,0\\)"
-               "0 bytes past the end of a live 256-byte allocation")
+  tt_sim_check(oob_read fail "${_mem}"
+               "kernel 'copy': block \\(1,0,0\\), thread \\(0,0,0\\): memcheck: invalid read at address 0x[0-9a-f]+: the address is 0 bytes past the end of a live 256-byte allocation")
   tt_sim_check(oob_read_fixed pass "${_mem}")
   tt_sim_check(use_after_free fail "${_mem}" "kernel 'scale' .*argument 1 = 0x[0-9a-f]+ .*freed 256-byte allocation .*\\(use after free\\)")
   tt_sim_check(use_after_free_fixed pass "${_mem}")
@@ -68,8 +68,10 @@ elseif(NOT TINYTORCH_SANITIZER)
   tt_sim_check(opaque_pointers_fixed pass "TINYTORCH_SIM_CHECK=memcheck,initcheck,racecheck")
   # 2^36 floats past the allocation: a page fault, or (ASLR) a non-canonical address whose
   # general-protection fault has no address or direction.
-  tt_sim_check(far_access fail "${_mem}" "invalid (write|access).* at address 0x[0-9a-f]+ in kernel 'far', block \\(0,0,0\\), thread \\(0,0,0\\)"
-               "in no simulated device allocation")
+  tt_sim_check(far_access fail "${_mem}"
+               "kernel 'far': block \\(0,0,0\\), thread \\(0,0,0\\): memcheck: invalid (write|access).* at address 0x[0-9a-f]+: the address is in no simulated device allocation")
+  # A fault is a tinytorch::Error like any other launch error: caught, and the next launch runs.
+  tt_sim_check(fault_recovers_fixed pass "${_mem}")
   set(_race "TINYTORCH_SIM_CHECK=racecheck")  # every launch twice, the second in reverse order
   tt_sim_check(inter_block fail "${_race}" "kernel 'neighbour' .*racecheck: the result depends on the order the threads run in: byte [0-9]+ of the 512-byte allocation")
   tt_sim_check(inter_block_fixed pass "${_race}")
@@ -81,16 +83,20 @@ elseif(NOT TINYTORCH_SANITIZER)
   tt_sim_check(divergent_barrier fail "" "kernel 'divergent': block \\(0,0,0\\): synccheck: divergent __syncthreads\\(\\): thread \\(0,0,0\\) waits at .*planted_bugs.cpp:[0-9]+ but thread \\(32,0,0\\) at .*planted_bugs.cpp:[0-9]+")
   tt_sim_check(divergent_barrier_fixed pass "")
   tt_sim_check(early_exit_fixed pass "")
-  tt_sim_check(uninitialized fail "TINYTORCH_SIM_CHECK=initcheck" "kernel 'sum' produced NaN from memory it never wrote")
-  tt_sim_check(uninitialized_fixed pass "TINYTORCH_SIM_CHECK=initcheck")
-  tt_sim_check(uninitialized_shared fail "" "kernel 'dyn_shared' produced NaN from shared memory it never wrote")
-  tt_sim_check(uninitialized_shared_fixed pass "")
+  set(_init "TINYTORCH_SIM_CHECK=initcheck")  # every launch twice, memory never written changed
+  tt_sim_check(uninitialized fail "${_init}" "kernel 'sum' .*initcheck: the kernel read memory never written: the 64 unwritten bytes \\(offsets 0..63\\) of the 64-byte allocation at 0x[0-9a-f]+; what it wrote depends on it")
+  tt_sim_check(uninitialized_partial fail "${_init}" "kernel 'sum' .*initcheck: the kernel read memory never written: the 16 unwritten bytes \\(offsets 48..63\\) of the 64-byte allocation")
+  tt_sim_check(uninitialized_fixed pass "${_init}")
+  tt_sim_check(uninitialized_shared fail "${_init}" "kernel 'dyn_shared' .*initcheck: the kernel read memory never written: the dynamic shared memory")
+  tt_sim_check(uninitialized_shared_fixed pass "${_init}")
   tt_sim_check(spin_wait fail "" "hang: kernel 'spin', block \\(0,0,0\\), thread \\(0,0,0\\) has run for 1 s without reaching")
   set_property(TEST sim_check_spin_wait APPEND PROPERTY ENVIRONMENT "TINYTORCH_SIM_HANG_SECONDS=1")
   tt_sim_check(spin_wait_fixed pass "")
-  tt_sim_check(stack_overflow fail "" "stack overflow in kernel 'big_local', block \\(0,0,0\\), thread \\(0,0,0\\)"
-               "stack \\(local memory\\) of 128 KiB is exhausted")
+  tt_sim_check(stack_overflow fail "" "kernel 'big_local': block \\(0,0,0\\), thread \\(0,0,0\\): stack overflow: the thread's stack \\(local memory\\) of 128 KiB is exhausted")
   tt_sim_check(stack_overflow_fixed pass "TINYTORCH_SIM_STACK_KB=256")
+  tt_sim_check(static_shared fail "" "kernel 'big_shared' .*its static __shared__ arrays take 65536 bytes, more than the 49152 a kernel may declare.*uses too much shared data \\(0x10000 bytes, 0xc000 max\\)")
+  tt_sim_check(static_shared_dynamic fail "" "kernel 'big_shared' .*invalid argument \\(32768 bytes of static __shared__ arrays plus 32768 of dynamic shared memory is above the 49152")
+  tt_sim_check(static_shared_fixed pass "")
 endif()
 
 # Every shipped kernel under memcheck, initcheck and racecheck (the order comparison): the whole

@@ -161,7 +161,7 @@ inline int device_count() { return sim::detail::Memory::get().devices(); }
 inline void* raw_malloc(int device, size_t bytes) {
   detail::check_sim_device("cudaMalloc", device);
   if (bytes == 0) return nullptr;
-  sim::RacecheckLock racecheck_lock;
+  sim::ReplayLock replay_lock;
   void* p = sim::detail::Memory::get().allocate(device, bytes);
   if (p == nullptr) {
     throw OutOfMemoryError(::tinytorch::detail::str_cat(
@@ -175,7 +175,7 @@ inline void* raw_malloc(int device, size_t bytes) {
 inline void raw_free(int device, void* p) {
   if (p == nullptr) return;
   detail::check_sim_device("cudaFree", device);
-  sim::RacecheckLock racecheck_lock;
+  sim::ReplayLock replay_lock;
   sim::detail::Memory::get().release(device, p);
 }
 inline void mem_get_info(int device, size_t* free_bytes, size_t* total_bytes) {
@@ -187,14 +187,15 @@ inline void mem_get_info(int device, size_t* free_bytes, size_t* total_bytes) {
 inline void memcpy_h2d(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   detail::check_sim_device_range("cudaMemcpy(HostToDevice)", "dst", dst, bytes);
-  sim::RacecheckLock racecheck_lock;
+  sim::ReplayLock replay_lock;
   sim::DeviceAccessScope scope;
   std::memcpy(dst, src, bytes);
+  sim::detail::Memory::get().mark_written(dst, bytes);  // initcheck
 }
 inline void memcpy_d2h(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   detail::check_sim_device_range("cudaMemcpy(DeviceToHost)", "src", src, bytes);
-  sim::RacecheckLock racecheck_lock;
+  sim::ReplayLock replay_lock;
   sim::DeviceAccessScope scope;
   std::memcpy(dst, src, bytes);
 }
@@ -202,9 +203,10 @@ inline void memcpy_d2d(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   detail::check_sim_device_range("cudaMemcpy(DeviceToDevice)", "dst", dst, bytes);
   detail::check_sim_device_range("cudaMemcpy(DeviceToDevice)", "src", src, bytes);
-  sim::RacecheckLock racecheck_lock;
+  sim::ReplayLock replay_lock;
   sim::DeviceAccessScope scope;
   std::memmove(dst, src, bytes);  // the same block may be both source and destination
+  sim::detail::Memory::get().copy_written(dst, src, bytes);  // initcheck
 }
 inline void synchronize(int device) { detail::check_sim_device("cudaDeviceSynchronize", device); }
 

@@ -32,13 +32,18 @@
 //              compute-sanitizer) and asks for exact sizes, so every tensor is its own block.
 //   racecheck  (launch.hpp) each launch runs twice, the second time in reverse order, with all device
 //              memory saved and restored in between; a byte that differs is a race. Allocations,
-//              frees and copies wait for a running launch then (RacecheckLock).
+//              frees and copies wait for a running launch then (ReplayLock).
 //   initcheck  fresh blocks are filled with 0xFF bytes instead of zeros (floats read as NaN, integers as
 //              -1; the caching allocator stops caching, so a tensor never gets a used block), as each
-//              block's dynamic shared memory always is (sim.hpp): a kernel that reads
-//              memory it never wrote gets values a test sees. The read itself is not reported (that
-//              needs compiler instrumentation: MemorySanitizer, whose uninstrumented libstdc++ gives
-//              false reports here), and static __shared__ arrays keep the previous block's values.
+//              block's dynamic shared memory always is (sim.hpp), and each block keeps a table of the
+//              bytes written: by a copy from the host, by a device-to-device copy (which carries the
+//              source's table), by a kernel. Every launch then runs twice (launch.hpp, run_checked):
+//              the second time with each unwritten byte holding initcheck_second_byte() instead; a
+//              byte the two runs write differently depends on memory never written and is reported,
+//              with the unwritten memory the kernel read (found by changing one block at a time).
+//              Bytes both runs write alike become written. Not seen: a read whose value does not
+//              change what the kernel writes (an uninitialised value only compared, say), and static
+//              __shared__ arrays (they keep the previous block's values).
 // Environment (read once, at the first use; a malformed value throws tinytorch::Error):
 //   TINYTORCH_SIM_DEVICES      number of simulated GPUs, 0..64 (default 4)
 //   TINYTORCH_SIM_MEMORY_MB    capacity of each simulated GPU in MiB, 1..1048576 (default 1024); pages
@@ -69,6 +74,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <string>
@@ -171,7 +177,8 @@ class Memory {
     char* first = base + page;
     const size_t used16 = (bytes + 15) / 16 * 16;
     char* p = memcheck_ ? first + data - used16 : first;
-    Region r{bytes, data, device, base, first};
+    Region r{bytes, data, device, base, first, {}};
+    if (initcheck_) r.written.assign(bytes, 0);
     if (memcheck_ || initcheck_) {  // write the pattern with the pages open, then set their protection
       mprotect(first, data, PROT_READ | PROT_WRITE);
       if (initcheck_) std::memset(p, 0xFF, bytes);
@@ -257,13 +264,36 @@ class Memory {
     return d;
   }
 
-  /// Every live allocation: {start, bytes} (racecheck saves and restores them around a launch).
-  std::vector<std::pair<uintptr_t, size_t>> live() {
+  /// One live allocation as racecheck and initcheck see it.
+  struct LiveBlock {
+    unsigned char* start;
+    size_t bytes;
+    std::vector<unsigned char>* written;  ///< initcheck: 1 per byte a copy or a kernel wrote; else null
+  };
+  /// Every live allocation (racecheck and initcheck save and restore them around a launch; `written`
+  /// stays valid while a ReplayLock is held, which keeps allocations and frees out).
+  std::vector<LiveBlock> live() {
     std::lock_guard<std::mutex> lock(mu_);
-    std::vector<std::pair<uintptr_t, size_t>> out;
+    std::vector<LiveBlock> out;
     out.reserve(regions_.size());
-    for (const auto& [start, r] : regions_) out.emplace_back(start, r.bytes);
+    for (auto& [start, r] : regions_)
+      out.push_back(LiveBlock{reinterpret_cast<unsigned char*>(start), r.bytes, initcheck_ ? &r.written : nullptr});
     return out;
+  }
+
+  /// initcheck: [p, p + bytes) of a live block has been written (a copy from the host).
+  void mark_written(const void* p, size_t bytes) {
+    if (!initcheck_) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (std::vector<unsigned char>* w = written_locked(p, bytes)) std::memset(w->data() + offset_locked(p), 1, bytes);
+  }
+  /// initcheck: a device-to-device copy carries what was written with the bytes.
+  void copy_written(void* dst, const void* src, size_t bytes) {
+    if (!initcheck_) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<unsigned char>* d = written_locked(dst, bytes);
+    std::vector<unsigned char>* s = written_locked(src, bytes);
+    if (d && s) std::memmove(d->data() + offset_locked(dst), s->data() + offset_locked(src), bytes);
   }
 
   /// The device whose live block holds all of [p, p + bytes), or -1.
@@ -300,6 +330,7 @@ class Memory {
     int device;
     char* base;    ///< the mapping: the lower guard page
     char* first;   ///< the first data page
+    std::vector<unsigned char> written;  ///< initcheck: 1 per byte a copy or a kernel wrote
   };
   static constexpr unsigned char kCanary = 0xFD;
   static constexpr size_t kQuarantine = 4096;
@@ -357,6 +388,18 @@ class Memory {
     return p;
   }
 
+  // The start of the live block holding [p, p + bytes), and its written-bytes table (initcheck).
+  uintptr_t start_locked(const void* p) const {
+    auto it = regions_.upper_bound(reinterpret_cast<uintptr_t>(p));
+    return it == regions_.begin() ? 0 : std::prev(it)->first;
+  }
+  size_t offset_locked(const void* p) const { return reinterpret_cast<uintptr_t>(p) - start_locked(p); }
+  std::vector<unsigned char>* written_locked(const void* p, size_t bytes) {
+    const auto it = regions_.find(start_locked(p));
+    if (it == regions_.end() || offset_locked(p) + bytes > it->second.bytes) return nullptr;
+    return &it->second.written;
+  }
+
   int current_prot() const { return (unprotected_ || scopes_ > 0) ? PROT_READ | PROT_WRITE : PROT_NONE; }
 
   // Called with mu_ held. mprotect on a region we mapped cannot fail short of the kernel running out
@@ -403,18 +446,19 @@ class DeviceAccessScope {
   DeviceAccessScope& operator=(const DeviceAccessScope&) = delete;
 };
 
-/// Under racecheck a launch saves, restores and compares all device memory, so allocations, frees,
-/// copies and other launches wait for it (they take this lock; without racecheck nobody does).
-class RacecheckLock {
+/// Under racecheck and initcheck a launch runs more than once and saves, restores and compares all
+/// device memory, so allocations, frees, copies and other launches wait for it (they take this lock;
+/// without those checks nobody does).
+class ReplayLock {
  public:
-  RacecheckLock() : on_(detail::checks().racecheck) {
+  ReplayLock() : on_(detail::checks().racecheck || detail::checks().initcheck) {
     if (on_) mutex().lock();
   }
-  ~RacecheckLock() {
+  ~ReplayLock() {
     if (on_) mutex().unlock();
   }
-  RacecheckLock(const RacecheckLock&) = delete;
-  RacecheckLock& operator=(const RacecheckLock&) = delete;
+  ReplayLock(const ReplayLock&) = delete;
+  ReplayLock& operator=(const ReplayLock&) = delete;
 
  private:
   static std::recursive_mutex& mutex() {
@@ -423,6 +467,16 @@ class RacecheckLock {
   }
   bool on_;
 };
+
+/// initcheck's second value for a byte never written, at `address`, whose first value is `first`
+/// (0xFF in a fresh block or dynamic shared memory): it varies with the address, so that a kernel
+/// copying unwritten bytes to unwritten bytes still changes them, and it is never `first`.
+inline unsigned char initcheck_second_byte(uintptr_t address, unsigned char first) {
+  uint64_t h = static_cast<uint64_t>(address) * 0x9E3779B97F4A7C15ull;
+  h ^= h >> 29;
+  const auto b = static_cast<unsigned char>(h >> 24);
+  return b == first ? static_cast<unsigned char>(b ^ 0x5A) : b;
+}
 
 /// False under TINYTORCH_SIM_UNPROTECTED=1: device memory is then always accessible from the host.
 inline bool memory_protected() { return detail::Memory::get().protected_mode(); }

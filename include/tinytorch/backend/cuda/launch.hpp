@@ -34,10 +34,12 @@
 // CUDA_LAUNCH_BLOCKING (docs: "CUDA semantics", "Asynchronous execution").
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -48,6 +50,7 @@
 
 #if TINYTORCH_CUDA_SIM
 #include "sim.hpp"
+#include "sim_shared_size.hpp"
 #include "../../core/cuda_sim_memory.hpp"
 #elif TINYTORCH_WITH_CUDA
 #include <cuda_runtime.h>
@@ -102,17 +105,18 @@ struct is_complete : std::false_type {};
 template <class T>
 struct is_complete<T, std::void_t<decltype(sizeof(T))>> : std::true_type {};
 
-/// racecheck's copy of one device allocation.
+/// The saved bytes of one device allocation (racecheck and initcheck run a launch more than once).
 struct SavedBlock {
   unsigned char* start;
   std::vector<unsigned char> bytes;
+  std::vector<unsigned char>* written;  // initcheck's table (1: a copy or a kernel wrote the byte), else null
   void refresh() { std::memcpy(bytes.data(), start, bytes.size()); }
   void restore() const { std::memcpy(start, bytes.data(), bytes.size()); }
 };
 inline std::vector<SavedBlock> save_device_memory() {
   std::vector<SavedBlock> out;
-  for (const auto& [start, bytes] : sim::detail::Memory::get().live()) {
-    SavedBlock b{reinterpret_cast<unsigned char*>(start), std::vector<unsigned char>(bytes)};
+  for (const sim::detail::Memory::LiveBlock& live : sim::detail::Memory::get().live()) {
+    SavedBlock b{live.start, std::vector<unsigned char>(live.bytes), live.written};
     b.refresh();
     out.push_back(std::move(b));
   }
@@ -140,40 +144,195 @@ template <class... P>
 void refuse_host_pointers(const char* name, dim3 grid, dim3 block, size_t smem, const P&... params) {
   for_each_pointer_argument(
       [&](int index, const void* addr, size_t) {
-        TT_CHECK(sim::device_of(addr, 0) >= 0, launch_config(name, grid, block, smem), "racecheck: argument ", index,
-                 " = ", addr, " is not simulated device memory (a host pointer?): racecheck runs the launch twice ",
-                 "and can restore only device memory in between");
+        TT_CHECK(sim::device_of(addr, 0) >= 0, launch_config(name, grid, block, smem),
+                 sim::detail::checks().racecheck ? "racecheck" : "initcheck", ": argument ", index, " = ", addr,
+                 " is not simulated device memory (a host pointer?): racecheck and initcheck run the launch more ",
+                 "than once and can restore only device memory in between");
       },
       params...);
 }
-/// "" when every block holds what `expected` (the documented order's result) holds, else the first
-/// differing byte, its block and both values.
+/// "byte i of the N-byte allocation at P is 0xAA <a_label> and 0xBB <b_label> (the 4 bytes at offset w:
+/// ... as float32, ... as int32)": `a` and `b` are two versions of the allocation's bytes.
+inline std::string describe_difference(const SavedBlock& blk, size_t i, const unsigned char* a, const char* a_label,
+                                       const unsigned char* b, const char* b_label) {
+  std::string word;
+  const size_t w = i / 4 * 4;  // the aligned 4-byte word holding it, read as float32 and as int32
+  if (w + 4 <= blk.bytes.size()) {
+    float fa, fb;
+    int32_t ia, ib;
+    std::memcpy(&fa, a + w, 4);
+    std::memcpy(&fb, b + w, 4);
+    std::memcpy(&ia, a + w, 4);
+    std::memcpy(&ib, b + w, 4);
+    word = ::tinytorch::detail::str_cat(" (the 4 bytes at offset ", w, ": ", fa, " and ", fb, " as float32, ", ia,
+                                        " and ", ib, " as int32)");
+  }
+  return ::tinytorch::detail::str_cat("byte ", i, " of the ", blk.bytes.size(), "-byte allocation at ",
+                                      static_cast<const void*>(blk.start), " is 0x", std::hex, int{a[i]}, " ",
+                                      a_label, " and 0x", int{b[i]}, std::dec, " ", b_label, word);
+}
+/// racecheck: "" when every block holds what `expected` (the documented order's result) holds, else
+/// the first differing byte and both values.
 inline std::string first_difference(const std::vector<SavedBlock>& expected) {
-  for (const SavedBlock& b : expected) {
-    for (size_t i = 0; i < b.bytes.size(); ++i) {
-      if (b.start[i] == b.bytes[i]) continue;
-      std::string word;
-      const size_t w = i / 4 * 4;  // the aligned 4-byte word holding it, read as float32 and as int32
-      if (w + 4 <= b.bytes.size()) {
-        float f_usual, f_rev;
-        int32_t i_usual, i_rev;
-        std::memcpy(&f_usual, &b.bytes[w], 4);
-        std::memcpy(&f_rev, b.start + w, 4);
-        std::memcpy(&i_usual, &b.bytes[w], 4);
-        std::memcpy(&i_rev, b.start + w, 4);
-        word = ::tinytorch::detail::str_cat(" (the 4 bytes at offset ", w, ": ", f_usual, " and ", f_rev,
-                                            " as float32, ", i_usual, " and ", i_rev, " as int32)");
-      }
-      return ::tinytorch::detail::str_cat(
-          "the result depends on the order the threads run in: byte ", i, " of the ", b.bytes.size(),
-          "-byte allocation at ", static_cast<const void*>(b.start), " is 0x", std::hex, int{b.bytes[i]},
-          " in the usual order (blocks and threads from 0 up) and 0x", int{b.start[i]}, std::dec,
-          " in reverse order", word,
-          ". Two threads (or blocks) reach that location without a __syncthreads() or a warp operation "
-          "between them; on a GPU either may come first.");
+  for (const SavedBlock& b : expected)
+    for (size_t i = 0; i < b.bytes.size(); ++i)
+      if (b.start[i] != b.bytes[i])
+        return ::tinytorch::detail::str_cat(
+            "the result depends on the order the threads run in: ",
+            describe_difference(b, i, b.bytes.data(), "in the usual order (blocks and threads from 0 up)", b.start,
+                                "in reverse order"),
+            ". Two threads (or blocks) reach that location without a __syncthreads() or a warp operation "
+            "between them; on a GPU either may come first.");
+  return std::string();
+}
+
+/// initcheck: gives every allocation its saved bytes back, then overwrites each byte never written
+/// (by a copy or a kernel) with its second value: in every allocation (`only` == kAll), in
+/// allocation `only`, or nowhere (kNone).
+inline constexpr int kAll = -1, kNone = -2;
+inline void restore_with_second_fill(const std::vector<SavedBlock>& before, int only) {
+  for (size_t k = 0; k < before.size(); ++k) {
+    const SavedBlock& b = before[k];
+    b.restore();
+    if (only != kAll && static_cast<size_t>(only) != k) continue;
+    for (size_t i = 0; i < b.bytes.size(); ++i)
+      if (!(*b.written)[i]) b.start[i] = sim::initcheck_second_byte(reinterpret_cast<uintptr_t>(b.start + i), b.bytes[i]);
+  }
+}
+/// initcheck: compares the first run's result (`first`) with device memory now, after a run in which
+/// the unwritten bytes of allocation `only` (all: kAll) held their second value. A byte never
+/// written that holds its first value in the first run and its second value now is still unwritten;
+/// any other byte must be equal in both runs. Returns "" or the first byte whose value depends on
+/// memory never written; with `mark`, the bytes both runs wrote alike become written.
+inline std::string initcheck_difference(const std::vector<SavedBlock>& before, const std::vector<SavedBlock>& first,
+                                        int only, bool mark) {
+  for (size_t k = 0; k < before.size(); ++k) {
+    const SavedBlock &b0 = before[k], &r1 = first[k];
+    std::vector<unsigned char>& written = *b0.written;
+    const bool filled = only == kAll || static_cast<size_t>(only) == k;
+    for (size_t i = 0; i < b0.bytes.size(); ++i) {
+      const unsigned char now = b0.start[i];
+      if (filled && !written[i] && r1.bytes[i] == b0.bytes[i] &&
+          now == sim::initcheck_second_byte(reinterpret_cast<uintptr_t>(b0.start + i), b0.bytes[i]))
+        continue;  // neither run wrote it
+      if (r1.bytes[i] != now)
+        return describe_difference(b0, i, r1.bytes.data(), "when memory never written holds its fill (0xFF bytes)",
+                                   b0.start, "when it holds other bytes");
+      if (mark) written[i] = 1;
     }
   }
   return std::string();
+}
+/// initcheck, after a result that depends on memory never written: runs the launch again with the
+/// unwritten bytes of one allocation at a time changed (at most 32 allocations), then with only the
+/// dynamic shared memory changed, and names those that change the result.
+inline std::string initcheck_sources(const std::vector<SavedBlock>& before, const std::vector<SavedBlock>& first,
+                                     size_t smem, const std::function<void(bool, bool)>& run) {
+  const auto changes = [&](int only, bool smem_second) {
+    restore_with_second_fill(before, only);
+    try {
+      run(false, smem_second);
+    } catch (const Error&) {
+      return true;
+    }
+    return !initcheck_difference(before, first, only, false).empty();
+  };
+  std::string found;
+  int tried = 0;
+  for (size_t k = 0; k < before.size(); ++k) {
+    const std::vector<unsigned char>& w = *before[k].written;
+    size_t n = 0, lo = w.size(), hi = 0;
+    for (size_t i = 0; i < w.size(); ++i) {
+      if (w[i]) continue;
+      ++n;
+      lo = std::min(lo, i);
+      hi = i;
+    }
+    if (n == 0) continue;
+    if (++tried > 32) {
+      found += "; further allocations with unwritten bytes were not tried";
+      break;
+    }
+    if (changes(static_cast<int>(k), false))
+      found += ::tinytorch::detail::str_cat(found.empty() ? "" : "; ", "the ", n, " unwritten bytes (offsets ", lo,
+                                            "..", hi, ") of the ", w.size(), "-byte allocation at ",
+                                            static_cast<const void*>(before[k].start));
+  }
+  if (smem > 0 && changes(kNone, true))
+    found += ::tinytorch::detail::str_cat(found.empty() ? "" : "; ",
+                                          "the dynamic shared memory (TT_DYNAMIC_SHARED), which starts undefined in "
+                                          "every block");
+  return found.empty() ? std::string("which, was not found (the runs with one allocation changed at a time all gave "
+                                     "the first result)")
+                       : found;
+}
+
+/// Runs a launch under racecheck and/or initcheck; `run(reverse, second_fill)` runs the grid once.
+///   1. The usual order: its result is what the launch leaves in device memory.
+///   2. initcheck: again from the same memory, every byte never written (and the dynamic shared
+///      memory) holding another value: a byte written differently depends on memory never written
+///      (a fresh cudaMalloc block, dynamic shared memory), and the launch throws, naming which.
+///   3. racecheck, unless the first run used atomics: again in reverse order (blocks and threads):
+///      a byte that differs depends on the order of two unsynchronised threads.
+inline void run_checked(const char* name, dim3 grid, dim3 block, size_t smem,
+                        const std::function<void(bool, bool)>& run) {
+  const sim::detail::Checks& checks = sim::detail::checks();
+  const std::vector<SavedBlock> before = save_device_memory();
+  const uint64_t atomics = sim::scheduler().atomics();
+  run(false, false);
+  const bool used_atomics = sim::scheduler().atomics() != atomics;
+  std::vector<SavedBlock> first = before;
+  for (SavedBlock& b : first) b.refresh();
+  if (checks.initcheck) {
+    restore_with_second_fill(before, kAll);
+    try {
+      run(false, true);
+    } catch (const Error& e) {
+      throw Error(::tinytorch::detail::str_cat(
+          e.what(), " (in initcheck's second run, where memory never written holds other bytes than 0xFF: the "
+                    "first run passed, so what the kernel does depends on memory never written)"));
+    }
+    const std::string diff = initcheck_difference(before, first, kAll, true);
+    if (!diff.empty()) {
+      const std::string sources = initcheck_sources(before, first, smem, run);
+      for (const SavedBlock& b : first) b.restore();
+      TT_CHECK(false, launch_config(name, grid, block, smem),
+               "initcheck: the kernel read memory never written: ", sources, "; what it wrote depends on it: ", diff,
+               ". On a GPU such memory holds whatever was there before (compute-sanitizer --tool initcheck: "
+               "\"Uninitialized __global__ memory read\").");
+    }
+    for (const SavedBlock& b : first) b.restore();
+  }
+  if (checks.racecheck && !used_atomics) {  // with atomics the order may rightly change the result
+    for (const SavedBlock& b : before) b.restore();
+    try {
+      run(true, false);
+    } catch (const Error& e) {
+      throw Error(::tinytorch::detail::str_cat(e.what(), " (in racecheck's second run, blocks and threads in ",
+                                               "reverse order: the first run, in the usual order, passed)"));
+    }
+    const std::string diff = first_difference(first);
+    TT_CHECK(diff.empty(), launch_config(name, grid, block, smem), "racecheck: ", diff);
+  }
+}
+
+/// The shared-memory limits nvcc and the CUDA runtime impose: at most 48 KiB of static __shared__
+/// arrays per kernel (nvcc refuses to build more: ptxas "uses too much shared data"), and static
+/// plus dynamic at most 48 KiB without cudaFuncSetAttribute's opt-in (the launch fails with "invalid
+/// argument": cudaFuncAttributeMaxDynamicSharedMemorySize is 48 KiB less the static part by
+/// default). The static size is read from the program's symbol table (sim_shared_size.hpp); when
+/// it cannot be (a stripped program) only the dynamic part is checked, by sim::run_grid.
+inline void check_shared_memory(const char* name, dim3 grid, dim3 block, size_t smem, const void* kernel) {
+  const long long static_bytes = sim::detail::static_shared_bytes(kernel);
+  if (static_bytes < 0) return;
+  const long long limit = static_cast<long long>(sim::kMaxDynamicSharedBytes);
+  TT_CHECK(static_bytes <= limit, launch_config(name, grid, block, smem), "its static __shared__ arrays take ",
+           static_bytes, " bytes, more than the ", limit, " a kernel may declare: nvcc refuses to build it (ptxas ",
+           "error: Entry function uses too much shared data (0x", std::hex, static_bytes, " bytes, 0x", limit,
+           " max)); use dynamic shared memory with cudaFuncSetAttribute's opt-in for more");
+  TT_CHECK(static_bytes + static_cast<long long>(smem) <= limit, launch_config(name, grid, block, smem),
+           "invalid argument (", static_bytes, " bytes of static __shared__ arrays plus ", smem,
+           " of dynamic shared memory is above the ", limit, " a block may use without cudaFuncSetAttribute's opt-in)");
 }
 
 /// The simulator's launch-time memcheck (TINYTORCH_SIM_CHECK=memcheck): every pointer argument must be null or point into
@@ -233,35 +392,22 @@ void launch_kernel(const char* name, void (*kernel)(KArgs...), dim3 grid, dim3 b
     Call* c = static_cast<Call*>(p);
     std::apply(c->kernel, c->params);
   };
+  detail::check_shared_memory(name, grid, block, dynamic_smem_bytes, reinterpret_cast<const void*>(kernel));
   const bool memcheck = sim::detail::checks().memcheck;
   if (memcheck) {
     std::apply([&](const auto&... p) { detail::check_pointer_arguments(name, grid, block, dynamic_smem_bytes, p...); },
                call.params);
   }
   [[maybe_unused]] sim::DeviceAccessScope device_memory_readable;
-  if (sim::detail::checks().racecheck) {
-    // Run, save the result, restore the memory as it was, run in reverse order, compare. All device
-    // memory is saved (a pointer inside a struct argument reaches it too); host memory cannot be,
-    // so a host pointer argument is refused (the second run would apply the kernel twice).
-    [[maybe_unused]] sim::RacecheckLock racecheck_lock;
+  if (sim::detail::checks().racecheck || sim::detail::checks().initcheck) {
+    // Run more than once (run_checked). All device memory is saved (a pointer inside a struct
+    // argument reaches it too); host memory cannot be, so a host pointer argument is refused.
+    [[maybe_unused]] sim::ReplayLock replay_lock;
     std::apply([&](const auto&... p) { detail::refuse_host_pointers(name, grid, block, dynamic_smem_bytes, p...); },
                call.params);
-    std::vector<detail::SavedBlock> before = detail::save_device_memory();
-    const uint64_t atomics = sim::scheduler().atomics();
-    sim::run_grid(name, grid, block, dynamic_smem_bytes, body, &call);
-    if (sim::scheduler().atomics() == atomics) {  // with atomics the order may rightly change the result
-      std::vector<detail::SavedBlock> forward = before;
-      for (detail::SavedBlock& b : forward) b.refresh();
-      for (const detail::SavedBlock& b : before) b.restore();
-      try {
-        sim::run_grid(name, grid, block, dynamic_smem_bytes, body, &call, /*reverse=*/true);
-      } catch (const Error& e) {
-        throw Error(::tinytorch::detail::str_cat(e.what(), " (in racecheck's second run, blocks and threads in ",
-                                                 "reverse order: the first run, in the usual order, passed)"));
-      }
-      const std::string diff = detail::first_difference(forward);
-      TT_CHECK(diff.empty(), detail::launch_config(name, grid, block, dynamic_smem_bytes), "racecheck: ", diff);
-    }
+    detail::run_checked(name, grid, block, dynamic_smem_bytes, [&](bool reverse, bool second_fill) {
+      sim::run_grid(name, grid, block, dynamic_smem_bytes, body, &call, reverse, second_fill);
+    });
   } else {
     sim::run_grid(name, grid, block, dynamic_smem_bytes, body, &call);
   }

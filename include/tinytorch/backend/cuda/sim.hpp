@@ -55,8 +55,10 @@
 //   grid:  x <= 2^31-1, y, z <= 65535, none 0 ("invalid configuration argument");
 //   dynamic shared memory <= 48 KiB, CUDA's limit without cudaFuncSetAttribute's opt-in ("invalid
 //   argument"). Each thread has a TINYTORCH_SIM_STACK_KB stack (default 128 KiB) over a 1 MiB guard:
-//   overflowing it is reported as a stack overflow naming the thread (section 6), then SIGSEGV.
-//   Static __shared__ arrays are not measured: nvcc refuses more than 48 KiB, the simulator does not.
+//   overflowing it makes the launch throw a "stack overflow" error naming the thread (section 6).
+//   Static __shared__ arrays: at most 48 KiB per kernel, and static plus dynamic at most 48 KiB (the
+//   launch throws, launch.hpp check_shared_memory, reading the sizes from the program's symbol table:
+//   sim_shared_size.hpp; a stripped program is not checked).
 //   Not simulated: timing, memory coalescing and bank conflicts, warp divergence cost, dynamic
 //   parallelism (a launch inside a kernel throws), cooperative groups, streams (every launch is
 //   synchronous), spin-waiting (a thread looping until another thread sets a flag or frees an
@@ -66,15 +68,19 @@
 //   memcheck   TINYTORCH_SIM_CHECK=memcheck: guard pages right after every device block, quarantined
 //              frees, canaries in the 16-byte rounding (core/cuda_sim_memory.hpp), and at every launch
 //              each pointer argument checked: device memory, one device, aligned for its type
-//              (launch.hpp). A fault names the kernel, block, thread, read/write, address and block.
+//              (launch.hpp). A fault makes the launch throw tinytorch::Error naming the kernel, block,
+//              thread, read/write, address and allocation (section 6).
 //   racecheck  TINYTORCH_SIM_CHECK=racecheck: every launch runs twice, the second time with blocks and
 //              threads in reverse order, and the memory its pointer arguments reach is compared
 //              (launch.hpp). And in a ThreadSanitizer build (-fsanitize=thread), always: every CUDA
 //              thread is a TSan fiber that only barriers, warp operations, atomics and the launch
 //              order (section 7).
 //   synccheck  always: exited threads count as arrived, divergent barriers throw (above).
-//   initcheck  TINYTORCH_SIM_CHECK=initcheck: fresh device memory reads as 0xFF bytes (NaN, -1), as
-//              dynamic shared memory always does; the read itself is not reported.
+//   initcheck  TINYTORCH_SIM_CHECK=initcheck: fresh device memory holds 0xFF bytes (NaN, -1), as
+//              dynamic shared memory always does, and every launch runs a second time with each byte
+//              never written (by a copy or a kernel) and the dynamic shared memory holding other
+//              values: a byte the two runs write differently is reported, naming the unwritten
+//              memory the kernel read (launch.hpp, run_checked).
 //   Any sanitizer's report (ASan, UBSan, TSan) ends with the running kernel, block and thread.
 //   Values a GPU leaves undefined are given fixed ones: a shuffle reading a lane that does not take
 //   part returns NaN for floating types and the caller's own value otherwise; static __shared__
@@ -463,14 +469,21 @@ class Scheduler {
 
   /// Runs every block of the grid; throws tinytorch::Error on a failed block. `reverse`: blocks and
   /// the passes over a block's threads in the opposite order (racecheck's second run, launch.hpp).
+  /// `second_fill`: dynamic shared memory starts as initcheck_second_byte() instead of 0xFF bytes
+  /// (initcheck's second run).
   void run_grid(const char* name, dim3 grid, dim3 block, size_t smem_bytes, void (*body)(void*), void* arg,
-                bool reverse = false);
+                bool reverse = false, bool second_fill = false);
 
   /// Device side: the current thread leaves its fiber for the scheduler (after setting its state).
   void yield();
 
   /// The fiber's entry point; runs the kernel body on the fiber's stack.
   static void fiber_main();
+
+  /// The fault handler (section 6) records why the running thread faulted, then makes it continue in
+  /// fault_exit, which ends the thread with that error (the launch throws it).
+  void set_fault(std::string what) { fault_what_ = std::move(what); }
+  [[noreturn]] static void fault_exit();
 
  private:
   void prepare_fiber(int i);
@@ -495,7 +508,9 @@ class Scheduler {
   size_t sched_stack_size_ = 0;
   void* sched_fake_stack_ = nullptr;
   const char* name_ = "";
+  std::string fault_what_;
   bool reverse_ = false;          // this launch runs blocks and threads in reverse order
+  bool second_fill_ = false;      // initcheck's second run: dynamic shared memory starts otherwise
   uint64_t atomics_ = 0;          // atomic operations so far (an atomic counter: fibers add to it)
   Progress* progress_ = nullptr;  // this host thread's slot for the watchdog (null: none free)
   void* altstack_ = nullptr;      // the signal stack this scheduler installed, if any
@@ -579,6 +594,16 @@ inline void Scheduler::fiber_main() {
 #if TT_SIM_TSAN
   __tsan_switch_to_fiber(s.tsan_host_, __tsan_switch_to_fiber_no_sync);
 #endif
+  switch_context(f.ctx, s.sched_ctx_);  // never resumed
+  std::abort();
+}
+
+inline void Scheduler::fault_exit() {
+  Scheduler& s = scheduler();
+  Fiber& f = s.fibers_[s.current_];
+  f.error = std::make_exception_ptr(Error(std::move(s.fault_what_)));
+  s.fault_what_.clear();
+  f.state = State::kFinished;
   switch_context(f.ctx, s.sched_ctx_);  // never resumed
   std::abort();
 }
@@ -726,7 +751,12 @@ inline void Scheduler::run_block(const char* name) {
   }
   if (progress_)
     for (int k = 0; k < 3; ++k) progress_->block[k].store((&blockIdx.x)[k], std::memory_order_relaxed);
-  if (smem_bytes_) std::memset(smem_, 0xFF, smem_bytes_);
+  if (smem_bytes_) {  // what a GPU leaves undefined, made visible: NaN floats, -1 integers
+    unsigned char* smem = static_cast<unsigned char*>(smem_);
+    std::memset(smem, 0xFF, smem_bytes_);
+    if (second_fill_)
+      for (size_t i = 0; i < smem_bytes_; ++i) smem[i] = initcheck_second_byte(reinterpret_cast<uintptr_t>(smem + i), 0xFF);
+  }
   for (;;) {
     bool ran = false;
     for (int n = 0; n < nthreads_; ++n) {  // one pass: each ready thread runs until it blocks or ends
@@ -821,7 +851,7 @@ inline void Scheduler::run_block(const char* name) {
 }
 
 inline void Scheduler::run_grid(const char* name, dim3 grid, dim3 block, size_t smem_bytes, void (*body)(void*),
-                                void* arg, bool reverse) {
+                                void* arg, bool reverse, bool second_fill) {
   const auto config = [&] {
     return str_cat("kernel '", name, "' <<<(", grid.x, ",", grid.y, ",", grid.z, "), (", block.x, ",", block.y, ",",
                    block.z, "), ", smem_bytes, ">>>: ");
@@ -866,6 +896,7 @@ inline void Scheduler::run_grid(const char* name, dim3 grid, dim3 block, size_t 
       s.smem_bytes_ = 0;
       s.name_ = "";
       s.reverse_ = false;
+      s.second_fill_ = false;
       threadIdx = uint3{0, 0, 0};
       blockIdx = uint3{0, 0, 0};
       blockDim = dim3();
@@ -882,6 +913,7 @@ inline void Scheduler::run_grid(const char* name, dim3 grid, dim3 block, size_t 
   gridDim = grid;
   blockDim = block;
   reverse_ = reverse;
+  second_fill_ = second_fill;
   for (unsigned zz = 0; zz < grid.z; ++zz)
     for (unsigned yy = 0; yy < grid.y; ++yy)
       for (unsigned xx = 0; xx < grid.x; ++xx) {
@@ -893,8 +925,8 @@ inline void Scheduler::run_grid(const char* name, dim3 grid, dim3 block, size_t 
 /// Runs a kernel body over a grid (launch.hpp's launch_kernel calls this). `body(arg)` is the kernel
 /// call one thread makes.
 inline void run_grid(const char* name, dim3 grid, dim3 block, size_t smem_bytes, void (*body)(void*), void* arg,
-                     bool reverse = false) {
-  scheduler().run_grid(name, grid, block, smem_bytes, body, arg, reverse);
+                     bool reverse = false, bool second_fill = false) {
+  scheduler().run_grid(name, grid, block, smem_bytes, body, arg, reverse, second_fill);
 }
 
 // ============================================================================================
@@ -906,12 +938,17 @@ inline void run_grid(const char* name, dim3 grid, dim3 block, size_t smem_bytes,
 //    TINYTORCH_SIM_HANG_SECONDS (default 10; 0 turns it off) of ticks without a switch it prints the
 //    kernel, block and thread and aborts the program. It counts its own ticks, not wall time, and
 //    is not started under a debugger (TracerPid in /proc/self/status): a breakpoint is not a hang.
-//    Fault: SIGSEGV/SIGBUS while a kernel runs on this host thread is reported with the kernel, block,
+//    Fault: SIGSEGV/SIGBUS while a kernel runs on this host thread is described with the kernel, block,
 //    thread, read or write, the address and what it is near (core/cuda_sim_memory.hpp describe: an
-//    allocation's end, a freed block, a thread's stack guard = stack overflow); a fault on the host
-//    inside simulated device memory is named as such. Then the previous handler (ASan's, gdb's, or
-//    the default: the program dies) takes the fault as before. The handler formats with std::string:
-//    not async-signal-safe, acceptable for a report printed just before the program dies.
+//    allocation's end, a freed block, a thread's stack guard = stack overflow). On x86-64 without a
+//    sanitizer the launch then throws that as tinytorch::Error, the faulting thread abandoned like
+//    one that threw (its block's other threads too); a program may catch it and go on, where a GPU's
+//    illegal address is a sticky error that ends the CUDA context. (A thread abandoned inside a
+//    library call that holds a lock, printf with a wild %s, leaves the lock held.) In a sanitizer
+//    build the description is printed and the sanitizer's handler takes the fault. A fault on the
+//    host inside simulated device memory is named as such, then the previous handler (gdb's, or the
+//    default: the program dies) takes it. The handler formats with std::string: not
+//    async-signal-safe, acceptable for a fault the program cannot otherwise survive.
 // ============================================================================================
 namespace detail {
 
@@ -969,17 +1006,17 @@ inline bool being_debugged() {
   return tracer != 0;
 }
 
+/// "at pc 0x... in <symbol>; its source line (in a -g build): addr2line -Cfie <file> 0x<offset>", or "".
 inline std::string fault_where_pc(void* uctx) {
 #if defined(__x86_64__) && defined(REG_RIP)
   void* pc = reinterpret_cast<void*>(static_cast<ucontext_t*>(uctx)->uc_mcontext.gregs[REG_RIP]);
   Dl_info info{};
   if (dladdr(pc, &info) != 0 && info.dli_fname != nullptr) {
     const uintptr_t off = reinterpret_cast<uintptr_t>(pc) - reinterpret_cast<uintptr_t>(info.dli_fbase);
-    return str_cat("=========     at pc ", pc, info.dli_sname ? str_cat(" in ", info.dli_sname) : std::string(),
-                   "; its source line (in a -g build): addr2line -Cfie ", info.dli_fname, " 0x", std::hex, off,
-                   "\n");
+    return str_cat("at pc ", pc, info.dli_sname ? str_cat(" in ", info.dli_sname) : std::string(),
+                   "; its source line (in a -g build): addr2line -Cfie ", info.dli_fname, " 0x", std::hex, off);
   }
-  return str_cat("=========     at pc ", pc, "\n");
+  return str_cat("at pc ", pc);
 #else
   (void)uctx;
   return std::string();
@@ -990,6 +1027,18 @@ inline struct sigaction& previous_action(int sig) {
   static struct sigaction segv{}, bus{};
   return sig == SIGBUS ? bus : segv;
 }
+
+// A fault in a CUDA thread becomes a tinytorch::Error from the launch, as an exception thrown by
+// device code does (x86-64, no sanitizer: a sanitizer's own report is what its user wants). The
+// handler rewrites the saved registers so that, when it returns, the faulting thread continues in
+// Scheduler::fault_exit on the top of its own stack (its frames are dead: the thread is abandoned),
+// which hands the report to the scheduler; returning normally also restores the signal mask and
+// leaves the signal stack, which a longjmp out of the handler would not.
+#if defined(__x86_64__) && defined(REG_RIP) && defined(REG_RSP) && !TT_SIM_ASAN && !TT_SIM_TSAN
+#define TT_SIM_FAULT_TO_ERROR 1
+#else
+#define TT_SIM_FAULT_TO_ERROR 0
+#endif
 
 inline void on_fault(int sig, siginfo_t* info, void* uctx) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(info->si_addr);
@@ -1005,26 +1054,34 @@ inline void on_fault(int sig, siginfo_t* info, void* uctx) {
   Memory* mem = Memory::peek();
   const std::string near = mem ? mem->describe(a) : std::string();
   if (s && s->current() >= 0) {
-    const int owner = s->stack_guard_owner(a);
-    if (owner >= 0) {
-      msg = str_cat("========= tinytorch CUDA simulator: stack overflow in ", s->where(), "\n",
-                    "=========     the thread's stack (local memory) of ", fiber_stack_bytes() / 1024,
-                    " KiB is exhausted: a local array or a recursion too large (TINYTORCH_SIM_STACK_KB sets it)\n");
+    std::string what;
+    if (s->stack_guard_owner(a) >= 0) {
+      what = str_cat("stack overflow: the thread's stack (local memory) of ", fiber_stack_bytes() / 1024,
+                     " KiB is exhausted: a local array or a recursion too large (TINYTORCH_SIM_STACK_KB sets it)");
     } else {
-      msg = str_cat("========= tinytorch CUDA simulator memcheck: invalid ", access, " at address 0x", std::hex, a,
-                    std::dec, " in ", s->where(), "\n=========     address is ",
-                    near.empty() ? std::string("in no simulated device allocation (a host pointer, a stale or "
-                                               "wild pointer)")
-                                 : near,
-                    near.find("freed ") != std::string::npos ? " (use after free)" : "",
-                    "\n", fault_where_pc(uctx));
+      what = str_cat("memcheck: invalid ", access, " at address 0x", std::hex, a, std::dec, ": the address is ",
+                     near.empty() ? std::string("in no simulated device allocation (a host pointer, a stale or "
+                                                "wild pointer)")
+                                  : near,
+                     near.find("freed ") != std::string::npos ? " (use after free)" : "",
+                     "; on a GPU: an illegal memory access (cudaErrorIllegalAddress). ", fault_where_pc(uctx));
     }
+#if TT_SIM_FAULT_TO_ERROR
+    ucontext_t* uc = static_cast<ucontext_t*>(uctx);
+    const uintptr_t top = reinterpret_cast<uintptr_t>(s->fiber(s->current()).stack) + fiber_stack_bytes();
+    s->set_fault(std::move(what));
+    uc->uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(((top - 256) & ~uintptr_t{15}) - 8);  // as after a call
+    uc->uc_mcontext.gregs[REG_RIP] = reinterpret_cast<greg_t>(&Scheduler::fault_exit);
+    return;
+#else
+    msg = str_cat("========= tinytorch CUDA simulator: ", s->where(), ": ", what, "\n");
+#endif
   } else if (!near.empty() && near.rfind("not looked up", 0) != 0) {
     msg = str_cat("========= tinytorch CUDA simulator: host ", access, " of simulated device memory at 0x", std::hex, a,
                   std::dec, ": ", near,
                   "\n=========     host code can reach device memory only through a copy (cudaMemcpy, .cpu()), "
-                  "as on a GPU\n",
-                  fault_where_pc(uctx));
+                  "as on a GPU\n=========     ",
+                  fault_where_pc(uctx), "\n");
   }
   if (!msg.empty()) {
     const ssize_t ignored = write(2, msg.data(), msg.size());
