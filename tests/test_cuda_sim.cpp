@@ -265,6 +265,15 @@ std::string launch_error(const std::function<void()>& f) {
   return "(no error)";
 }
 
+// Reads its static __shared__ array before writing it, then leaves the block's index there: a
+// later block must not see it (every block starts with 0xFF bytes).
+__global__ void static_fresh_kernel(unsigned* first_word) {
+  __shared__ unsigned s[64];
+  if (threadIdx.x == 0) first_word[blockIdx.x] = s[5];
+  __syncthreads();
+  s[threadIdx.x] = blockIdx.x;
+}
+
 }  // namespace
 
 TEST_CASE("sim: grid-stride SAXPY on 64 blocks x 256 threads", "[cuda_sim]") {
@@ -322,6 +331,15 @@ TEST_CASE("sim: threadIdx of 2-D and 3-D blocks follows the linear order x faste
         CHECK(o[2] == t / (block.x * block.y));
       }
   }
+}
+
+TEST_CASE("sim: static __shared__ arrays are fresh for every block, and measured", "[cuda_sim]") {
+  std::vector<unsigned> first_word(4, 0);
+  ttc::launch_kernel("static_fresh", static_fresh_kernel, dim3(4), dim3(64), 0, first_word.data());
+  for (unsigned b = 0; b < 4; ++b) CHECK(first_word[b] == 0xFFFFFFFFu);  // not the previous block's index
+  CHECK(ttc::sim::detail::static_shared_bytes(reinterpret_cast<const void*>(&static_fresh_kernel)) == 64 * 4);
+  CHECK(ttc::sim::detail::static_shared_bytes(reinterpret_cast<const void*>(&reverse_kernel<float>)) == 0);
+  CHECK(ttc::sim::detail::static_shared_bytes(&first_word) == -1);  // not a function
 }
 
 TEST_CASE("sim: dynamic shared memory is aligned and fresh for every block", "[cuda_sim]") {

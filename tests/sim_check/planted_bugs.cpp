@@ -330,7 +330,9 @@ const std::map<std::string, std::function<void()>>& cases() {
          ttc::launch_kernel("warp_sum", warp_sum_kernel, dim3(1), dim3(32), 0, x, out, false);
        }},
       {"shared_race_order", [] { cases().at("shared_race")(); }},  // the same bugs, for the order check
-      {"warp_sync_order", [] { cases().at("warp_sync")(); }},
+      {"shared_race_initcheck", [] { cases().at("shared_race")(); }},  // and for initcheck
+      {"warp_sync_initcheck", [] { cases().at("warp_sync")(); }},
+      {"order_fixed_initcheck", [] { cases().at("order_fixed")(); }},
       {"order_fixed", [] {
          cases().at("shared_race_fixed")();
          cases().at("warp_sync_fixed")();

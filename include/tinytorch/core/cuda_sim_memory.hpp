@@ -35,15 +35,15 @@
 //              frees and copies wait for a running launch then (ReplayLock).
 //   initcheck  fresh blocks are filled with 0xFF bytes instead of zeros (floats read as NaN, integers as
 //              -1; the caching allocator stops caching, so a tensor never gets a used block), as each
-//              block's dynamic shared memory always is (sim.hpp), and each block keeps a table of the
+//              block's shared memory always is (sim.hpp), and each block keeps a table of the
 //              bytes written: by a copy from the host, by a device-to-device copy (which carries the
 //              source's table), by a kernel. Every launch then runs twice (launch.hpp, run_checked):
-//              the second time with each unwritten byte holding initcheck_second_byte() instead; a
+//              the second time with each unwritten byte, and shared memory, holding
+//              initcheck_second_byte() instead; a
 //              byte the two runs write differently depends on memory never written and is reported,
 //              with the unwritten memory the kernel read (found by changing one block at a time).
 //              Bytes both runs write alike become written. Not seen: a read whose value does not
-//              change what the kernel writes (an uninitialised value only compared, say), and static
-//              __shared__ arrays (they keep the previous block's values).
+//              change what the kernel writes (an uninitialised value only compared, say).
 // Environment (read once, at the first use; a malformed value throws tinytorch::Error):
 //   TINYTORCH_SIM_DEVICES      number of simulated GPUs, 0..64 (default 4)
 //   TINYTORCH_SIM_MEMORY_MB    capacity of each simulated GPU in MiB, 1..1048576 (default 1024); pages

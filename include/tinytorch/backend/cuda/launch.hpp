@@ -227,7 +227,7 @@ inline std::string initcheck_difference(const std::vector<SavedBlock>& before, c
 /// unwritten bytes of one allocation at a time changed (at most 32 allocations), then with only the
 /// dynamic shared memory changed, and names those that change the result.
 inline std::string initcheck_sources(const std::vector<SavedBlock>& before, const std::vector<SavedBlock>& first,
-                                     size_t smem, const std::function<void(bool, bool)>& run) {
+                                     bool has_shared, const std::function<void(bool, bool)>& run) {
   const auto changes = [&](int only, bool smem_second) {
     restore_with_second_fill(before, only);
     try {
@@ -258,10 +258,10 @@ inline std::string initcheck_sources(const std::vector<SavedBlock>& before, cons
                                             "..", hi, ") of the ", w.size(), "-byte allocation at ",
                                             static_cast<const void*>(before[k].start));
   }
-  if (smem > 0 && changes(kNone, true))
+  if (has_shared && changes(kNone, true))
     found += ::tinytorch::detail::str_cat(found.empty() ? "" : "; ",
-                                          "the dynamic shared memory (TT_DYNAMIC_SHARED), which starts undefined in "
-                                          "every block");
+                                          "shared memory (its __shared__ arrays or TT_DYNAMIC_SHARED), which starts "
+                                          "undefined in every block");
   return found.empty() ? std::string("which, was not found (the runs with one allocation changed at a time all gave "
                                      "the first result)")
                        : found;
@@ -274,7 +274,7 @@ inline std::string initcheck_sources(const std::vector<SavedBlock>& before, cons
 ///      (a fresh cudaMalloc block, dynamic shared memory), and the launch throws, naming which.
 ///   3. racecheck, unless the first run used atomics: again in reverse order (blocks and threads):
 ///      a byte that differs depends on the order of two unsynchronised threads.
-inline void run_checked(const char* name, dim3 grid, dim3 block, size_t smem,
+inline void run_checked(const char* name, dim3 grid, dim3 block, size_t smem, bool has_shared,
                         const std::function<void(bool, bool)>& run) {
   const sim::detail::Checks& checks = sim::detail::checks();
   const std::vector<SavedBlock> before = save_device_memory();
@@ -294,7 +294,7 @@ inline void run_checked(const char* name, dim3 grid, dim3 block, size_t smem,
     }
     const std::string diff = initcheck_difference(before, first, kAll, true);
     if (!diff.empty()) {
-      const std::string sources = initcheck_sources(before, first, smem, run);
+      const std::string sources = initcheck_sources(before, first, has_shared, run);
       for (const SavedBlock& b : first) b.restore();
       TT_CHECK(false, launch_config(name, grid, block, smem),
                "initcheck: the kernel read memory never written: ", sources, "; what it wrote depends on it: ", diff,
@@ -322,8 +322,7 @@ inline void run_checked(const char* name, dim3 grid, dim3 block, size_t smem,
 /// argument": cudaFuncAttributeMaxDynamicSharedMemorySize is 48 KiB less the static part by
 /// default). The static size is read from the program's symbol table (sim_shared_size.hpp); when
 /// it cannot be (a stripped program) only the dynamic part is checked, by sim::run_grid.
-inline void check_shared_memory(const char* name, dim3 grid, dim3 block, size_t smem, const void* kernel) {
-  const long long static_bytes = sim::detail::static_shared_bytes(kernel);
+inline void check_shared_memory(const char* name, dim3 grid, dim3 block, size_t smem, long long static_bytes) {
   if (static_bytes < 0) return;
   const long long limit = static_cast<long long>(sim::kMaxDynamicSharedBytes);
   TT_CHECK(static_bytes <= limit, launch_config(name, grid, block, smem), "its static __shared__ arrays take ",
@@ -392,7 +391,11 @@ void launch_kernel(const char* name, void (*kernel)(KArgs...), dim3 grid, dim3 b
     Call* c = static_cast<Call*>(p);
     std::apply(c->kernel, c->params);
   };
-  detail::check_shared_memory(name, grid, block, dynamic_smem_bytes, reinterpret_cast<const void*>(kernel));
+  // The kernel's static __shared__ arrays: their size is checked, and they are filled for every block.
+  const sim::detail::StaticShared& shared = sim::detail::static_shared_of(reinterpret_cast<const void*>(kernel));
+  detail::check_shared_memory(name, grid, block, dynamic_smem_bytes, shared.bytes);
+  sim::RunOptions options;
+  options.static_shared = sim::detail::shared_var_addresses(shared);
   const bool memcheck = sim::detail::checks().memcheck;
   if (memcheck) {
     std::apply([&](const auto&... p) { detail::check_pointer_arguments(name, grid, block, dynamic_smem_bytes, p...); },
@@ -405,11 +408,14 @@ void launch_kernel(const char* name, void (*kernel)(KArgs...), dim3 grid, dim3 b
     [[maybe_unused]] sim::ReplayLock replay_lock;
     std::apply([&](const auto&... p) { detail::refuse_host_pointers(name, grid, block, dynamic_smem_bytes, p...); },
                call.params);
-    detail::run_checked(name, grid, block, dynamic_smem_bytes, [&](bool reverse, bool second_fill) {
-      sim::run_grid(name, grid, block, dynamic_smem_bytes, body, &call, reverse, second_fill);
+    const bool has_shared = dynamic_smem_bytes > 0 || !options.static_shared.empty();
+    detail::run_checked(name, grid, block, dynamic_smem_bytes, has_shared, [&](bool reverse, bool second_fill) {
+      options.reverse = reverse;
+      options.second_fill = second_fill;
+      sim::run_grid(name, grid, block, dynamic_smem_bytes, body, &call, options);
     });
   } else {
-    sim::run_grid(name, grid, block, dynamic_smem_bytes, body, &call);
+    sim::run_grid(name, grid, block, dynamic_smem_bytes, body, &call, options);
   }
   if (memcheck) {
     const std::string damage = sim::detail::Memory::get().check_canaries();

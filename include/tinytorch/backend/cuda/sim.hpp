@@ -37,8 +37,10 @@
 //     thread (x,y,z): <what>").
 //   * __shared__ is `static thread_local`: one block runs at a time per host thread, and two host
 //     threads launching at once (DataParallel replicas) each get their own copy. The dynamic shared
-//     buffer (TT_DYNAMIC_SHARED) is 16-byte aligned and refilled with 0xFF bytes for every block, so
-//     reading it before writing gives NaN floats and -1 integers rather than the last block's values.
+//     buffer (TT_DYNAMIC_SHARED) is 16-byte aligned. Both are refilled with 0xFF bytes for every
+//     block, so reading them before writing gives NaN floats and -1 integers rather than the last
+//     block's values (the kernel's static arrays are found in the program's symbol table,
+//     sim_shared_size.hpp; in a stripped program they keep the last block's values).
 //
 // Debugging with gdb (chapter 10 quotes this). The built-ins are ordinary thread_local variables, set
 // by the scheduler before it switches into a thread, so gdb can condition on them and print them:
@@ -83,8 +85,8 @@
 //              memory the kernel read (launch.hpp, run_checked).
 //   Any sanitizer's report (ASan, UBSan, TSan) ends with the running kernel, block and thread.
 //   Values a GPU leaves undefined are given fixed ones: a shuffle reading a lane that does not take
-//   part returns NaN for floating types and the caller's own value otherwise; static __shared__
-//   arrays keep the previous block's contents (a GPU gives garbage); __activemask() is the warp's
+//   part returns NaN for floating types and the caller's own value otherwise; shared memory starts
+//   every block as 0xFF bytes (a GPU gives garbage); __activemask() is the warp's
 //   lanes that exist and have not returned. After a failed launch the block's other threads are
 //   abandoned mid-kernel (their locals are not destroyed).
 //   Device code may call CUDA's global min/max overloads or std::min/std::max (nvcc needs
@@ -134,6 +136,8 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "../../core/check.hpp"
 #include "../../core/cuda_sim_memory.hpp"
@@ -400,6 +404,17 @@ inline Progress* progress_slots() {
   return slots;
 }
 
+/// How run_grid runs a launch (launch.hpp sets them).
+struct RunOptions {
+  /// Blocks and the passes over a block's threads in the opposite order (racecheck's second run).
+  bool reverse = false;
+  /// Shared memory starts as initcheck_second_byte() instead of 0xFF bytes (initcheck's second run).
+  bool second_fill = false;
+  /// This host thread's instances of the kernel's static __shared__ arrays {address, bytes}
+  /// (sim_shared_size.hpp), filled like the dynamic shared memory at the start of every block.
+  std::vector<std::pair<unsigned char*, size_t>> static_shared;
+};
+
 /// Per host thread: the fibers (allocated once, reused by every block and launch) and the block
 /// being run.
 class Scheduler {
@@ -467,12 +482,9 @@ class Scheduler {
   uint64_t barrier_generation() const { return barrier_gen_; }
 #endif
 
-  /// Runs every block of the grid; throws tinytorch::Error on a failed block. `reverse`: blocks and
-  /// the passes over a block's threads in the opposite order (racecheck's second run, launch.hpp).
-  /// `second_fill`: dynamic shared memory starts as initcheck_second_byte() instead of 0xFF bytes
-  /// (initcheck's second run).
+  /// Runs every block of the grid; throws tinytorch::Error on a failed block.
   void run_grid(const char* name, dim3 grid, dim3 block, size_t smem_bytes, void (*body)(void*), void* arg,
-                bool reverse = false, bool second_fill = false);
+                const RunOptions& options = RunOptions());
 
   /// Device side: the current thread leaves its fiber for the scheduler (after setting its state).
   void yield();
@@ -509,8 +521,7 @@ class Scheduler {
   void* sched_fake_stack_ = nullptr;
   const char* name_ = "";
   std::string fault_what_;
-  bool reverse_ = false;          // this launch runs blocks and threads in reverse order
-  bool second_fill_ = false;      // initcheck's second run: dynamic shared memory starts otherwise
+  const RunOptions* options_ = nullptr;  // the running launch's
   uint64_t atomics_ = 0;          // atomic operations so far (an atomic counter: fibers add to it)
   Progress* progress_ = nullptr;  // this host thread's slot for the watchdog (null: none free)
   void* altstack_ = nullptr;      // the signal stack this scheduler installed, if any
@@ -751,16 +762,19 @@ inline void Scheduler::run_block(const char* name) {
   }
   if (progress_)
     for (int k = 0; k < 3; ++k) progress_->block[k].store((&blockIdx.x)[k], std::memory_order_relaxed);
-  if (smem_bytes_) {  // what a GPU leaves undefined, made visible: NaN floats, -1 integers
-    unsigned char* smem = static_cast<unsigned char*>(smem_);
-    std::memset(smem, 0xFF, smem_bytes_);
-    if (second_fill_)
-      for (size_t i = 0; i < smem_bytes_; ++i) smem[i] = initcheck_second_byte(reinterpret_cast<uintptr_t>(smem + i), 0xFF);
-  }
+  // Shared memory starts undefined on a GPU; here 0xFF bytes in every block (NaN floats, -1 integers),
+  // or initcheck's second values.
+  const auto fill_shared = [&](unsigned char* p, size_t bytes) {
+    std::memset(p, 0xFF, bytes);
+    if (options_->second_fill)
+      for (size_t i = 0; i < bytes; ++i) p[i] = initcheck_second_byte(reinterpret_cast<uintptr_t>(p + i), 0xFF);
+  };
+  if (smem_bytes_) fill_shared(static_cast<unsigned char*>(smem_), smem_bytes_);
+  for (const auto& [p, bytes] : options_->static_shared) fill_shared(p, bytes);
   for (;;) {
     bool ran = false;
     for (int n = 0; n < nthreads_; ++n) {  // one pass: each ready thread runs until it blocks or ends
-      const int i = reverse_ ? nthreads_ - 1 - n : n;
+      const int i = options_->reverse ? nthreads_ - 1 - n : n;
       Fiber& f = fibers_[i];
       if (f.state != State::kReady) continue;
       ran = true;
@@ -851,7 +865,7 @@ inline void Scheduler::run_block(const char* name) {
 }
 
 inline void Scheduler::run_grid(const char* name, dim3 grid, dim3 block, size_t smem_bytes, void (*body)(void*),
-                                void* arg, bool reverse, bool second_fill) {
+                                void* arg, const RunOptions& options) {
   const auto config = [&] {
     return str_cat("kernel '", name, "' <<<(", grid.x, ",", grid.y, ",", grid.z, "), (", block.x, ",", block.y, ",",
                    block.z, "), ", smem_bytes, ">>>: ");
@@ -895,8 +909,7 @@ inline void Scheduler::run_grid(const char* name, dim3 grid, dim3 block, size_t 
       s.smem_ = nullptr;
       s.smem_bytes_ = 0;
       s.name_ = "";
-      s.reverse_ = false;
-      s.second_fill_ = false;
+      s.options_ = nullptr;
       threadIdx = uint3{0, 0, 0};
       blockIdx = uint3{0, 0, 0};
       blockDim = dim3();
@@ -912,12 +925,11 @@ inline void Scheduler::run_grid(const char* name, dim3 grid, dim3 block, size_t 
   } reset{*this};
   gridDim = grid;
   blockDim = block;
-  reverse_ = reverse;
-  second_fill_ = second_fill;
+  options_ = &options;
   for (unsigned zz = 0; zz < grid.z; ++zz)
     for (unsigned yy = 0; yy < grid.y; ++yy)
       for (unsigned xx = 0; xx < grid.x; ++xx) {
-        blockIdx = reverse ? uint3{grid.x - 1 - xx, grid.y - 1 - yy, grid.z - 1 - zz} : uint3{xx, yy, zz};
+        blockIdx = options.reverse ? uint3{grid.x - 1 - xx, grid.y - 1 - yy, grid.z - 1 - zz} : uint3{xx, yy, zz};
         run_block(name);
       }
 }
@@ -925,8 +937,8 @@ inline void Scheduler::run_grid(const char* name, dim3 grid, dim3 block, size_t 
 /// Runs a kernel body over a grid (launch.hpp's launch_kernel calls this). `body(arg)` is the kernel
 /// call one thread makes.
 inline void run_grid(const char* name, dim3 grid, dim3 block, size_t smem_bytes, void (*body)(void*), void* arg,
-                     bool reverse = false, bool second_fill = false) {
-  scheduler().run_grid(name, grid, block, smem_bytes, body, arg, reverse, second_fill);
+                     const RunOptions& options = RunOptions()) {
+  scheduler().run_grid(name, grid, block, smem_bytes, body, arg, options);
 }
 
 // ============================================================================================

@@ -58,11 +58,16 @@
 
 TT_NAMESPACE_BEGIN namespace backend::cuda::sim::detail {
 
+/// A static __shared__ variable: its offset in its object's TLS image (st_value) and its bytes.
+struct SharedVar {
+  std::uint64_t offset, bytes;
+};
 /// One function symbol of an ELF object: [start, start + size) relative to the load base, and the
-/// bytes of its static __shared__ (thread_local) variables (-1: ambiguous).
+/// bytes of its static __shared__ (thread_local) variables (-1: ambiguous) and the variables.
 struct ElfFunction {
   std::uint64_t start, size;
   long long shared_bytes;
+  std::vector<SharedVar> vars;
 };
 
 /// The ElfFunctions of the .symtab of `syms` (names in `strtab`), sorted by start.
@@ -80,7 +85,7 @@ inline std::vector<ElfFunction> functions_of(const ElfW(Sym)* syms, std::uint64_
   };
   // One pass: the TLS "_ZZ..." symbols (name after "_ZZ", size, TU) and the defined functions.
   // TU = the number of STT_FILE symbols seen before a local symbol; -1 for a global one.
-  struct Tls { std::string_view rest; std::uint64_t size; long tu; };
+  struct Tls { std::string_view rest; std::uint64_t offset, size; long tu; };
   struct Fn { std::string_view name; std::uint64_t start, size; long tu; };
   std::vector<Tls> tls;
   std::vector<Fn> fns;
@@ -93,7 +98,7 @@ inline std::vector<ElfFunction> functions_of(const ElfW(Sym)* syms, std::uint64_
     if (s.st_shndx == SHN_UNDEF) continue;
     const std::string_view n = type == STT_TLS || type == STT_FUNC ? name_of(s) : std::string_view{};
     if (type == STT_TLS && n.size() > 3 && n.compare(0, 3, "_ZZ") == 0)
-      tls.push_back({n.substr(3), s.st_size, sym_tu});
+      tls.push_back({n.substr(3), s.st_value, s.st_size, sym_tu});
     if (type == STT_FUNC) fns.push_back({n, s.st_value, s.st_size, sym_tu});
   }
   std::sort(tls.begin(), tls.end(), [](const Tls& a, const Tls& b) { return a.rest < b.rest; });
@@ -103,6 +108,7 @@ inline std::vector<ElfFunction> functions_of(const ElfW(Sym)* syms, std::uint64_
   std::string key;  // reused: no allocation per function
   for (const Fn& f : fns) {
     long long bytes = 0;
+    std::vector<SharedVar> vars;
     if (!tls.empty() && !f.name.empty()) {
       if (f.name.size() > 2 && f.name.compare(0, 2, "_Z") == 0) key.assign(f.name.substr(2));
       else key.assign(std::to_string(f.name.size())).append(f.name);  // C linkage: <source-name>
@@ -115,9 +121,11 @@ inline std::vector<ElfFunction> functions_of(const ElfW(Sym)* syms, std::uint64_
           continue;
         bytes = it->rest == last ? -1 : bytes + static_cast<long long>(it->size);
         last = it->rest;
+        vars.push_back({it->offset, it->size});
       }
     }
-    out.push_back({f.start, f.size, bytes});
+    if (bytes < 0) vars.clear();
+    out.push_back({f.start, f.size, bytes, std::move(vars)});
   }
   // By start; among symbols at one address (aliases) the largest sum last, the one looked up.
   std::sort(out.begin(), out.end(), [](const ElfFunction& a, const ElfFunction& b) {
@@ -174,15 +182,24 @@ inline bool parse_elf_functions(const char* path, std::vector<ElfFunction>& out)
   return ok;
 }
 
-/// Total bytes of the static __shared__ variables declared in the kernel at `kernel` (the sum of the st_size
-/// of the TLS symbols `_ZZ<its mangled name minus "_Z">E...` in the ELF object holding it), or -1 when that
-/// cannot be told (no .symtab: a stripped program; the address is in no symbol).
-inline long long static_shared_bytes(const void* kernel) noexcept {
+/// The static __shared__ variables of one kernel: their total bytes (-1 when that cannot be told: no
+/// .symtab, a stripped program; the address is in no symbol), each one's offset in the TLS image of
+/// the object holding the kernel, and that object's TLS module id (0: none).
+struct StaticShared {
+  long long bytes = -1;
+  std::vector<SharedVar> vars;
+  std::size_t tls_modid = 0;
+};
+
+/// The StaticShared of the kernel at `kernel` (the TLS symbols `_ZZ<its mangled name minus "_Z">E...`
+/// of the ELF object holding it). Parsed once per object, cached per kernel; the reference stays valid.
+inline const StaticShared& static_shared_of(const void* kernel) noexcept {
   // Never destroyed: a launch from a static destructor still finds it.
   struct State {
     std::mutex mutex;
     std::map<std::pair<std::string, std::uintptr_t>, std::vector<ElfFunction>> objects;  // empty: unreadable
-    std::unordered_map<const void*, long long> kernels;
+    std::unordered_map<const void*, StaticShared> kernels;  // nodes: references stay valid
+    StaticShared unknown;
   };
   static State* const state = new State;
   try {
@@ -191,8 +208,8 @@ inline long long static_shared_bytes(const void* kernel) noexcept {
     if (known != state->kernels.end()) return known->second;
     // The loaded object whose PT_LOAD segments hold the address: its file and load base (copied
     // into a buffer: nothing in glibc's callback allocates or throws).
-    struct Query { std::uintptr_t addr, base; char file[4096]; };
-    Query q{reinterpret_cast<std::uintptr_t>(kernel), 0, {}};
+    struct Query { std::uintptr_t addr, base; std::size_t tls_modid; char file[4096]; };
+    Query q{reinterpret_cast<std::uintptr_t>(kernel), 0, 0, {}};
     ::dl_iterate_phdr(
         [](dl_phdr_info* info, size_t, void* data) -> int {
           auto* found = static_cast<Query*>(data);
@@ -203,13 +220,15 @@ inline long long static_shared_bytes(const void* kernel) noexcept {
               const bool main_program = info->dlpi_name == nullptr || info->dlpi_name[0] == '\0';
               std::snprintf(found->file, sizeof found->file, "%s", main_program ? "/proc/self/exe" : info->dlpi_name);
               found->base = info->dlpi_addr;
+              found->tls_modid = info->dlpi_tls_modid;
               return 1;  // stop
             }
           }
           return 0;
         },
         &q);
-    long long bytes = -1;
+    StaticShared result;
+    result.tls_modid = q.tls_modid;
     if (q.file[0] != '\0') {
       auto [obj, fresh] = state->objects.try_emplace({q.file, q.base});
       if (fresh && !parse_elf_functions(q.file, obj->second)) obj->second.clear();
@@ -219,13 +238,38 @@ inline long long static_shared_bytes(const void* kernel) noexcept {
       const auto it = std::upper_bound(fns.begin(), fns.end(), rel,
                                        [](std::uintptr_t a, const ElfFunction& f) { return a < f.start; });
       if (it != fns.begin() && rel - std::prev(it)->start < std::max<std::uint64_t>(std::prev(it)->size, 1))
-        bytes = std::prev(it)->shared_bytes;
+      {
+        result.bytes = std::prev(it)->shared_bytes;
+        result.vars = std::prev(it)->vars;
+      }
     }
-    state->kernels.emplace(kernel, bytes);
-    return bytes;
+    return state->kernels.emplace(kernel, std::move(result)).first->second;
   } catch (...) {
-    return -1;
+    return state->unknown;
   }
+}
+
+/// Total bytes of the static __shared__ variables of the kernel at `kernel`, or -1 when unknown.
+inline long long static_shared_bytes(const void* kernel) noexcept { return static_shared_of(kernel).bytes; }
+
+/// The calling thread's instance of each static __shared__ variable of `s`: {address, bytes}
+/// (empty when its object's TLS block is not allocated in this thread yet, or there are none).
+inline std::vector<std::pair<unsigned char*, std::size_t>> shared_var_addresses(const StaticShared& s) {
+  std::vector<std::pair<unsigned char*, std::size_t>> out;
+  if (s.vars.empty() || s.tls_modid == 0) return out;
+  struct Query { std::size_t modid; void* tls; };
+  Query q{s.tls_modid, nullptr};
+  ::dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        auto* found = static_cast<Query*>(data);
+        if (info->dlpi_tls_modid != found->modid) return 0;
+        found->tls = info->dlpi_tls_data;  // this thread's copy of the object's PT_TLS image
+        return 1;
+      },
+      &q);
+  if (q.tls == nullptr) return out;
+  for (const SharedVar& v : s.vars) out.emplace_back(static_cast<unsigned char*>(q.tls) + v.offset, v.bytes);
+  return out;
 }
 
 }  TT_NAMESPACE_END  // namespace tinytorch::backend::cuda::sim::detail
