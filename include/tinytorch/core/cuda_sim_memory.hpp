@@ -41,7 +41,8 @@
 //              the second time with each unwritten byte, and shared memory, holding
 //              initcheck_second_byte() instead; a
 //              byte the two runs write differently depends on memory never written and is reported,
-//              with the unwritten memory the kernel read (found by changing one block at a time).
+//              with the unwritten memory the kernel read (found by changing one block at a time)
+//              and the thread that wrote the byte (found by watching it in one more run).
 //              Bytes both runs write alike become written. Not seen: a read whose value does not
 //              change what the kernel writes (an uninitialised value only compared, say).
 // Environment (read once, at the first use; a malformed value throws tinytorch::Error):

@@ -203,9 +203,11 @@ inline void restore_with_second_fill(const std::vector<SavedBlock>& before, int 
 /// the unwritten bytes of allocation `only` (all: kAll) held their second value. A byte never
 /// written that holds its first value in the first run and its second value now is still unwritten;
 /// any other byte must be equal in both runs. Returns "" or the first byte whose value depends on
-/// memory never written; with `mark`, the bytes both runs wrote alike become written.
+/// memory never written (its address in *where); with `mark`, every byte a run wrote becomes
+/// written.
 inline std::string initcheck_difference(const std::vector<SavedBlock>& before, const std::vector<SavedBlock>& first,
-                                        int only, bool mark) {
+                                        int only, bool mark, const unsigned char** where = nullptr) {
+  std::string found;
   for (size_t k = 0; k < before.size(); ++k) {
     const SavedBlock &b0 = before[k], &r1 = first[k];
     std::vector<unsigned char>& written = *b0.written;
@@ -215,23 +217,33 @@ inline std::string initcheck_difference(const std::vector<SavedBlock>& before, c
       if (filled && !written[i] && r1.bytes[i] == b0.bytes[i] &&
           now == sim::initcheck_second_byte(reinterpret_cast<uintptr_t>(b0.start + i), b0.bytes[i]))
         continue;  // neither run wrote it
-      if (r1.bytes[i] != now)
-        return describe_difference(b0, i, r1.bytes.data(), "when memory never written holds its fill (0xFF bytes)",
-                                   b0.start, "when it holds other bytes");
+      if (r1.bytes[i] != now && found.empty()) {
+        if (where) *where = b0.start + i;
+        found = describe_difference(b0, i, r1.bytes.data(), "when memory never written holds its fill (0xFF bytes)",
+                                    b0.start, "when it holds other bytes");
+        if (!mark) return found;
+      }
+      // Written by the kernel (a byte depending on unwritten memory too: it is reported once, not
+      // again by every later kernel that reads it).
       if (mark) written[i] = 1;
     }
   }
-  return std::string();
+  return found;
 }
+/// How run_checked runs the grid once: sim::run_grid with these options.
+using RunGrid = std::function<void(const sim::RunOptions&)>;
+
 /// initcheck, after a result that depends on memory never written: runs the launch again with the
-/// unwritten bytes of one allocation at a time changed (at most 32 allocations), then with only the
-/// dynamic shared memory changed, and names those that change the result.
+/// unwritten bytes of one allocation at a time changed (at most 32 allocations), then with only
+/// shared memory changed, and names those that change the result ("" when none does).
 inline std::string initcheck_sources(const std::vector<SavedBlock>& before, const std::vector<SavedBlock>& first,
-                                     bool has_shared, const std::function<void(bool, bool)>& run) {
-  const auto changes = [&](int only, bool smem_second) {
+                                     bool has_shared, const sim::RunOptions& options, const RunGrid& run) {
+  const auto changes = [&](int only, bool shared_second) {
     restore_with_second_fill(before, only);
+    sim::RunOptions o = options;
+    o.second_fill = shared_second;
     try {
-      run(false, smem_second);
+      run(o);
     } catch (const Error&) {
       return true;
     }
@@ -262,42 +274,68 @@ inline std::string initcheck_sources(const std::vector<SavedBlock>& before, cons
     found += ::tinytorch::detail::str_cat(found.empty() ? "" : "; ",
                                           "shared memory (its __shared__ arrays or TT_DYNAMIC_SHARED), which starts "
                                           "undefined in every block");
-  return found.empty() ? std::string("which, was not found (the runs with one allocation changed at a time all gave "
-                                     "the first result)")
-                       : found;
+  return found;
 }
 
-/// Runs a launch under racecheck and/or initcheck; `run(reverse, second_fill)` runs the grid once.
+/// Runs a launch under racecheck and/or initcheck; `run(o)` runs the grid once with `options`
+/// changed as each run needs (RunOptions, sim.hpp).
 ///   1. The usual order: its result is what the launch leaves in device memory.
-///   2. initcheck: again from the same memory, every byte never written (and the dynamic shared
-///      memory) holding another value: a byte written differently depends on memory never written
-///      (a fresh cudaMalloc block, dynamic shared memory), and the launch throws, naming which.
+///   2. initcheck: again from the same memory, every byte never written (and shared memory) holding
+///      another value: a byte written differently depends on memory never written (a fresh
+///      cudaMalloc block, shared memory), and the launch throws, naming which and who wrote it.
 ///   3. racecheck, unless the first run used atomics: again in reverse order (blocks and threads):
 ///      a byte that differs depends on the order of two unsynchronised threads.
+/// The later runs may make at most 4x the first run's thread switches (+100000): a loop bound read
+/// from memory never written could otherwise make initcheck's second run endless.
 inline void run_checked(const char* name, dim3 grid, dim3 block, size_t smem, bool has_shared,
-                        const std::function<void(bool, bool)>& run) {
+                        const sim::RunOptions& options, const RunGrid& run) {
   const sim::detail::Checks& checks = sim::detail::checks();
   const std::vector<SavedBlock> before = save_device_memory();
   const uint64_t atomics = sim::scheduler().atomics();
-  run(false, false);
+  run(options);
   const bool used_atomics = sim::scheduler().atomics() != atomics;
+  sim::RunOptions again = options;
+  again.max_switches = 4 * sim::scheduler().switches() + 100000;
   std::vector<SavedBlock> first = before;
   for (SavedBlock& b : first) b.refresh();
   if (checks.initcheck) {
     restore_with_second_fill(before, kAll);
+    sim::RunOptions second = again;
+    second.second_fill = true;
+    second.phase = "initcheck's second run, where memory never written holds other bytes than 0xFF";
     try {
-      run(false, true);
+      run(second);
     } catch (const Error& e) {
-      throw Error(::tinytorch::detail::str_cat(
-          e.what(), " (in initcheck's second run, where memory never written holds other bytes than 0xFF: the "
-                    "first run passed, so what the kernel does depends on memory never written)"));
+      throw Error(::tinytorch::detail::str_cat(e.what(), " (in ", second.phase, ": the first run passed, so what "
+                                               "the kernel does depends on memory never written)"));
     }
-    const std::string diff = initcheck_difference(before, first, kAll, true);
+    const unsigned char* bad = nullptr;
+    const std::string diff = initcheck_difference(before, first, kAll, true, &bad);
     if (!diff.empty()) {
-      const std::string sources = initcheck_sources(before, first, has_shared, run);
+      const std::string sources = initcheck_sources(before, first, has_shared, again, run);
+      // Which thread writes that byte: run again watching it (a write of the value it already
+      // holds is not seen, so with the second fill first, then the first).
+      std::string writer;
+      for (int fill = 2; fill >= 1 && writer.empty(); --fill) {
+        restore_with_second_fill(before, fill == 2 ? kAll : kNone);
+        sim::RunOptions watch = again;
+        watch.second_fill = fill == 2;
+        watch.watch = bad;
+        try {
+          run(watch);
+          writer = sim::scheduler().writer();
+        } catch (const Error&) {
+        }
+      }
       for (const SavedBlock& b : first) b.restore();
       TT_CHECK(false, launch_config(name, grid, block, smem),
-               "initcheck: the kernel read memory never written: ", sources, "; what it wrote depends on it: ", diff,
+               "initcheck: the kernel read memory never written: ",
+               sources.empty() ? std::string("which was not found (the runs with one allocation changed at a time "
+                                             "all gave the first result; a __device__ variable the kernel updates "
+                                             "also looks like this)")
+                               : sources,
+               "; what it wrote depends on it: ", diff,
+               writer.empty() ? std::string() : ", written by " + writer,
                ". On a GPU such memory holds whatever was there before (compute-sanitizer --tool initcheck: "
                "\"Uninitialized __global__ memory read\").");
     }
@@ -305,11 +343,14 @@ inline void run_checked(const char* name, dim3 grid, dim3 block, size_t smem, bo
   }
   if (checks.racecheck && !used_atomics) {  // with atomics the order may rightly change the result
     for (const SavedBlock& b : before) b.restore();
+    sim::RunOptions reverse = again;
+    reverse.reverse = true;
+    reverse.phase = "racecheck's second run, blocks and threads in reverse order";
     try {
-      run(true, false);
+      run(reverse);
     } catch (const Error& e) {
-      throw Error(::tinytorch::detail::str_cat(e.what(), " (in racecheck's second run, blocks and threads in ",
-                                               "reverse order: the first run, in the usual order, passed)"));
+      throw Error(::tinytorch::detail::str_cat(e.what(), " (in ", reverse.phase,
+                                               ": the first run, in the usual order, passed)"));
     }
     const std::string diff = first_difference(first);
     TT_CHECK(diff.empty(), launch_config(name, grid, block, smem), "racecheck: ", diff);
@@ -392,7 +433,7 @@ void launch_kernel(const char* name, void (*kernel)(KArgs...), dim3 grid, dim3 b
     std::apply(c->kernel, c->params);
   };
   // The kernel's static __shared__ arrays: their size is checked, and they are filled for every block.
-  const sim::detail::StaticShared& shared = sim::detail::static_shared_of(reinterpret_cast<const void*>(kernel));
+  const sim::detail::StaticShared shared = sim::detail::static_shared_of(reinterpret_cast<const void*>(kernel));
   detail::check_shared_memory(name, grid, block, dynamic_smem_bytes, shared.bytes);
   sim::RunOptions options;
   options.static_shared = sim::detail::shared_var_addresses(shared);
@@ -409,10 +450,8 @@ void launch_kernel(const char* name, void (*kernel)(KArgs...), dim3 grid, dim3 b
     std::apply([&](const auto&... p) { detail::refuse_host_pointers(name, grid, block, dynamic_smem_bytes, p...); },
                call.params);
     const bool has_shared = dynamic_smem_bytes > 0 || !options.static_shared.empty();
-    detail::run_checked(name, grid, block, dynamic_smem_bytes, has_shared, [&](bool reverse, bool second_fill) {
-      options.reverse = reverse;
-      options.second_fill = second_fill;
-      sim::run_grid(name, grid, block, dynamic_smem_bytes, body, &call, options);
+    detail::run_checked(name, grid, block, dynamic_smem_bytes, has_shared, options, [&](const sim::RunOptions& o) {
+      sim::run_grid(name, grid, block, dynamic_smem_bytes, body, &call, o);
     });
   } else {
     sim::run_grid(name, grid, block, dynamic_smem_bytes, body, &call, options);

@@ -82,7 +82,7 @@
 //              dynamic shared memory always does, and every launch runs a second time with each byte
 //              never written (by a copy or a kernel) and the dynamic shared memory holding other
 //              values: a byte the two runs write differently is reported, naming the unwritten
-//              memory the kernel read (launch.hpp, run_checked).
+//              memory the kernel read and the thread that wrote the byte (launch.hpp, run_checked).
 //   Any sanitizer's report (ASan, UBSan, TSan) ends with the running kernel, block and thread.
 //   Values a GPU leaves undefined are given fixed ones: a shuffle reading a lane that does not take
 //   part returns NaN for floating types and the caller's own value otherwise; shared memory starts
@@ -393,6 +393,7 @@ struct Fiber {
 struct Progress {
   std::atomic<bool> claimed{false};
   std::atomic<const char*> kernel{nullptr};
+  std::atomic<const char*> phase{nullptr};  // RunOptions::phase of the running launch
   std::atomic<bool> in_thread{false};  // a CUDA thread (fiber) is running
   std::atomic<uint64_t> switches{0};
   std::atomic<uint32_t> block[3] = {};
@@ -413,6 +414,14 @@ struct RunOptions {
   /// This host thread's instances of the kernel's static __shared__ arrays {address, bytes}
   /// (sim_shared_size.hpp), filled like the dynamic shared memory at the start of every block.
   std::vector<std::pair<unsigned char*, size_t>> static_shared;
+  /// A byte of device memory to watch: after every stretch a thread runs, the scheduler notes the
+  /// thread if the byte changed (initcheck names the thread that wrote a bad byte: Scheduler::writer).
+  const unsigned char* watch = nullptr;
+  /// More thread switches than this (0: no limit) stops the launch with an error (racecheck's and
+  /// initcheck's later runs: a loop bound read from memory never written must not run forever).
+  uint64_t max_switches = 0;
+  /// Which run this is, for the hang report ("" or nullptr: the launch itself).
+  const char* phase = nullptr;
 };
 
 /// Per host thread: the fibers (allocated once, reused by every block and launch) and the block
@@ -456,6 +465,11 @@ class Scheduler {
   /// Atomic operations device code on this host thread has made so far (racecheck skips the order
   /// comparison of a launch that made any: their results may rightly depend on the order).
   uint64_t atomics() const { return __atomic_load_n(&atomics_, __ATOMIC_RELAXED); }
+  /// "block (x,y,z), thread (x,y,z)" of the last thread that changed RunOptions::watch in the last
+  /// launch, or "" (none did).
+  const std::string& writer() const { return writer_; }
+  /// Times a thread was resumed in the last (or running) launch.
+  uint64_t switches() const { return switches_; }
   void count_atomic() { __atomic_fetch_add(&atomics_, 1, __ATOMIC_RELAXED); }
   /// The fiber whose stack's guard page holds `a`, or -1 (the fault handler's stack-overflow test).
   int stack_guard_owner(uintptr_t a) const {
@@ -522,6 +536,8 @@ class Scheduler {
   const char* name_ = "";
   std::string fault_what_;
   const RunOptions* options_ = nullptr;  // the running launch's
+  std::string writer_;                   // see writer()
+  uint64_t switches_ = 0;                // see switches()
   uint64_t atomics_ = 0;          // atomic operations so far (an atomic counter: fibers add to it)
   Progress* progress_ = nullptr;  // this host thread's slot for the watchdog (null: none free)
   void* altstack_ = nullptr;      // the signal stack this scheduler installed, if any
@@ -778,7 +794,14 @@ inline void Scheduler::run_block(const char* name) {
       Fiber& f = fibers_[i];
       if (f.state != State::kReady) continue;
       ran = true;
+      const unsigned char watched = options_->watch ? *options_->watch : 0;
+      if (options_->max_switches && switches_ >= options_->max_switches)
+        fail_block(block_prefix(name) + ", thread " + thread_str(f.tid),
+                   str_cat("stopped after ", switches_, " thread switches, far more than the first run of this launch needed"));
+      ++switches_;
       run_fiber(i);
+      if (options_->watch && *options_->watch != watched)
+        writer_ = str_cat("block ", thread_str(blockIdx), ", thread ", thread_str(f.tid));
       if (f.error) {
         std::string what;
         try {
@@ -914,7 +937,10 @@ inline void Scheduler::run_grid(const char* name, dim3 grid, dim3 block, size_t 
       blockIdx = uint3{0, 0, 0};
       blockDim = dim3();
       gridDim = dim3();
-      if (s.progress_) s.progress_->kernel.store(nullptr, std::memory_order_release);
+      if (s.progress_) {
+        s.progress_->kernel.store(nullptr, std::memory_order_release);
+        s.progress_->phase.store(nullptr, std::memory_order_release);
+      }
       t_running = nullptr;
 #if TT_SIM_TSAN
       __tsan_ignore_thread_end();
@@ -926,6 +952,9 @@ inline void Scheduler::run_grid(const char* name, dim3 grid, dim3 block, size_t 
   gridDim = grid;
   blockDim = block;
   options_ = &options;
+  writer_.clear();
+  switches_ = 0;
+  if (progress_) progress_->phase.store(options.phase, std::memory_order_release);
   for (unsigned zz = 0; zz < grid.z; ++zz)
     for (unsigned yy = 0; yy < grid.y; ++yy)
       for (unsigned xx = 0; xx < grid.x; ++xx) {
@@ -971,6 +1000,13 @@ inline long hang_seconds() {
 
 [[noreturn]] inline void report_hang(const Progress& p, long seconds) {
   const char* k = p.kernel.load();
+  const char* phase = p.phase.load();
+  if (phase != nullptr)  // the first run of a checked launch ended: what differs now is the cause
+    std::fprintf(stderr,
+                 "========= tinytorch CUDA simulator: hang in %s (TINYTORCH_SIM_CHECK): the first run of this launch "
+                 "ended, so this one loops on what that run changes: most likely a loop bound or index read from "
+                 "memory never written (initcheck) or from another thread without a barrier (racecheck).\n",
+                 phase);
   std::fprintf(stderr,
                "========= tinytorch CUDA simulator: hang: kernel '%s', block (%u,%u,%u), thread (%u,%u,%u) has run "
                "for %ld s without reaching a __syncthreads(), a warp operation or its end.\n"
@@ -1056,7 +1092,10 @@ inline void on_fault(int sig, siginfo_t* info, void* uctx) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(info->si_addr);
   const char* access = "access";
 #if defined(__x86_64__) && defined(REG_ERR)
-  access = (static_cast<ucontext_t*>(uctx)->uc_mcontext.gregs[REG_ERR] & 2) ? "write" : "read";
+  const auto err = static_cast<ucontext_t*>(uctx)->uc_mcontext.gregs[REG_ERR];  // the page-fault error code
+  access = (err & 0x10) ? "instruction fetch (a call through a null or wild function pointer)"
+           : (err & 2)  ? "write"
+                        : "read";
 #endif
   // A general-protection fault (x86-64: a non-canonical address, far outside any mapping) reports no
   // address and no direction.
@@ -1071,7 +1110,7 @@ inline void on_fault(int sig, siginfo_t* info, void* uctx) {
       what = str_cat("stack overflow: the thread's stack (local memory) of ", fiber_stack_bytes() / 1024,
                      " KiB is exhausted: a local array or a recursion too large (TINYTORCH_SIM_STACK_KB sets it)");
     } else {
-      what = str_cat("memcheck: invalid ", access, " at address 0x", std::hex, a, std::dec, ": the address is ",
+      what = str_cat(checks().memcheck ? "memcheck: " : "", "invalid ", access, " at address 0x", std::hex, a, std::dec, ": the address is ",
                      near.empty() ? std::string("in no simulated device allocation (a host pointer, a stale or "
                                                 "wild pointer)")
                                   : near,

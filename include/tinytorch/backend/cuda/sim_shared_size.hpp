@@ -192,18 +192,31 @@ struct StaticShared {
 };
 
 /// The StaticShared of the kernel at `kernel` (the TLS symbols `_ZZ<its mangled name minus "_Z">E...`
-/// of the ELF object holding it). Parsed once per object, cached per kernel; the reference stays valid.
-inline const StaticShared& static_shared_of(const void* kernel) noexcept {
+/// of the ELF object holding it). Parsed once per object, cached per kernel until an object is
+/// unloaded (dlclose: another library may then hold the same addresses).
+inline StaticShared static_shared_of(const void* kernel) noexcept {
   // Never destroyed: a launch from a static destructor still finds it.
   struct State {
     std::mutex mutex;
     std::map<std::pair<std::string, std::uintptr_t>, std::vector<ElfFunction>> objects;  // empty: unreadable
-    std::unordered_map<const void*, StaticShared> kernels;  // nodes: references stay valid
-    StaticShared unknown;
+    std::unordered_map<const void*, StaticShared> kernels;
+    unsigned long long unloads = 0;  // dl_phdr_info::dlpi_subs when the caches were filled
   };
   static State* const state = new State;
   try {
     std::lock_guard<std::mutex> lock(state->mutex);
+    unsigned long long unloads = 0;
+    ::dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t, void* data) -> int {
+          *static_cast<unsigned long long*>(data) = info->dlpi_subs;  // the same in every entry
+          return 1;
+        },
+        &unloads);
+    if (unloads != state->unloads) {
+      state->kernels.clear();
+      state->objects.clear();
+      state->unloads = unloads;
+    }
     const auto known = state->kernels.find(kernel);
     if (known != state->kernels.end()) return known->second;
     // The loaded object whose PT_LOAD segments hold the address: its file and load base (copied
@@ -245,30 +258,50 @@ inline const StaticShared& static_shared_of(const void* kernel) noexcept {
     }
     return state->kernels.emplace(kernel, std::move(result)).first->second;
   } catch (...) {
-    return state->unknown;
+    return StaticShared();
   }
 }
 
 /// Total bytes of the static __shared__ variables of the kernel at `kernel`, or -1 when unknown.
 inline long long static_shared_bytes(const void* kernel) noexcept { return static_shared_of(kernel).bytes; }
 
+#if defined(__x86_64__)
+// The C library's TLS accessor (the call the compiler emits for the general-dynamic model): the
+// address of byte ti_offset of module ti_module's TLS block in this thread, allocated if needed.
+struct TlsIndex {
+  unsigned long ti_module, ti_offset;
+};
+extern "C" void* __tls_get_addr(TlsIndex*);
+#endif
+
 /// The calling thread's instance of each static __shared__ variable of `s`: {address, bytes}
-/// (empty when its object's TLS block is not allocated in this thread yet, or there are none).
+/// (empty when there are none, or when its object's TLS block cannot be found in this thread).
 inline std::vector<std::pair<unsigned char*, std::size_t>> shared_var_addresses(const StaticShared& s) {
   std::vector<std::pair<unsigned char*, std::size_t>> out;
   if (s.vars.empty() || s.tls_modid == 0) return out;
-  struct Query { std::size_t modid; void* tls; };
-  Query q{s.tls_modid, nullptr};
+  struct Query { std::size_t modid; void* tls; std::uint64_t tls_bytes; };
+  Query q{s.tls_modid, nullptr, 0};
   ::dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void* data) -> int {
         auto* found = static_cast<Query*>(data);
         if (info->dlpi_tls_modid != found->modid) return 0;
         found->tls = info->dlpi_tls_data;  // this thread's copy of the object's PT_TLS image
+        for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i)
+          if (info->dlpi_phdr[i].p_type == PT_TLS) found->tls_bytes = info->dlpi_phdr[i].p_memsz;
         return 1;
       },
       &q);
+#if defined(__x86_64__)
+  if (q.tls == nullptr && q.tls_bytes > 0) {  // a dlopen'ed library this thread has not touched yet
+    TlsIndex index{static_cast<unsigned long>(s.tls_modid), 0};
+    q.tls = __tls_get_addr(&index);
+  }
+#endif
   if (q.tls == nullptr) return out;
-  for (const SharedVar& v : s.vars) out.emplace_back(static_cast<unsigned char*>(q.tls) + v.offset, v.bytes);
+  for (const SharedVar& v : s.vars) {
+    if (v.offset > q.tls_bytes || v.bytes > q.tls_bytes - v.offset) return {};  // not this object's: stale
+    out.emplace_back(static_cast<unsigned char*>(q.tls) + v.offset, v.bytes);
+  }
   return out;
 }
 
