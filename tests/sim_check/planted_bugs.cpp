@@ -3,7 +3,8 @@
 //
 // `planted_bugs <case>` runs one case: a kernel written as a student would, launched on simulated
 // device memory. "<bug>" cases must be reported (the program fails, and the report names the kernel
-// and the kind of error); "<bug>_fixed" cases are the corrected kernel and must pass and print
+// and the kind of error; a bug case that runs to the end unreported exits 3 saying which check it
+// needs); "<bug>_fixed" cases are the corrected kernel and must pass and print
 // "ok <case>". tests/sim_check/tests.cmake builds this file in the modes the checks need and runs
 // each case through expect.sh:
 //   plain build         memcheck, racecheck's order comparison, initcheck (TINYTORCH_SIM_CHECK=...),
@@ -332,7 +333,7 @@ const std::map<std::string, std::function<void()>>& cases() {
       {"shared_race_order", [] { cases().at("shared_race")(); }},  // the same bugs, for the order check
       {"shared_race_initcheck", [] { cases().at("shared_race")(); }},  // and for initcheck
       {"warp_sync_initcheck", [] { cases().at("warp_sync")(); }},
-      {"order_fixed_initcheck", [] { cases().at("order_fixed")(); }},
+      {"order_initcheck_fixed", [] { cases().at("order_fixed")(); }},
       {"order_fixed", [] {
          cases().at("shared_race_fixed")();
          cases().at("warp_sync_fixed")();
@@ -489,6 +490,16 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "planted_bugs: %s\n", e.what());
     return 1;
+  }
+  const std::string name = argv[1];
+  if (name.size() < 6 || name.compare(name.size() - 6, 6, "_fixed") != 0) {  // a planted bug ran to the end
+    std::fprintf(stderr,
+                 "planted_bugs: '%s' is a planted bug and nothing reported it: run it with the check it needs "
+                 "(TINYTORCH_SIM_CHECK=memcheck, racecheck or initcheck, or a -fsanitize=thread build for "
+                 "histogram, shared_race and warp_sync; ctest sim_check_%s sets it: "
+                 "tests/sim_check/tests.cmake)\n",
+                 argv[1], argv[1]);
+    return 3;  // a ThreadSanitizer report comes before this and keeps its own exit code
   }
   std::printf("ok %s\n", argv[1]);
   return 0;

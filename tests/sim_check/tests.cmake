@@ -10,6 +10,8 @@
 #                    memcheck,initcheck,racecheck: ctest test_cuda_sim_suite_checked
 #   ThreadSanitizer  racecheck (build-tsan, label threads: scripts/test.sh's TSan stage runs them,
 #                    with the simulator suite itself, tests/cuda/tests.cmake).
+# The TSan and synccheck cases check the source lines chapter 10.7's table quotes (88, 96/99,
+# 145/148): a change to planted_bugs.cpp above them must update the chapter.
 # planted_bugs is header-only (it includes only the launcher and the runtime), at -O1 -g so that
 # the reports' addr2line hints and ThreadSanitizer's stacks have lines.
 add_executable(planted_bugs "${CMAKE_CURRENT_SOURCE_DIR}/sim_check/planted_bugs.cpp")
@@ -35,11 +37,11 @@ if(TINYTORCH_SANITIZER MATCHES "thread")
   list(APPEND _tt_thread_tests planted_bugs)
   add_dependencies(tt_thread_tests planted_bugs)
   set(_tsan "TSAN_OPTIONS=exitcode=66")
-  tt_sim_check(histogram fail "${_tsan}" "WARNING: ThreadSanitizer: data race" "histogram_kernel .*planted_bugs.cpp:"
+  tt_sim_check(histogram fail "${_tsan}" "WARNING: ThreadSanitizer: data race" "histogram_kernel .*planted_bugs.cpp:88"
                "'block \\(0,0,0\\) thread \\([0-9]+,0,0\\) of histogram'"
                "tinytorch CUDA simulator: reported in kernel 'histogram', block \\(0,0,0\\)")
   tt_sim_check(histogram_fixed pass "${_tsan}")
-  tt_sim_check(shared_race fail "${_tsan}" "WARNING: ThreadSanitizer: data race" "block_sum_kernel .*planted_bugs.cpp:"
+  tt_sim_check(shared_race fail "${_tsan}" "WARNING: ThreadSanitizer: data race" "block_sum_kernel .*planted_bugs.cpp:96" "block_sum_kernel .*planted_bugs.cpp:99"
                "reported in kernel 'block_sum'")
   tt_sim_check(shared_race_fixed pass "${_tsan}")
   tt_sim_check(warp_sync fail "${_tsan}" "WARNING: ThreadSanitizer: data race" "warp_sum_kernel .*planted_bugs.cpp:"
@@ -79,7 +81,7 @@ elseif(NOT TINYTORCH_SANITIZER)
   tt_sim_check(order_fixed pass "${_race}")
   tt_sim_check(compact_fixed pass "${_race}")
   tt_sim_check(racecheck_host_pointer fail "${_race}" "kernel 'scale' .*racecheck: argument 1 = 0x[0-9a-f]+ is not simulated device memory")
-  tt_sim_check(divergent_barrier fail "" "kernel 'divergent': block \\(0,0,0\\): synccheck: divergent __syncthreads\\(\\): thread \\(0,0,0\\) waits at .*planted_bugs.cpp:[0-9]+ but thread \\(32,0,0\\) at .*planted_bugs.cpp:[0-9]+")
+  tt_sim_check(divergent_barrier fail "" "kernel 'divergent': block \\(0,0,0\\): synccheck: divergent __syncthreads\\(\\): thread \\(0,0,0\\) waits at .*planted_bugs.cpp:145 but thread \\(32,0,0\\) at .*planted_bugs.cpp:148")
   tt_sim_check(divergent_barrier_fixed pass "")
   tt_sim_check(early_exit_fixed pass "")
   set(_init "TINYTORCH_SIM_CHECK=initcheck")  # every launch twice, memory never written changed
@@ -92,7 +94,7 @@ elseif(NOT TINYTORCH_SANITIZER)
   # memory is refilled for every block, so the previous block's values do not hide it).
   tt_sim_check(shared_race_initcheck fail "${_init}" "kernel 'block_sum' .*initcheck: the kernel read memory never written: shared memory")
   tt_sim_check(warp_sync_initcheck fail "${_init}" "kernel 'warp_sum' .*initcheck: the kernel read memory never written: shared memory")
-  tt_sim_check(order_fixed_initcheck pass "${_init}")
+  tt_sim_check(order_initcheck_fixed pass "${_init}")
   tt_sim_check(spin_wait fail "" "hang: kernel 'spin', block \\(0,0,0\\), thread \\(0,0,0\\) has run for 1 s without reaching")
   set_property(TEST sim_check_spin_wait APPEND PROPERTY ENVIRONMENT "TINYTORCH_SIM_HANG_SECONDS=1")
   tt_sim_check(spin_wait_fixed pass "")

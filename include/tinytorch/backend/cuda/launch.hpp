@@ -181,8 +181,9 @@ inline std::string first_difference(const std::vector<SavedBlock>& expected) {
             "the result depends on the order the threads run in: ",
             describe_difference(b, i, b.bytes.data(), "in the usual order (blocks and threads from 0 up)", b.start,
                                 "in reverse order"),
-            ". Two threads (or blocks) reach that location without a __syncthreads() or a warp operation "
-            "between them; on a GPU either may come first.");
+            ". Two threads (or blocks) touch the same memory without a __syncthreads() or a warp operation "
+            "between them: this byte, or memory it was computed from (shared memory, say); on a GPU either may "
+            "come first.");
   return std::string();
 }
 
@@ -336,8 +337,8 @@ inline void run_checked(const char* name, dim3 grid, dim3 block, size_t smem, bo
                                : sources,
                "; what it wrote depends on it: ", diff,
                writer.empty() ? std::string() : ", written by " + writer,
-               ". On a GPU such memory holds whatever was there before (compute-sanitizer --tool initcheck: "
-               "\"Uninitialized __global__ memory read\").");
+               ". On a GPU such memory holds whatever was there before (compute-sanitizer --tool initcheck reports "
+               "it for global memory: \"Uninitialized __global__ memory read\").");
     }
     for (const SavedBlock& b : first) b.restore();
   }
