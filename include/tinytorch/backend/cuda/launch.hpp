@@ -197,7 +197,8 @@ inline void restore_with_second_fill(const std::vector<SavedBlock>& before, int 
     b.restore();
     if (only != kAll && static_cast<size_t>(only) != k) continue;
     for (size_t i = 0; i < b.bytes.size(); ++i)
-      if (!(*b.written)[i]) b.start[i] = sim::initcheck_second_byte(reinterpret_cast<uintptr_t>(b.start + i), b.bytes[i]);
+      if (!(*b.written)[i])
+        b.start[i] = sim::initcheck_second_byte(reinterpret_cast<uintptr_t>(b.start + i), b.bytes[i]);
   }
 }
 /// initcheck: compares the first run's result (`first`) with device memory now, after a run in which

@@ -797,7 +797,8 @@ inline void Scheduler::run_block(const char* name) {
       const unsigned char watched = options_->watch ? *options_->watch : 0;
       if (options_->max_switches && switches_ >= options_->max_switches)
         fail_block(block_prefix(name) + ", thread " + thread_str(f.tid),
-                   str_cat("stopped after ", switches_, " thread switches, far more than the first run of this launch needed"));
+                   str_cat("stopped after ", switches_,
+                           " thread switches, far more than the first run of this launch needed"));
       ++switches_;
       run_fiber(i);
       if (options_->watch && *options_->watch != watched)
@@ -1110,7 +1111,8 @@ inline void on_fault(int sig, siginfo_t* info, void* uctx) {
       what = str_cat("stack overflow: the thread's stack (local memory) of ", fiber_stack_bytes() / 1024,
                      " KiB is exhausted: a local array or a recursion too large (TINYTORCH_SIM_STACK_KB sets it)");
     } else {
-      what = str_cat(checks().memcheck ? "memcheck: " : "", "invalid ", access, " at address 0x", std::hex, a, std::dec, ": the address is ",
+      what = str_cat(checks().memcheck ? "memcheck: " : "", "invalid ", access, " at address 0x", std::hex, a,
+                     std::dec, ": the address is ",
                      near.empty() ? std::string("in no simulated device allocation (a host pointer, a stale or "
                                                 "wild pointer)")
                                   : near,

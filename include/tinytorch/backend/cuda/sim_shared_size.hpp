@@ -113,7 +113,8 @@ inline std::vector<ElfFunction> functions_of(const ElfW(Sym)* syms, std::uint64_
       if (f.name.size() > 2 && f.name.compare(0, 2, "_Z") == 0) key.assign(f.name.substr(2));
       else key.assign(std::to_string(f.name.size())).append(f.name);  // C linkage: <source-name>
       key += 'E';
-      auto it = std::lower_bound(tls.begin(), tls.end(), key, [](const Tls& t, const std::string& k) { return t.rest < k; });
+      auto it = std::lower_bound(tls.begin(), tls.end(), key,
+                                 [](const Tls& t, const std::string& k) { return t.rest < k; });
       std::string_view last;  // the last name counted: the same name again means two TUs mixed
       for (; bytes >= 0 && it != tls.end() && it->rest.compare(0, key.size(), key) == 0; ++it) {
         if (it->rest.size() <= key.size() || !std::isdigit(static_cast<unsigned char>(it->rest[key.size()])) ||
