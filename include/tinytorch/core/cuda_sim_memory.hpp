@@ -75,7 +75,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <iterator>
 #include <map>
 #include <mutex>
 #include <string>
@@ -286,27 +285,22 @@ class Memory {
   void mark_written(const void* p, size_t bytes) {
     if (!initcheck_) return;
     std::lock_guard<std::mutex> lock(mu_);
-    if (std::vector<unsigned char>* w = written_locked(p, bytes)) std::memset(w->data() + offset_locked(p), 1, bytes);
+    if (unsigned char* w = written_at_locked(p, bytes)) std::memset(w, 1, bytes);
   }
   /// initcheck: a device-to-device copy carries what was written with the bytes.
   void copy_written(void* dst, const void* src, size_t bytes) {
     if (!initcheck_) return;
     std::lock_guard<std::mutex> lock(mu_);
-    std::vector<unsigned char>* d = written_locked(dst, bytes);
-    std::vector<unsigned char>* s = written_locked(src, bytes);
-    if (d && s) std::memmove(d->data() + offset_locked(dst), s->data() + offset_locked(src), bytes);
+    unsigned char* d = written_at_locked(dst, bytes);
+    const unsigned char* s = written_at_locked(src, bytes);
+    if (d && s) std::memmove(d, s, bytes);
   }
 
   /// The device whose live block holds all of [p, p + bytes), or -1.
   int device_of(const void* p, size_t bytes) {
-    const uintptr_t a = reinterpret_cast<uintptr_t>(p);
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = regions_.upper_bound(a);
-    if (it == regions_.begin()) return -1;
-    --it;
-    const uintptr_t begin = it->first;
-    if (a - begin > it->second.bytes || bytes > it->second.bytes - (a - begin)) return -1;
-    return it->second.device;
+    const auto it = region_holding_locked(p, bytes);
+    return it == regions_.end() ? -1 : it->second.device;
   }
 
   /// Bytes of `device`'s capacity in use (whole pages).
@@ -389,16 +383,20 @@ class Memory {
     return p;
   }
 
-  // The start of the live block holding [p, p + bytes), and its written-bytes table (initcheck).
-  uintptr_t start_locked(const void* p) const {
-    auto it = regions_.upper_bound(reinterpret_cast<uintptr_t>(p));
-    return it == regions_.begin() ? 0 : std::prev(it)->first;
+  // The live region holding all of [p, p + bytes) (p may be its end when bytes is 0), or end().
+  std::map<uintptr_t, Region>::iterator region_holding_locked(const void* p, size_t bytes) {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    auto it = regions_.upper_bound(a);
+    if (it == regions_.begin()) return regions_.end();
+    --it;
+    const size_t offset = a - it->first;
+    return offset > it->second.bytes || bytes > it->second.bytes - offset ? regions_.end() : it;
   }
-  size_t offset_locked(const void* p) const { return reinterpret_cast<uintptr_t>(p) - start_locked(p); }
-  std::vector<unsigned char>* written_locked(const void* p, size_t bytes) {
-    const auto it = regions_.find(start_locked(p));
-    if (it == regions_.end() || offset_locked(p) + bytes > it->second.bytes) return nullptr;
-    return &it->second.written;
+  // initcheck: the written-bytes table's entry for p, when [p, p + bytes) is inside one live region.
+  unsigned char* written_at_locked(const void* p, size_t bytes) {
+    const auto it = region_holding_locked(p, bytes);
+    if (it == regions_.end() || it->second.written.empty()) return nullptr;
+    return it->second.written.data() + (reinterpret_cast<uintptr_t>(p) - it->first);
   }
 
   int current_prot() const { return (unprotected_ || scopes_ > 0) ? PROT_READ | PROT_WRITE : PROT_NONE; }

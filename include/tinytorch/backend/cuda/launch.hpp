@@ -298,6 +298,14 @@ inline void run_checked(const char* name, dim3 grid, dim3 block, size_t smem, bo
   const bool used_atomics = sim::scheduler().atomics() != atomics;
   sim::RunOptions again = options;
   again.max_switches = 4 * sim::scheduler().switches() + 100000;
+  // A later run that fails where the first passed: its error says which run and what that means.
+  const auto run_later = [&](const sim::RunOptions& o, const char* meaning) {
+    try {
+      run(o);
+    } catch (const Error& e) {
+      throw Error(::tinytorch::detail::str_cat(e.what(), " (in ", o.phase, ": ", meaning, ")"));
+    }
+  };
   std::vector<SavedBlock> first = before;
   for (SavedBlock& b : first) b.refresh();
   if (checks.initcheck) {
@@ -305,12 +313,7 @@ inline void run_checked(const char* name, dim3 grid, dim3 block, size_t smem, bo
     sim::RunOptions second = again;
     second.second_fill = true;
     second.phase = "initcheck's second run, where memory never written holds other bytes than 0xFF";
-    try {
-      run(second);
-    } catch (const Error& e) {
-      throw Error(::tinytorch::detail::str_cat(e.what(), " (in ", second.phase, ": the first run passed, so what "
-                                               "the kernel does depends on memory never written)"));
-    }
+    run_later(second, "the first run passed, so what the kernel does depends on memory never written");
     const unsigned char* bad = nullptr;
     const std::string diff = initcheck_difference(before, first, kAll, true, &bad);
     if (!diff.empty()) {
@@ -348,12 +351,7 @@ inline void run_checked(const char* name, dim3 grid, dim3 block, size_t smem, bo
     sim::RunOptions reverse = again;
     reverse.reverse = true;
     reverse.phase = "racecheck's second run, blocks and threads in reverse order";
-    try {
-      run(reverse);
-    } catch (const Error& e) {
-      throw Error(::tinytorch::detail::str_cat(e.what(), " (in ", reverse.phase,
-                                               ": the first run, in the usual order, passed)"));
-    }
+    run_later(reverse, "the first run, in the usual order, passed");
     const std::string diff = first_difference(first);
     TT_CHECK(diff.empty(), launch_config(name, grid, block, smem), "racecheck: ", diff);
   }

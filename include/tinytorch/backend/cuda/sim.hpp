@@ -781,8 +781,8 @@ inline void Scheduler::run_block(const char* name) {
   // Shared memory starts undefined on a GPU; here 0xFF bytes in every block (NaN floats, -1 integers),
   // or initcheck's second values.
   const auto fill_shared = [&](unsigned char* p, size_t bytes) {
-    std::memset(p, 0xFF, bytes);
-    if (options_->second_fill)
+    if (!options_->second_fill) std::memset(p, 0xFF, bytes);
+    else
       for (size_t i = 0; i < bytes; ++i) p[i] = initcheck_second_byte(reinterpret_cast<uintptr_t>(p + i), 0xFF);
   };
   if (smem_bytes_) fill_shared(static_cast<unsigned char*>(smem_), smem_bytes_);
