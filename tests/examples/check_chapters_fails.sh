@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# tests/examples/check_chapters_fails.sh PYTHON BUILD — ctest chapters_check_fails: proves that
+# scripts/check_chapters.py notices a chapter that no longer says what its programs print.
+# On a copy of chapters/02-autograd.md (its commands take a second):
+#   1. the copy as it is passes;
+#   2. one digit changed in a checked block's output (loss=3.3803 -> 3.3804) fails, naming both;
+#   3. one digit changed in the prose (1.775 -> 1.776, a number no block prints) fails, naming it.
+# Exit 77 (Skipped) when example_single is not built.
+set -uo pipefail
+python=$1 build=$2
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+[[ -x "$build/bin/example_single" ]] || { echo "example_single is not built: skipped"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+ch="$tmp/02-autograd.md"
+
+check() {  # check WANT_STATUS WANT_TEXT: runs the checker on $ch
+  out=$("$python" "$root/scripts/check_chapters.py" --build "$build" "$ch" 2>&1)
+  status=$?
+  if [[ $status -ne $1 ]] || ! grep -qF -- "$2" <<<"$out"; then
+    echo "FAIL: expected exit $1 and '$2'; got exit $status:"
+    echo "$out"
+    exit 1
+  fi
+  echo "ok: exit $status, '$2'"
+}
+
+cp "$root/chapters/02-autograd.md" "$ch"
+check 0 "✓ 02-autograd.md"
+
+sed 's/^epoch 0: loss=3\.3803$/epoch 0: loss=3.3804/' "$root/chapters/02-autograd.md" >"$ch"
+grep -q "loss=3.3804" "$ch" || { echo "FAIL: the block's line 'epoch 0: loss=3.3803' is gone"; exit 1; }
+check 1 "differs: 3.3804 -> 3.3803"
+
+sed 's/db = −1\.9 − 1\.775)/db = −1.9 − 1.776)/' "$root/chapters/02-autograd.md" >"$ch"
+grep -q "1.776" "$ch" || { echo "FAIL: the prose's '1.775' is gone"; exit 1; }
+check 1 "the number 1.776 is in no checked block"
