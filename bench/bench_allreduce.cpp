@@ -25,6 +25,7 @@
 #include <tinytorch/distributed/model_agreement.hpp>
 
 #include "../examples/flags.hpp"
+#include "load_watch.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -206,6 +207,8 @@ int main(int argc, char** argv) {
     dist::check_same_command_line("bench_allreduce", argc, argv);  // the same sizes and algorithms everywhere
     const int N = dist::get_world_size(), rank = dist::get_rank();
     const size_t V = variants.size();
+    const bench::LoadWatch watch;  // every rank's core is busy (MPI spins): the times need N idle cores
+    const double cpu0 = bench::LoadWatch::process_cpu_seconds();
 
     std::vector<int64_t> sizes;
     for (int64_t m = o.min_bytes; m <= o.max_bytes; m *= o.factor) sizes.push_back(m / 4 * 4);
@@ -295,6 +298,12 @@ int main(int argc, char** argv) {
       if (worst < 1e30) std::printf("# ring vs MPI_Allreduce, sizes >= 1 MiB: worst %.2fx\n", worst);
     }
     if (rank == 0 && !o.csv.empty()) std::printf("# wrote %s\n", o.csv.c_str());
+    double cpu = bench::LoadWatch::process_cpu_seconds() - cpu0;
+    if (N > 1) dist::all_reduce(&cpu, 1, dist::ReduceOp::SUM);
+    if (rank == 0) {
+      std::printf("# ");  // the load line as a comment of this table
+      watch.report(stdout, cpu, N, "the times (one rank per core)");
+    }
   } catch (const std::exception& e) {
     pg.abort(e);
   }

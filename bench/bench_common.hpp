@@ -5,6 +5,7 @@
 //   Trainer(model, B, in, seed)     synthetic x (B, in) ~ N(0, 1), y (B) in [0, 10); step() =
 //                                   zero_grad, forward, cross-entropy, backward, SGD(0.01, 0.9) step
 //   integer_flag(...)               the value after a flag, checked as examples/flags.hpp checks
+//   report_load(watch, cpu0, what)  the load line and warning of load_watch.hpp, all ranks' CPU added
 // Chapters: chapters/05-data-parallel.md, chapters/06-distributed-data-parallel.md.
 #pragma once
 
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "../examples/flags.hpp"
+#include "load_watch.hpp"
 
 namespace bench {
 
@@ -64,6 +66,16 @@ inline long long integer_flag(const char* program, int argc, char** argv, int& i
     std::fprintf(stderr, "%s\n", e.what());
     std::exit(2);
   }
+}
+
+/// After a run watched by `watch` (started when this process had used `cpu0` CPU seconds): adds
+/// up every rank's CPU time and prints, on rank 0, the load line and the warning of
+/// bench/load_watch.hpp for a figure that needs one idle core per rank. Call on every rank.
+inline void report_load(const LoadWatch& watch, double cpu0, const char* figure) {
+  double cpu = LoadWatch::process_cpu_seconds() - cpu0;
+  const int N = tt::distributed::get_world_size();
+  if (N > 1) tt::distributed::all_reduce(&cpu, 1, tt::distributed::ReduceOp::SUM);
+  if (tt::distributed::get_rank() == 0) watch.report(stdout, cpu, N, figure);
 }
 
 struct Trainer {

@@ -347,7 +347,11 @@ int main(int argc, char** argv) {
   tt::set_num_threads(1);  // 1 thread per rank, as described above (core/parallel.hpp)
   try {
     dist::check_same_command_line("bench_ddp", argc, argv);  // every rank must run the same measurement
-    return run(o);
+    const bench::LoadWatch watch;
+    const double cpu0 = bench::LoadWatch::process_cpu_seconds();
+    const int status = run(o);
+    bench::report_load(watch, cpu0, "the DDP figures (one rank per core)");
+    return status;
   } catch (const std::exception& e) {
     pg.abort(e);
   }

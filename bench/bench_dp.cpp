@@ -18,6 +18,8 @@
 // (parallel_apply: the only part that runs in two threads), gather, loss + backward (one thread,
 // both replicas' graphs) and the optimizer step; medians in microseconds; beside it, the plain
 // model's forward and loss+backward on the same batch, interleaved step by step.
+// Last, a load line (bench/load_watch.hpp) and a WARNING when other processes held more than a
+// quarter of a core: the DP and DDP rows need both cores of a 2-core machine.
 // Chapter: chapters/05-data-parallel.md ("How fast"). Reference: PyTorch's DataParallel docs
 // ("use DistributedDataParallel instead").
 #include "bench_common.hpp"
@@ -93,6 +95,8 @@ struct DpPhases {
 
 int run(const Options& o) {
   const int N = dist::get_world_size(), r = dist::get_rank();
+  const bench::LoadWatch watch;  // did other processes take the cores the DP and DDP rows need?
+  const double cpu0 = bench::LoadWatch::process_cpu_seconds();
   Eigen::setNbThreads(1);
   const int64_t G = o.batch;
   const std::vector<tt::Device> two_cpus(2, tt::Device::cpu());
@@ -160,7 +164,9 @@ int run(const Options& o) {
     std::printf("The single model on the same batch, interleaved with those steps (us): forward %.0f | "
                 "loss+backward %.0f\n",
                 median(phases.single_forward_us), median(phases.single_backward_us));
+    std::printf("\n");
   }
+  bench::report_load(watch, cpu0, "the DataParallel and DDP rows (two threads; two ranks)");
   return 0;
 }
 

@@ -25,6 +25,8 @@
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 
+#include "load_watch.hpp"
+
 #include <Eigen/Core>
 #include <algorithm>
 #include <chrono>
@@ -342,9 +344,12 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("Linear21/batch:4/threads:1/rawEigen", BM_Linear21_rawEigen)
       ->Unit(benchmark::kMicrosecond)->UseRealTime();
 
+  const bench::LoadWatch watch;
+  const double cpu0 = bench::LoadWatch::process_cpu_seconds();
   SummaryReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   reporter.print_summary();
   benchmark::Shutdown();
+  watch.report(stdout, bench::LoadWatch::process_cpu_seconds() - cpu0, 2, "the threads:2 rows");
   return 0;
 }
