@@ -7,6 +7,8 @@
 // Errors (std::invalid_argument, the program name first): an unknown name or index, a CUDA device
 // in a binary built without CUDA ("--device cuda: this binary was built without CUDA (build it
 // with nvcc or -DTINYTORCH_CUDA_SIM=1)"), and an index past tinytorch::cuda::device_count().
+// describe_device(device) is the line the examples print for a CUDA device ("... is simulated" in
+// a TINYTORCH_CUDA_SIM build).
 // Chapter: chapters/10-gpu-kernels.md (running the examples on the GPU, or in the simulator).
 #pragma once
 
@@ -36,6 +38,20 @@ inline tinytorch::Device parse_device(const std::string& text) {
     throw std::invalid_argument("--device " + text + ": CUDA device index " + std::to_string(index) +
                                 " out of range (" + std::to_string(count) + " device(s) here)");
   return tinytorch::Device::cuda(index);
+}
+
+/// The line a program prints when it runs on a CUDA device, so that a run in the simulator never
+/// passes for a GPU run: "device: cuda:0 is simulated (TINYTORCH_CUDA_SIM: ...)" or "device:
+/// cuda:0 (a GPU, nvcc build)". Empty for the CPU.
+inline std::string describe_device(const tinytorch::Device& device) {
+  if (!device.is_cuda()) return "";
+  const std::string name = "cuda:" + std::to_string(device.index);
+#if TINYTORCH_CUDA_SIM
+  return "device: " + name + " is simulated (TINYTORCH_CUDA_SIM: the kernel simulator of chapter 10 runs every "
+         "CUDA thread on the CPU; no GPU is used)";
+#else
+  return "device: " + name + " (a GPU, nvcc build)";
+#endif
 }
 
 }  // namespace examples

@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     const tinytorch::Device device = examples::parse_device(device_text);
+    if (device.is_cuda()) std::printf("%s\n", examples::describe_device(device).c_str());
     examples::LossCallback write_dot;
     bool first_step = false;  // print the gradients of epoch 0 only
     if (!dot_path.empty())

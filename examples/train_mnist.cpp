@@ -337,6 +337,7 @@ int run(const Config& cfg) {
   // Conv2d / MaxPool2d have no CUDA kernels yet (ops/dispatch.hpp: conv, pooling): refuse up front.
   TT_CHECK(device.is_cpu() || !cnn, "train_mnist: --model cnn on ", cfg.device,
            ": Conv2d and MaxPool2d have no CUDA kernels yet; use --model mlp");
+  if (is_main && device.is_cuda()) std::printf("%s\n", examples::describe_device(device).c_str());
   model->to(device);
   std::shared_ptr<tt::nn::Module> net;
   if (cfg.dp > 0) {
