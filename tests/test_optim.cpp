@@ -532,6 +532,8 @@ TEST_CASE("CosineAnnealingLR's recursive steps equal the closed form while nothi
   Tensor p = zeros({1}, TensorOptions().requires_grad(true));
   SGD opt({p}, 0.3);
   sched::CosineAnnealingLR s(opt, 9, 0.01);
+  opt.step();  // p has no gradient: nothing moves, but the schedule now follows an optimizer step
+               // and prints no "lr_scheduler.step() before optimizer.step()" warning
   for (int k = 1; k <= 40; ++k) {
     s.step();
     const double closed = 0.01 + (0.3 - 0.01) * (1 + std::cos(sched::kPi * k / 9)) / 2;
