@@ -121,12 +121,12 @@ def read_chapter(path):
     lines = open(path, encoding="utf-8").read().split("\n")
     i = 0
     while i < len(lines):
-        m = re.match(r"^\s*```(.*)$", lines[i])
+        m = re.match(r"^(\s*)```(.*)$", lines[i])
         if m:
-            info, start, body = m.group(1).strip(), i + 1, []
+            indent, info, start, body = len(m.group(1)), m.group(2).strip(), i + 1, []
             i += 1
             while i < len(lines) and not re.match(r"^\s*```\s*$", lines[i]):
-                body.append(lines[i])
+                body.append(lines[i][indent:] if lines[i][:indent].isspace() else lines[i])  # a block in a list
                 i += 1
             words = info.split()
             if "check" in words or any(w.startswith("checked-by=") for w in words):
