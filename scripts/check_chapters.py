@@ -48,8 +48,7 @@ it comes from instead (a hand calculation, the book, a PyTorch run):
 
     <!-- cited: 0.8953 0.8965 (PyTorch 1.13, tests/reference/gen_mnist_mlp.py) -->
 
-so prose cannot drift from output. Chapters in PROSE_RULE_PENDING are not held to it yet (their
-tables of timings await blocks of their own); their checked blocks are run all the same.
+so prose cannot drift from output.
 
 Exit status: 0 all checked blocks matched (skips are printed with their reason), 1 a mismatch or
 a prose number without a source, 2 bad usage or a malformed block, 77 nothing could run (the build
@@ -67,8 +66,6 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NUMBER = r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
 PROSE_NUMBER = re.compile(r"(?<![\w.])(\d+\.\d{2,}|\d+\.\d+(?:x|%))(?![\w.]*\d)")
-# Chapters whose prose is not yet held to the rule (issue 25's remaining work).
-PROSE_RULE_PENDING = set()
 
 
 class BlockError(Exception):
@@ -326,14 +323,11 @@ def check_chapter(path, build, full):
     for b in blocks:
         known |= b.numbers()
         known |= {n + "x" for n in b.numbers()}
-    if name not in PROSE_RULE_PENDING:
-        missing = [(ln, n) for ln, n in prose_numbers(prose) if not is_known(n, known)]
-        for ln, n in missing:
-            print(f"  {os.path.relpath(path, ROOT)}:{ln}: the number {n} is in no checked block and not cited "
-                  f"(<!-- cited: {n} (where it comes from) -->)")
-        failed |= bool(missing)
-    else:
-        print(f"  prose rule not yet applied to {name} (PROSE_RULE_PENDING)")
+    missing = [(ln, n) for ln, n in prose_numbers(prose) if not is_known(n, known)]
+    for ln, n in missing:
+        print(f"  {os.path.relpath(path, ROOT)}:{ln}: the number {n} is in no checked block and not cited "
+              f"(<!-- cited: {n} (where it comes from) -->)")
+    failed |= bool(missing)
     if failed:
         print(f"✗ {name}")
         return 1
