@@ -32,9 +32,11 @@
 #      scratch copy of tests/fuzz/corpus/<x> (ctest -L fuzz, in parallel with step 4's tests).
 #      A crash fails the step; tests/fuzz/CMakeLists.txt says how it becomes a regression test.
 #      Without clang++ a ✗ line says so and only the replays run. TT_SKIP_FUZZ=1 skips it.
-#   6. ctest --test-dir build --output-on-failure -j2 (everything, incl. the fuzz replays and
+#   6. ctest --test-dir build --output-on-failure -j2 (everything, incl. the fuzz replays,
 #      docs_site: scripts/docs.sh builds the docs site into build/docs-site, then headless
-#      Chromium checks it; about 5 s + 30 s of CPU, skipped without doxygen/chromium).
+#      Chromium checks it; about 5 s + 30 s of CPU, skipped without doxygen/chromium; and the
+#      chapters, label chapters: scripts/check_chapters.py runs every chapter's `console check`
+#      blocks against the programs of this build, about 2 minutes; the --full runs are not here).
 # MPI tests are RUN_SERIAL, so -j2 never runs two mpiruns at once. GPU tests that find no GPU
 # show as "Skipped" (exit 77). Exits non-zero when any step fails.
 # Cost (fresh clone of b75424f, 2026-12-04, packages installed, 2 cores): 30 min 1 s wall, 42 min of
