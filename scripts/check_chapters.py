@@ -2,7 +2,7 @@
 """scripts/check_chapters.py — run the commands a chapter shows and compare what they print with
 what the chapter says they print (a doctest for the chapters).
 
-    scripts/check_chapters.py [--build build] [--full] [--list] [chapters/01-training-loop.md ...]
+    scripts/check_chapters.py [--build build] [--full] [chapters/01-training-loop.md ...]
     ctest --test-dir build -L chapters          # one test per chapter (chapter_01, ...)
 
 A chapter marks an expected-output block by the word `check` in the fence's info string:
@@ -26,7 +26,8 @@ exactly, except the *timing* numbers: a number written `~2585` in the block (the
     timing-cols=2-5  in a table row fields 2 to 5 are timings (a table row: a line whose first
                      field is a number, fields split at blanks; or a line that starts with `|`,
                      fields between the bars)
-    tol=3            a timing passes when actual/expected is within [1/3, 3] (default 3)
+    tol=3            a timing passes when actual/expected is within [1/3, 3] (default 3); a timing
+                     printed as 0 on either side (time=0.0s) is too coarse and not compared
     load=2           timings hold when the 1-minute load average stays at or below 2 during the
                      commands; above it they are not compared and the check says so (default 1.5)
     simd=avx512      the numbers depend on the CPU's vector instructions (the programs are built
@@ -34,6 +35,8 @@ exactly, except the *timing* numbers: a number written `~2585` in the block (the
     full             the command takes minutes: checked only with --full (a shorter block beside it
                      is checked every time)
     exit=N           the last command must exit with status N (default 0)
+    timeout=S        a command running longer than S seconds (default 600) is killed, with its
+                     children, and the block fails
 
 A block the ctest of another program checks line by line says so instead: `console
 checked-by=gdb_pretty_printer`. Its numbers count as checked for the rule below, the block is not
@@ -55,9 +58,10 @@ a prose number without a source, 2 bad usage or a malformed block, 77 nothing co
 has no such programs: ctest shows it as Skipped).
 """
 import argparse
+import decimal
 import os
+import signal
 import re
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -65,86 +69,153 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NUMBER = r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
-PROSE_NUMBER = re.compile(r"(?<![\w.])(\d+\.\d{2,}|\d+\.\d+(?:x|%))(?![\w.]*\d)")
+# An output-like number in prose: 0.8963, 3.14e-5, 1.43x, 88.9% (not 1.5, 2x, 10).
+PROSE_NUMBER = re.compile(r"(?<![A-Za-z0-9.])(\d+\.\d{2,}(?:[eE][-+]?\d+)?|\d+\.\d+(?:x|%))(?![\w.]*\d)")
+COMMAND_TIMEOUT = 600  # seconds per command unless a block says timeout=
 
 
 class BlockError(Exception):
-    """A block that cannot be read (bad attribute): exit status 2."""
+    """A chapter that cannot be read (a bad attribute, an unclosed fence): exit status 2."""
+
+
+def attribute(path, line, key, value, convert, ok, expected):
+    """value converted, or a BlockError naming the attribute and what it should be."""
+    try:
+        v = convert(value)
+    except ValueError:
+        v = None
+    if v is None or not ok(v):
+        raise BlockError(f"{path}:{line}: {key}={value!r}: expected {expected}")
+    return v
 
 
 class Block:
-    """One fenced block with `check` or `checked-by=` in its info string."""
+    """One fenced block with `check` or `checked-by=` in its info string. body: [(line number, text)]."""
 
     def __init__(self, path, line, info, body):
         self.path, self.line, self.body = path, line, body
-        words = info.split()
-        self.checked_by = None
         self.attrs = {}
-        for w in words[1:]:
-            if w == "check":
+        words = info.split()[1:]
+        for w in words:
+            k, eq, v = w.partition("=")
+            if k == "check" and not eq:
                 continue
-            k, _, v = w.partition("=")
-            self.attrs[k] = v
+            if k in self.attrs:
+                raise BlockError(f"{path}:{line}: attribute '{k}' given twice")
+            self.attrs[k] = v if eq else None
         self.checked_by = self.attrs.pop("checked-by", None)
-        allowed = {"timing", "timing-cols", "tol", "load", "simd", "full", "exit"}
-        for k in self.attrs:
+        if "checked-by" in info and not self.checked_by:
+            raise BlockError(f"{path}:{line}: checked-by= needs the name of the ctest that checks the block")
+        if self.checked_by and "check" in words:
+            raise BlockError(f"{path}:{line}: a block is either `check` (run here) or `checked-by=` (run by a ctest)")
+        allowed = {"timing", "timing-cols", "tol", "load", "simd", "full", "exit", "timeout"}
+        for k, v in self.attrs.items():
             if k not in allowed:
                 raise BlockError(f"{path}:{line}: unknown attribute '{k}' (known: {', '.join(sorted(allowed))})")
-        self.timing_keys = [k for k in self.attrs.get("timing", "").split(",") if k]
+            if (v is None) != (k == "full"):
+                raise BlockError(f"{path}:{line}: {k}: " + ("takes no value" if k == "full" else "needs a value (k=v)"))
+        self.full = "full" in self.attrs
+        self.timing_keys = [k for k in (self.attrs.get("timing") or "").split(",") if k]
         self.timing_cols = set()
-        for part in filter(None, self.attrs.get("timing-cols", "").split(",")):
-            lo, _, hi = part.partition("-")
-            self.timing_cols.update(range(int(lo), int(hi or lo) + 1))
-        self.tol = float(self.attrs.get("tol", 3))
-        self.load = float(self.attrs.get("load", 1.5))
-        self.exit = int(self.attrs.get("exit", 0))
-        self.commands = []  # [(command, [expected lines])]
-        for text in body if not self.checked_by else []:
+        for part in filter(None, (self.attrs.get("timing-cols") or "").split(",")):
+            m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+            lo, hi = (int(m.group(1)), int(m.group(2) or m.group(1))) if m else (0, 0)
+            if not 1 <= lo <= hi:
+                raise BlockError(f"{path}:{line}: timing-cols: {part!r}: expected columns like 2,5 or 2-5")
+            self.timing_cols.update(range(lo, hi + 1))
+        finite = lambda x: x == x and x not in (float("inf"), float("-inf"))  # noqa: E731
+        self.tol = attribute(path, line, "tol", self.attrs.get("tol", "3"), float, lambda x: finite(x) and x >= 1,
+                             "a factor >= 1")
+        self.load = attribute(path, line, "load", self.attrs.get("load", "1.5"), float, lambda x: finite(x) and x >= 0,
+                              "a load average >= 0")
+        self.exit = attribute(path, line, "exit", self.attrs.get("exit", "0"), int, lambda x: 0 <= x <= 255,
+                              "an exit status 0..255")
+        self.timeout = attribute(path, line, "timeout", self.attrs.get("timeout", str(COMMAND_TIMEOUT)), float,
+                                 lambda x: finite(x) and x > 0, "seconds > 0")
+        self.commands = []  # [(command, [(line number, expected line)])]
+        for lineno, text in body if not self.checked_by else []:
             if text.startswith("$ "):
+                if text.rstrip().endswith("\\"):
+                    raise BlockError(f"{path}:{lineno}: a command must fit on one line (no trailing backslash)")
                 self.commands.append((text[2:], []))
             elif not self.commands:
-                raise BlockError(f"{path}:{line}: a check block must start with a '$ command' line")
+                raise BlockError(f"{path}:{lineno}: a check block must start with a '$ command' line, not {text!r}")
             elif text.strip() and text.strip() != "...":
-                self.commands[-1][1].append(text)
+                self.commands[-1][1].append((lineno, text))
+        if not self.checked_by and not self.commands:
+            raise BlockError(f"{path}:{line}: an empty check block (no '$ command' line)")
 
     def numbers(self):
-        return set(re.findall(NUMBER, "\n".join(self.body)))
+        return set(re.findall(NUMBER, "\n".join(text for _, text in self.body)))
 
 
 def read_chapter(path):
-    """(blocks, prose lines [(lineno, text)], cited numbers) of one markdown file."""
-    blocks, prose, cited = [], [], set()
-    lines = open(path, encoding="utf-8").read().split("\n")
-    i = 0
-    while i < len(lines):
-        m = re.match(r"^(\s*)```(.*)$", lines[i])
-        if m:
-            indent, info, start, body = len(m.group(1)), m.group(2).strip(), i + 1, []
-            i += 1
-            while i < len(lines) and not re.match(r"^\s*```\s*$", lines[i]):
-                body.append(lines[i][indent:] if lines[i][:indent].isspace() else lines[i])  # a block in a list
-                i += 1
-            words = info.split()
-            if "check" in words or any(w.startswith("checked-by=") for w in words):
-                blocks.append(Block(path, start, info, body))
-        else:
-            prose.append((i + 1, lines[i]))
-        i += 1
-    text = "\n".join(lines)
-    for c in re.findall(r"<!--\s*cited:(.*?)-->", text, re.S):
-        cited.update(re.findall(NUMBER + r"x?", c))
-    cited.update(re.findall(r"(?m)^#+ (\d+\.\d+) ", text))  # section numbers ("see 6.12") name headings
+    """(blocks, prose lines [(lineno, text)], cited numbers) of one markdown file. Fences follow
+    CommonMark (``` or ~~~, closed by the same character at least as long); HTML comments are
+    not prose and hide the blocks inside them; a fence left open is an error, as is a line that
+    opens a fence with an info string inside a ```-fence (the fence before it was not closed)."""
+    try:
+        lines = open(path, encoding="utf-8").read().split("\n")
+    except OSError as e:
+        raise BlockError(f"{path}: cannot read: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise BlockError(f"{path}: not UTF-8 ({e.reason} at byte {e.start})") from None
+    blocks, prose, comments = [], [], []
+    fence = None          # (character, length, indent, info, first line, body)
+    in_comment = False
+    for i, raw in enumerate(lines):
+        lineno = i + 1
+        if fence:
+            ch, n, indent, info, start, body = fence
+            if re.fullmatch(rf"\s*{re.escape(ch)}{{{n},}}\s*", raw):
+                words = info.split()
+                if "check" in words or any(w.startswith("checked-by") for w in words):
+                    blocks.append(Block(path, start, info, body))
+                fence = None
+            elif n == 3 and re.match(rf"\s*{re.escape(ch * 3)}\s*[^{re.escape(ch)}\s]", raw):
+                raise BlockError(f"{path}:{start}: the fence opened here is not closed before line {lineno}, "
+                                 f"which opens another ({raw.strip()!r})")
+            else:
+                body.append((lineno, raw[indent:] if raw[:indent].strip() == "" else raw.lstrip()))
+            continue
+        text = raw
+        if in_comment:                                       # blank out comment text, keep the rest
+            end = text.find("-->")
+            if end < 0:
+                comments[-1] += "\n" + text
+                continue
+            comments[-1] += "\n" + text[:end]
+            text, in_comment = " " * (end + 3) + text[end + 3:], False
+        while "<!--" in text:
+            s = text.find("<!--")
+            e = text.find("-->", s + 4)
+            if e < 0:
+                comments.append(text[s + 4:])
+                text, in_comment = text[:s], True
+                break
+            comments.append(text[s + 4:e])
+            text = text[:s] + " " * (e + 3 - s) + text[e + 3:]
+        m = re.match(r"^(\s*)(`{3,}|~{3,})(.*)$", text)
+        if m and not (m.group(2)[0] == "`" and "`" in m.group(3)):
+            fence = (m.group(2)[0], len(m.group(2)), len(m.group(1)), m.group(3).strip(), lineno, [])
+            continue
+        prose.append((lineno, text))
+    if fence:
+        raise BlockError(f"{path}:{fence[4]}: a fence opened here is never closed")
+    cited = set()
+    for c in comments:
+        if c.lstrip().startswith("cited:"):
+            for n in re.findall(NUMBER + r"[x%]?", c):
+                cited.update({n, n.rstrip("x%")})
+    cited.update(re.findall(r"(?m)^#+ (\d+\.\d+) ", "\n".join(lines)))  # section numbers ("see 6.12")
     return blocks, prose, cited
 
 
 def prose_numbers(prose):
     """[(lineno, number)] of output-like numbers in the text outside fences and comments."""
-    found, in_comment = [], False
+    found = []
     for lineno, text in prose:
-        if text.startswith("#"):                        # headings: section numbers
-            continue
-        if in_comment or "<!--" in text:
-            in_comment = "-->" not in text.split("<!--")[-1] if "<!--" in text else "-->" not in text
+        if text.lstrip().startswith("#"):               # headings: section numbers
             continue
         text = re.sub(r"\]\([^)]*\)", "]", text)        # link targets
         text = re.sub(r"https?://\S+|arXiv:\S+", "", text)
@@ -154,14 +225,20 @@ def prose_numbers(prose):
 
 def is_known(n, known):
     """Whether prose number n (maybe with x or %) is a checked or cited number, or one of them
-    rounded to fewer digits ("about 0.896" for a printed 0.8963)."""
+    rounded to fewer digits ("about 0.896" for a printed 0.8963; halves rounded up or to even)."""
     bare = n.rstrip("x%")
     if n in known or bare in known:
         return True
+    if "e" in bare.lower():
+        return False
     digits = len(bare.partition(".")[2])
+    quantum = decimal.Decimal(1).scaleb(-digits)
     for k in known:
-        kd = k.rstrip("x%").partition(".")[2]
-        if len(kd) > digits and re.fullmatch(NUMBER, k.rstrip("x%")) and f"{float(k.rstrip('x%')):.{digits}f}" == bare:
+        k = k.rstrip("x%")
+        if "e" in k.lower() or len(k.partition(".")[2]) <= digits or not re.fullmatch(NUMBER, k):
+            continue
+        d = decimal.Decimal(k)
+        if bare in (str(d.quantize(quantum, decimal.ROUND_HALF_UP)), str(d.quantize(quantum, decimal.ROUND_HALF_EVEN))):
             return True
     return False
 
@@ -183,7 +260,8 @@ def line_pattern(expected, block):
         else:
             pattern += "(" + NUMBER + ")"
             before = expected[:m.start()]
-            is_timing = tok.startswith("~") or any(before.endswith(k + "=") for k in block.timing_keys)
+            is_timing = tok.startswith("~") or any(re.search(r"(?:^|[^\w/])" + re.escape(k) + "=$", before)
+                                                   for k in block.timing_keys)
             if pipe_row:
                 field = before.count("|")
                 starts_field = before.split("|")[-1].strip() == ""
@@ -225,82 +303,114 @@ def scratch_dir(build):
     return d
 
 
+def is_project_program(name):
+    """Whether some CMakeLists.txt / .cmake file of the project names `name` (a target that this
+    build may have left out), as opposed to a typo."""
+    for top in ("CMakeLists.txt", "examples", "bench", "tests", "cmake", "docs", "chapters"):
+        for dirpath, _, files in os.walk(os.path.join(ROOT, top)) if top != "CMakeLists.txt" else [(ROOT, [], [top])]:
+            for f in files:
+                if f == "CMakeLists.txt" or f.endswith(".cmake"):
+                    with open(os.path.join(dirpath, f), encoding="utf-8", errors="replace") as fh:
+                        if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", fh.read()):
+                            return True
+    return False
+
+
+def run_command(cmd, cwd, timeout):
+    """(exit status or None on timeout, output lines). The command runs in its own process group,
+    killed whole when it outlives `timeout` (background children included)."""
+    p = subprocess.Popen(["bash", "-c", cmd], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+        status = p.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, _ = p.communicate()
+        status = None
+    return status, out.decode("utf-8", "replace").split("\n")
+
+
+def compare(block, exp, out, pos, load_max, counts):
+    """Finds the expected line `exp` in out[pos:]. Returns (index of the matching line, None) or
+    (None, message)."""
+    pat, timing = line_pattern(exp, block)
+    near = None
+    for j in range(pos, len(out)):
+        m = pat.fullmatch(out[j])
+        if not m:
+            continue
+        bad = []
+        for k, (got, want) in enumerate(zip(m.groups(), re.findall(NUMBER, exp.replace("~", "")))):
+            if not timing[k]:
+                if got != want:
+                    bad.append(f"the chapter says {want}, the program printed {got}")
+            elif float(want) == 0 or float(got) == 0:
+                pass  # printed as 0 (e.g. time=0.0s): too coarse to compare
+            elif load_max > block.load:
+                counts["skipped"] += 1
+            else:
+                counts["compared"] += 1
+                ratio = float(got) / float(want)
+                if not (1 / block.tol <= ratio <= block.tol):
+                    bad.append(f"timing: the chapter says {want}, the program printed {got} (x{ratio:.2f}, outside "
+                               f"the block's tol={block.tol:g})")
+        if not bad:
+            return j, None
+        if near is None or len(bad) < len(near[1]):
+            near = (j, bad)  # the closest line of the same shape, for the message
+    if near:
+        return None, (f"the output's line {near[0] + 1}\n      {out[near[0]]}\n    differs: " + "; ".join(near[1]))
+    return None, (f"no line of the output after its line {pos} has this shape; the output was:\n      " +
+                  "\n      ".join(out[:60]))
+
+
 def run_block(block, build, full):
-    """Returns (status, messages): status 'ok', 'skip' or 'fail'."""
-    where = f"{os.path.relpath(block.path, ROOT)}:{block.line}"
+    """Returns (status, messages): status 'ok', 'skip', 'missing' or 'fail'."""
+    rel = os.path.relpath(block.path, ROOT) if block.path.startswith(ROOT + os.sep) else block.path
+    where = f"{rel}:{block.line}"
     if block.checked_by:
         return "ok", [f"  {where}: checked by ctest {block.checked_by}"]
-    if "full" in block.attrs and not full:
+    if block.full and not full:
         return "skip", [f"  {where}: skipped: a full run (minutes); scripts/check_chapters.py --full checks it"]
     if block.attrs.get("simd") and block.attrs["simd"] != simd_level():
         return "skip", [f"  {where}: skipped: its numbers were printed on a {block.attrs['simd']} CPU, this one is "
                         f"{simd_level()} (the programs are built with -march=native; the last digits differ)"]
     for cmd, _ in block.commands:
-        prog = re.search(r"build/bin/(\w+)", cmd)
-        if prog and not os.path.exists(os.path.join(build, "bin", prog.group(1))):
-            return "missing", [f"  {where}: skipped: {build}/bin/{prog.group(1)} is not built"]
+        for prog in re.findall(r"build/bin/([\w.-]+)", cmd):
+            if not os.path.exists(os.path.join(build, "bin", prog)):
+                if not is_project_program(prog):
+                    return "fail", [f"  {where}: `{cmd}`: no program '{prog}' in this project (a typo?)"]
+                return "missing", [f"  {where}: skipped: {build}/bin/{prog} is not built"]
     d = scratch_dir(build)
     msgs, status, load_max = [], "ok", loadavg()
-    timings_compared = timings_skipped = 0
-    for idx, (cmd, expected) in enumerate(block.commands):
-        t0 = time.time()
-        r = subprocess.run(["bash", "-c", cmd], cwd=d, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           timeout=1800)
-        load_max = max(load_max, loadavg())
-        out = r.stdout.decode("utf-8", "replace").split("\n")
-        want_exit = block.exit if idx == len(block.commands) - 1 else 0
-        if r.returncode != want_exit:
-            tail = "\n      ".join(out[-15:])
-            return "fail", [f"  {where}: `{cmd}` exited with {r.returncode}, expected {want_exit}; its last lines:\n"
-                            f"      {tail}"]
-        pos = 0
-        for exp in expected:
-            pat, timing = line_pattern(exp, block)
-            hit, near = None, None
-            for j in range(pos, len(out)):
-                m = pat.fullmatch(out[j])
-                if not m:
-                    continue
-                bad = []
-                for k, (got, want) in enumerate(zip(m.groups(), re.findall(NUMBER, exp.replace("~", "")))):
-                    if not timing[k]:
-                        if got != want:
-                            bad.append(f"{want} -> {got}")
-                    elif float(want) == 0:
-                        pass  # printed as 0 (e.g. time=0.0s): too coarse to compare
-                    elif load_max > block.load:
-                        timings_skipped += 1
-                    else:
-                        timings_compared += 1
-                        ratio = float(got) / float(want) if float(want) else float("inf")
-                        if not (1 / block.tol <= ratio <= block.tol):
-                            bad.append(f"timing {want} -> {got} (x{ratio:.2f}, outside the block's tol={block.tol:g})")
-                if not bad:
-                    hit = j
-                    break
-                if near is None or len(bad) < len(near[1]):
-                    near = (j, bad)  # the closest line of the same shape, for the message
-            if hit is None:
-                status = "fail"
-                if near:
-                    msgs.append(f"  {where}: `{cmd}`: the chapter's line\n      {exp}\n    the output's line "
-                                f"{near[0] + 1}\n      {out[near[0]]}\n    differs: {', '.join(near[1])}")
-                else:
-                    msgs.append(f"  {where}: `{cmd}`: no line of the output (after line {pos}) matches the "
-                                f"chapter's\n      {exp}\n    the output was:\n      " + "\n      ".join(out[:60]))
-                break
-            pos = hit + 1
-        if status == "fail":
-            break
-    subprocess.run(["rm", "-rf", d])
-    if status == "ok":
-        note = f"{sum(len(e) for _, e in block.commands)} lines matched"
-        if timings_skipped:
-            note += (f"; {timings_skipped} timing numbers not compared: load average reached {load_max:.1f}, "
-                     f"above the block's load={block.load:g}")
-        elif timings_compared:
-            note += f"; {timings_compared} timing numbers within x{block.tol:g} (load {load_max:.1f})"
-        msgs.append(f"  {where}: ok ({note}): {block.commands[0][0]}")
+    counts = {"compared": 0, "skipped": 0}
+    try:
+        for idx, (cmd, expected) in enumerate(block.commands):
+            code, out = run_command(cmd, d, block.timeout)
+            load_max = max(load_max, loadavg())
+            if code is None:
+                return "fail", [f"  {where}: `{cmd}` did not finish within {block.timeout:g} s (killed; a block may "
+                                f"set timeout=SECONDS); its last lines:\n      " + "\n      ".join(out[-15:])]
+            want_exit = block.exit if idx == len(block.commands) - 1 else 0
+            if code != want_exit:
+                return "fail", [f"  {where}: `{cmd}` exited with {code}, expected {want_exit}; its last lines:\n"
+                                f"      " + "\n      ".join(out[-15:])]
+            pos = 0
+            for lineno, exp in expected:
+                hit, why = compare(block, exp, out, pos, load_max, counts)
+                if hit is None:
+                    return "fail", [f"  {rel}:{lineno}: `{cmd}`: the chapter's line\n      {exp}\n    {why}"]
+                pos = hit + 1
+    finally:
+        subprocess.run(["rm", "-rf", d])
+    note = f"{sum(len(e) for _, e in block.commands)} lines matched"
+    if counts["skipped"]:
+        note += (f"; {counts['skipped']} timing numbers NOT compared: load average reached {load_max:.1f}, "
+                 f"above the block's load={block.load:g}")
+    elif counts["compared"]:
+        note += f"; {counts['compared']} timing numbers within x{block.tol:g} (load {load_max:.1f})"
+    msgs.append(f"  {where}: ok ({note}): {block.commands[0][0]}")
     return status, msgs
 
 
@@ -312,7 +422,8 @@ def check_chapter(path, build, full):
     except BlockError as e:
         print(f"✗ {e}")
         return 2
-    print(f"{os.path.relpath(path, ROOT)}: {len(blocks)} checked blocks")
+    rel = os.path.relpath(path, ROOT) if path.startswith(ROOT + os.sep) else path
+    print(f"{rel}: {len(blocks)} checked blocks")
     failed, ran = False, 0
     for b in blocks:
         status, msgs = run_block(b, build, full)
@@ -325,7 +436,7 @@ def check_chapter(path, build, full):
         known |= {n + "x" for n in b.numbers()}
     missing = [(ln, n) for ln, n in prose_numbers(prose) if not is_known(n, known)]
     for ln, n in missing:
-        print(f"  {os.path.relpath(path, ROOT)}:{ln}: the number {n} is in no checked block and not cited "
+        print(f"  {rel}:{ln}: the number {n} is in no checked block and not cited "
               f"(<!-- cited: {n} (where it comes from) -->)")
     failed |= bool(missing)
     if failed:
@@ -342,7 +453,8 @@ def check_chapter(path, build, full):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].partition(" — ")[2],
+                                 epilog="How to write a block: the docstring of scripts/check_chapters.py.")
     ap.add_argument("chapters", nargs="*", help="markdown files (default: chapters/[0-9]*.md)")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="the build directory (default: build)")
     ap.add_argument("--full", action="store_true", help="also run the blocks marked full (minutes each)")
@@ -350,6 +462,9 @@ def main():
     paths = args.chapters or sorted(os.path.join(ROOT, "chapters", f) for f in os.listdir(os.path.join(ROOT, "chapters"))
                                     if re.match(r"\d\d-.*\.md$", f))
     build = os.path.abspath(args.build)
+    if not os.path.isdir(os.path.join(build, "bin")):
+        print(f"check_chapters: {build}/bin does not exist: pass the build directory with --build")
+        sys.exit(2)
     results = [check_chapter(os.path.abspath(p), build, args.full) for p in paths]
     if any(r in (1, 2) for r in results):
         sys.exit(max(r for r in results if r in (1, 2)))

@@ -3,7 +3,8 @@
 # scripts/check_chapters.py notices a chapter that no longer says what its programs print.
 # On a copy of chapters/02-autograd.md (its commands take a second):
 #   1. the copy as it is passes;
-#   2. one digit changed in a checked block's output (loss=3.3803 -> 3.3804) fails, naming both;
+#   2. one digit changed in a checked block's output (loss=3.3803 -> 3.3804) fails, naming the
+#      chapter's line and both numbers;
 #   3. one digit changed in the prose (1.775 -> 1.776, a number no block prints) fails, naming it.
 # Exit 77 (Skipped) when example_single is not built.
 set -uo pipefail
@@ -30,7 +31,8 @@ check 0 "✓ 02-autograd.md"
 
 sed 's/^epoch 0: loss=3\.3803$/epoch 0: loss=3.3804/' "$root/chapters/02-autograd.md" >"$ch"
 grep -q "loss=3.3804" "$ch" || { echo "FAIL: the block's line 'epoch 0: loss=3.3803' is gone"; exit 1; }
-check 1 "differs: 3.3804 -> 3.3803"
+check 1 "02-autograd.md:99: "  # the chapter's line that differs, not the block's first
+check 1 "differs: the chapter says 3.3804, the program printed 3.3803"
 
 sed 's/db = −1\.9 − 1\.775)/db = −1.9 − 1.776)/' "$root/chapters/02-autograd.md" >"$ch"
 grep -q "1.776" "$ch" || { echo "FAIL: the prose's '1.775' is gone"; exit 1; }
