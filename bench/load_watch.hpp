@@ -28,13 +28,17 @@ class LoadWatch {
  public:
   LoadWatch() : t0_(std::chrono::steady_clock::now()), load0_(load_average()), busy0_(machine_busy_seconds()) {}
 
-  /// CPU seconds (user + system) this process has used so far: sum it over the ranks of an MPI
-  /// run and pass the difference between after and before to report().
+  /// CPU seconds (user + system) this process and its waited-for children have used so far: sum
+  /// it over the ranks of an MPI run and pass the difference between after and before to report().
   static double process_cpu_seconds() {
-    rusage u{};
-    getrusage(RUSAGE_SELF, &u);
-    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+    double s = 0;
+    for (int who : {RUSAGE_SELF, RUSAGE_CHILDREN}) {
+      rusage u{};
+      getrusage(who, &u);
+      s += static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
            1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+    }
+    return s;
   }
 
   /// Core-seconds that processes other than ours held during the run, per second of wall time;
@@ -58,10 +62,21 @@ class LoadWatch {
       std::fprintf(out, "load: unknown (no /proc/stat)\n");
       return false;
     }
+    if (wall < 0.5) {  // /proc/stat counts in 10 ms ticks: too coarse to judge a shorter run
+      std::fprintf(out, "load: the run took %.2f s, too short to judge what other processes held\n", wall);
+      return false;
+    }
     std::fprintf(out,
                  "load: 1-minute load average %.2f before, %.2f after; over %.1f s this run used %.2f cores, "
                  "other processes %.2f (of %ld)\n",
                  load0_, load_average(), wall, our_cpu_seconds / wall, other, cores);
+    if (idle_cores_needed > cores) {
+      std::fprintf(out,
+                   "WARNING: load: %s need %d cores and this machine has %ld: the figures show the cores being "
+                   "shared, not what the method gives\n",
+                   figure, idle_cores_needed, cores);
+      return true;
+    }
     if (idle_cores_needed > 0 && other > static_cast<double>(cores - idle_cores_needed) + 0.25) {
       std::fprintf(out,
                    "WARNING: load: other processes held %.2f cores during the run, and %s need %d idle cores: "

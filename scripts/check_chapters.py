@@ -7,7 +7,7 @@ what the chapter says they print (a doctest for the chapters).
 
 A chapter marks an expected-output block by the word `check` in the fence's info string:
 
-    ```console check timing=samples/s,time load=2 simd=avx512
+    ```console check timing=samples/s,time load=1 simd=avx512
     $ build/bin/train_mnist | cat
     epoch 1/10 [234/938] loss=0.7238 samples/s=12620
     ...
@@ -28,8 +28,11 @@ exactly, except the *timing* numbers: a number written `~2585` in the block (the
                      fields between the bars)
     tol=3            a timing passes when actual/expected is within [1/3, 3] (default 3); a timing
                      printed as 0 on either side (time=0.0s) is too coarse and not compared
-    load=2           timings hold when the 1-minute load average stays at or below 2 during the
-                     commands; above it they are not compared and the check says so (default 1.5)
+    load=1           timings hold when other processes held at most 1 core on average while the
+                     commands ran (default 1): the machine's busy time from /proc/stat minus the
+                     commands' own CPU time, per second, as bench/load_watch.hpp measures it; above
+                     it they are not compared and the check says so. (Not the load average, which
+                     counts the commands themselves and lags by a minute.)
     simd=avx512      the numbers depend on the CPU's vector instructions (the programs are built
                      with -march=native): on a CPU without them the block is skipped, with a reason
     full             the command takes minutes: checked only with --full (a shorter block beside it
@@ -60,6 +63,7 @@ has no such programs: ctest shows it as Skipped).
 import argparse
 import decimal
 import os
+import resource
 import signal
 import re
 import subprocess
@@ -126,8 +130,8 @@ class Block:
         finite = lambda x: x == x and x not in (float("inf"), float("-inf"))  # noqa: E731
         self.tol = attribute(path, line, "tol", self.attrs.get("tol", "3"), float, lambda x: finite(x) and x >= 1,
                              "a factor >= 1")
-        self.load = attribute(path, line, "load", self.attrs.get("load", "1.5"), float, lambda x: finite(x) and x >= 0,
-                              "a load average >= 0")
+        self.load = attribute(path, line, "load", self.attrs.get("load", "1"), float, lambda x: finite(x) and x >= 0,
+                              "cores >= 0 that other processes may hold")
         self.exit = attribute(path, line, "exit", self.attrs.get("exit", "0"), int, lambda x: 0 <= x <= 255,
                               "an exit status 0..255")
         self.timeout = attribute(path, line, "timeout", self.attrs.get("timeout", str(COMMAND_TIMEOUT)), float,
@@ -276,11 +280,20 @@ def line_pattern(expected, block):
     return re.compile(r"\s*" + pattern + r"\s*"), timing
 
 
-def loadavg():
+def machine_busy_seconds():
+    """CPU seconds all cores have been busy since boot (/proc/stat), or None where unknown."""
     try:
-        return float(open("/proc/loadavg").read().split()[0])
-    except OSError:
-        return 0.0
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    user, nice, system, idle, iowait, irq, softirq, steal = v + [0] * (8 - len(v))
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_seconds():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def simd_level():
@@ -331,7 +344,7 @@ def run_command(cmd, cwd, timeout):
     return status, out.decode("utf-8", "replace").split("\n")
 
 
-def compare(block, exp, out, pos, load_max, counts):
+def compare(block, exp, out, pos, others, counts):
     """Finds the expected line `exp` in out[pos:]. Returns (index of the matching line, None) or
     (None, message)."""
     pat, timing = line_pattern(exp, block)
@@ -347,7 +360,7 @@ def compare(block, exp, out, pos, load_max, counts):
                     bad.append(f"the chapter says {want}, the program printed {got}")
             elif float(want) == 0 or float(got) == 0:
                 pass  # printed as 0 (e.g. time=0.0s): too coarse to compare
-            elif load_max > block.load:
+            elif others is None or others > block.load:
                 counts["skipped"] += 1
             else:
                 counts["compared"] += 1
@@ -383,12 +396,16 @@ def run_block(block, build, full):
                     return "fail", [f"  {where}: `{cmd}`: no program '{prog}' in this project (a typo?)"]
                 return "missing", [f"  {where}: skipped: {build}/bin/{prog} is not built"]
     d = scratch_dir(build)
-    msgs, status, load_max = [], "ok", loadavg()
+    msgs, status, others = [], "ok", 0.0
     counts = {"compared": 0, "skipped": 0}
     try:
         for idx, (cmd, expected) in enumerate(block.commands):
+            busy0, cpu0, t0 = machine_busy_seconds(), children_cpu_seconds(), time.time()
             code, out = run_command(cmd, d, block.timeout)
-            load_max = max(load_max, loadavg())
+            busy1, wall = machine_busy_seconds(), time.time() - t0
+            if others is not None:   # the cores other processes held, the most of any command
+                others = None if busy0 is None or busy1 is None else max(
+                    others, (busy1 - busy0 - (children_cpu_seconds() - cpu0)) / max(wall, 1e-3))
             if code is None:
                 return "fail", [f"  {where}: `{cmd}` did not finish within {block.timeout:g} s (killed; a block may "
                                 f"set timeout=SECONDS); its last lines:\n      " + "\n      ".join(out[-15:])]
@@ -398,7 +415,7 @@ def run_block(block, build, full):
                                 f"      " + "\n      ".join(out[-15:])]
             pos = 0
             for lineno, exp in expected:
-                hit, why = compare(block, exp, out, pos, load_max, counts)
+                hit, why = compare(block, exp, out, pos, others, counts)
                 if hit is None:
                     return "fail", [f"  {rel}:{lineno}: `{cmd}`: the chapter's line\n      {exp}\n    {why}"]
                 pos = hit + 1
@@ -406,10 +423,12 @@ def run_block(block, build, full):
         subprocess.run(["rm", "-rf", d])
     note = f"{sum(len(e) for _, e in block.commands)} lines matched"
     if counts["skipped"]:
-        note += (f"; {counts['skipped']} timing numbers NOT compared: load average reached {load_max:.1f}, "
-                 f"above the block's load={block.load:g}")
+        held = "an unknown number of" if others is None else f"{max(others, 0):.2f}"
+        note += (f"; {counts['skipped']} timing numbers NOT compared: other processes held {held} cores, "
+                 f"more than the block's load={block.load:g}")
     elif counts["compared"]:
-        note += f"; {counts['compared']} timing numbers within x{block.tol:g} (load {load_max:.1f})"
+        note += (f"; {counts['compared']} timing numbers within x{block.tol:g} (other processes held "
+                 f"{max(others, 0):.2f} cores)")
     msgs.append(f"  {where}: ok ({note}): {block.commands[0][0]}")
     return status, msgs
 

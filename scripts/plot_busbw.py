@@ -4,7 +4,10 @@ the alpha-beta model to each algorithm.
 
     scripts/mpirun.sh -np 2 build/bin/bench_allreduce --csv allreduce_np2.csv
     /usr/bin/python3 scripts/plot_busbw.py allreduce_np2.csv [more.csv ...] \
-        [--out chapters/img/allreduce_busbw.png] [--no-plot]
+        [--out chapters/img/allreduce_busbw.png] [--no-plot] [--fit-max-bytes B]
+    # chapter 07's figure and table:
+    /usr/bin/python3 scripts/plot_busbw.py chapters/data/allreduce_np2.csv --fit-max-bytes 4194304 \
+        --out chapters/img/allreduce_busbw.png
 
 The model (chapters/07-all-reduce.md): the time of one all-reduce of M bytes on N ranks is
 

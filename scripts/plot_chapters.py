@@ -38,7 +38,7 @@ import sys
 
 import numpy as np
 
-NUM = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|-?inf)"   # one number, as the programs print it
+NUM = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"   # one finite number, as the programs print it
 
 CHAPTERS = {  # name -> (default log, default PNG)
     "ch01": ("chapters/data/ch01_train_mnist.txt", "chapters/img/ch01-mnist-curves.png"),
@@ -58,9 +58,13 @@ def read_lines(path):
             return [(i + 1, line.rstrip("\n")) for i, line in enumerate(f)]
     except OSError as e:
         raise LogError(f"{path}: cannot open: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise LogError(f"{path}: not a text log (not UTF-8 at byte {e.start})") from None
 
 
 def bad_line(path, number, text, expected):
+    if re.search(r"\b(nan|-?inf)\b", text):   # a diverged run: nothing to plot on a finite axis
+        expected += " (a value of nan or inf cannot be plotted: the run diverged)"
     return LogError(f"{path}:{number}: cannot read this line:\n    {text!r}\n  expected {expected}")
 
 
@@ -82,6 +86,10 @@ def parse_train_mnist(path):
         m = PROGRESS.match(text)
         if m:
             e, i, n, loss = int(m.group(1)), int(m.group(3)), int(m.group(4)), float(m.group(5))
+            if n == 0 or i > n:
+                raise bad_line(path, number, text, "iteration i of n > 0 batches in '[i/n]'")
+            if log["epochs"] and e < log["epochs"][-1][0]:
+                raise bad_line(path, number, text, f"epoch {log['epochs'][-1][0]} or later (two logs in one file?)")
             log["progress"].append((e - 1 + i / n, loss))
             continue
         m = SUMMARY.match(text)
@@ -143,7 +151,7 @@ def parse_data_pipeline(path):
         if not text.strip():
             continue
         if text.startswith("first batch"):          # the last line: the batches' contents
-            in_table = False
+            in_table, log["complete"] = False, True
             continue
         if text.startswith("data_pipeline:"):
             log["setup"] = text[len("data_pipeline:"):].strip()
@@ -165,6 +173,8 @@ def parse_data_pipeline(path):
         raise LogError(f"{path}: no line 'one loader: R_pipe = ... R_pipe / R_compute = ...%'")
     if not log["rows"]:
         raise LogError(f"{path}: no table rows under 'num_workers  batches/s ...'")
+    if not log.get("complete"):
+        print(f"{path}: warning: no 'first batch' line: the log may be cut short", file=sys.stderr)
     checksums = {row[3] for row in log["rows"]}
     if len(checksums) > 1:   # the same batches for every num_workers is what the chapter claims
         print(f"{path}: warning: the checksums differ between rows: {sorted(checksums)}", file=sys.stderr)
@@ -209,9 +219,15 @@ def parse_checkpoint_memory(path):
         m = MODEL.match(text)
         if m:
             log["L"] = int(m.group(1))
+            if log["L"] < 2:
+                raise bad_line(path, number, text, "a model of at least 2 blocks")
         m = ACTIVATION.match(text)
         if m:
             log["A"] = int(m.group(1))
+            if log["A"] == 0:
+                raise bad_line(path, number, text, "an activation of more than 0 bytes")
+        if text.startswith("gradients after the step"):   # the last line
+            log["complete"] = True
         if text.startswith("segments ") and "peak bytes" in text:
             in_table = True
             continue
@@ -237,6 +253,8 @@ def parse_checkpoint_memory(path):
             raise LogError(f"{path}: no line {what}")
     if not log["rows"] or log["none"] is None:
         raise LogError(f"{path}: no rows 'none' and S under 'segments     peak bytes ...'")
+    if not log.get("complete"):
+        print(f"{path}: warning: no 'gradients after the step' line: the log may be cut short", file=sys.stderr)
     return log
 
 
@@ -306,6 +324,8 @@ def main():
         ap.error("give one chapter (ch01, ch04, ch09) or --all")
     if args.all and (args.log or args.out):
         ap.error("--all reads and writes the default paths: no LOG or --out")
+    if args.out and not args.out.lower().endswith(".png"):
+        ap.error(f"--out {args.out}: the plots are PNG files (name it .png)")
 
     import matplotlib
 
