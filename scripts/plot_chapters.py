@@ -1,17 +1,23 @@
 #!/usr/bin/python3
-"""scripts/plot_chapters.py — the plots of chapters 01, 04 and 09, drawn from the programs' own output.
+r"""scripts/plot_chapters.py — the plots of chapters 01, 04, 05, 06, 08 and 09, drawn from the programs' own output.
 
 Each plot reads one log that a program printed, committed in chapters/data/. To measure again
-(from the repository root, after building; `nice` leaves the shared cores to other work):
+(from the repository root, after building; `nice` leaves the shared cores to other work, but the
+benches of 05 and 06 want a quiet machine: run them without it, and their last line says whether
+other processes held a core):
 
     nice -n 10 build/bin/train_mnist | cat > chapters/data/ch01_train_mnist.txt
     nice -n 10 build/bin/data_pipeline --workers 0,1,2,3,4,5,6 > chapters/data/ch04_data_pipeline.txt
+    scripts/mpirun.sh -np 2 build/bin/bench_dp > chapters/data/ch05_bench_dp.txt
+    scripts/mpirun.sh -np 2 build/bin/bench_ddp > chapters/data/ch06_bench_ddp.txt
+    grep '^\$ .*train_mnist' chapters/08-large-batch.md | grep -v -- --limit | cut -c3- |   # 8.3, 8.4: ~10 min
+        while read -r c; do echo "\$ $c"; eval "nice -n 10 $c" </dev/null; done > chapters/data/ch08_runs.txt
     nice -n 10 build/bin/checkpoint_memory > chapters/data/ch09_checkpoint_memory.txt
 
 then draw:
 
-    /usr/bin/python3 scripts/plot_chapters.py --all        # the three logs above -> chapters/img/
-    /usr/bin/python3 scripts/plot_chapters.py ch01 [LOG] [--out PNG]     (likewise ch04, ch09)
+    /usr/bin/python3 scripts/plot_chapters.py --all        # every log above -> chapters/img/
+    /usr/bin/python3 scripts/plot_chapters.py ch01 [LOG] [--out PNG]     (likewise ch04 ... ch09)
 
   ch01  chapters/img/ch01-mnist-curves.png: the training loss against the epoch (the progress
         lines' "mean loss so far in this epoch", at epoch e-1 + i/n) and train_acc / test_acc
@@ -20,6 +26,23 @@ then draw:
   ch04  chapters/img/ch04-utilisation.png: the measured and the predicted utilisation against
         num_workers, with the book's R_pipe / R_compute (20%: one loader) and 100% (the step
         never waits) (chapters/04-data-pipeline.md, 4.6).
+  ch05  chapters/img/ch05-dp-vs-ddp.png: throughput / single model of the table's rows (one model,
+        DataParallel over 2 CPU replicas, DDP on 2 ranks), and DataParallel's step phases
+        (scatter+replicate, replicas' forward, gather, loss+backward, optimizer step) stacked beside
+        the single model's forward and loss+backward, from the two "(us)" lines
+        (chapters/05-data-parallel.md, 5.8).
+  ch06  chapters/img/ch06-ddp-efficiency.png: part 1's DDP efficiency of every repetition (the line
+        "per repetition, DDP efficiency: ..."), their median (the scaling efficiency), the "alone"
+        ratio and the bench's 0.92 target (which it sets for DDP / ceiling); part 2's step times with
+        overlap, with one bucket after backward and of every rank alone (the ceiling), with the
+        0.95 target as a step time (chapters/06-distributed-data-parallel.md, 6.8).
+  ch08  chapters/img/ch08-accuracy.png: test accuracy against the ranks (1, 2, 4, 8) for the rule,
+        --no-scale-lr and --warmup-epochs 2 (8.3), and against the batch of one process (512, 1024,
+        2048) for lr 0.02, the rule's lr and the rule + warmup, the other runs as single points and
+        a diverged run (test_accuracy 0.1000, chance) as an x on the axis' floor (8.4)
+        (chapters/08-large-batch.md). Each run is read from its `$` line's flags (-np N,
+        --batch-size, --lr, --no-scale-lr, --warmup-epochs, --warmup-start-factor; the defaults
+        are batch 64, lr 0.02) and its output ('epoch e/E loss=...', 'test_accuracy=...').
   ch09  chapters/img/ch09-checkpoint-memory.png: peak activation memory, in units of one
         activation A, against the number of segments S, with the book's model S + L/S, the count
         of section 9.5 for checkpoint_sequential's cut ((S-1) segment inputs + the last segment's
@@ -34,6 +57,7 @@ import argparse
 import math
 import os
 import re
+import shlex
 import sys
 
 import numpy as np
@@ -43,6 +67,9 @@ NUM = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"   # one finite number, as t
 CHAPTERS = {  # name -> (default log, default PNG)
     "ch01": ("chapters/data/ch01_train_mnist.txt", "chapters/img/ch01-mnist-curves.png"),
     "ch04": ("chapters/data/ch04_data_pipeline.txt", "chapters/img/ch04-utilisation.png"),
+    "ch05": ("chapters/data/ch05_bench_dp.txt", "chapters/img/ch05-dp-vs-ddp.png"),
+    "ch06": ("chapters/data/ch06_bench_ddp.txt", "chapters/img/ch06-ddp-efficiency.png"),
+    "ch08": ("chapters/data/ch08_runs.txt", "chapters/img/ch08-accuracy.png"),
     "ch09": ("chapters/data/ch09_checkpoint_memory.txt", "chapters/img/ch09-checkpoint-memory.png"),
 }
 
@@ -202,6 +229,480 @@ def plot_ch04(log, out, plt):
     return fig
 
 
+# --- chapter 05: bench_dp -------------------------------------------------------------------------
+
+DP_ROW = re.compile(rf"\| (\S.*?)\s*\|\s*{NUM} \| {NUM} \|$")
+DP_PHASES = re.compile(r"DataParallel step, medians of (\d+) instrumented steps \(us\): (.+)$")
+SINGLE_PHASES = re.compile(r"The single model on the same batch, interleaved with those steps \(us\): (.+)$")
+PHASE = re.compile(rf"(\S.*?) {NUM}$")
+
+
+def parse_phases(path, number, text, parts):
+    """[(name, us)] of 'name N | name N | ...'."""
+    phases = []
+    for part in parts.split(" | "):
+        m = PHASE.match(part)
+        if not m:
+            raise bad_line(path, number, text, "'(us): name N | name N | ...' (a phase name and its microseconds)")
+        phases.append((m.group(1), float(m.group(2))))
+    return phases
+
+
+def parse_bench_dp(path):
+    """{"setup", "rows": [(configuration, samples/s, throughput / single)], "dp": [(phase, us)], "sum": us,
+    "steps": instrumented steps, "single": [(phase, us)], "warning": the load WARNING or ""}."""
+    log = {"setup": "", "rows": [], "dp": None, "sum": None, "single": None, "warning": ""}
+    for number, text in read_lines(path):
+        if not text.strip() or text.startswith("load:") or text.startswith("(no DDP row"):
+            continue
+        if text.startswith("bench_dp:"):
+            log["setup"] = text[len("bench_dp:"):].strip()
+            continue
+        if text.startswith("WARNING: load"):
+            log["warning"] = text
+            continue
+        if text.startswith("| configuration") or text == "|---|---|---|":
+            continue
+        m = DP_ROW.match(text)
+        if m:
+            log["rows"].append((m.group(1), float(m.group(2)), float(m.group(3))))
+            continue
+        m = DP_PHASES.match(text)
+        if m:
+            phases = parse_phases(path, number, text, m.group(2))
+            if phases[-1][0] != "sum" or len(phases) < 2:
+                raise bad_line(path, number, text, "the phases of the DataParallel step, then '| sum N'")
+            log["dp"], log["sum"], log["steps"] = phases[:-1], phases[-1][1], int(m.group(1))
+            continue
+        m = SINGLE_PHASES.match(text)
+        if m:
+            log["single"] = parse_phases(path, number, text, m.group(1))
+            continue
+        raise bad_line(path, number, text, "a table row '| configuration | samples/s | ratio |', the line "
+                       "'DataParallel step, medians of ... (us): ...', 'The single model ... (us): ...' "
+                       "or a header or load line of bench_dp")
+    if not log["rows"]:
+        raise LogError(f"{path}: no table rows '| configuration | samples/s | throughput / single |'")
+    for key, what in (("dp", "'DataParallel step, medians of N instrumented steps (us): ...'"),
+                      ("single", "'The single model on the same batch, ... (us): forward N | loss+backward N'")):
+        if log[key] is None:
+            raise LogError(f"{path}: no line {what}: the log may be cut short")
+    if log["warning"]:
+        print(f"{path}: warning: the bench flagged its run: {log['warning']}", file=sys.stderr)
+    return log
+
+
+def phase_colour(name):
+    """The same colour for the same kind of work in both bars."""
+    for key, colour in (("forward", "C0"), ("backward", "C1"), ("scatter", "C2"), ("gather", "C4"),
+                        ("optimizer", "C7")):
+        if key in name:
+            return colour
+    return "C5"
+
+
+def plot_ch05(log, out, plt):
+    fig, (ax_r, ax_p) = plt.subplots(1, 2, figsize=(9, 4.8), gridspec_kw={"width_ratios": [1, 1.15]})
+    names = [row[0].replace(", ", "\n", 1).replace(" (", "\n(") for row in log["rows"]]
+    ratios = [row[2] for row in log["rows"]]
+    colours = ["C7" if "single" in row[0] else "C0" if "DataParallel" in row[0] else "C3" for row in log["rows"]]
+    bars = ax_r.bar(range(len(names)), ratios, color=colours, width=0.6)
+    for bar, (_, samples, ratio) in zip(bars, log["rows"]):
+        ax_r.annotate(f"{ratio:.2f}\n{samples:,.0f} samples/s", (bar.get_x() + bar.get_width() / 2, ratio),
+                      textcoords="offset points", xytext=(0, 3), ha="center", va="bottom", fontsize=8)
+    ax_r.axhline(1.0, color="grey", linestyle=":", linewidth=1)
+    ax_r.axhline(2.0, color="C2", linestyle="--", linewidth=1, label="2.00: twice one model (2 cores)")
+    ax_r.set_xticks(range(len(names)))
+    ax_r.set_xticklabels(names, fontsize=7.5)
+    ax_r.set_ylim(0, 2.3)
+    ax_r.set_ylabel("throughput / single model (median of per-rep ratios)")
+    ax_r.set_title("throughput against one model", fontsize=10)
+    ax_r.legend(fontsize=8, loc="upper left")
+    ax_r.grid(True, axis="y", alpha=0.3)
+
+    stacks = [("DataParallel\n(2 CPU replicas)", log["dp"]), ("single model\n(same batch)", log["single"])]
+    for x, (_, phases) in enumerate(stacks):
+        bottom = 0.0
+        for name, us in phases:
+            ax_p.bar(x, us, bottom=bottom, width=0.7, color=phase_colour(name), edgecolor="white", linewidth=0.6)
+            if us >= 0.1 * log["sum"]:             # a thick slice: named inside
+                wrapped = name.replace(" (", "\n(")
+                ax_p.text(x, bottom + us / 2, f"{wrapped}\n{us:.0f} µs", ha="center", va="center", fontsize=7.5,
+                          color="white")
+            else:                                  # a thin slice: named beside the bar
+                ax_p.annotate(f"{name} {us:.0f} µs", (x + 0.35, bottom + us / 2), textcoords="offset points",
+                              xytext=(3, 0), va="bottom" if bottom == 0 else "center", fontsize=7)
+            bottom += us
+        ax_p.annotate(f"{bottom:.0f} µs", (x, bottom), textcoords="offset points", xytext=(0, 3), ha="center",
+                      va="bottom", fontsize=8, fontweight="bold")
+    ax_p.set_xticks(range(len(stacks)))
+    ax_p.set_xticklabels([s[0] for s in stacks], fontsize=8)
+    ax_p.set_xlim(-0.45, 1.95)
+    ax_p.set_ylim(0, max(log["sum"], sum(us for _, us in log["single"])) * 1.1)
+    ax_p.set_ylabel("µs per step (medians)")
+    ax_p.set_title(f"where a step goes ({log['steps']} instrumented steps)", fontsize=10)
+    ax_p.grid(True, axis="y", alpha=0.3)
+    title = "Chapter 05: bench_dp — DataParallel against one model and DDP\n" + log["setup"]
+    if log["warning"]:
+        title += "\n(the bench's WARNING: other processes held cores during the run)"
+    fig.suptitle(title, fontsize=9)
+    return fig
+
+
+# --- chapter 06: bench_ddp ------------------------------------------------------------------------
+
+DDP_HEAD = re.compile(r"bench_ddp: world_size=(\d+), (.+)$")
+DDP_ROW = re.compile(rf"(1 rank \(no DDP\)|\d+ ranks, each alone \(no all-reduce\)|\d+ ranks \(DDP\))"
+                     rf"\s+{NUM}\s+{NUM}(?:\s+{NUM})?\s*$")
+SCALING = re.compile(rf"scaling efficiency \(median of the per-repetition ratios\) = {NUM}\s+"
+                     rf"\(without any communication: {NUM}\)$")
+VS_CEILING = re.compile(rf"DDP / ceiling = {NUM}\s+\(.*target >= {NUM} at (\d+) ranks\)$")
+PER_REP = re.compile(rf"per repetition, DDP efficiency:((?: {NUM})+)$")
+OVERLAP_HEAD = re.compile(r"overlap: (.+)$")
+OVERLAP_ROW = re.compile(rf"    (\S.*?)\s+{NUM} ms(?:\s+-> hidden share {NUM}%)?$")
+OVERLAP_CEILING = re.compile(rf"  DDP / ceiling = {NUM} with overlap \(bucket_cap_mb=(\d+); target >= {NUM}\), "
+                             rf"{NUM} with one bucket after backward")
+STEP_ROWS = {"overlap": "step time, bucket_cap_mb=1 (overlap)", "one bucket": "step time, one bucket after backward",
+             "ceiling": "step time, every rank alone (ceiling)"}
+
+
+def parse_bench_ddp(path):
+    """{"N", "setup", "per_rep": [scaling efficiency per repetition], "scaling", "alone", "vs_ceiling", "target",
+    "overlap_setup", "steps": {"overlap"|"one bucket"|"ceiling": ms}, "hidden" (%), "ov_ceiling": (overlap,
+    one bucket), "ov_target", "warning"}."""
+    log = {"N": None, "per_rep": None, "scaling": None, "vs_ceiling": None, "overlap_setup": None, "ov": {},
+           "hidden": None, "ov_ceiling": None, "warning": ""}
+    for number, text in read_lines(path):
+        if not text.strip() or text.startswith("load:"):
+            continue
+        if text.startswith("WARNING: load"):
+            log["warning"] = text
+            continue
+        m = DDP_HEAD.match(text)
+        if m:
+            log["N"], log["setup"] = int(m.group(1)), m.group(2)
+            continue
+        if (text.startswith("DDP buckets:") or text.startswith("medians over repetitions")
+                or text.startswith("DDP step ") or text.startswith("  last bucket's all-reduce:")
+                or text.startswith("  bucket_cap_mb=") or text.startswith("  per step (medians")):
+            continue                                 # read by the chapter, not plotted
+        if DDP_ROW.match(text):
+            continue                                 # the medians: the two lines below give their ratios
+        m = SCALING.match(text)
+        if m:
+            log["scaling"], log["alone"] = float(m.group(1)), float(m.group(2))
+            continue
+        m = VS_CEILING.match(text)
+        if m:
+            log["vs_ceiling"], log["target"], log["target_at"] = float(m.group(1)), float(m.group(2)), int(m.group(3))
+            continue
+        m = PER_REP.match(text)
+        if m:
+            log["per_rep"] = [float(v) for v in m.group(1).split()]
+            continue
+        m = OVERLAP_HEAD.match(text)
+        if m:
+            log["overlap_setup"] = m.group(1)
+            continue
+        m = OVERLAP_ROW.match(text) if log["overlap_setup"] else None
+        if m:
+            log["ov"][m.group(1)] = float(m.group(2))
+            if m.group(3) is not None:
+                log["hidden"] = float(m.group(3))
+            continue
+        m = OVERLAP_CEILING.match(text)
+        if m:
+            log["ov_ceiling"], log["ov_target"] = (float(m.group(1)), float(m.group(4))), float(m.group(3))
+            continue
+        raise bad_line(path, number, text, "a line of bench_ddp's report: 'per repetition, DDP efficiency: ...', "
+                       "'scaling efficiency ... = ...', 'DDP / ceiling = ...', an overlap row '    name  N ms', "
+                       "or a header, table or load line")
+    for key, what in (("N", "'bench_ddp: world_size=N, ...'"),
+                      ("per_rep", "'per repetition, DDP efficiency: ...'"),
+                      ("scaling", "'scaling efficiency (median of the per-repetition ratios) = ...'"),
+                      ("vs_ceiling", "'DDP / ceiling = ... target >= ... at N ranks)' (a run on 1 rank has none)"),
+                      ("overlap_setup", "'overlap: ...' (part 2 runs on 2 ranks or more)"),
+                      ("ov_ceiling", "'  DDP / ceiling = ... with overlap ..., ... with one bucket after backward'")):
+        if log[key] is None:
+            raise LogError(f"{path}: no line {what}: the log may be cut short")
+    missing = [row for row in STEP_ROWS.values() if row not in log["ov"]]
+    if missing:
+        raise LogError(f"{path}: no overlap row(s) {', '.join(repr(r) for r in missing)}")
+    log["steps"] = {key: log["ov"][row] for key, row in STEP_ROWS.items()}
+    if log["warning"]:
+        print(f"{path}: warning: the bench flagged its run: {log['warning']}", file=sys.stderr)
+    return log
+
+
+def plot_ch06(log, out, plt):
+    fig, (ax_e, ax_s) = plt.subplots(1, 2, figsize=(9, 4.8), gridspec_kw={"width_ratios": [1.4, 1]})
+    eff = np.array(log["per_rep"])
+    reps = np.arange(1, len(eff) + 1)
+    ax_e.plot(reps, eff, "o", color="C0", ms=4.5, label="one repetition: DDP / (N × 1 rank)")
+    ax_e.axhline(log["scaling"], color="C0", linewidth=1.5,
+                 label=f"median: {log['scaling']:.3f} (the scaling efficiency)")
+    ax_e.axhline(log["alone"], color="C2", linestyle="--", linewidth=1,
+                 label=f"{log['N']} ranks alone, no all-reduce: {log['alone']:.3f}")
+    ax_e.axhline(log["target"], color="C3", linestyle=":", linewidth=1.5,
+                 label=f"target {log['target']:.2f} (set for DDP / ceiling: {log['vs_ceiling']:.3f} here)")
+    ax_e.set_xlabel("repetition")
+    ax_e.set_ylabel("DDP efficiency in that repetition")
+    low = min(eff.min(), log["target"])
+    ax_e.set_ylim(low - 0.02, 1.1)
+    ax_e.set_xlim(0, len(eff) + 1)
+    ax_e.legend(fontsize=7, loc="upper right")
+    ax_e.set_title(f"part 1: {log['setup'].split(', 1 thread')[0]}\n{log['N']} ranks, {len(eff)} repetitions",
+                   fontsize=8)
+    ax_e.grid(True, alpha=0.3)
+
+    steps = log["steps"]
+    labels = ["overlap\n(1 MB buckets)", "one bucket\nafter backward", "ranks alone\n(ceiling)"]
+    values = [steps["overlap"], steps["one bucket"], steps["ceiling"]]
+    bars = ax_s.bar(range(3), values, color=["C0", "C1", "C2"], width=0.6)
+    notes = [f"DDP / ceiling\n{log['ov_ceiling'][0]:.3f}", f"DDP / ceiling\n{log['ov_ceiling'][1]:.3f}", ""]
+    for bar, v, note in zip(bars, values, notes):
+        centre = bar.get_x() + bar.get_width() / 2
+        ax_s.annotate(f"{v:.2f}\nms", (centre, v), textcoords="offset points", xytext=(0, -4), ha="center",
+                      va="top", fontsize=8, color="white")
+        if note:
+            ax_s.annotate(note, (centre, v), textcoords="offset points", xytext=(0, 3), ha="center", va="bottom",
+                          fontsize=7.5)
+    target_ms = steps["ceiling"] / log["ov_target"]
+    ax_s.axhline(target_ms, color="C3", linestyle=":", linewidth=1.5,
+                 label=f"target: ceiling / {log['ov_target']:.2f} = {target_ms:.2f} ms")
+    ax_s.set_xticks(range(3))
+    ax_s.set_xticklabels(labels, fontsize=7.5)
+    ax_s.set_ylim(0, max(values) * 1.35)
+    ax_s.set_ylabel("step time (ms, median, slowest rank)")
+    hidden = f"\n{log['hidden']:.0f}% of the all-reduce hidden in backward" if log["hidden"] is not None else ""
+    ax_s.set_title(f"part 2: {log['overlap_setup'].split(', ')[0]}{hidden}", fontsize=8)
+    ax_s.legend(fontsize=7, loc="upper right")
+    ax_s.grid(True, axis="y", alpha=0.3)
+    title = f"Chapter 06: bench_ddp on {log['N']} ranks — DDP efficiency per repetition, and what overlap buys"
+    if log["warning"]:
+        title += "\n(the bench's WARNING: other processes held cores during the run)"
+    fig.suptitle(title, fontsize=10)
+    return fig
+
+
+# --- chapter 08: the runs of 8.3 and 8.4 ----------------------------------------------------------
+
+BASE_BATCH, BASE_LR = 64, 0.02   # train_mnist's --batch-size and --lr (chapter 08, 8.2)
+LARGE_BATCH = 512                # 8.4's single-process runs use --batch-size 512 and more
+CHANCE = 0.1                     # ten classes: a diverged run predicts one class
+RUN_EPOCH = re.compile(rf"epoch (\d+)/(\d+) loss={NUM} train_acc={NUM} test_acc={NUM} samples/s={NUM}"
+                       rf"(?: per_rank_samples/s={NUM} world_size=(\d+))? time={NUM}s$")
+RUN_ACCURACY = re.compile(rf"test_accuracy={NUM}$")
+RUN_FLAGS = {"--batch-size": int, "--lr": float, "--warmup-epochs": int, "--warmup-start-factor": float}
+
+
+def parse_command(path, number, text):
+    """The run of '$ [scripts/mpirun.sh -np N] build/bin/train_mnist FLAGS [| filter]'."""
+    expected = ("'$ [scripts/mpirun.sh -np N] build/bin/train_mnist [--batch-size B] [--lr X] [--no-scale-lr] "
+                "[--warmup-epochs K] [--warmup-start-factor F] [| filter]'")
+    try:
+        words = shlex.split(text[2:].split("|", 1)[0])
+    except ValueError:
+        raise bad_line(path, number, text, expected) from None
+    run = {"line": number, "np": 1, "batch": BASE_BATCH, "lr": BASE_LR, "scale": True, "warmup": 0, "start": None,
+           "epoch": None, "acc": None}
+    if words[:2] == ["scripts/mpirun.sh", "-np"] and len(words) > 2 and words[2].isdigit() and int(words[2]) > 0:
+        run["np"], words = int(words[2]), words[3:]
+    if not words or not words[0].endswith("train_mnist"):
+        raise bad_line(path, number, text, expected)
+    i = 1
+    while i < len(words):
+        flag = words[i]
+        if flag == "--no-scale-lr":
+            run["scale"], i = False, i + 1
+            continue
+        if flag not in RUN_FLAGS or i + 1 == len(words):
+            raise bad_line(path, number, text, expected + f" (not a flag the plot knows: {flag!r})")
+        try:
+            value = RUN_FLAGS[flag](words[i + 1])
+        except ValueError:
+            raise bad_line(path, number, text, f"a number after {flag}") from None
+        run[{"--batch-size": "batch", "--lr": "lr", "--warmup-epochs": "warmup",
+             "--warmup-start-factor": "start"}[flag]] = value
+        i += 2
+    run["global"] = run["np"] * run["batch"]
+    run["peak"] = run["lr"] * run["np"] if run["scale"] else run["lr"]
+    return run
+
+
+def parse_runs(path):
+    """[run]: each '$ command' with its flags, its epoch line (e, E, loss, test_acc) if printed, and
+    its test_accuracy."""
+    runs = []
+    for number, text in read_lines(path):
+        if not text.strip():
+            continue
+        if text.startswith("$ "):
+            if runs and runs[-1]["acc"] is None:
+                raise LogError(f"{path}:{runs[-1]['line']}: no 'test_accuracy=...' line after this command")
+            runs.append(parse_command(path, number, text))
+            continue
+        if not runs:
+            raise bad_line(path, number, text, "a command line '$ ...' before its output")
+        run = runs[-1]
+        m = RUN_EPOCH.match(text)
+        if m and run["acc"] is None:
+            world = int(m.group(8)) if m.group(8) else 1
+            if world != run["np"]:
+                raise bad_line(path, number, text, f"world_size={run['np']}, as the command's -np")
+            run["epoch"] = (int(m.group(1)), int(m.group(2)), float(m.group(3)), float(m.group(5)))
+            continue
+        m = RUN_ACCURACY.match(text)
+        if m and run["acc"] is None:
+            run["acc"] = float(m.group(1))
+            continue
+        raise bad_line(path, number, text, "under a command, 'epoch e/E loss=... test_acc=... time=...s' and "
+                       "one 'test_accuracy=...' line, or the next '$ command'")
+    if not runs:
+        raise LogError(f"{path}: no command lines '$ build/bin/train_mnist ...'")
+    if runs[-1]["acc"] is None:
+        raise LogError(f"{path}:{runs[-1]['line']}: no 'test_accuracy=...' line after this command")
+    if not any(r["np"] > 1 for r in runs) or not any(r["np"] == 1 and r["global"] >= LARGE_BATCH for r in runs):
+        raise LogError(f"{path}: the plot needs the runs of both 8.3 (scripts/mpirun.sh -np N ...) and 8.4 "
+                       f"(one process, --batch-size {LARGE_BATCH} or more)")
+    for r in runs:   # where plot_ch08 puts a one-process run: by its batch
+        if r["np"] == 1 and r["global"] <= BASE_BATCH and not (
+                r["global"] == BASE_BATCH and close(r["peak"], BASE_LR) and not r["warmup"]):
+            raise LogError(f"{path}:{r['line']}: a one-process run with batch {r['global']} and lr {r['peak']:g}: "
+                           f"the plot places batch {BASE_BATCH} at lr {BASE_LR:g} (the baseline), larger batches "
+                           f"below {LARGE_BATCH} beside the ranks, and {LARGE_BATCH} or more in the large-batch panel")
+    return runs
+
+
+def close(a, b):
+    return math.isclose(a, b, rel_tol=1e-9)
+
+
+def recipe(run):
+    """(legend label, colour, marker) of a run's recipe; the rule scales --lr by the batch's growth."""
+    k = run["global"] / BASE_BATCH
+    rule = run["scale"] and close(run["peak"], BASE_LR * k)
+    default_start = run["start"] is None or (run["np"] > 1 and run["scale"] and close(run["start"], 1 / run["np"]))
+    if not run["warmup"]:
+        if rule or k == 1:
+            return f"the rule: lr {BASE_LR:g} × batch / {BASE_BATCH}", "C0", "o"
+        if close(run["peak"], BASE_LR):
+            return f"unscaled: lr {BASE_LR:g} (--no-scale-lr)", "C1", "s"
+        return f"lr {run['peak']:g}", "C4", "v"
+    if rule and default_start:
+        return f"the rule + --warmup-epochs {run['warmup']}", "C2", "^"
+    start = run["start"] if run["start"] is not None else (1 / run["np"] if run["np"] > 1 and run["scale"] else 0.1)
+    return f"lr {run['peak']:g}, warmup {run['warmup']} epochs from {run['peak'] * start:g}", "C5", "D"
+
+
+def plot_ch08(runs, out, plt):
+    fig, (ax_n, ax_b) = plt.subplots(1, 2, figsize=(9, 5))
+    single = [r for r in runs if r["np"] == 1]
+    base = next((r for r in single if r["global"] == BASE_BATCH and close(r["peak"], BASE_LR) and not r["warmup"]),
+                None)
+    ddp = [r for r in runs if r["np"] > 1]
+    ranks = sorted({r["np"] for r in ddp} | ({1} if base else set()))
+    large = [r for r in single if r["global"] >= LARGE_BATCH]
+    same_math = [r for r in single if BASE_BATCH < r["global"] < LARGE_BATCH]
+    for r in single:
+        if r is not base and r not in large and r not in same_math:
+            raise AssertionError("parse_runs lets no such run through")
+
+    # left: accuracy against the ranks, one line per recipe; one rank is the same run for every recipe
+    series = {}
+    for r in ddp:
+        series.setdefault(recipe(r), []).append(r)
+    for (label, colour, marker), members in series.items():
+        points = sorted((r["np"], r["acc"]) for r in members)
+        if base and all(not r["warmup"] and r["batch"] == BASE_BATCH and close(r["lr"], BASE_LR) for r in members):
+            points = [(1, base["acc"])] + points   # at one rank, the rule and --no-scale-lr are the baseline run
+        x, y = zip(*points)
+        ax_n.plot(x, y, marker + "-", color=colour, label=label, ms=6)
+    if base:
+        ax_n.plot([1], [base["acc"]], "o", color="k", ms=7, zorder=5,
+                  label=f"1 process, batch {BASE_BATCH}, lr {BASE_LR:g}: {base['acc']:.4f}")
+        ax_n.axhline(base["acc"], color="k", linewidth=0.8, alpha=0.4)
+    for r in same_math:
+        n = r["global"] / BASE_BATCH
+        ax_n.plot([n], [r["acc"]], "o", mfc="none", color="grey", ms=9,
+                  label=f"1 process, batch {r['global']}, lr {r['peak']:g} (the math of {n:g} ranks)")
+    ax_n.set_xscale("log", base=2)
+    ax_n.set_xticks(ranks)
+    ax_n.set_xticklabels([f"{n}\n(batch {n * BASE_BATCH})" for n in ranks], fontsize=8)
+    ax_n.set_xlabel(f"ranks N (DDP, {BASE_BATCH} samples per rank)")
+    ax_n.set_ylabel("test accuracy after 10 epochs")
+    ax_n.set_title("8.3: DDP on 1 to 8 ranks", fontsize=10)
+    ax_n.legend(fontsize=7, loc="lower left")
+    ax_n.grid(True, alpha=0.3)
+
+    # right: one process, large batches; a diverged run (chance) is drawn as an x on the axis' floor
+    finite = [r["acc"] for r in large if r["acc"] > CHANCE + 1e-6]
+    shown = finite + ([base["acc"]] if base else []) or [CHANCE + 0.05]
+    lo, hi = min(shown) - 0.02, max(shown) + 0.008
+    floor = lo + 0.004
+    step = (hi - lo) / 26                          # one line of 7-point text, in accuracy units
+    series = {}
+    for r in large:
+        series.setdefault(recipe(r), []).append(r)
+    left_labels = set(ax_n.get_legend_handles_labels()[1])
+    texts = {}                                     # x -> the text lines placed there: (y, text, colour)
+    for (label, colour, marker), members in series.items():
+        members.sort(key=lambda r: r["global"])
+        pts = [(r["global"], r["acc"]) for r in members if r["acc"] > CHANCE + 1e-6]
+        if len(members) > 1:                       # a recipe over the batches: its colour as on the left
+            if pts:
+                ax_b.plot(*zip(*pts), marker + "-", color=colour, ms=6,
+                          label=None if label in left_labels else label)
+        elif pts:                                  # a run of its own: named beside its point
+            ax_b.plot(*zip(*pts), marker, color=colour, ms=6)
+            texts.setdefault(pts[0][0], []).append((pts[0][1], f"{label}: {pts[0][1]:.4f}", colour))
+        for r in members:
+            if r["acc"] > CHANCE + 1e-6:
+                continue
+            nth = sum(1 for t in texts.get(("x", r["global"]), []))
+            x = r["global"] * (0.95 + 0.1 * nth)   # two diverged runs at one batch: side by side
+            ax_b.plot([x], [floor], "x", color=colour, ms=10, mew=2.5, clip_on=False, zorder=5)
+            how = ""
+            if r["epoch"]:
+                e, _, loss, test_acc = r["epoch"]
+                how = f",\nloss {loss:.0f} in epoch {e}" if loss > 10 else f",\ntest_acc {test_acc:.4f} after epoch {e}"
+            name = label if len(members) == 1 else label.split(":")[0]
+            texts.setdefault(("x", r["global"]), []).append(
+                (floor, f"{name}: diverged to {r['acc']:.4f} (chance){how}", colour))
+    for key, lines in texts.items():               # right-aligned left of the points, at least a line apart
+        diverged = isinstance(key, tuple)
+        x = key[1] if diverged else key
+        top = bottom = None                       # the span of the texts placed so far
+        for y, text, colour in sorted(lines, reverse=not diverged):
+            height = step * (text.count("\n") + 1)
+            if diverged:                           # stacked upwards from the floor
+                y = floor if top is None else top + step * 0.4
+                bottom, top = y, y + height
+                ax_b.annotate(text, (x / 1.07, y), ha="right", va="bottom", fontsize=7, color=colour)
+            else:                                  # at the point's height, or below the text above
+                y = y if bottom is None else min(y, bottom - height / 2)
+                bottom = y - height / 2
+                ax_b.annotate(text, (x / 1.07, y), ha="right", va="center", fontsize=7, color=colour)
+    if base:
+        ax_b.axhline(base["acc"], color="k", linewidth=0.8, alpha=0.4)
+        ax_b.annotate(f"1 process, batch {BASE_BATCH}, lr {BASE_LR:g}: {base['acc']:.4f}", (0.01, base["acc"]),
+                      xycoords=("axes fraction", "data"), textcoords="offset points", xytext=(2, -9), fontsize=7)
+    batches = sorted({r["global"] for r in large})
+    ax_b.set_xscale("log", base=2)
+    ax_b.set_xticks(batches)
+    ax_b.set_xticklabels([str(b) for b in batches])
+    ax_b.set_xlim(batches[0] / 1.35, batches[-1] * 1.25)
+    ax_b.set_ylim(lo, hi)
+    ax_b.set_xlabel("--batch-size (one process)")
+    ax_b.set_ylabel("test accuracy after 10 epochs")
+    ax_b.set_title("8.4: one process, large batches (colours: left)", fontsize=10)
+    if ax_b.get_legend_handles_labels()[1]:
+        ax_b.legend(fontsize=7, loc="lower left")
+    ax_b.grid(True, alpha=0.3)
+    fig.suptitle("Chapter 08: Fashion-MNIST test accuracy — the linear scaling rule and warmup", fontsize=10)
+    return fig
+
+
 # --- chapter 09: checkpoint_memory -----------------------------------------------------------------
 
 MODEL = re.compile(r"deep MLP: (\d+) blocks ReLU\(Linear\((\d+), (\d+)\)\), batch (\d+)")
@@ -299,8 +800,10 @@ def plot_ch09(log, out, plt):
 
 # ---------------------------------------------------------------------------------------------------
 
-PARSE = {"ch01": parse_train_mnist, "ch04": parse_data_pipeline, "ch09": parse_checkpoint_memory}
-PLOT = {"ch01": plot_ch01, "ch04": plot_ch04, "ch09": plot_ch09}
+PARSE = {"ch01": parse_train_mnist, "ch04": parse_data_pipeline, "ch05": parse_bench_dp, "ch06": parse_bench_ddp,
+         "ch08": parse_runs, "ch09": parse_checkpoint_memory}
+PLOT = {"ch01": plot_ch01, "ch04": plot_ch04, "ch05": plot_ch05, "ch06": plot_ch06, "ch08": plot_ch08,
+        "ch09": plot_ch09}
 
 
 def draw(chapter, log_path, out, plt):
@@ -314,14 +817,14 @@ def draw(chapter, log_path, out, plt):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 epilog="Commands that reproduce the logs: see the docstring (head -40 of this file).")
+                                 epilog="Commands that reproduce the logs: see the docstring (head -60 of this file).")
     ap.add_argument("chapter", nargs="?", choices=sorted(CHAPTERS), help="the plot to draw")
     ap.add_argument("log", nargs="?", help="the program's output (default: chapters/data/chNN_*.txt)")
     ap.add_argument("--out", help="PNG to write (default: chapters/img/chNN-*.png)")
-    ap.add_argument("--all", action="store_true", help="draw all three from chapters/data into chapters/img")
+    ap.add_argument("--all", action="store_true", help="draw them all from chapters/data into chapters/img")
     args = ap.parse_args()
     if args.all == bool(args.chapter):
-        ap.error("give one chapter (ch01, ch04, ch09) or --all")
+        ap.error(f"give one chapter ({', '.join(sorted(CHAPTERS))}) or --all")
     if args.all and (args.log or args.out):
         ap.error("--all reads and writes the default paths: no LOG or --out")
     if args.out and not args.out.lower().endswith(".png"):
