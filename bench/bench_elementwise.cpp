@@ -16,7 +16,7 @@
 // Issue 9 §4's target: tinytorch >= 0.95x raw Eigen's throughput. Chapter: chapters/01-training-loop.md.
 #include <benchmark/benchmark.h>
 
-#include "load_watch.hpp"
+#include "benchmark_main.hpp"
 
 #include <Eigen/Core>
 #include <tinytorch/tinytorch.hpp>
@@ -162,14 +162,5 @@ BENCHMARK(BM_AddBroadcastRow_tinytorch)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AddBroadcastRow_rawEigen)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AddTransposed_tinytorch)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AddTransposed_rawEigen)->Unit(benchmark::kMillisecond);
-// BENCHMARK_MAIN, plus the load line and warning of load_watch.hpp after the table.
-int main(int argc, char** argv) {
-  const bench::LoadWatch watch;
-  const double cpu0 = bench::LoadWatch::process_cpu_seconds();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  watch.report(stdout, bench::LoadWatch::process_cpu_seconds() - cpu0, 1, "the times (one thread)");
-  return 0;
-}
+// BENCHMARK_MAIN, then the load line and warning of load_watch.hpp (bench/benchmark_main.hpp).
+int main(int argc, char** argv) { return bench::benchmark_main(argc, argv, 1, "the times (one thread)"); }

@@ -13,7 +13,7 @@
 // Chapter: chapters/01-training-loop.md ("How fast is it?").
 #include <benchmark/benchmark.h>
 
-#include "load_watch.hpp"
+#include "benchmark_main.hpp"
 
 #include <Eigen/Core>
 #include <cmath>
@@ -160,14 +160,5 @@ BENCHMARK(BM_MlpStep_rawEigen)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Linear21Step_tinytorch)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Linear21Step_rawEigen)->Unit(benchmark::kMicrosecond);
 
-// BENCHMARK_MAIN, plus the load line and warning of load_watch.hpp after the table.
-int main(int argc, char** argv) {
-  const bench::LoadWatch watch;
-  const double cpu0 = bench::LoadWatch::process_cpu_seconds();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  watch.report(stdout, bench::LoadWatch::process_cpu_seconds() - cpu0, 1, "the step times (one thread)");
-  return 0;
-}
+// BENCHMARK_MAIN, then the load line and warning of load_watch.hpp (bench/benchmark_main.hpp).
+int main(int argc, char** argv) { return bench::benchmark_main(argc, argv, 1, "the step times (one thread)"); }
