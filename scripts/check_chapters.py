@@ -14,8 +14,11 @@ A chapter marks an expected-output block by the word `check` in the fence's info
     test_accuracy=0.8963
     ```
 
-Each `$ ` line is a command (run by bash in a scratch directory where build/, scripts/, tests/,
-include/ and chapters/ point into the repository and build tree; commands of one block run in
+Fences follow CommonMark (``` or ~~~, closed by a fence of the same character at least as long);
+a fence left open, or a fence with an info string inside a ```-fence, is an error; blocks inside
+HTML comments are ignored. Each `$ ` line is a command (run by bash in a scratch directory where
+build/, scripts/, tests/, include/, chapters/ and examples/ point into the repository and build
+tree; commands of one block run in
 order, in the same directory). The lines after it are what it must print (stdout and stderr
 together), in order, with any other lines allowed between them (a `...` line shows a learner where
 lines were left out). Inside a line, `...` stands for any text. Numbers are compared as written:
@@ -52,7 +55,7 @@ must appear in one of the chapter's checked blocks (as printed, or rounded to fe
 0.896" for a printed 0.8963), or be cited in an HTML comment that says where
 it comes from instead (a hand calculation, the book, a PyTorch run):
 
-    <!-- cited: 0.8953 0.8965 (PyTorch 1.13, tests/reference/gen_mnist_mlp.py) -->
+    <!-- cited: 0.8940 0.8979 (PyTorch 1.13, tests/reference/gen_cnn_mnist.py --model mlp) -->
 
 so prose cannot drift from output.
 
