@@ -10,7 +10,18 @@
 #   tt_test_options                          INTERFACE target: options of every test executable
 #   tt_has_own_main(src out)                 does `src` define main()?
 #   tt_add_test_executable(name src main libs...)   a test executable with the shared Catch2 main
+#   TT_DEBIAN_PYTHON                         /usr/bin/python3 when it exists (Debian's numpy,
+#                                            matplotlib, selenium live there), else python3 on PATH;
+#                                            docs_site and the chapter checks run with it
 # It also sets -O2 for Release in tests/ (the rest of the build keeps -O3).
+
+# ---- the interpreter of the Python-driven tests (docs/, chapters/) -----------------------------
+# Debian's python3-selenium, -matplotlib and -numpy live in /usr/bin/python3's site-packages: prefer
+# that interpreter over another python3 on PATH (pyenv, a venv).
+find_program(TT_DEBIAN_PYTHON NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
+if(NOT TT_DEBIAN_PYTHON)
+  find_program(TT_DEBIAN_PYTHON NAMES python3)
+endif()
 
 # ---- sanitizer settings (used by build-asan; harmless in other builds) ------------------------
 # Any AddressSanitizer, LeakSanitizer or UndefinedBehaviorSanitizer report ends the program with a
