@@ -311,6 +311,11 @@ def simd_level():
     return "sse"
 
 
+def shown(path):
+    """A chapter's path as messages show it: relative to the repository when inside it."""
+    return os.path.relpath(path, ROOT) if path.startswith(ROOT + os.sep) else path
+
+
 def scratch_dir(build):
     d = tempfile.mkdtemp(prefix="check_chapters.")
     for name, target in [("build", build), ("scripts", "scripts"), ("tests", "tests"), ("include", "include"),
@@ -383,7 +388,7 @@ def compare(block, exp, out, pos, others, counts):
 
 def run_block(block, build, full):
     """Returns (status, messages): status 'ok', 'skip', 'missing' or 'fail'."""
-    rel = os.path.relpath(block.path, ROOT) if block.path.startswith(ROOT + os.sep) else block.path
+    rel = shown(block.path)
     where = f"{rel}:{block.line}"
     if block.checked_by:
         return "ok", [f"  {where}: checked by ctest {block.checked_by}"]
@@ -399,7 +404,7 @@ def run_block(block, build, full):
                     return "fail", [f"  {where}: `{cmd}`: no program '{prog}' in this project (a typo?)"]
                 return "missing", [f"  {where}: skipped: {build}/bin/{prog} is not built"]
     d = scratch_dir(build)
-    msgs, status, others = [], "ok", 0.0
+    others = 0.0
     counts = {"compared": 0, "skipped": 0}
     try:
         for idx, (cmd, expected) in enumerate(block.commands):
@@ -432,8 +437,7 @@ def run_block(block, build, full):
     elif counts["compared"]:
         note += (f"; {counts['compared']} timing numbers within x{block.tol:g} (other processes held "
                  f"{max(others, 0):.2f} cores)")
-    msgs.append(f"  {where}: ok ({note}): {block.commands[0][0]}")
-    return status, msgs
+    return "ok", [f"  {where}: ok ({note}): {block.commands[0][0]}"]
 
 
 def check_chapter(path, build, full):
@@ -444,7 +448,7 @@ def check_chapter(path, build, full):
     except BlockError as e:
         print(f"✗ {e}")
         return 2
-    rel = os.path.relpath(path, ROOT) if path.startswith(ROOT + os.sep) else path
+    rel = shown(path)
     print(f"{rel}: {len(blocks)} checked blocks")
     failed, ran = False, 0
     for b in blocks:
@@ -454,8 +458,7 @@ def check_chapter(path, build, full):
         ran += status in ("ok", "fail") and not b.checked_by
     known = set(cited)
     for b in blocks:
-        known |= b.numbers()
-        known |= {n + "x" for n in b.numbers()}
+        known |= b.numbers()   # is_known strips a prose number's x or %
     missing = [(ln, n) for ln, n in prose_numbers(prose) if not is_known(n, known)]
     for ln, n in missing:
         print(f"  {rel}:{ln}: the number {n} is in no checked block and not cited "
