@@ -25,7 +25,7 @@
 #include <tinytorch/distributed/model_agreement.hpp>
 
 #include "../examples/flags.hpp"
-#include "load_watch.hpp"
+#include "bench_common.hpp"  // bench::report_load
 
 #include <algorithm>
 #include <chrono>
@@ -298,12 +298,7 @@ int main(int argc, char** argv) {
       if (worst < 1e30) std::printf("# ring vs MPI_Allreduce, sizes >= 1 MiB: worst %.2fx\n", worst);
     }
     if (rank == 0 && !o.csv.empty()) std::printf("# wrote %s\n", o.csv.c_str());
-    double cpu = bench::LoadWatch::process_cpu_seconds() - cpu0;
-    if (N > 1) dist::all_reduce(&cpu, 1, dist::ReduceOp::SUM);
-    if (rank == 0) {
-      std::printf("# ");  // the load line as a comment of this table
-      watch.report(stdout, cpu, N, "the times (one rank per core)");
-    }
+    bench::report_load(watch, cpu0, "the times (one rank per core)", "# ");  // as comments of the table
   } catch (const std::exception& e) {
     pg.abort(e);
   }

@@ -70,12 +70,13 @@ inline long long integer_flag(const char* program, int argc, char** argv, int& i
 
 /// After a run watched by `watch` (started when this process had used `cpu0` CPU seconds): adds
 /// up every rank's CPU time and prints, on rank 0, the load line and the warning of
-/// bench/load_watch.hpp for a figure that needs one idle core per rank. Call on every rank.
-inline void report_load(const LoadWatch& watch, double cpu0, const char* figure) {
+/// bench/load_watch.hpp for a figure that needs one idle core per rank, each line starting with
+/// `prefix`. Call on every rank.
+inline void report_load(const LoadWatch& watch, double cpu0, const char* figure, const char* prefix = "") {
   double cpu = LoadWatch::process_cpu_seconds() - cpu0;
   const int N = tt::distributed::get_world_size();
   if (N > 1) tt::distributed::all_reduce(&cpu, 1, tt::distributed::ReduceOp::SUM);
-  if (tt::distributed::get_rank() == 0) watch.report(stdout, cpu, N, figure);
+  if (tt::distributed::get_rank() == 0) watch.report(stdout, cpu, N, figure, prefix);
 }
 
 struct Trainer {

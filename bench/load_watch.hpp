@@ -52,36 +52,37 @@ class LoadWatch {
   }
 
   /// Prints the load line and, when other processes held more than the cores the figure leaves
-  /// free (all but `idle_cores_needed`) plus a quarter of a core, a WARNING line. Returns whether
-  /// it warned.
-  bool report(std::FILE* out, double our_cpu_seconds, int idle_cores_needed, const char* figure) const {
+  /// free (all but `idle_cores_needed`) plus a quarter of a core, a WARNING line; each line starts
+  /// with `prefix` ("# " in a table whose comments start so). Returns whether it warned.
+  bool report(std::FILE* out, double our_cpu_seconds, int idle_cores_needed, const char* figure,
+              const char* prefix = "") const {
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
     const double other = other_cores(our_cpu_seconds);
     const long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (other < 0) {
-      std::fprintf(out, "load: unknown (no /proc/stat)\n");
+      std::fprintf(out, "%sload: unknown (no /proc/stat)\n", prefix);
       return false;
     }
     if (wall < 0.5) {  // /proc/stat counts in 10 ms ticks: too coarse to judge a shorter run
-      std::fprintf(out, "load: the run took %.2f s, too short to judge what other processes held\n", wall);
+      std::fprintf(out, "%sload: the run took %.2f s, too short to judge what other processes held\n", prefix, wall);
       return false;
     }
     std::fprintf(out,
-                 "load: 1-minute load average %.2f before, %.2f after; over %.1f s this run used %.2f cores, "
+                 "%sload: 1-minute load average %.2f before, %.2f after; over %.1f s this run used %.2f cores, "
                  "other processes %.2f (of %ld)\n",
-                 load0_, load_average(), wall, our_cpu_seconds / wall, other, cores);
+                 prefix, load0_, load_average(), wall, our_cpu_seconds / wall, other, cores);
     if (idle_cores_needed > cores) {
       std::fprintf(out,
-                   "WARNING: load: %s need %d cores and this machine has %ld: the figures show the cores being "
+                   "%sWARNING: load: %s need %d cores and this machine has %ld: the figures show the cores being "
                    "shared, not what the method gives\n",
-                   figure, idle_cores_needed, cores);
+                   prefix, figure, idle_cores_needed, cores);
       return true;
     }
     if (idle_cores_needed > 0 && other > static_cast<double>(cores - idle_cores_needed) + 0.25) {
       std::fprintf(out,
-                   "WARNING: load: other processes held %.2f cores during the run, and %s need %d idle cores: "
+                   "%sWARNING: load: other processes held %.2f cores during the run, and %s need %d idle cores: "
                    "do not quote these figures, run again on a quiet machine\n",
-                   other, figure, idle_cores_needed);
+                   prefix, other, figure, idle_cores_needed);
       return true;
     }
     return false;
