@@ -22,6 +22,16 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& what) : std::runtime_error(what) {}
 };
 
+/// Thrown by code that is not written yet: the student skeletons of labs/ (scripts/lab.py
+/// replaces each `// BEGIN SOLUTION` ... `// END SOLUTION` body with a throw of this), the way
+/// Python code raises NotImplementedError. The message reads "<where>: not implemented", which
+/// `scripts/lab.sh check` reports as "not implemented" instead of a failure. A tinytorch::Error,
+/// so code that catches Error catches it too.
+class NotImplemented : public Error {
+ public:
+  explicit NotImplemented(const std::string& where) : Error(where + ": not implemented") {}
+};
+
 namespace detail {
 template <typename... Args>
 std::string str_cat(Args&&... args) {

@@ -1,0 +1,502 @@
+#!/usr/bin/env python3
+"""scripts/lab.py — the labs: start one, check your work, grade it (scripts/lab.sh runs this).
+
+    scripts/lab.sh list                       the labs and their tasks
+    scripts/lab.sh start 07                   copy lab 07's skeleton to your workspace
+    scripts/lab.sh check 07                   build your files against the lab's tests; a table
+                                              of the tasks: passed / failed (the first failing
+                                              check, the rank) / not implemented
+    scripts/lab.sh grade 07 --json [FILE]     the same, and a score file (default
+                                              <workspace>/07-all-reduce/grade.json)
+
+The workspace is $TT_LAB_WORKSPACE or ~/tinytorch-labs (--dir DIR overrides both); lab NN-name
+lives in <workspace>/NN-name/, outside the clone: the files there are yours. `check` configures
+and builds <workspace>/NN-name/build (labs/student/CMakeLists.txt) the first time (about a minute
+of CPU: the library is compiled once) and afterwards recompiles only what you changed. A lab may
+be named by number (7, 07), by directory (07-all-reduce) or by the name after the number.
+
+For instructors and CI:
+    scripts/lab.py skeleton 07 --out DIR      write the student skeleton of lab 07 into DIR
+    scripts/lab.py meta 07 --reference BIN --skeleton BIN
+                                              ctest lab_07: the reference passes every task with
+                                              at least one check, the skeleton fails every task
+                                              with "not implemented", every test case belongs to
+                                              a task of lab.json
+    scripts/lab.py run 07 --program BIN       the task table of any build of the lab's tests
+
+A lab (labs/NN-name/, how to write one: labs/README.md) holds lab.json (title, chapter, the
+student's files, the test files, the tasks, and "ranks" for a lab run under MPI), the reference
+solution in the student's files between markers, its tests (Catch2, one tag [task:NAME] per task)
+and INSTRUCTOR.md. The markers, each on a line of its own:
+
+    // BEGIN SOLUTION <task>        the lines up to `// END SOLUTION` are the reference; in the
+    ...                             skeleton they become a TODO and
+    // END SOLUTION                   throw tinytorch::NotImplemented("lab NN task <task> (file:line)");
+    // BEGIN REFERENCE ONLY         lines the skeleton leaves out altogether (the #error guard that
+    ...                             stops a student build from compiling the reference)
+    // END REFERENCE ONLY
+
+Each task runs in a process of its own (under scripts/mpirun.sh, on each rank count of "ranks",
+for an MPI lab), with a time limit, so a crash or a hang in one task does not hide the others.
+Exit status: 0 when every task passed (check, grade, meta), 1 otherwise, 2 for bad usage.
+"""
+
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LABS = os.path.join(ROOT, "labs")
+TASK_TIMEOUT_S = 120
+BEGIN = re.compile(r"^(\s*)// BEGIN SOLUTION(?:\s+(\S+))?\s*$")
+END = re.compile(r"^\s*// END SOLUTION\s*$")
+BEGIN_REF = re.compile(r"^\s*// BEGIN REFERENCE ONLY\s*$")
+END_REF = re.compile(r"^\s*// END REFERENCE ONLY\s*$")
+
+
+class LabError(Exception):
+    """A message for the user; exit status 2."""
+
+
+# ---- labs ---------------------------------------------------------------------------------------
+
+def all_labs():
+    out = []
+    for name in sorted(os.listdir(LABS)):
+        path = os.path.join(LABS, name)
+        if re.match(r"^\d\d-", name) and os.path.isfile(os.path.join(path, "lab.json")):
+            out.append(name)
+    return out
+
+
+def find_lab(key):
+    """'7', '07', '07-all-reduce' or 'all-reduce' -> ('07-all-reduce', lab.json as a dict)."""
+    names = all_labs()
+    k = str(key).strip().rstrip("/")
+    k = os.path.basename(k)
+    matches = [n for n in names if n == k or n[3:] == k or (k.isdigit() and int(n[:2]) == int(k))]
+    if len(matches) != 1:
+        raise LabError("no lab '%s'; the labs are: %s" % (key, ", ".join(names) or "(none)"))
+    name = matches[0]
+    with open(os.path.join(LABS, name, "lab.json"), encoding="utf-8") as f:
+        info = json.load(f)
+    for field in ("title", "chapter", "files", "tests", "tasks"):
+        if field not in info:
+            raise LabError("labs/%s/lab.json has no '%s'" % (name, field))
+    return name, info
+
+
+def task_names(info):
+    return [t["name"] for t in info["tasks"]]
+
+
+# ---- skeleton -----------------------------------------------------------------------------------
+
+def skeleton_text(name, info, filename, text):
+    """The student's version of one reference file: solution bodies become a TODO and a throw."""
+    nn = name[:2]
+    tasks = set(task_names(info))
+    out, i, lines = [], 0, text.splitlines(keepends=True)
+    seen = set()
+    while i < len(lines):
+        line = lines[i]
+        m = BEGIN.match(line)
+        if BEGIN_REF.match(line):
+            j = i + 1
+            while j < len(lines) and not END_REF.match(lines[j]):
+                if BEGIN.match(lines[j]) or BEGIN_REF.match(lines[j]):
+                    raise LabError("labs/%s/%s:%d: a marker inside REFERENCE ONLY" % (name, filename, j + 1))
+                j += 1
+            if j == len(lines):
+                raise LabError("labs/%s/%s:%d: BEGIN REFERENCE ONLY without END REFERENCE ONLY" % (name, filename, i + 1))
+            i = j + 1
+            continue
+        if m:
+            indent, task = m.group(1), m.group(2)
+            if task is None or task not in tasks:
+                raise LabError("labs/%s/%s:%d: BEGIN SOLUTION must name a task of lab.json (%s), got %r"
+                               % (name, filename, i + 1, ", ".join(sorted(tasks)), task))
+            j = i + 1
+            while j < len(lines) and not END.match(lines[j]):
+                if BEGIN.match(lines[j]) or BEGIN_REF.match(lines[j]):
+                    raise LabError("labs/%s/%s:%d: markers may not nest (BEGIN SOLUTION at line %d is open)"
+                                   % (name, filename, j + 1, i + 1))
+                j += 1
+            if j == len(lines):
+                raise LabError("labs/%s/%s:%d: BEGIN SOLUTION without END SOLUTION" % (name, filename, i + 1))
+            seen.add(task)
+            out.append("%s// TODO(task %s): your code here.\n" % (indent, task))
+            out.append('%sthrow tinytorch::NotImplemented("lab %s task %s (%s:%d)");\n'
+                       % (indent, nn, task, filename, len(out) + 1))
+            i = j + 1
+            continue
+        if END.match(line) or END_REF.match(line):
+            raise LabError("labs/%s/%s:%d: END marker without BEGIN" % (name, filename, i + 1))
+        out.append(line)
+        i += 1
+    return "".join(out), seen
+
+
+def write_atomic(path, data):
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=d)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def skeletons(name, info):
+    """{file: skeleton text} for every student file; every task must have a solution region."""
+    result, seen = {}, set()
+    for f in info["files"]:
+        with open(os.path.join(LABS, name, f), encoding="utf-8") as fh:
+            text, s = skeleton_text(name, info, f, fh.read())
+        result[f] = text
+        seen |= s
+    missing = [t for t in task_names(info) if t not in seen]
+    if missing:
+        raise LabError("labs/%s: task(s) %s have no BEGIN SOLUTION region in %s"
+                       % (name, ", ".join(missing), ", ".join(info["files"])))
+    return result
+
+
+def cmd_skeleton(args):
+    name, info = find_lab(args.lab)
+    for f, text in skeletons(name, info).items():
+        write_atomic(os.path.join(args.out, f), text)
+    return 0
+
+
+# ---- workspace ----------------------------------------------------------------------------------
+
+def workspace(args, name):
+    base = args.dir or os.environ.get("TT_LAB_WORKSPACE") or os.path.join(os.path.expanduser("~"), "tinytorch-labs")
+    base = os.path.abspath(base)
+    real, root = os.path.realpath(base), os.path.realpath(ROOT)
+    if real == root or real.startswith(root + os.sep):
+        raise LabError("the workspace %s is inside the tinytorch clone %s; keep your work outside it "
+                       "(--dir DIR or TT_LAB_WORKSPACE=DIR)" % (base, ROOT))
+    return os.path.join(base, name)
+
+
+def cmd_start(args):
+    name, info = find_lab(args.lab)
+    ws = workspace(args, name)
+    files = skeletons(name, info)
+    existing = [f for f in files if os.path.exists(os.path.join(ws, f))]
+    if existing and not args.force:
+        raise LabError("%s already holds %s: your work is kept. To start over, move it away or run "
+                       "`scripts/lab.sh start %s --force` (the old files are renamed *.orig)"
+                       % (ws, ", ".join(existing), name[:2]))
+    for f, text in files.items():
+        dst = os.path.join(ws, f)
+        if os.path.exists(dst):
+            os.replace(dst, dst + ".orig")
+        write_atomic(dst, text)
+    print("lab %s: %s (%s)" % (name, info["title"], info["chapter"]))
+    print("your files: %s" % ", ".join(os.path.join(ws, f) for f in files))
+    print("tasks:")
+    for t in info["tasks"]:
+        print("  %-18s %s" % (t["name"], t["summary"]))
+    print("next: edit the files, then run  scripts/lab.sh check %s%s"
+          % (name[:2], "" if args.dir is None else " --dir " + args.dir))
+    return 0
+
+
+def configure_and_build(name, info, ws, jobs):
+    """Builds <ws>/build/lab; returns (path of the program, None) or (None, compiler output)."""
+    build = os.path.join(ws, "build")
+    lab_dir = os.path.join(LABS, name)
+    cache = os.path.join(build, "CMakeCache.txt")
+    configured = False
+    generated = any(os.path.exists(os.path.join(build, f)) for f in ("Makefile", "build.ninja"))
+    if generated and os.path.exists(cache):
+        with open(cache, encoding="utf-8", errors="replace") as f:
+            c = f.read()
+        configured = ("TT_LAB:UNINITIALIZED=%s\n" % lab_dir in c or "TT_LAB:PATH=%s\n" % lab_dir in c
+                      or "TT_LAB:STRING=%s\n" % lab_dir in c)
+    if not configured:
+        print("configuring %s (once: the library is compiled the first time, about a minute) ..." % build, flush=True)
+        r = subprocess.run(["cmake", "-S", os.path.join(LABS, "student"), "-B", build,
+                            "-DTT_LAB=" + lab_dir, "-DTT_LAB_WORKSPACE=" + ws],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if r.returncode != 0:
+            return None, r.stdout
+    r = subprocess.run(["cmake", "--build", build, "--target", "lab", "-j", str(jobs)],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        return None, r.stdout
+    exe = os.path.join(build, "bin", "lab")
+    if not os.path.exists(exe):
+        exe = os.path.join(build, "lab")
+    return exe, None
+
+
+# ---- running the tasks ----------------------------------------------------------------------------
+
+def run_task(program, task, ranks, tmp):
+    """Runs one task's test cases; returns (status, detail, checks) with status one of
+    'passed', 'failed', 'not implemented'."""
+    report = os.path.join(tmp, task)
+    for f in os.listdir(tmp):
+        if f.startswith(task + ".rank"):
+            os.unlink(os.path.join(tmp, f))
+    env = dict(os.environ, TT_LAB_REPORT=report)
+    env.setdefault("TINYTORCH_DIST_TIMEOUT", "20")  # a rank that waits for a peer: an error after 20 s
+    cmd = [program, "[task:%s]" % task, "--warn", "NoTests"]
+    if ranks:
+        cmd = ["bash", os.path.join(ROOT, "scripts", "mpirun.sh"), "-np", str(ranks)] + cmd
+    try:
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                             start_new_session=True)
+        out, _ = p.communicate(timeout=TASK_TIMEOUT_S)
+        code = p.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, _ = p.communicate()
+        code = None
+    where = " on %d ranks" % ranks if ranks else ""
+    cases, fails, checks, ended = [], [], 0, 0
+    for f in sorted(os.listdir(tmp)):
+        if not f.startswith(task + ".rank"):
+            continue
+        rank = f[len(task) + 5:]
+        with open(os.path.join(tmp, f), encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                parts = line.rstrip("\n").split("\t")
+                if parts[0] == "case" and len(parts) >= 2:
+                    cases.append(parts[1])
+                elif parts[0] == "fail" and len(parts) >= 3:
+                    fails.append((rank, parts[1], parts[2].replace("\\n", "\n"), cases[-1] if cases else "?"))
+                elif parts[0] == "end" and len(parts) >= 4:
+                    ended += 1
+                    checks += int(parts[2]) + int(parts[3])
+    # A rank killed by another rank's MPI_Abort reports the SIGTERM as its failure: not the cause.
+    fails = [x for x in fails if "SIGTERM" not in x[2]]
+    not_impl = [x for x in fails if ": not implemented" in x[2]]
+    if not_impl:
+        return "not implemented", not_impl[0][2].split("threw: ")[-1], checks
+    if fails:
+        r, at, what, case = fails[0]
+        if what.startswith("threw: "):  # an exception: where the last check was is no help
+            at = 'in "%s"' % case
+        else:
+            at = os.path.basename(at.rsplit(":", 1)[0]) + ":" + at.rsplit(":", 1)[1]
+        who = "rank %s of %d, " % (r, ranks) if ranks else ""
+        return "failed", "%s%s: %s" % (who, at, what), checks
+    if code is None:
+        return "failed", "no result after %d s%s: a rank waits for a message that never comes? (last output: %s)" % (
+            TASK_TIMEOUT_S, where, tail(out)), checks
+    if code != 0:
+        return "failed", "the program stopped (status %s)%s: %s" % (code, where, first_error(out)), checks
+    if not cases:
+        return "failed", "no test case of this task ran%s: a lab without tests grades nothing" % where, 0
+    if checks == 0:
+        return "failed", "its test cases ran but checked nothing%s (no CHECK/REQUIRE was reached)" % where, 0
+    return "passed", "%d checks%s" % (checks, where), checks
+
+
+ERROR_LINE = re.compile(r"Watchdog caught|terminate called|what\(\)|[Ee]rror|Segmentation fault|Aborted|signal \d+|"
+                        r"AddressSanitizer|runtime error")
+
+
+def first_error(out):
+    """The first line of the output that says what went wrong, else its last lines."""
+    for line in (out or "").splitlines():
+        if ERROR_LINE.search(line) and "MPI_ABORT was invoked" not in line:
+            return line.strip()
+    return tail(out)
+
+
+def tail(out, n=3):
+    lines = [l for l in (out or "").splitlines() if l.strip()]
+    return " | ".join(lines[-n:]) if lines else "(no output)"
+
+
+def run_lab(name, info, program, quiet=False):
+    """[(task, status, detail)] for every task, each on every rank count of the lab."""
+    results = []
+    rank_counts = info.get("ranks") or [None]
+    with tempfile.TemporaryDirectory(prefix="tt-lab-") as tmp:
+        for t in task_names(info):
+            status, detail = "passed", []
+            for np_ in rank_counts:
+                s, d, _ = run_task(program, t, np_, tmp)
+                if s != "passed":
+                    status, detail = s, [d]
+                    break
+                detail.append(d)
+            results.append((t, status, "; ".join(detail)))
+            if not quiet:
+                print_row(t, status, detail[0] if status != "passed" else "; ".join(detail))
+    return results
+
+
+def print_row(task, status, detail):
+    mark = {"passed": "PASS", "failed": "FAIL", "not implemented": "TODO"}.get(status, status)
+    print("  %-4s %-18s %s" % (mark, task, detail), flush=True)
+
+
+# ---- check / grade ----------------------------------------------------------------------------
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        h.update(f.read())
+    return h.hexdigest()
+
+
+def cmd_check(args, grade=False):
+    name, info = find_lab(args.lab)
+    ws = workspace(args, name)
+    missing = [f for f in info["files"] if not os.path.isfile(os.path.join(ws, f))]
+    if missing:
+        raise LabError("%s has no %s: run `scripts/lab.sh start %s` first" % (ws, ", ".join(missing), name[:2]))
+    for f in info["files"]:
+        with open(os.path.join(ws, f), encoding="utf-8", errors="replace") as fh:
+            if "TT_LAB_REFERENCE" in fh.read():
+                raise LabError("%s is a copy of the reference solution (it holds the reference guard); "
+                               "the check grades your own code: `scripts/lab.sh start %s --force` gives you "
+                               "the skeleton" % (os.path.join(ws, f), name[:2]))
+    print("lab %s: %s (%s); your files in %s" % (name, info["title"], info["chapter"], ws), flush=True)
+    program, errors = configure_and_build(name, info, ws, args.jobs)
+    if program is None:
+        print(errors.rstrip())
+        print("lab %s: your code does not build (the compiler's messages are above); no task ran" % name)
+        results = [(t, "failed", "does not build") for t in task_names(info)]
+    else:
+        results = run_lab(name, info, program)
+    passed = sum(1 for r in results if r[1] == "passed")
+    print("lab %s: %d/%d tasks passed" % (name, passed, len(results)))
+    if grade:
+        out = args.json or os.path.join(ws, "grade.json")
+        data = {
+            "lab": name,
+            "title": info["title"],
+            "score": passed,
+            "max_score": len(results),
+            "tasks": [{"name": t, "status": s, "detail": d} for t, s, d in results],
+            "files": {f: sha256(os.path.join(ws, f)) for f in info["files"]},
+            "graded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        }
+        write_atomic(out, json.dumps(data, indent=2) + "\n")
+        print("score file: %s" % out)
+    return 0 if passed == len(results) else 1
+
+
+# ---- meta (ctest lab_NN) ----------------------------------------------------------------------
+
+def listed_tags(program):
+    r = subprocess.run([program, "--list-tags"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return set(re.findall(r"\[task:([^\]]+)\]", r.stdout))
+
+
+def untagged_cases(program, tasks):
+    spec = "".join("~[task:%s]" % t for t in tasks)
+    r = subprocess.run([program, "--list-test-names-only", spec], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    return [l for l in r.stdout.splitlines() if l.strip()]
+
+
+def cmd_meta(args):
+    name, info = find_lab(args.lab)
+    tasks = task_names(info)
+    problems = []
+    tags = listed_tags(args.reference)
+    if tags != set(tasks):
+        problems.append("the tests' [task:...] tags %s differ from lab.json's tasks %s" % (sorted(tags), sorted(tasks)))
+    stray = untagged_cases(args.reference, tasks)
+    if stray:
+        problems.append("test cases without a task tag of lab.json: %s" % "; ".join(stray))
+    print("lab %s, reference solution:" % name, flush=True)
+    for t, s, d in run_lab(name, info, args.reference):
+        if s != "passed":
+            problems.append("reference, task %s: %s (%s)" % (t, s, d))
+    print("lab %s, student skeleton:" % name, flush=True)
+    for t, s, d in run_lab(name, info, args.skeleton):
+        if s != "not implemented":
+            problems.append("skeleton, task %s: %s instead of 'not implemented' (%s)" % (t, s, d))
+    for p in problems:
+        print("lab %s: %s" % (name, p))
+    print("lab %s: %s" % (name, "FAILED" if problems else "the reference passes every task, the skeleton none"))
+    return 1 if problems else 0
+
+
+def cmd_run(args):
+    name, info = find_lab(args.lab)
+    results = run_lab(name, info, args.program)
+    return 0 if all(r[1] == "passed" for r in results) else 1
+
+
+def cmd_list(args):
+    for name in all_labs():
+        _, info = find_lab(name)
+        extra = " (MPI, %s ranks)" % "/".join(str(r) for r in info["ranks"]) if info.get("ranks") else ""
+        print("%s  %s%s — %s" % (name, info["title"], extra, info["chapter"]))
+        for t in info["tasks"]:
+            print("      %-18s %s" % (t["name"], t["summary"]))
+    return 0
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(prog="scripts/lab.sh", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("list", help="the labs and their tasks")
+    for c in ("start", "check", "grade"):
+        p = sub.add_parser(c)
+        p.add_argument("lab")
+        p.add_argument("--dir", help="the workspace (default $TT_LAB_WORKSPACE or ~/tinytorch-labs)")
+        if c == "start":
+            p.add_argument("--force", action="store_true", help="start over; your old files become *.orig")
+        else:
+            p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2)
+        if c == "grade":
+            p.add_argument("--json", nargs="?", const="", default="",
+                           help="where to write the score file (default <workspace>/NN-name/grade.json)")
+    p = sub.add_parser("skeleton")
+    p.add_argument("lab")
+    p.add_argument("--out", required=True)
+    p = sub.add_parser("meta")
+    p.add_argument("lab")
+    p.add_argument("--reference", required=True)
+    p.add_argument("--skeleton", required=True)
+    p = sub.add_parser("run")
+    p.add_argument("lab")
+    p.add_argument("--program", required=True)
+    args = ap.parse_args(argv)
+    try:
+        if args.cmd == "list":
+            return cmd_list(args)
+        if args.cmd == "start":
+            return cmd_start(args)
+        if args.cmd == "check":
+            return cmd_check(args)
+        if args.cmd == "grade":
+            return cmd_check(args, grade=True)
+        if args.cmd == "skeleton":
+            return cmd_skeleton(args)
+        if args.cmd == "meta":
+            return cmd_meta(args)
+        return cmd_run(args)
+    except LabError as e:
+        print("lab.sh: %s" % e, file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
