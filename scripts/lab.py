@@ -412,8 +412,15 @@ def untagged_cases(program, tasks):
     return [l for l in r.stdout.splitlines() if l.strip()]
 
 
+def check_program(path):
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise LabError("%s is not a program that can run (not built?)" % path)
+
+
 def cmd_meta(args):
     name, info = find_lab(args.lab)
+    check_program(args.reference)
+    check_program(args.skeleton)
     tasks = task_names(info)
     problems = []
     tags = listed_tags(args.reference)
@@ -438,6 +445,7 @@ def cmd_meta(args):
 
 def cmd_run(args):
     name, info = find_lab(args.lab)
+    check_program(args.program)
     results = run_lab(name, info, args.program)
     return 0 if all(r[1] == "passed" for r in results) else 1
 
