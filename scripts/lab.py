@@ -348,7 +348,7 @@ def run_lab(name, info, program, quiet=False):
 
 def print_row(task, status, detail):
     mark = {"passed": "PASS", "failed": "FAIL", "not implemented": "TODO"}.get(status, status)
-    print("  %-4s %-18s %s" % (mark, task, detail), flush=True)
+    print("  %-4s %-18s %s" % (mark, task, " ".join(detail.split())), flush=True)  # one line per task
 
 
 # ---- check / grade ----------------------------------------------------------------------------

@@ -21,6 +21,7 @@
 
 #include <tinytorch/autograd/dot.hpp>
 #include <tinytorch/autograd/engine.hpp>
+#include <tinytorch/autograd/function.hpp>
 #include <tinytorch/autograd/gradcheck.hpp>
 #include <tinytorch/functional.hpp>
 
@@ -861,4 +862,130 @@ TEST_CASE("to_dot's nodes and edges match PyTorch's for an MLP and a reused leaf
   CHECK(parse_dot(autograd::to_dot(r)).nodes.empty());
   CHECK_THAT(autograd::to_dot(tensor({1, 2}), {}, "a \"b\""), Contains("\tout [label=\"a \\\"b\\\"\\n (2)\" fillcolor=darkolivegreen1]\n"));
   REQUIRE_THROWS_WITH(autograd::to_dot(Tensor()), Contains("to_dot: the tensor is undefined"));
+}
+
+// ---- custom functions: autograd::Function<T> (torch.autograd.Function) -------------------------
+
+namespace {
+using autograd::AutogradContext;
+using autograd::tensor_list;
+
+// y = e^x, saving its output (as PyTorch's ExpBackward0 does).
+struct MyExp : autograd::Function<MyExp> {
+  static Tensor forward(AutogradContext* ctx, const Tensor& x) {
+    Tensor y = x.exp();
+    ctx->save_for_backward({y});
+    return y;
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list g) { return {g[0] * ctx->get_saved_variables()[0]}; }
+};
+
+// y = a * b * scale + c, with a non-tensor argument; counts the backward calls.
+int muladd_backward_calls = 0;
+struct MulAdd : autograd::Function<MulAdd> {
+  static Tensor forward(AutogradContext* ctx, const Tensor& a, const Tensor& b, double scale, const Tensor& c) {
+    ctx->save_for_backward({a, b});
+    ctx->saved_data["scale"] = scale;
+    return a * b * scale + c;
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list g) {
+    ++muladd_backward_calls;
+    const tensor_list s = ctx->get_saved_variables();
+    const double scale = ctx->saved_data["scale"];
+    Tensor ga = ctx->needs_input_grad(0) ? g[0] * s[1] * scale : Tensor();
+    Tensor gb = ctx->needs_input_grad(1) ? g[0] * s[0] * scale : Tensor();
+    return {ga, gb, Tensor(), g[0]};
+  }
+};
+
+struct WrongCount : autograd::Function<WrongCount> {
+  static Tensor forward(AutogradContext*, const Tensor& x, double) { return x * 2.0; }
+  static tensor_list backward(AutogradContext*, tensor_list g) { return {g[0]}; }
+};
+struct GradForNumber : autograd::Function<GradForNumber> {
+  static Tensor forward(AutogradContext*, const Tensor& x, double) { return x * 2.0; }
+  static tensor_list backward(AutogradContext*, tensor_list g) { return {g[0], g[0]}; }
+};
+struct WrongShape : autograd::Function<WrongShape> {
+  static Tensor forward(AutogradContext*, const Tensor& x) { return x.sum(); }
+  static tensor_list backward(AutogradContext*, tensor_list g) { return {g[0]}; }  // () instead of x's shape
+};
+struct Identity : autograd::Function<Identity> {
+  static Tensor forward(AutogradContext*, const Tensor& x) { return x; }
+  static tensor_list backward(AutogradContext*, tensor_list g) { return {g[0]}; }
+};
+struct ArgmaxFn : autograd::Function<ArgmaxFn> {
+  static Tensor forward(AutogradContext* ctx, const Tensor& x) {
+    Tensor i = x.argmax();
+    ctx->mark_non_differentiable({i});
+    return i;
+  }
+  static tensor_list backward(AutogradContext*, tensor_list) { return {Tensor()}; }
+};
+}  // namespace
+
+TEST_CASE("Function<T>: a custom exp gives exp's gradient and passes gradcheck", "[ch02][autograd][function]") {
+  Tensor x = tensor({0.5, -1.0, 2.0}, rg(kFloat64));
+  Tensor y = MyExp::apply(x);
+  CHECK(y.grad_fn()->name() == "MyExpBackward");
+  y.sum().backward();
+  CHECK(vals(x.grad()) == vals(x.detach().exp()));
+  CHECK(gradcheck([](const std::vector<Tensor>& v) { return MyExp::apply(v[0] * 1.5); },
+                  {tensor({0.3, -0.7, 1.1, 0.0}, rg(kFloat64))}));
+  // grad mode off or no input requiring grad: no node
+  CHECK_FALSE(MyExp::apply(tensor({1.0})).requires_grad());
+  {
+    NoGradGuard no_grad;
+    CHECK_FALSE(MyExp::apply(x).requires_grad());
+  }
+}
+
+TEST_CASE("Function<T>: several inputs, a non-tensor argument, needs_input_grad", "[ch02][autograd][function]") {
+  Tensor a = tensor({1.0, 2.0}, rg(kFloat64)), b = tensor({3.0, -1.0}, rg(kFloat64));
+  Tensor c = tensor({0.5, 0.5}, kFloat64);  // needs no gradient
+  MulAdd::apply(a, b, 2.0, c).sum().backward();
+  CHECK(vals(a.grad()) == std::vector<double>{6.0, -2.0});
+  CHECK(vals(b.grad()) == std::vector<double>{2.0, 4.0});
+  CHECK_FALSE(c.grad().defined());
+  CHECK(gradcheck([&](const std::vector<Tensor>& v) { return MulAdd::apply(v[0], v[1], -0.5, v[2]); },
+                  {tensor({0.2, 0.4, -1.0}, rg(kFloat64)), tensor({1.5, -0.3, 0.8}, rg(kFloat64)),
+                   tensor({0.1, 0.0, 2.0}, rg(kFloat64))}));
+}
+
+TEST_CASE("Function<T>: PyTorch's errors for a wrong backward", "[ch02][autograd][function]") {
+  Tensor x = tensor({1.0, 2.0}, rg());
+  CHECK_THROWS_WITH(WrongCount::apply(x, 1.0).sum().backward(),
+                    Contains("function WrongCountBackward returned an incorrect number of gradients (expected 2, got 1)"));
+  CHECK_THROWS_WITH(GradForNumber::apply(x, 1.0).sum().backward(),
+                    Contains("returned a gradient different than None at position 2, but the corresponding forward "
+                             "input was not a Variable"));
+  CHECK_THROWS_WITH(WrongShape::apply(x).backward(),
+                    Contains("Function WrongShapeBackward returned an invalid gradient at index 0 - got [] but "
+                             "expected shape compatible with [2]"));
+}
+
+TEST_CASE("Function<T>: saved tensors are version-checked and freed after backward", "[ch02][autograd][function]") {
+  Tensor x = tensor({0.1, 0.2}, rg());
+  Tensor y = MyExp::apply(x);
+  {
+    NoGradGuard no_grad;
+    y.mul_(2.0);  // changes the saved output
+  }
+  CHECK_THROWS_WITH(y.sum().backward(), Contains("modified by an inplace operation"));
+  Tensor z = MyExp::apply(x);
+  Tensor loss = z.sum();
+  loss.backward(Tensor(), /*retain_graph=*/false);
+  CHECK_THROWS_WITH(loss.backward(), Contains("Trying to backward through the graph a second time"));
+}
+
+TEST_CASE("Function<T>: an input returned as is, and a non-differentiable output", "[ch02][autograd][function]") {
+  Tensor x = tensor({1.0, 5.0, 2.0}, rg());
+  Tensor y = Identity::apply(x);
+  CHECK(x.is_leaf());  // the input keeps its own history
+  CHECK(y.grad_fn() != nullptr);
+  (y * 3.0).sum().backward();
+  CHECK(vals(x.grad()) == std::vector<double>{3.0, 3.0, 3.0});
+  Tensor i = ArgmaxFn::apply(x);
+  CHECK_FALSE(i.requires_grad());
+  CHECK(i.item<int64_t>() == 1);
 }

@@ -13,6 +13,7 @@
 #include "functional.hpp"
 #include "autograd/gradcheck.hpp"
 #include "autograd/dot.hpp"  // to_dot: the backward graph as Graphviz text (chapter 02)
+#include "autograd/function.hpp"  // Function<T>: custom forward/backward (torch.autograd.Function)
 #include "nn/module.hpp"
 #include "nn/linear.hpp"
 #include "nn/activation.hpp"

@@ -21,7 +21,7 @@ void expect_close(const std::string& what, double got, double want, double rtol 
   } else {
     std::ostringstream os;
     os.precision(17);
-    os << what << " = " << got << ", PyTorch gives " << want;
+    os << what << " = " << got << ", expected " << want;
     FAIL_CHECK(os.str());
   }
 }
