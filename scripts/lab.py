@@ -11,9 +11,10 @@
 
 The workspace is $TT_LAB_WORKSPACE or ~/tinytorch-labs (--dir DIR overrides both); lab NN-name
 lives in <workspace>/NN-name/, outside the clone: the files there are yours. `check` configures
-and builds <workspace>/NN-name/build (labs/student/CMakeLists.txt) the first time (about a minute
-of CPU: the library is compiled once) and afterwards recompiles only what you changed. A lab may
-be named by number (7, 07), by directory (07-all-reduce) or by the name after the number.
+and builds <workspace>/build (labs/student/CMakeLists.txt, one build for every lab you started):
+the first time the library is compiled (one to two minutes of CPU), afterwards only what you
+changed. A lab may be named by number (7, 07), by directory (07-all-reduce) or by the name after
+the number.
 
 For instructors and CI:
     scripts/lab.py skeleton 07 --out DIR      write the student skeleton of lab 07 into DIR
@@ -218,32 +219,26 @@ def cmd_start(args):
 
 
 def configure_and_build(name, info, ws, jobs):
-    """Builds <ws>/build/lab; returns (path of the program, None) or (None, compiler output)."""
-    build = os.path.join(ws, "build")
-    lab_dir = os.path.join(LABS, name)
-    cache = os.path.join(build, "CMakeCache.txt")
-    configured = False
+    """Builds lab_NN in the workspace's build directory (<workspace>/build, shared by every lab
+    started there: the library is compiled once); returns (program, None) or (None, output)."""
+    root = os.path.dirname(ws)
+    build = os.path.join(root, "build")
+    target = "lab_" + name[:2]
     generated = any(os.path.exists(os.path.join(build, f)) for f in ("Makefile", "build.ninja"))
-    if generated and os.path.exists(cache):
-        with open(cache, encoding="utf-8", errors="replace") as f:
-            c = f.read()
-        configured = ("TT_LAB:UNINITIALIZED=%s\n" % lab_dir in c or "TT_LAB:PATH=%s\n" % lab_dir in c
-                      or "TT_LAB:STRING=%s\n" % lab_dir in c)
-    if not configured:
-        print("configuring %s (once: the library is compiled the first time, about a minute) ..." % build, flush=True)
-        r = subprocess.run(["cmake", "-S", os.path.join(LABS, "student"), "-B", build,
-                            "-DTT_LAB=" + lab_dir, "-DTT_LAB_WORKSPACE=" + ws],
+    known = os.path.isdir(os.path.join(build, "CMakeFiles", target + ".dir"))
+    if not (generated and known):
+        print("configuring %s (the first time the library is compiled: one to two minutes) ..." % build, flush=True)
+        r = subprocess.run(["cmake", "-S", os.path.join(LABS, "student"), "-B", build, "-DTT_LAB_WORKSPACE=" + root],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if r.returncode != 0:
             return None, r.stdout
-    r = subprocess.run(["cmake", "--build", build, "--target", "lab", "-j", str(jobs)],
+        if not os.path.isdir(os.path.join(build, "CMakeFiles", target + ".dir")):
+            return None, r.stdout + "\nlab %s was not configured (see the messages above)" % name
+    r = subprocess.run(["cmake", "--build", build, "--target", target, "-j", str(jobs)],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if r.returncode != 0:
         return None, r.stdout
-    exe = os.path.join(build, "bin", "lab")
-    if not os.path.exists(exe):
-        exe = os.path.join(build, "lab")
-    return exe, None
+    return os.path.join(build, "bin", target), None
 
 
 # ---- running the tasks ----------------------------------------------------------------------------
