@@ -8,7 +8,9 @@
 #
 #   tt_lab_info(<lab dir> <prefix>)
 #       reads <lab dir>/lab.json: <prefix>_FILES (the student's .cpp files), <prefix>_TESTS (the
-#       lab's test files), <prefix>_MPI (TRUE when the tasks run on several ranks)
+#       lab's test files), <prefix>_MPI (TRUE when the tasks run on several ranks), <prefix>_SIM
+#       (TRUE for a lab of CUDA kernels run in the kernel simulator: everything is compiled with
+#       TINYTORCH_CUDA_SIM=1 against tinytorch::compiled_sim)
 #   tt_add_lab_program(<target> LAB <lab dir> SOURCES <student .cpp>... [REFERENCE])
 #       the lab's tests + the given student files + labs/common/lab_main.cpp, linked with
 #       tinytorch::compiled (the library's bodies compiled once: an edit of a student file
@@ -18,7 +20,8 @@
 #         #ifndef TT_LAB_REFERENCE
 #         #error ...
 #       (removed from the skeleton), and only REFERENCE programs define TT_LAB_REFERENCE.
-# Needs the targets tinytorch::compiled, Catch2::Catch2 and (MPI labs) tinytorch::mpi.
+# Needs the targets tinytorch::compiled (tinytorch::compiled_sim for a simulator lab),
+# Catch2::Catch2 and (MPI labs) tinytorch::mpi.
 
 function(tt_lab_info lab_dir prefix)
   file(READ "${lab_dir}/lab.json" json)
@@ -33,6 +36,12 @@ function(tt_lab_info lab_dir prefix)
     string(TOUPPER ${key} KEY)
     set(${prefix}_${KEY} "${list}" PARENT_SCOPE)
   endforeach()
+  string(JSON sim ERROR_VARIABLE no_sim GET "${json}" sim)
+  if(no_sim OR NOT sim)
+    set(${prefix}_SIM FALSE PARENT_SCOPE)
+  else()
+    set(${prefix}_SIM TRUE PARENT_SCOPE)
+  endif()
   string(JSON ranks ERROR_VARIABLE no_ranks GET "${json}" ranks)
   if(no_ranks OR ranks STREQUAL "")
     set(${prefix}_MPI FALSE PARENT_SCOPE)
@@ -42,13 +51,20 @@ function(tt_lab_info lab_dir prefix)
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${lab_dir}/lab.json")
 endfunction()
 
-# The lab main, compiled once per build (with and without MPI).
-function(_tt_lab_main target mpi)
+# The lab main, compiled once per build and kind of lab (plain, MPI, simulator).
+function(_tt_lab_main target mpi sim)
   if(TARGET ${target})
     return()
   endif()
   add_library(${target} OBJECT "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/common/lab_main.cpp")
-  target_link_libraries(${target} PRIVATE tinytorch::compiled Catch2::Catch2)
+  if(sim)
+    # Catch2 would install its own SIGSEGV handler at every test case, over the simulator's, which
+    # turns a fault in a kernel into a tinytorch::Error naming the kernel, block and thread.
+    target_link_libraries(${target} PRIVATE tinytorch::compiled_sim Catch2::Catch2)
+    target_compile_definitions(${target} PRIVATE CATCH_CONFIG_NO_POSIX_SIGNALS)
+  else()
+    target_link_libraries(${target} PRIVATE tinytorch::compiled Catch2::Catch2)
+  endif()
   if(mpi)
     target_link_libraries(${target} PRIVATE tinytorch::mpi)
     target_compile_definitions(${target} PRIVATE TT_LAB_MPI=1)
@@ -60,10 +76,12 @@ function(tt_add_lab_program target)
   tt_lab_info("${arg_LAB}" lab)
   if(lab_MPI)
     set(main tt_lab_main_mpi)
+  elseif(lab_SIM)
+    set(main tt_lab_main_sim)
   else()
     set(main tt_lab_main)
   endif()
-  _tt_lab_main(${main} ${lab_MPI})
+  _tt_lab_main(${main} ${lab_MPI} ${lab_SIM})
   # The lab's test files, compiled once for both programs of tinytorch's build.
   get_filename_component(lab_name "${arg_LAB}" NAME)
   string(MAKE_C_IDENTIFIER "lab_${lab_name}_tests" tests)
@@ -73,19 +91,23 @@ function(tt_add_lab_program target)
       list(APPEND sources "${arg_LAB}/${t}")
     endforeach()
     add_library(${tests} OBJECT ${sources})
-    _tt_lab_options(${tests} "${arg_LAB}" ${lab_MPI})
+    _tt_lab_options(${tests} "${arg_LAB}" ${lab_MPI} ${lab_SIM})
   endif()
   add_executable(${target} ${arg_SOURCES})
-  _tt_lab_options(${target} "${arg_LAB}" ${lab_MPI})
+  _tt_lab_options(${target} "${arg_LAB}" ${lab_MPI} ${lab_SIM})
   target_link_libraries(${target} PRIVATE ${main} ${tests})
   if(arg_REFERENCE)
     target_compile_definitions(${target} PRIVATE TT_LAB_REFERENCE=1)
   endif()
 endfunction()
 
-function(_tt_lab_options target lab_dir mpi)
+function(_tt_lab_options target lab_dir mpi sim)
   target_include_directories(${target} PRIVATE "${lab_dir}")
-  target_link_libraries(${target} PRIVATE tinytorch::compiled Catch2::Catch2)
+  if(sim)
+    target_link_libraries(${target} PRIVATE tinytorch::compiled_sim Catch2::Catch2)
+  else()
+    target_link_libraries(${target} PRIVATE tinytorch::compiled Catch2::Catch2)
+  endif()
   if(mpi)
     target_link_libraries(${target} PRIVATE tinytorch::mpi)
     target_compile_definitions(${target} PRIVATE TT_LAB_MPI=1)

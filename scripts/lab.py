@@ -243,7 +243,7 @@ def configure_and_build(name, info, ws, jobs):
 
 # ---- running the tasks ----------------------------------------------------------------------------
 
-def run_task(program, task, ranks, tmp):
+def run_task(program, task, ranks, tmp, extra_env=None):
     """Runs one task's test cases; returns (status, detail, checks) with status one of
     'passed', 'failed', 'not implemented'."""
     report = os.path.join(tmp, task)
@@ -251,6 +251,7 @@ def run_task(program, task, ranks, tmp):
         if f.startswith(task + ".rank"):
             os.unlink(os.path.join(tmp, f))
     env = dict(os.environ, TT_LAB_REPORT=report)
+    env.update(extra_env or {})  # lab.json's "env", e.g. the kernel simulator's checks
     env.setdefault("TINYTORCH_DIST_TIMEOUT", "20")  # a rank that waits for a peer: an error after 20 s
     cmd = [program, "[task:%s]" % task, "--warn", "NoTests"]
     if ranks:
@@ -330,7 +331,7 @@ def run_lab(name, info, program, quiet=False):
         for t in task_names(info):
             status, detail = "passed", []
             for np_ in rank_counts:
-                s, d, _ = run_task(program, t, np_, tmp)
+                s, d, _ = run_task(program, t, np_, tmp, info.get("env"))
                 if s != "passed":
                     status, detail = s, [d]
                     break

@@ -36,7 +36,9 @@
 #      docs_site: scripts/docs.sh builds the docs site into build/docs-site, then headless
 #      Chromium checks it; about 5 s + 30 s of CPU, skipped without doxygen/chromium; and the
 #      chapters, label chapters: scripts/check_chapters.py runs every chapter's `console check`
-#      blocks against the programs of this build, about 2 minutes; the --full runs are not here).
+#      blocks against the programs of this build, about 2 minutes; the --full runs are not here;
+#      and the labs, label labs: for every labs/NN-name, its reference solution passes every task
+#      and its generated student skeleton fails every one as "not implemented", scripts/lab.py meta).
 # MPI tests are RUN_SERIAL, so -j2 never runs two mpiruns at once. GPU tests that find no GPU
 # show as "Skipped" (exit 77). Exits non-zero when any step fails.
 # Cost (fresh clone of b75424f, 2026-12-04, packages installed, 2 cores): 30 min 1 s wall, 42 min of

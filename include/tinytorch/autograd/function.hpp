@@ -92,7 +92,8 @@ class AutogradContext {
   bool released_ = false;
 };
 
-namespace detail {
+// (Not `detail`: a nested autograd::detail would hide tinytorch::detail from the other autograd headers.)
+namespace function_impl {
 /// A type's name for messages: "Exp" (demangled where the compiler allows).
 template <class T>
 std::string type_name() {
@@ -106,7 +107,7 @@ std::string type_name() {
 #endif
   return name;
 }
-}  // namespace detail
+}  // namespace function_impl
 
 /// The node apply() records: its backward calls T::backward (libtorch's CppNode<T>).
 template <class T>
@@ -115,7 +116,7 @@ struct CppNode : Node {
   std::vector<bool> is_tensor_input;  // per forward argument
   std::vector<Shape> input_shapes;    // per forward argument (empty for non-tensors)
 
-  std::string name() const override { return detail::type_name<T>() + "Backward"; }
+  std::string name() const override { return function_impl::type_name<T>() + "Backward"; }
 
   std::vector<Tensor> backward(const Tensor& grad_output) override {
     tensor_list grads = T::backward(&ctx, tensor_list{grad_output});
@@ -162,7 +163,7 @@ struct Function {
       NoGradGuard no_grad;
       out = T::forward(&node->ctx, std::forward<Args>(args)...);
     }
-    TT_CHECK(out.defined(), detail::type_name<T>(), "::apply: forward returned an undefined tensor");
+    TT_CHECK(out.defined(), function_impl::type_name<T>(), "::apply: forward returned an undefined tensor");
     AutogradContext& ctx = node->ctx;
     TensorImpl* const produced = out.impl();
     for (const Tensor& in : inputs)
