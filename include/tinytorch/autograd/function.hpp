@@ -94,7 +94,7 @@ class AutogradContext {
 
 // (Not `detail`: a nested autograd::detail would hide tinytorch::detail from the other autograd headers.)
 namespace function_impl {
-/// A type's name for messages: "Exp" (demangled where the compiler allows).
+/// A type's name for messages: "Exp" for mylib::Exp (demangled where the compiler allows).
 template <class T>
 std::string type_name() {
   const char* raw = typeid(T).name();
@@ -105,7 +105,15 @@ std::string type_name() {
   if (status == 0 && d != nullptr) name = d;
   std::free(d);
 #endif
-  return name;
+  // The unqualified name, as Python's type(f).__name__: drop namespaces outside any <...>.
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i + 1 < name.size(); ++i) {
+    if (name[i] == '<') ++depth;
+    if (name[i] == '>') --depth;
+    if (depth == 0 && name[i] == ':' && name[i + 1] == ':') start = i + 2;
+  }
+  return name.substr(start);
 }
 }  // namespace function_impl
 
