@@ -57,17 +57,11 @@ function(_tt_lab_main target mpi sim)
     return()
   endif()
   add_library(${target} OBJECT "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/common/lab_main.cpp")
+  _tt_lab_options(${target} "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/common" ${mpi} ${sim})
   if(sim)
     # Catch2 would install its own SIGSEGV handler at every test case, over the simulator's, which
     # turns a fault in a kernel into a tinytorch::Error naming the kernel, block and thread.
-    target_link_libraries(${target} PRIVATE tinytorch::compiled_sim Catch2::Catch2)
     target_compile_definitions(${target} PRIVATE CATCH_CONFIG_NO_POSIX_SIGNALS)
-  else()
-    target_link_libraries(${target} PRIVATE tinytorch::compiled Catch2::Catch2)
-  endif()
-  if(mpi)
-    target_link_libraries(${target} PRIVATE tinytorch::mpi)
-    target_compile_definitions(${target} PRIVATE TT_LAB_MPI=1)
   endif()
 endfunction()
 

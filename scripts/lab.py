@@ -12,8 +12,7 @@
 The workspace is $TT_LAB_WORKSPACE or ~/tinytorch-labs (--dir DIR overrides both); lab NN-name
 lives in <workspace>/NN-name/, outside the clone: the files there are yours. `check` configures
 and builds <workspace>/build (labs/student/CMakeLists.txt, one build for every lab you started):
-the first time the library is compiled (one to two minutes of CPU), afterwards only what you
-changed. A lab may be named by number (7, 07), by directory (07-all-reduce) or by the name after
+the first time the library is compiled (about two minutes), afterwards only what you changed. A lab may be named by number (7, 07), by directory (07-all-reduce) or by the name after
 the number.
 
 For instructors and CI:
@@ -135,12 +134,13 @@ def skeleton_text(name, info, filename, text):
                 raise LabError("labs/%s/%s:%d: BEGIN SOLUTION without END SOLUTION" % (name, filename, i + 1))
             seen.add(task)
             out.append("%s// TODO(task %s): your code here.\n" % (indent, task))
-            out.append('%sthrow tinytorch::NotImplemented("lab %s task %s (%s:%d)");\n'
-                       % (indent, nn, task, filename, len(out) + 1))
+            out.append('%sthrow tinytorch::NotImplemented("lab %s task %s (%s)");\n' % (indent, nn, task, filename))
             i = j + 1
             continue
         if END.match(line) or END_REF.match(line):
             raise LabError("labs/%s/%s:%d: END marker without BEGIN" % (name, filename, i + 1))
+        if i == 0:  # "// labs/07-all-reduce/ring.cpp — ..." becomes "// ring.cpp — ...": the student's file
+            line = line.replace("// labs/%s/" % name, "// ", 1)
         out.append(line)
         i += 1
     return "".join(out), seen
@@ -153,6 +153,9 @@ def write_atomic(path, data):
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 -> what open() would have made
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -227,7 +230,8 @@ def configure_and_build(name, info, ws, jobs):
     generated = any(os.path.exists(os.path.join(build, f)) for f in ("Makefile", "build.ninja"))
     known = os.path.isdir(os.path.join(build, "CMakeFiles", target + ".dir"))
     if not (generated and known):
-        print("configuring %s (the first time the library is compiled: one to two minutes) ..." % build, flush=True)
+        first = "" if generated else " (the first time: the library is compiled too, about two minutes)"
+        print("configuring %s for lab %s%s ..." % (build, name, first), flush=True)
         r = subprocess.run(["cmake", "-S", os.path.join(LABS, "student"), "-B", build, "-DTT_LAB_WORKSPACE=" + root],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if r.returncode != 0:
@@ -292,7 +296,7 @@ def run_task(program, task, ranks, tmp, extra_env=None):
             at = 'in "%s"' % case
         else:
             at = os.path.basename(at.rsplit(":", 1)[0]) + ":" + at.rsplit(":", 1)[1]
-        who = "rank %s of %d, " % (r, ranks) if ranks else ""
+        who = "rank %s of %d, " % (r, ranks) if ranks and ("rank %s of %d" % (r, ranks)) not in what else ""
         return "failed", "%s%s: %s" % (who, at, what), checks
     if code is None:
         return "failed", "no result after %d s%s: a rank waits for a message that never comes? (last output: %s)" % (

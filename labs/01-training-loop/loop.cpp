@@ -1,6 +1,6 @@
 // labs/01-training-loop/loop.cpp — your training loop (lab 01; the tasks are in lab.hpp).
 //
-// Check your work:   scripts/lab.sh check 01
+// Check your work:   scripts/lab.sh check 01, from the tinytorch clone (add the --dir you gave to start)
 // Chapter: chapters/01-training-loop.md.
 // BEGIN REFERENCE ONLY
 #ifndef TT_LAB_REFERENCE

@@ -1,6 +1,6 @@
 // labs/02-autograd/autograd.cpp — your nodes and engine (lab 02; the tasks are in lab.hpp).
 //
-// Check your work:   scripts/lab.sh check 02
+// Check your work:   scripts/lab.sh check 02, from the tinytorch clone (add the --dir you gave to start)
 // Chapter: chapters/02-autograd.md, sections 2.1-2.5.
 // BEGIN REFERENCE ONLY
 #ifndef TT_LAB_REFERENCE

@@ -1,6 +1,6 @@
 // labs/03-optimizers/optim.cpp — your SGD, momentum and Adam (lab 03; the tasks are in lab.hpp).
 //
-// Check your work:   scripts/lab.sh check 03
+// Check your work:   scripts/lab.sh check 03, from the tinytorch clone (add the --dir you gave to start)
 // Chapter: chapters/03-optimizers.md, sections 3.1-3.3.
 // BEGIN REFERENCE ONLY
 #ifndef TT_LAB_REFERENCE

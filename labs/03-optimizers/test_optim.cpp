@@ -46,6 +46,17 @@ void expect_close(const std::string& what, const std::vector<double>& got, const
 
 tt::Tensor f64(const std::vector<double>& v) { return tt::tensor(v, tt::kFloat64); }
 
+// The update must change the parameter's own memory: the model (and the optimizer) hold other
+// handles on it, which a new tensor assigned to `param` would not reach.
+void expect_in_place(const std::string& what, const tt::Tensor& param, const tt::Tensor& model_view) {
+  if (param.impl() == model_view.impl() && param.tolist<double>() == model_view.tolist<double>())
+    SUCCEED(what);
+  else
+    FAIL_CHECK(what << ": the update made a new tensor (param = param - ...) instead of changing the parameter in "
+                       "place (param.add_(...), mul_, addcdiv_): the model's handle on it still holds "
+                    << model_view.tolist<double>()[0] << " in element 0");
+}
+
 std::string label(const lab03_ref::Case& c, size_t step) {
   return "case '" + c.name + "', after step " + std::to_string(step + 1) + ", param";
 }
@@ -55,10 +66,12 @@ std::string label(const lab03_ref::Case& c, size_t step) {
 TEST_CASE("sgd_update matches torch.optim.SGD", "[task:sgd]") {
   for (const lab03_ref::Case& c : lab03_ref::sgd) {
     tt::Tensor p = f64(lab03_ref::p0);
+    const tt::Tensor model_view = p;  // the model's handle on the same parameter
     for (size_t t = 0; t < lab03_ref::grads.size(); ++t) {
       tt::NoGradGuard no_grad;
       lab03::sgd_update(p, f64(lab03_ref::grads[t]), c.lr, c.weight_decay);
       expect_close(label(c, t), p.tolist<double>(), c.params[t]);
+      expect_in_place(label(c, t), p, model_view);
     }
   }
 }
@@ -66,6 +79,7 @@ TEST_CASE("sgd_update matches torch.optim.SGD", "[task:sgd]") {
 TEST_CASE("sgd_momentum_update matches torch.optim.SGD with momentum, dampening and nesterov", "[task:momentum]") {
   for (const lab03_ref::Case& c : lab03_ref::momentum) {
     tt::Tensor p = f64(lab03_ref::p0);
+    const tt::Tensor model_view = p;
     tt::Tensor buffer;  // undefined until the first step
     for (size_t t = 0; t < lab03_ref::grads.size(); ++t) {
       tt::NoGradGuard no_grad;
@@ -75,6 +89,7 @@ TEST_CASE("sgd_momentum_update matches torch.optim.SGD with momentum, dampening 
       REQUIRE(buffer.defined());  // the first step creates the momentum buffer
       CHECK(buffer.sizes() == p.sizes());
       expect_close(label(c, t), p.tolist<double>(), c.params[t]);
+      expect_in_place(label(c, t), p, model_view);
     }
   }
 }
@@ -82,6 +97,7 @@ TEST_CASE("sgd_momentum_update matches torch.optim.SGD with momentum, dampening 
 TEST_CASE("adam_update matches torch.optim.Adam", "[task:adam]") {
   for (const lab03_ref::Case& c : lab03_ref::adam) {
     tt::Tensor p = f64(lab03_ref::p0);
+    const tt::Tensor model_view = p;
     tt::Tensor m, v;
     int64_t step = 0;
     for (size_t t = 0; t < lab03_ref::grads.size(); ++t) {
@@ -92,6 +108,7 @@ TEST_CASE("adam_update matches torch.optim.Adam", "[task:adam]") {
       REQUIRE(m.defined());
       REQUIRE(v.defined());
       expect_close(label(c, t), p.tolist<double>(), c.params[t]);
+      expect_in_place(label(c, t), p, model_view);
     }
   }
 }

@@ -1,7 +1,7 @@
 // labs/04-data-pipeline/pipeline.cpp — your collation, batching and sampler (lab 04; the tasks
 // are in lab.hpp).
 //
-// Check your work:   scripts/lab.sh check 04
+// Check your work:   scripts/lab.sh check 04, from the tinytorch clone (add the --dir you gave to start)
 // Chapter: chapters/04-data-pipeline.md (4.2-4.4), chapters/06-distributed-data-parallel.md (6.4).
 // BEGIN REFERENCE ONLY
 #ifndef TT_LAB_REFERENCE

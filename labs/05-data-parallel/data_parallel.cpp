@@ -1,7 +1,7 @@
 // labs/05-data-parallel/data_parallel.cpp — your scatter, gather and DataParallel forward (lab 05;
 // the tasks are in lab.hpp).
 //
-// Check your work:   scripts/lab.sh check 05
+// Check your work:   scripts/lab.sh check 05, from the tinytorch clone (add the --dir you gave to start)
 // Chapter: chapters/05-data-parallel.md, sections 5.2-5.6.
 // BEGIN REFERENCE ONLY
 #ifndef TT_LAB_REFERENCE

@@ -1,7 +1,7 @@
 // labs/06-distributed-data-parallel/buckets.cpp — your bucket assignment and bucketed all-reduce
 // (lab 06; the tasks are in lab.hpp).
 //
-// Check your work:   scripts/lab.sh check 06
+// Check your work:   scripts/lab.sh check 06, from the tinytorch clone (add the --dir you gave to start)
 // Chapter: chapters/06-distributed-data-parallel.md, sections 6.5-6.6.
 // BEGIN REFERENCE ONLY
 #ifndef TT_LAB_REFERENCE

@@ -1,6 +1,6 @@
 // labs/07-all-reduce/ring.cpp — your ring all-reduce (lab 07; the tasks are in lab.hpp).
 //
-// Check your work:   scripts/lab.sh check 07
+// Check your work:   scripts/lab.sh check 07, from the tinytorch clone (add the --dir you gave to start)
 // Each function below is one task. Use chunk_offsets for the chunk boundaries and
 // peers.sendrecv(send, send_count, to, recv, recv_count, from) for every message: in each step
 // a rank sends to its right neighbour and receives from its left one at the same time.

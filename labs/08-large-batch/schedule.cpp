@@ -1,7 +1,7 @@
 // labs/08-large-batch/schedule.cpp — your scaling rule and warmup schedule (lab 08; the tasks are
 // in lab.hpp).
 //
-// Check your work:   scripts/lab.sh check 08
+// Check your work:   scripts/lab.sh check 08, from the tinytorch clone (add the --dir you gave to start)
 // Chapter: chapters/08-large-batch.md, sections 8.1-8.2.
 // BEGIN REFERENCE ONLY
 #ifndef TT_LAB_REFERENCE

@@ -1,7 +1,7 @@
 // labs/09-gradient-accumulation/accumulate.cpp — your gradient accumulation (lab 09; the tasks
 // are in lab.hpp).
 //
-// Check your work:   scripts/lab.sh check 09
+// Check your work:   scripts/lab.sh check 09, from the tinytorch clone (add the --dir you gave to start)
 // Chapter: chapters/09-gradient-accumulation.md, sections 9.1-9.3.
 // BEGIN REFERENCE ONLY
 #ifndef TT_LAB_REFERENCE

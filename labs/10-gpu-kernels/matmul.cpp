@@ -1,6 +1,7 @@
 // labs/10-gpu-kernels/matmul.cpp — your matrix-multiply kernels (lab 10; the tasks are in lab.hpp).
 //
-// Check your work:   scripts/lab.sh check 10   (the simulator's checks are on)
+// Check your work:   scripts/lab.sh check 10, from the tinytorch clone (add the --dir you gave to start);
+// the simulator's checks are on.
 // Chapter: chapters/10-gpu-kernels.md, sections 10.2-10.3 and 10.7.
 // BEGIN REFERENCE ONLY
 #ifndef TT_LAB_REFERENCE
