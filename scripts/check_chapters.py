@@ -38,6 +38,10 @@ exactly, except the *timing* numbers: a number written `~2585` in the block (the
                      counts the commands themselves and lags by a minute.)
     simd=avx512      the numbers depend on the CPU's vector instructions (the programs are built
                      with -march=native): on a CPU without them the block is skipped, with a reason
+    cpu=amd          ... and on the maker's CPUs (amd or intel, /proc/cpuinfo's vendor_id): -march=native
+                     picks another target and tuning on another maker's CPU (a Zen vs a Cooper Lake,
+                     both AVX-512), which changes the last digits of long training runs; on other CPUs
+                     the block is skipped, with a reason
     full             the command takes minutes: checked only with --full (a shorter block beside it
                      is checked every time)
     exit=N           the last command must exit with status N (default 0)
@@ -115,12 +119,14 @@ class Block:
             raise BlockError(f"{path}:{line}: checked-by= needs the name of the ctest that checks the block")
         if self.checked_by and "check" in words:
             raise BlockError(f"{path}:{line}: a block is either `check` (run here) or `checked-by=` (run by a ctest)")
-        allowed = {"timing", "timing-cols", "tol", "load", "simd", "full", "exit", "timeout"}
+        allowed = {"timing", "timing-cols", "tol", "load", "simd", "cpu", "full", "exit", "timeout"}
         for k, v in self.attrs.items():
             if k not in allowed:
                 raise BlockError(f"{path}:{line}: unknown attribute '{k}' (known: {', '.join(sorted(allowed))})")
             if (v is None) != (k == "full"):
                 raise BlockError(f"{path}:{line}: {k}: " + ("takes no value" if k == "full" else "needs a value (k=v)"))
+        if self.attrs.get("cpu") not in (None, "amd", "intel"):
+            raise BlockError(f"{path}:{line}: cpu: {self.attrs['cpu']!r}: expected amd or intel")
         self.full = "full" in self.attrs
         self.timing_keys = [k for k in (self.attrs.get("timing") or "").split(",") if k]
         self.timing_cols = set()
@@ -299,6 +305,16 @@ def children_cpu_seconds():
     return r.ru_utime + r.ru_stime
 
 
+def cpu_vendor():
+    """'amd', 'intel' or 'unknown': /proc/cpuinfo's vendor_id."""
+    try:
+        info = open("/proc/cpuinfo").read()
+    except OSError:
+        return "unknown"
+    m = re.search(r"^vendor_id\s*:\s*(\S+)", info, re.M)
+    return {"AuthenticAMD": "amd", "GenuineIntel": "intel"}.get(m.group(1) if m else "", "unknown")
+
+
 def simd_level():
     try:
         flags = open("/proc/cpuinfo").read()
@@ -394,6 +410,10 @@ def run_block(block, build, full):
         return "ok", [f"  {where}: checked by ctest {block.checked_by}"]
     if block.full and not full:
         return "skip", [f"  {where}: skipped: a full run (minutes); scripts/check_chapters.py --full checks it"]
+    if block.attrs.get("cpu") and block.attrs["cpu"] != cpu_vendor():
+        return "skip", [f"  {where}: skipped: its numbers were printed on an {block.attrs['cpu']} CPU, this one is "
+                        f"{cpu_vendor()} (the programs are built with -march=native, which targets and tunes for "
+                        f"each maker's CPUs differently; the last digits differ)"]
     if block.attrs.get("simd") and block.attrs["simd"] != simd_level():
         return "skip", [f"  {where}: skipped: its numbers were printed on a {block.attrs['simd']} CPU, this one is "
                         f"{simd_level()} (the programs are built with -march=native; the last digits differ)"]

@@ -37,16 +37,21 @@ and INSTRUCTOR.md. The markers, each on a line of its own:
     // END REFERENCE ONLY
 
 Each task runs in a process of its own (under scripts/mpirun.sh, on each rank count of "ranks",
-for an MPI lab), with a time limit, so a crash or a hang in one task does not hide the others.
+for an MPI lab), with a time limit (TT_LAB_TASK_TIMEOUT seconds, default 120; an MPI lab's ranks
+also give up on a peer after TINYTORCH_DIST_TIMEOUT, default here 20) and an output limit (64
+MiB), so a crash, a hang or an endless loop in one task does not hide the others. One check at a
+time runs in a workspace (a lock file; a second waits).
 Exit status: 0 when every task passed (check, grade, meta), 1 otherwise, 2 for bad usage.
 """
 
 import argparse
 import datetime
+import fcntl
 import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -55,7 +60,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LABS = os.path.join(ROOT, "labs")
-TASK_TIMEOUT_S = 120
+TASK_TIMEOUT_S = int(os.environ.get("TT_LAB_TASK_TIMEOUT", "120"))  # seconds per task (per rank count)
 BEGIN = re.compile(r"^(\s*)// BEGIN SOLUTION(?:\s+(\S+))?\s*$")
 END = re.compile(r"^\s*// END SOLUTION\s*$")
 BEGIN_REF = re.compile(r"^\s*// BEGIN REFERENCE ONLY\s*$")
@@ -82,16 +87,55 @@ def find_lab(key):
     names = all_labs()
     k = str(key).strip().rstrip("/")
     k = os.path.basename(k)
-    matches = [n for n in names if n == k or n[3:] == k or (k.isdigit() and int(n[:2]) == int(k))]
-    if len(matches) != 1:
+    number = re.fullmatch(r"[0-9]{1,3}", k) is not None
+    matches = [n for n in names if n == k or n[3:] == k or (number and int(n[:2]) == int(k))]
+    if not k or len(matches) != 1:
         raise LabError("no lab '%s'; the labs are: %s" % (key, ", ".join(names) or "(none)"))
     name = matches[0]
-    with open(os.path.join(LABS, name, "lab.json"), encoding="utf-8") as f:
-        info = json.load(f)
-    for field in ("title", "chapter", "files", "tests", "tasks"):
-        if field not in info:
-            raise LabError("labs/%s/lab.json has no '%s'" % (name, field))
-    return name, info
+    return name, read_lab_json(name)
+
+
+def read_lab_json(name):
+    """labs/<name>/lab.json, checked: a LabError naming the file and the field for anything amiss."""
+    path = os.path.join(LABS, name, "lab.json")
+    where = "labs/%s/lab.json" % name
+    try:
+        with open(path, encoding="utf-8") as f:
+            info = json.load(f)
+    except (OSError, ValueError) as e:
+        raise LabError("%s: %s" % (where, e))
+    if not isinstance(info, dict):
+        raise LabError("%s: expected a JSON object" % where)
+    for field in ("title", "chapter"):
+        if not isinstance(info.get(field), str) or not info[field]:
+            raise LabError("%s: '%s' must be a non-empty string" % (where, field))
+    for field in ("files", "tests"):
+        v = info.get(field)
+        if not isinstance(v, list) or not v or not all(isinstance(x, str) and re.fullmatch(r"[\w.-]+\.cpp", x) for x in v):
+            raise LabError("%s: '%s' must be a non-empty list of .cpp file names" % (where, field))
+        for x in v:
+            if not os.path.isfile(os.path.join(LABS, name, x)):
+                raise LabError("%s: '%s' lists %s, which is not in labs/%s/" % (where, field, x, name))
+    tasks = info.get("tasks")
+    if not isinstance(tasks, list) or not tasks:
+        raise LabError("%s: 'tasks' must be a non-empty list" % where)
+    seen = set()
+    for i, t in enumerate(tasks):
+        if not isinstance(t, dict) or not isinstance(t.get("name"), str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", t["name"]):
+            raise LabError("%s: task %d needs a 'name' made of letters, digits and _" % (where, i))
+        if t["name"] in seen:
+            raise LabError("%s: task '%s' appears twice" % (where, t["name"]))
+        seen.add(t["name"])
+        if not isinstance(t.get("summary"), str):
+            raise LabError("%s: task '%s' needs a 'summary'" % (where, t["name"]))
+    ranks = info.get("ranks")
+    if ranks is not None and (not isinstance(ranks, list) or not ranks
+                              or not all(isinstance(r, int) and 1 <= r <= 64 for r in ranks)):
+        raise LabError("%s: 'ranks' must be a list of rank counts in [1, 64]" % where)
+    env = info.get("env")
+    if env is not None and (not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values())):
+        raise LabError("%s: 'env' must map names to strings" % where)
+    return info
 
 
 def task_names(info):
@@ -109,6 +153,11 @@ def skeleton_text(name, info, filename, text):
     while i < len(lines):
         line = lines[i]
         m = BEGIN.match(line)
+        if not m and not BEGIN_REF.match(line) and re.search(r"//\s*(BEGIN|END) (SOLUTION|REFERENCE ONLY)", line) \
+                and not END.match(line) and not END_REF.match(line):
+            raise LabError("labs/%s/%s:%d: a malformed marker %r: markers are '// BEGIN SOLUTION <task>', "
+                           "'// END SOLUTION', '// BEGIN REFERENCE ONLY', '// END REFERENCE ONLY', alone on their line"
+                           % (name, filename, i + 1, line.strip()))
         if BEGIN_REF.match(line):
             j = i + 1
             while j < len(lines) and not END_REF.match(lines[j]):
@@ -127,8 +176,8 @@ def skeleton_text(name, info, filename, text):
             j = i + 1
             while j < len(lines) and not END.match(lines[j]):
                 if BEGIN.match(lines[j]) or BEGIN_REF.match(lines[j]):
-                    raise LabError("labs/%s/%s:%d: markers may not nest (BEGIN SOLUTION at line %d is open)"
-                                   % (name, filename, j + 1, i + 1))
+                    raise LabError("labs/%s/%s:%d: BEGIN SOLUTION at line %d has no END SOLUTION before this next "
+                                   "BEGIN (markers do not nest)" % (name, filename, j + 1, i + 1))
                 j += 1
             if j == len(lines):
                 raise LabError("labs/%s/%s:%d: BEGIN SOLUTION without END SOLUTION" % (name, filename, i + 1))
@@ -187,61 +236,165 @@ def cmd_skeleton(args):
 
 # ---- workspace ----------------------------------------------------------------------------------
 
+def inside(path, root):
+    real, root = os.path.realpath(path), os.path.realpath(root)
+    return real == root or real.startswith(root + os.sep)
+
+
 def workspace(args, name):
+    if args.dir is not None and not args.dir.strip():
+        raise LabError("--dir needs a directory")
     base = args.dir or os.environ.get("TT_LAB_WORKSPACE") or os.path.join(os.path.expanduser("~"), "tinytorch-labs")
     base = os.path.abspath(base)
-    real, root = os.path.realpath(base), os.path.realpath(ROOT)
-    if real == root or real.startswith(root + os.sep):
+    if inside(base, ROOT):
         raise LabError("the workspace %s is inside the tinytorch clone %s; keep your work outside it "
                        "(--dir DIR or TT_LAB_WORKSPACE=DIR)" % (base, ROOT))
-    return os.path.join(base, name)
+    if re.search(r'[;"$\\]', base):  # CMake would split or expand them
+        raise LabError("the workspace path %s holds one of ; \" $ \\, which CMake cannot take in a path; "
+                       "choose another" % base)
+    if os.path.exists(base) and not os.path.isdir(base):
+        raise LabError("the workspace %s is not a directory" % base)
+    ws = os.path.join(base, name)
+    if os.path.lexists(ws) and inside(ws, ROOT):
+        raise LabError("%s leads into the tinytorch clone (%s): a workspace must be outside it"
+                       % (ws, os.path.realpath(ws)))
+    return ws
+
+
+def again(args, name, command="check"):
+    """The command line to run next, with the same --dir."""
+    return "scripts/lab.sh %s %s%s" % (command, name[:2], "" if args.dir is None else " --dir " + shlex.quote(args.dir))
 
 
 def cmd_start(args):
     name, info = find_lab(args.lab)
     ws = workspace(args, name)
     files = skeletons(name, info)
-    existing = [f for f in files if os.path.exists(os.path.join(ws, f))]
+    existing = [f for f in files if os.path.lexists(os.path.join(ws, f))]
     if existing and not args.force:
         raise LabError("%s already holds %s: your work is kept. To start over, move it away or run "
-                       "`scripts/lab.sh start %s --force` (the old files are renamed *.orig)"
-                       % (ws, ", ".join(existing), name[:2]))
+                       "`%s --force` (the old files are kept as *.orig, *.orig.1, ...)"
+                       % (ws, ", ".join(existing), again(args, name, "start")))
     for f, text in files.items():
         dst = os.path.join(ws, f)
-        if os.path.exists(dst):
-            os.replace(dst, dst + ".orig")
+        if os.path.lexists(dst) and inside(dst, ROOT):
+            raise LabError("%s leads into the tinytorch clone (%s): not touching it" % (dst, os.path.realpath(dst)))
+        if os.path.lexists(dst):
+            keep, k = dst + ".orig", 0
+            while os.path.lexists(keep):  # never overwrite an earlier copy
+                k += 1
+                keep = "%s.orig.%d" % (dst, k)
+            os.replace(dst, keep)
+            print("your old %s is now %s" % (f, keep))
         write_atomic(dst, text)
     print("lab %s: %s (%s)" % (name, info["title"], info["chapter"]))
     print("your files: %s" % ", ".join(os.path.join(ws, f) for f in files))
     print("tasks:")
     for t in info["tasks"]:
         print("  %-18s %s" % (t["name"], t["summary"]))
-    print("next: edit the files, then run  scripts/lab.sh check %s%s"
-          % (name[:2], "" if args.dir is None else " --dir " + args.dir))
+    print("next: edit the files, then run  %s" % again(args, name))
     return 0
+
+
+OUTPUT_CAP = 64 * 1024 * 1024  # a program that prints more than this is stopped
+
+
+def run_captured(cmd, env=None, timeout=None):
+    """Runs cmd in a process group of its own and reads its stdout+stderr as it comes, keeping the
+    first and the last 64 KiB (memory stays bounded whatever the program prints; one that prints
+    more than OUTPUT_CAP bytes is stopped). Returns (exit status, or None when it was killed at
+    the timeout or the cap; its output, decoded leniently: a program may print any bytes)."""
+    import collections
+    import threading
+    limit = 64 * 1024
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    head, tail_chunks, total = bytearray(), collections.deque(), [0, False]
+
+    def kill():
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def reader():
+        tail_size = 0
+        while True:
+            chunk = p.stdout.read1(65536) if hasattr(p.stdout, "read1") else p.stdout.read(65536)
+            if not chunk:
+                return
+            total[0] += len(chunk)
+            if len(head) < limit:
+                take = limit - len(head)
+                head.extend(chunk[:take])
+                chunk = chunk[take:]
+            if chunk:
+                tail_chunks.append(chunk)
+                tail_size += len(chunk)
+                while tail_size - len(tail_chunks[0]) >= limit:
+                    tail_size -= len(tail_chunks.popleft())
+            if total[0] > OUTPUT_CAP and not total[1]:
+                total[1] = True
+                kill()
+
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    try:
+        code = p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill()
+        p.wait()
+        code = None
+    except BaseException:
+        kill()
+        p.wait()
+        raise
+    t.join()
+    tail_bytes = b"".join(tail_chunks)
+    kept = len(head) + len(tail_bytes)
+    data = bytes(head) + (b"\n[... %d bytes of output left out ...]\n" % (total[0] - kept) if total[0] > kept else b"") \
+        + tail_bytes
+    text = data.decode("utf-8", errors="replace")
+    if total[1]:
+        text += "\n[stopped: the program printed more than %d MiB]" % (OUTPUT_CAP >> 20)
+        code = None
+    return code, text
+
+
+def cache_value(cache, key):
+    m = re.search(r"^%s:[A-Z]+=(.*)$" % re.escape(key), cache, re.M)
+    return m.group(1) if m else None
 
 
 def configure_and_build(name, info, ws, jobs):
     """Builds lab_NN in the workspace's build directory (<workspace>/build, shared by every lab
-    started there: the library is compiled once); returns (program, None) or (None, output)."""
+    started there: the library is compiled once); returns (program, None) or (None, message)."""
     root = os.path.dirname(ws)
     build = os.path.join(root, "build")
     target = "lab_" + name[:2]
-    generated = any(os.path.exists(os.path.join(build, f)) for f in ("Makefile", "build.ninja"))
+    cache_path = os.path.join(build, "CMakeCache.txt")
+    if os.path.exists(cache_path):
+        with open(cache_path, encoding="utf-8", errors="replace") as f:
+            cache = f.read()
+        made_for = (cache_value(cache, "CMAKE_CACHEFILE_DIR"), cache_value(cache, "TT_LAB_WORKSPACE"))
+        if cache_value(cache, "CMAKE_PROJECT_NAME") == "tinytorch_labs" and made_for != (build, root):
+            # A workspace copied or moved from elsewhere: its build still compiles the old files.
+            print("%s was made for the workspace %s: building afresh for this one" % (build, made_for[1]), flush=True)
+            shutil.rmtree(build)
+    generated = os.path.exists(cache_path) and any(
+        os.path.exists(os.path.join(build, f)) for f in ("Makefile", "build.ninja"))
     known = os.path.isdir(os.path.join(build, "CMakeFiles", target + ".dir"))
     if not (generated and known):
         first = "" if generated else " (the first time: the library is compiled too, about two minutes)"
         print("configuring %s for lab %s%s ..." % (build, name, first), flush=True)
-        r = subprocess.run(["cmake", "-S", os.path.join(LABS, "student"), "-B", build, "-DTT_LAB_WORKSPACE=" + root],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        if r.returncode != 0:
-            return None, r.stdout
-        if not os.path.isdir(os.path.join(build, "CMakeFiles", target + ".dir")):
-            return None, r.stdout + "\nlab %s was not configured (see the messages above)" % name
-    r = subprocess.run(["cmake", "--build", build, "--target", target, "-j", str(jobs)],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if r.returncode != 0:
-        return None, r.stdout
+        code, out = run_captured(["cmake", "-S", os.path.join(LABS, "student"), "-B", build,
+                                  "-DTT_LAB_WORKSPACE=" + root])
+        if code != 0 or not os.path.isdir(os.path.join(build, "CMakeFiles", target + ".dir")):
+            return None, (out.rstrip() + "\nlab %s: the build directory %s could not be configured (CMake's messages "
+                          "are above): not a problem in your code; delete that directory and check again"
+                          % (name, build))
+    code, out = run_captured(["cmake", "--build", build, "--target", target, "-j", str(jobs)])
+    if code != 0:
+        return None, out.rstrip() + "\nlab %s: your code does not build (the compiler's messages are above); no task ran" % name
     return os.path.join(build, "bin", target), None
 
 
@@ -260,17 +413,9 @@ def run_task(program, task, ranks, tmp, extra_env=None):
     cmd = [program, "[task:%s]" % task, "--warn", "NoTests"]
     if ranks:
         cmd = ["bash", os.path.join(ROOT, "scripts", "mpirun.sh"), "-np", str(ranks)] + cmd
-    try:
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                             start_new_session=True)
-        out, _ = p.communicate(timeout=TASK_TIMEOUT_S)
-        code = p.returncode
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        out, _ = p.communicate()
-        code = None
+    code, out = run_captured(cmd, env=env, timeout=TASK_TIMEOUT_S)
     where = " on %d ranks" % ranks if ranks else ""
-    cases, fails, checks, ended = [], [], 0, 0
+    cases, fails, checks, open_cases, empty_cases = [], [], 0, {}, []
     for f in sorted(os.listdir(tmp)):
         if not f.startswith(task + ".rank"):
             continue
@@ -280,11 +425,15 @@ def run_task(program, task, ranks, tmp, extra_env=None):
                 parts = line.rstrip("\n").split("\t")
                 if parts[0] == "case" and len(parts) >= 2:
                     cases.append(parts[1])
+                    open_cases[rank] = parts[1]
                 elif parts[0] == "fail" and len(parts) >= 3:
                     fails.append((rank, parts[1], parts[2].replace("\\n", "\n"), cases[-1] if cases else "?"))
                 elif parts[0] == "end" and len(parts) >= 4:
-                    ended += 1
-                    checks += int(parts[2]) + int(parts[3])
+                    open_cases.pop(rank, None)
+                    n = int(parts[2]) + int(parts[3])
+                    checks += n
+                    if n == 0:
+                        empty_cases.append(parts[1])
     # A rank killed by another rank's MPI_Abort reports the SIGTERM as its failure: not the cause.
     fails = [x for x in fails if "SIGTERM" not in x[2]]
     not_impl = [x for x in fails if ": not implemented" in x[2]]
@@ -298,15 +447,25 @@ def run_task(program, task, ranks, tmp, extra_env=None):
             at = os.path.basename(at.rsplit(":", 1)[0]) + ":" + at.rsplit(":", 1)[1]
         who = "rank %s of %d, " % (r, ranks) if ranks and ("rank %s of %d" % (r, ranks)) not in what else ""
         return "failed", "%s%s: %s" % (who, at, what), checks
+    if code is None and out.endswith("MiB]"):
+        return "failed", "the program printed more than %d MiB%s and was stopped: an endless loop that prints? " \
+               "(last output: %s)" % (OUTPUT_CAP >> 20, where, tail(out)), checks
     if code is None:
-        return "failed", "no result after %d s%s: a rank waits for a message that never comes? (last output: %s)" % (
-            TASK_TIMEOUT_S, where, tail(out)), checks
+        why = "a rank waits for a message that never comes, or" if ranks else "is there"
+        return "failed", "no result after %d s%s: %s an endless loop? (last output: %s)" % (
+            TASK_TIMEOUT_S, where, why, tail(out)), checks
+    if open_cases:
+        rank, case = sorted(open_cases.items())[0]
+        return "failed", "the program ended in the middle of \"%s\"%s%s (status %s): exit(), abort() or a crash in " \
+               "your code? %s" % (case, " on rank " + rank if ranks else "", where, code, first_error(out)), checks
     if code != 0:
         return "failed", "the program stopped (status %s)%s: %s" % (code, where, first_error(out)), checks
     if not cases:
         return "failed", "no test case of this task ran%s: a lab without tests grades nothing" % where, 0
     if checks == 0:
         return "failed", "its test cases ran but checked nothing%s (no CHECK/REQUIRE was reached)" % where, 0
+    if empty_cases:
+        return "passed", "%d checks%s; but test case \"%s\" checked nothing" % (checks, where, empty_cases[0]), checks
     return "passed", "%d checks%s" % (checks, where), checks
 
 
@@ -360,26 +519,42 @@ def sha256(path):
     return h.hexdigest()
 
 
+GUARD = re.compile(r"^\s*#\s*ifndef\s+TT_LAB_REFERENCE\b", re.M)
+
+
 def cmd_check(args, grade=False):
     name, info = find_lab(args.lab)
     ws = workspace(args, name)
+    if grade and args.json and os.path.isdir(args.json):
+        raise LabError("--json %s is a directory; give the score file's path" % args.json)
     missing = [f for f in info["files"] if not os.path.isfile(os.path.join(ws, f))]
     if missing:
-        raise LabError("%s has no %s: run `scripts/lab.sh start %s` first" % (ws, ", ".join(missing), name[:2]))
+        raise LabError("%s has no %s: run `%s` first" % (ws, ", ".join(missing), again(args, name, "start")))
     for f in info["files"]:
-        with open(os.path.join(ws, f), encoding="utf-8", errors="replace") as fh:
-            if "TT_LAB_REFERENCE" in fh.read():
-                raise LabError("%s is a copy of the reference solution (it holds the reference guard); "
-                               "the check grades your own code: `scripts/lab.sh start %s --force` gives you "
-                               "the skeleton" % (os.path.join(ws, f), name[:2]))
+        path = os.path.join(ws, f)
+        if inside(path, ROOT):
+            raise LabError("%s leads into the tinytorch clone (%s): the check grades your own copy"
+                           % (path, os.path.realpath(path)))
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            if GUARD.search(fh.read()):
+                raise LabError("%s is a copy of the reference solution (it holds the reference guard "
+                               "#ifndef TT_LAB_REFERENCE); the check grades your own code: `%s --force` gives you "
+                               "the skeleton" % (path, again(args, name, "start")))
     print("lab %s: %s (%s); your files in %s" % (name, info["title"], info["chapter"], ws), flush=True)
-    program, errors = configure_and_build(name, info, ws, args.jobs)
-    if program is None:
-        print(errors.rstrip())
-        print("lab %s: your code does not build (the compiler's messages are above); no task ran" % name)
-        results = [(t, "failed", "does not build") for t in task_names(info)]
-    else:
-        results = run_lab(name, info, program)
+    # One check at a time per workspace: a second one would rebuild the program while the first runs it.
+    os.makedirs(os.path.dirname(ws), exist_ok=True)
+    with open(os.path.join(os.path.dirname(ws), ".lab-check.lock"), "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            print("another check is running in this workspace; waiting for it ...", flush=True)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        program, errors = configure_and_build(name, info, ws, args.jobs)
+        if program is None:
+            print(errors)
+            results = [(t, "failed", "does not build") for t in task_names(info)]
+        else:
+            results = run_lab(name, info, program)
     passed = sum(1 for r in results if r[1] == "passed")
     print("lab %s: %d/%d tasks passed" % (name, passed, len(results)))
     if grade:
@@ -423,6 +598,11 @@ def cmd_meta(args):
     check_program(args.skeleton)
     tasks = task_names(info)
     problems = []
+    sources = [os.path.join(LABS, name, f) for f in ["lab.json", "lab.hpp"] + info["files"] + info["tests"]]
+    newest = max(os.path.getmtime(f) for f in sources if os.path.exists(f))
+    for prog in (args.reference, args.skeleton):
+        if os.path.getmtime(prog) < newest:
+            problems.append("%s is older than the lab's sources: it was not rebuilt (did the build fail?)" % prog)
     tags = listed_tags(args.reference)
     if tags != set(tasks):
         problems.append("the tests' [task:...] tags %s differ from lab.json's tasks %s" % (sorted(tags), sorted(tasks)))
@@ -433,6 +613,8 @@ def cmd_meta(args):
     for t, s, d in run_lab(name, info, args.reference):
         if s != "passed":
             problems.append("reference, task %s: %s (%s)" % (t, s, d))
+        elif "checked nothing" in d:
+            problems.append("reference, task %s: %s (every test case must check something)" % (t, d))
     print("lab %s, student skeleton:" % name, flush=True)
     for t, s, d in run_lab(name, info, args.skeleton):
         if s != "not implemented":
@@ -452,7 +634,11 @@ def cmd_run(args):
 
 def cmd_list(args):
     for name in all_labs():
-        _, info = find_lab(name)
+        try:
+            info = read_lab_json(name)
+        except LabError as e:
+            print("%s  (broken: %s)" % (name, e))
+            continue
         extra = " (MPI, %s ranks)" % "/".join(str(r) for r in info["ranks"]) if info.get("ranks") else ""
         print("%s  %s%s — %s" % (name, info["title"], extra, info["chapter"]))
         for t in info["tasks"]:
@@ -503,6 +689,12 @@ def main(argv):
         return cmd_run(args)
     except LabError as e:
         print("lab.sh: %s" % e, file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `lab.sh list | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except OSError as e:  # an unwritable workspace or score file, a full disk, ...
+        print("lab.sh: %s%s" % (e.strerror or e, ": " + e.filename if e.filename else ""), file=sys.stderr)
         return 2
 
 

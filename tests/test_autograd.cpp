@@ -983,6 +983,12 @@ TEST_CASE("Function<T>: an input returned as is, and a non-differentiable output
   Tensor y = Identity::apply(x);
   CHECK(x.is_leaf());  // the input keeps its own history
   CHECK(y.grad_fn() != nullptr);
+  {
+    NoGradGuard no_grad;
+    Tensor z = Identity::apply(x);
+    z.mul_(2.0);  // a copy: x is not changed behind autograd's back
+  }
+  CHECK(vals(x) == std::vector<double>{1.0, 5.0, 2.0});
   (y * 3.0).sum().backward();
   CHECK(vals(x.grad()) == std::vector<double>{3.0, 3.0, 3.0});
   Tensor i = ArgmaxFn::apply(x);

@@ -18,8 +18,9 @@
 //   1. runs T::forward(ctx, args...) under NoGradGuard: the ops inside record nothing;
 //   2. when grad mode is on and a Tensor argument requires grad, makes the result the output of
 //      a node whose edges lead to the Tensor arguments (in order), unless the result was marked
-//      non-differentiable; a result that is one of the inputs is returned as an alias (detach()),
-//      so the input keeps its own history;
+//      non-differentiable; a result that is one of the inputs is returned as a copy, so the input
+//      keeps its own history and an in-place change of the result does not reach it (PyTorch
+//      returns a view there and raises when it is changed in place);
 //   3. at backward, the node calls T::backward(ctx, {d loss/d result}), which returns one gradient
 //      per argument of forward, Tensor or not (an undefined Tensor() for a non-Tensor argument or
 //      an input that needs none: ctx->needs_input_grad(i) says which).
@@ -123,8 +124,10 @@ struct CppNode : Node {
   AutogradContext ctx;
   std::vector<bool> is_tensor_input;  // per forward argument
   std::vector<Shape> input_shapes;    // per forward argument (empty for non-tensors)
+  /// "ExpBackward" for Exp: a field, so that tools/gdb's printer can read it from memory.
+  std::string node_name = function_impl::type_name<T>() + "Backward";
 
-  std::string name() const override { return function_impl::type_name<T>() + "Backward"; }
+  std::string name() const override { return node_name; }
 
   std::vector<Tensor> backward(const Tensor& grad_output) override {
     tensor_list grads = T::backward(&ctx, tensor_list{grad_output});
@@ -175,7 +178,10 @@ struct Function {
     AutogradContext& ctx = node->ctx;
     TensorImpl* const produced = out.impl();
     for (const Tensor& in : inputs)
-      if (in.impl() == produced) out = out.detach();  // never rewrite an input's own history
+      if (in.impl() == produced) {  // never rewrite an input's own history, nor let y.mul_() change x
+        NoGradGuard no_grad;
+        out = out.clone();
+      }
     bool differentiable = any_grad;
     for (TensorImpl* nd : ctx.non_differentiable_)
       if (nd == produced) differentiable = false;
