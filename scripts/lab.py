@@ -45,6 +45,7 @@ Exit status: 0 when every task passed (check, grade, meta), 1 otherwise, 2 for b
 """
 
 import argparse
+import collections
 import datetime
 import fcntl
 import hashlib
@@ -57,6 +58,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LABS = os.path.join(ROOT, "labs")
@@ -153,8 +155,8 @@ def skeleton_text(name, info, filename, text):
     while i < len(lines):
         line = lines[i]
         m = BEGIN.match(line)
-        if not m and not BEGIN_REF.match(line) and re.search(r"//\s*(BEGIN|END) (SOLUTION|REFERENCE ONLY)", line) \
-                and not END.match(line) and not END_REF.match(line):
+        if re.search(r"//\s*(BEGIN|END) (SOLUTION|REFERENCE ONLY)", line) \
+                and not any(p.match(line) for p in (BEGIN, END, BEGIN_REF, END_REF)):
             raise LabError("labs/%s/%s:%d: a malformed marker %r: markers are '// BEGIN SOLUTION <task>', "
                            "'// END SOLUTION', '// BEGIN REFERENCE ONLY', '// END REFERENCE ONLY', alone on their line"
                            % (name, filename, i + 1, line.strip()))
@@ -304,8 +306,6 @@ def run_captured(cmd, env=None, timeout=None):
     first and the last 64 KiB (memory stays bounded whatever the program prints; one that prints
     more than OUTPUT_CAP bytes is stopped). Returns (exit status, or None when it was killed at
     the timeout or the cap; its output, decoded leniently: a program may print any bytes)."""
-    import collections
-    import threading
     limit = 64 * 1024
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     head, tail_chunks, total = bytearray(), collections.deque(), [0, False]
@@ -401,8 +401,8 @@ def configure_and_build(name, info, ws, jobs):
 # ---- running the tasks ----------------------------------------------------------------------------
 
 def run_task(program, task, ranks, tmp, extra_env=None):
-    """Runs one task's test cases; returns (status, detail, checks) with status one of
-    'passed', 'failed', 'not implemented'."""
+    """Runs one task's test cases; returns (status, detail) with status one of 'passed', 'failed',
+    'not implemented'."""
     report = os.path.join(tmp, task)
     for f in os.listdir(tmp):
         if f.startswith(task + ".rank"):
@@ -438,7 +438,7 @@ def run_task(program, task, ranks, tmp, extra_env=None):
     fails = [x for x in fails if "SIGTERM" not in x[2]]
     not_impl = [x for x in fails if ": not implemented" in x[2]]
     if not_impl:
-        return "not implemented", not_impl[0][2].split("threw: ")[-1], checks
+        return "not implemented", not_impl[0][2].split("threw: ")[-1]
     if fails:
         r, at, what, case = fails[0]
         if what.startswith("threw: "):  # an exception: where the last check was is no help
@@ -446,27 +446,27 @@ def run_task(program, task, ranks, tmp, extra_env=None):
         else:
             at = os.path.basename(at.rsplit(":", 1)[0]) + ":" + at.rsplit(":", 1)[1]
         who = "rank %s of %d, " % (r, ranks) if ranks and ("rank %s of %d" % (r, ranks)) not in what else ""
-        return "failed", "%s%s: %s" % (who, at, what), checks
+        return "failed", "%s%s: %s" % (who, at, what)
     if code is None and out.endswith("MiB]"):
         return "failed", "the program printed more than %d MiB%s and was stopped: an endless loop that prints? " \
-               "(last output: %s)" % (OUTPUT_CAP >> 20, where, tail(out)), checks
+               "(last output: %s)" % (OUTPUT_CAP >> 20, where, tail(out))
     if code is None:
         why = "a rank waits for a message that never comes, or" if ranks else "is there"
         return "failed", "no result after %d s%s: %s an endless loop? (last output: %s)" % (
-            TASK_TIMEOUT_S, where, why, tail(out)), checks
+            TASK_TIMEOUT_S, where, why, tail(out))
     if open_cases:
         rank, case = sorted(open_cases.items())[0]
         return "failed", "the program ended in the middle of \"%s\"%s%s (status %s): exit(), abort() or a crash in " \
-               "your code? %s" % (case, " on rank " + rank if ranks else "", where, code, first_error(out)), checks
+               "your code? %s" % (case, " on rank " + rank if ranks else "", where, code, first_error(out))
     if code != 0:
-        return "failed", "the program stopped (status %s)%s: %s" % (code, where, first_error(out)), checks
+        return "failed", "the program stopped (status %s)%s: %s" % (code, where, first_error(out))
     if not cases:
-        return "failed", "no test case of this task ran%s: a lab without tests grades nothing" % where, 0
+        return "failed", "no test case of this task ran%s: a lab without tests grades nothing" % where
     if checks == 0:
-        return "failed", "its test cases ran but checked nothing%s (no CHECK/REQUIRE was reached)" % where, 0
+        return "failed", "its test cases ran but checked nothing%s (no CHECK/REQUIRE was reached)" % where
     if empty_cases:
-        return "passed", "%d checks%s; but test case \"%s\" checked nothing" % (checks, where, empty_cases[0]), checks
-    return "passed", "%d checks%s" % (checks, where), checks
+        return "passed", "%d checks%s; but test case \"%s\" checked nothing" % (checks, where, empty_cases[0])
+    return "passed", "%d checks%s" % (checks, where)
 
 
 ERROR_LINE = re.compile(r"Watchdog caught|terminate called|what\(\)|[Ee]rror|Segmentation fault|Aborted|signal \d+|"
@@ -486,7 +486,7 @@ def tail(out, n=3):
     return " | ".join(lines[-n:]) if lines else "(no output)"
 
 
-def run_lab(name, info, program, quiet=False):
+def run_lab(name, info, program):
     """[(task, status, detail)] for every task, each on every rank count of the lab."""
     results = []
     rank_counts = info.get("ranks") or [None]
@@ -494,14 +494,13 @@ def run_lab(name, info, program, quiet=False):
         for t in task_names(info):
             status, detail = "passed", []
             for np_ in rank_counts:
-                s, d, _ = run_task(program, t, np_, tmp, info.get("env"))
+                s, d = run_task(program, t, np_, tmp, info.get("env"))
                 if s != "passed":
                     status, detail = s, [d]
                     break
                 detail.append(d)
             results.append((t, status, "; ".join(detail)))
-            if not quiet:
-                print_row(t, status, detail[0] if status != "passed" else "; ".join(detail))
+            print_row(*results[-1])
     return results
 
 
