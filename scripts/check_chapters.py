@@ -17,8 +17,8 @@ A chapter marks an expected-output block by the word `check` in the fence's info
 Fences follow CommonMark (``` or ~~~, closed by a fence of the same character at least as long);
 a fence left open, or a fence with an info string inside a ```-fence, is an error; blocks inside
 HTML comments are ignored. Each `$ ` line is a command (run by bash in a scratch directory where
-build/, scripts/, tests/, include/, chapters/ and examples/ point into the repository and build
-tree; commands of one block run in
+build/, scripts/, tests/, include/, chapters/, examples/ and data/ point into the repository and
+build tree; commands of one block run in
 order, in the same directory). The lines after it are what it must print (stdout and stderr
 together), in order, with any other lines allowed between them (a `...` line shows a learner where
 lines were left out). Inside a line, `...` stands for any text. Numbers are compared as written:
@@ -335,7 +335,7 @@ def shown(path):
 def scratch_dir(build):
     d = tempfile.mkdtemp(prefix="check_chapters.")
     for name, target in [("build", build), ("scripts", "scripts"), ("tests", "tests"), ("include", "include"),
-                         ("chapters", "chapters"), ("examples", "examples")]:
+                         ("chapters", "chapters"), ("examples", "examples"), ("data", "data")]:
         os.symlink(os.path.join(ROOT, target) if not os.path.isabs(target) else target, os.path.join(d, name))
     return d
 

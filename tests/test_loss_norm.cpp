@@ -24,6 +24,7 @@
 #include <tinytorch/serialization.hpp>
 
 #include "reference/loss_norm_ref.hpp"
+#include "reference/ref_arrays.hpp"
 
 using namespace tinytorch;
 using Catch::Contains;
@@ -31,36 +32,13 @@ using Vs = std::vector<Tensor>;
 
 namespace {
 
-const loss_norm_ref::Array& array(const std::string& name) {
-  auto it = loss_norm_ref::arrays().find(name);
-  if (it == loss_norm_ref::arrays().end()) throw std::runtime_error("no reference array " + name);
-  return it->second;
-}
-
+const loss_norm_ref::Array& array(const std::string& name) { return ref_arrays::get(loss_norm_ref::arrays(), name); }
 /// The reference array `name` as a tensor (float32 unless told).
-Tensor from_ref(const std::string& name, DType dtype = kFloat32) {
-  const auto& a = array(name);
-  return tensor(a.data, Shape(a.shape.begin(), a.shape.end()), dtype);
-}
+Tensor from_ref(const std::string& name, DType dtype = kFloat32) { return ref_arrays::to_tensor(array(name), dtype); }
 Tensor leaf(const std::string& name, DType dtype = kFloat32) { return from_ref(name, dtype).requires_grad_(); }
-
-/// "" when `got` matches the reference array `name` (same shape, |got - ref| <= atol + rtol*|ref|,
-/// nan where the reference has nan); otherwise a description of the first difference.
+/// "" when `got` matches the reference array `name` (tests/reference/ref_arrays.hpp); otherwise the first difference.
 std::string compare(const Tensor& got, const std::string& name, double rtol = 1e-5, double atol = 1e-6) {
-  const auto& a = array(name);
-  if (!got.defined()) return name + ": undefined";
-  if (got.sizes() != Shape(a.shape.begin(), a.shape.end()))
-    return name + ": shape " + shape_str(got.sizes()) + " vs " + shape_str(Shape(a.shape.begin(), a.shape.end()));
-  const std::vector<double> g = got.tolist<double>();
-  for (size_t i = 0; i < g.size(); ++i) {
-    const double r = a.data[i];
-    if ((std::isnan(r) && std::isnan(g[i])) || std::abs(g[i] - r) <= atol + rtol * std::abs(r)) continue;
-    std::ostringstream os;
-    os.precision(10);
-    os << name << ": element " << i << " is " << g[i] << ", PyTorch has " << r;
-    return os.str();
-  }
-  return "";
+  return ref_arrays::compare(got, array(name), name, rtol, atol);
 }
 
 Tensor targets(const std::string& name) { return from_ref(name, kInt64); }

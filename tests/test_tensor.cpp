@@ -661,7 +661,8 @@ TEST_CASE("matmul and mm shape errors name both shapes", "[ch01][tensor]") {
   REQUIRE_THROWS_WITH(mm(ones({3}), ones({3, 2})), Contains("mm: expected 2-D tensors, got shapes [3] and [3, 2]"));
   REQUIRE_THROWS_WITH(mm(ones({2, 3}), ones({3, 2}, kFloat64)), Contains("expected both operands to have the same dtype"));
   REQUIRE_THROWS_WITH(matmul(ones({2, 3}), ones({4})), Contains("matmul: shapes [2, 3] and [4] cannot be multiplied (3 vs 4)"));
-  REQUIRE_THROWS_WITH(matmul(ones({2, 2, 2, 2}), ones({2, 2})), Contains("up to 3 dims"));
+  REQUIRE_THROWS_WITH(matmul(ones({2, 2, 2, 3}), ones({2, 2})), Contains("matmul: shapes [2, 2, 2, 3] and [2, 2] cannot be multiplied (3 vs 2)"));
+  REQUIRE_THROWS_WITH(matmul(ones({2, 3, 2, 2}), ones({4, 2, 2})), Contains("batch dims of shapes [2, 3, 2, 2] and [4, 2, 2] cannot be broadcast"));
   REQUIRE_THROWS_WITH(matmul(scalar_tensor(1), ones({2})), Contains("need at least 1 dimension"));
   REQUIRE_THROWS_WITH(matmul(ones({2, 3, 4}), ones({3, 4, 5})), Contains("batch dims of shapes [2, 3, 4] and [3, 4, 5] cannot be broadcast"));
   REQUIRE_THROWS_WITH(bmm(ones({2, 3, 4}), ones({2, 5, 4})), Contains("bmm: shapes [2, 3, 4] and [2, 5, 4] cannot be multiplied"));

@@ -5,6 +5,7 @@
 //   add, sub, mul, div, neg, exp, log, pow, sqrt, abs, relu, sigmoid, tanh,
 //   sum, mean, max, argmax, matmul, mm, bmm, softmax, log_softmax, cat, stack,
 //   linear, mse_loss, nll_loss, cross_entropy, batch_norm, layer_norm, conv2d, max_pool2d;
+//   gelu, embedding, dropout, scaled_dot_product_attention (the transformer's parts, chapter 12);
 //   min, argmin, amax, amin, maximum, minimum, pow of tensors, floor_divide, div with a rounding
 //   mode, trunc, remainder, fmod, comparisons with tensors and numbers, clamp, where.
 // Each records its autograd node (autograd/functions/<family>.hpp, indexed by
@@ -97,10 +98,12 @@ TT_DECL Tensor stack(const std::vector<Tensor>& tensors, int64_t dim);
 TT_DECL Tensor mm(const Tensor& a, const Tensor& b);
 TT_DECL Tensor bmm(const Tensor& a, const Tensor& b);
 
-/// torch.matmul for operands of 1 to 3 dims:
+/// torch.matmul for operands of any number of dims >= 1:
 ///   (K)·(K) -> ()   (M,K)@(K) -> (M)   (K)@(K,N) -> (N)   (M,K)@(K,N) -> (M,N)
-///   batched: (B,M,K)@(K,N), (M,K)@(B,K,N), (B|1,M,K)@(B|1,K,N) -> (B,M,N), batch dims broadcast.
-/// Throws for more than 3 dims or mismatched inner sizes (naming both shapes).
+///   batched: (*A,M,K)@(*B,K,N) -> (*broadcast(A, B),M,N), e.g. attention's (B,H,T,hd)@(B,H,hd,T);
+///   (*,M,K)@(K,N) folds the batch into M (one GEMM); a 1-D operand gains and loses a dim as PyTorch.
+/// Throws for a 0-d operand, mismatched inner sizes or batch dims that do not broadcast (naming
+/// both shapes).
 TT_DECL Tensor matmul(const Tensor& a, const Tensor& b);
 
 // ---- neural-network functions (torch.nn.functional) -------------------------------------------
@@ -331,6 +334,47 @@ TT_DECL Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 /// where with a number for `other` (or `input`); the number's dtype as in the file comment.
 TT_DECL Tensor where(const Tensor& condition, const Tensor& a, double b);
 TT_DECL Tensor where(const Tensor& condition, double a, const Tensor& b);
+
+// ---- transformer parts (chapter 12) ------------------------------------------------------------
+/// torch.nn.functional.gelu(x, approximate): "none" (the default) x/2 (1 + erf(x / sqrt 2)); "tanh"
+/// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (backend/functors.hpp: GeluOp, PyTorch's
+/// constants and order). Any shape; floating dtypes (int64 throws, as PyTorch's
+/// "GeluKernelImpl" not implemented for 'Long'); another `approximate` throws PyTorch's
+/// "approximate argument must be either none or tanh.". grad_fn GeluBackward0.
+TT_DECL Tensor gelu(const Tensor& x, const std::string& approximate = "none");
+/// torch.nn.functional.embedding(input, weight, padding_idx): rows `input` of `weight`.
+/// input: int64 indices of any shape S, each in [0, V); weight (V, D) -> (*S, D). The gradient
+/// reaches weight only: row v gets the sum of dy over the positions holding v (in index order, as
+/// PyTorch's CPU kernel), the padding_idx row none (its value is not changed by the lookup; it is
+/// just never trained). padding_idx may be negative (counted from the end, as PyTorch) and must
+/// be in [-V, V). max_norm, scale_grad_by_freq and sparse are not implemented. Throws for
+/// non-int64 indices, an index out of range (naming it, V and both shapes), weight not 2-D.
+/// grad_fn EmbeddingBackward0.
+TT_DECL Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx = std::nullopt);
+/// torch.nn.functional.dropout(x, p, training): in training, each element kept with probability
+/// 1 - p and scaled by 1/(1 - p), else 0 (inverted dropout; the mask is drawn on the host from
+/// `gen`, or the default generator, then moved to x's device); x itself when !training or p == 0.
+/// Throws unless 0 <= p <= 1 (PyTorch's "dropout probability has to be between 0 and 1, but got p").
+/// nn::Dropout calls this.
+TT_DECL Tensor dropout(const Tensor& x, double p = 0.5, bool training = true, Generator* gen = nullptr);
+/// torch.nn.functional.scaled_dot_product_attention (PyTorch 2.x; 1.13 has no such function, and
+/// the reference numbers come from the composite formula of its documentation):
+///   attn = softmax(query @ key^T * scale + bias, dim=-1), dropout(attn, dropout_p), attn @ value
+/// query (*, L, E), key (*, S, E), value (*, S, Ev) -> (*, L, Ev); the batch dims (*) broadcast as
+/// matmul's (e.g. (B, H, T, hd) for multi-head attention). scale: 1/sqrt(E) when not given.
+/// bias: is_causal masks the future, position i of the query attends to keys 0..i (a top-left
+/// aligned lower triangle of the (L, S) scores, as PyTorch); attn_mask, broadcast to (*, L, S),
+/// is either an int64 0/1 tensor standing for PyTorch's bool mask (1 = attend, 0 = masked to -inf;
+/// tinytorch has no bool dtype) or a floating mask of query's dtype added to the scores.
+/// A row with every key masked gives NaN, as the documented formula (PyTorch 2.5+ returns 0 there).
+/// This is the naive composite (matmul, softmax, matmul, recorded as those nodes), which keeps the
+/// (*, L, S) attention matrix; dropout_p > 0 applies dropout always, as PyTorch's (pass 0 in eval).
+/// Throws for is_causal with an attn_mask (PyTorch's "Explicit attn_mask should not be set when
+/// is_causal=True"), operands of fewer than 2 dims, key and query widths or key and value lengths
+/// that differ, a mask of another floating dtype, or dropout_p outside [0, 1], naming the shapes.
+TT_DECL Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                            const Tensor& attn_mask = Tensor(), double dropout_p = 0.0,
+                                            bool is_causal = false, std::optional<double> scale = std::nullopt);
 
 TT_NAMESPACE_END  // namespace tinytorch
 

@@ -84,8 +84,6 @@ TT_DECL Tensor matmul(const Tensor& a, const Tensor& b) {
   const int64_t da = a.dim(), db = b.dim();
   TT_CHECK(da >= 1 && db >= 1, "matmul: both arguments need at least 1 dimension, got shapes ",
            shape_str(a.sizes()), " and ", shape_str(b.sizes()));
-  TT_CHECK(da <= 3 && db <= 3, "matmul: tinytorch supports operands of up to 3 dims, got shapes ",
-           shape_str(a.sizes()), " and ", shape_str(b.sizes()));
   const int64_t ka = a.sizes()[da - 1], kb = b.sizes()[db == 1 ? 0 : db - 2];
   TT_CHECK(ka == kb, "matmul: shapes ", shape_str(a.sizes()), " and ", shape_str(b.sizes()),
            " cannot be multiplied (", ka, " vs ", kb, ")");
@@ -95,17 +93,37 @@ TT_DECL Tensor matmul(const Tensor& a, const Tensor& b) {
   if (da == 1 && db == 2) return mm(a.unsqueeze(0), b).squeeze(0);
   if (da == 1) return matmul(a.unsqueeze(0), b).squeeze(-2);
   if (db == 1) return matmul(a, b.unsqueeze(1)).squeeze(-1);
-  if (da == 3 && db == 2) {  // fold the batch into the rows: one big GEMM
-    const int64_t B = a.sizes()[0], M = a.sizes()[1];
-    return mm(a.reshape({B * M, ka}), b).view({B, M, b.sizes()[1]});
+  const int64_t M = a.sizes()[da - 2], N = b.sizes()[db - 1];
+  if (db == 2) {  // (*, M, K) @ (K, N): fold the batch into the rows, one big GEMM
+    Shape out_shape = a.sizes();
+    out_shape.back() = N;
+    return mm(a.reshape({-1, ka}), b).view(out_shape);
   }
-  Tensor a3 = da == 3 ? a : a.unsqueeze(0);
-  Tensor b3 = db == 3 ? b : b.unsqueeze(0);
-  const int64_t B = a3.sizes()[0] == 1 ? b3.sizes()[0] : a3.sizes()[0];
-  TT_CHECK(a3.sizes()[0] == b3.sizes()[0] || a3.sizes()[0] == 1 || b3.sizes()[0] == 1,
-           "matmul: batch dims of shapes ", shape_str(a.sizes()), " and ", shape_str(b.sizes()),
-           " cannot be broadcast");
-  return bmm(a3.expand({B, a3.sizes()[1], a3.sizes()[2]}), b3.expand({B, b3.sizes()[1], b3.sizes()[2]}));
+  // Batch dims (all but the last two) broadcast as elementwise ops' shapes do; each operand is
+  // expanded to them and flattened into one batch dim of B matrices for bmm.
+  const Shape a_batch(a.sizes().begin(), a.sizes().end() - 2);
+  const Shape b_batch(b.sizes().begin(), b.sizes().end() - 2);
+  Shape batch;
+  try {
+    batch = broadcast_shapes(a_batch, b_batch, "matmul");
+  } catch (const Error&) {
+    throw Error(detail::str_cat("matmul: batch dims of shapes ", shape_str(a.sizes()), " and ",
+                                shape_str(b.sizes()), " cannot be broadcast"));
+  }
+  int64_t B = 1;
+  for (int64_t s : batch) B *= s;
+  auto batched = [&](const Tensor& t, int64_t rows, int64_t cols) {
+    Shape full = batch;
+    full.push_back(rows);
+    full.push_back(cols);
+    const Tensor e = t.expand(full);
+    return batch.size() == 1 ? e : e.reshape({B, rows, cols});
+  };
+  if (batch.size() == 1) return bmm(batched(a, M, ka), batched(b, kb, N));  // 3-D: bmm's own (B, M, N)
+  Shape out_shape = batch;
+  out_shape.push_back(M);
+  out_shape.push_back(N);
+  return bmm(batched(a, M, ka), batched(b, kb, N)).view(out_shape);
 }
 
 // ---- neural-network functions (torch.nn.functional) -------------------------------------------
@@ -849,6 +867,86 @@ TT_DECL Tensor where(const Tensor& condition, const Tensor& a, double b) {
 TT_DECL Tensor where(const Tensor& condition, double a, const Tensor& b) {
   ops::check_device(b, "where");
   return where(condition, ops::scalar_as_tensor(a, ops::scalar_result_type(b.dtype(), a), b.device()), b);
+}
+
+
+// ---- transformer parts ------------------------------------------------------------------------
+TT_DECL Tensor gelu(const Tensor& x, const std::string& approximate) {
+  TT_CHECK(approximate == "none" || approximate == "tanh",
+           "gelu: approximate argument must be either none or tanh. (got '", approximate, "')");
+  ops::check_device(x, "gelu");
+  TT_CHECK(x.is_floating_point(), "gelu: \"GeluKernelImpl\" not implemented for '", dtype_name(x.dtype()),
+           "' (a floating-point tensor is needed; got shape ", shape_str(x.sizes()), ")");
+  return autograd::gelu(x, approximate == "tanh");
+}
+
+TT_DECL Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx) {
+  ops::check_device(weight, "embedding");
+  TT_CHECK(weight.dim() == 2, "embedding: 'weight' must be 2-D (num_embeddings, embedding_dim), got shape ",
+           shape_str(weight.sizes()));
+  const int64_t V = weight.sizes()[0];
+  int64_t pad = -1;
+  if (padding_idx) {
+    TT_CHECK(*padding_idx >= -V && *padding_idx < V, "embedding: Padding_idx must be within num_embeddings (got ",
+             *padding_idx, " for a weight of shape ", shape_str(weight.sizes()), ")");
+    pad = *padding_idx < 0 ? *padding_idx + V : *padding_idx;
+  }
+  return autograd::Embedding::forward(weight, input, pad);
+}
+
+TT_DECL Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
+  TT_CHECK(p >= 0 && p <= 1, "dropout: dropout probability has to be between 0 and 1, but got ", p);
+  ops::check_device(x, "dropout");
+  if (!training || p == 0) return x;
+  if (p == 1) return x * 0.0;
+  Tensor mask = rand(x.sizes(), x.dtype(), gen);
+  {
+    NoGradGuard ng;
+    const double keep_scale = 1.0 / (1.0 - p);
+    const double drop = p;
+    ops::unary_(mask, [=](auto u) { return u < drop ? 0.0 : keep_scale; }, "dropout");
+  }
+  // The mask is drawn on the host (the same numbers on every device), then moved to x's device.
+  return x * mask.to(x.device());
+}
+
+TT_DECL Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                            const Tensor& attn_mask, double dropout_p, bool is_causal,
+                                            std::optional<double> scale) {
+  const char* op = "scaled_dot_product_attention";
+  ops::check_device(q, op);
+  ops::check_device(k, op);
+  ops::check_device(v, op);
+  auto shapes = [&] {
+    return detail::str_cat("query ", shape_str(q.sizes()), ", key ", shape_str(k.sizes()), ", value ",
+                           shape_str(v.sizes()));
+  };
+  TT_CHECK(q.dim() >= 2 && k.dim() >= 2 && v.dim() >= 2, op, ": query, key and value need at least 2 dims (*, L, E), got ",
+           shapes());
+  TT_CHECK(q.sizes().back() == k.sizes().back(), op, ": query and key must have the same last dim E, got ", shapes());
+  TT_CHECK(k.sizes()[k.dim() - 2] == v.sizes()[v.dim() - 2], op,
+           ": key and value must have the same length S (dim -2), got ", shapes());
+  TT_CHECK(!(is_causal && attn_mask.defined()), op, ": Explicit attn_mask should not be set when is_causal=True");
+  TT_CHECK(dropout_p >= 0 && dropout_p <= 1, op, ": dropout_p has to be between 0 and 1, but got ", dropout_p);
+  if (attn_mask.defined())
+    TT_CHECK(attn_mask.dtype() == kInt64 || attn_mask.dtype() == q.dtype(), op,
+             ": Expected attn_mask dtype to be int64 (a 0/1 mask, PyTorch's bool) or to match query dtype, got ",
+             dtype_name(attn_mask.dtype()), " for query of ", dtype_name(q.dtype()));
+  const int64_t L = q.sizes()[q.dim() - 2], S = k.sizes()[k.dim() - 2];
+  const double sc = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(q.sizes().back()));
+  Tensor attn = matmul(q, k.transpose(-2, -1)) * sc;  // (*, L, S)
+  if (is_causal) {
+    Tensor keep = zeros({L, S}, kInt64);  // 1 where key j <= query i: tril(ones(L, S))
+    int64_t* p = keep.data_ptr<int64_t>();
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t j = 0; j <= i && j < S; ++j) p[i * S + j] = 1;
+    attn = where(keep.to(q.device()), attn, -INFINITY);
+  } else if (attn_mask.defined()) {
+    attn = attn_mask.dtype() == kInt64 ? where(attn_mask, attn, -INFINITY) : attn + attn_mask;
+  }
+  attn = softmax(attn, -1);
+  if (dropout_p > 0) attn = dropout(attn, dropout_p, true);
+  return matmul(attn, v);
 }
 
 // =============================================================================================

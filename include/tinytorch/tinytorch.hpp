@@ -24,6 +24,7 @@
 #include "nn/init.hpp"
 #include "nn/batchnorm.hpp"      // BatchNorm1d
 #include "nn/normalization.hpp"  // LayerNorm
+#include "nn/embedding.hpp"      // Embedding
 #include "nn/utils/clip_grad.hpp"
 #include "utils/checkpoint.hpp"  // checkpoint, checkpoint_sequential (chapter 09)
 #include "optim/optimizer.hpp"

@@ -94,6 +94,8 @@ TEMPLATE_TEST_CASE("cuda unary kernels match the CPU twins", "[cuda][cuda_elemen
     check_unary<T, T>(x, cpu::SqrtOp{}, "sqrt");
     check_unary<T, T>(x, cpu::TanhOp{}, "tanh");
     check_unary<T, T>(x, cpu::SigmoidOp{}, "sigmoid");
+    check_unary<T, T>(x, cpu::GeluOp{false}, "gelu");
+    check_unary<T, T>(x, cpu::GeluOp{true}, "gelu tanh");
     check_unary<T, T>(x, cpu::PowScalarOp{2.0}, "pow 2");
     check_unary<T, T>(x, cpu::PowScalarOp{0.5}, "pow 0.5");
     check_unary<T, T>(x, cpu::ClampScalarOp<T>{true, true, T(-1), T(2)}, "clamp");
@@ -179,6 +181,25 @@ TEMPLATE_TEST_CASE("cuda ternary kernel (clamp with tensor bounds) matches the C
                         cpu::ClampTensorOp{true, true});
     require_close(out.download(), want, "clamp(x, lo, hi) r=" + std::to_string(r));
   }
+}
+
+TEMPLATE_TEST_CASE("cuda ternary kernel with gelu's backward (dy, x) matches the CPU twin", "[cuda][cuda_elementwise]",
+                   float, double) {
+  using T = TestType;
+  for (int64_t n : kSizes)
+    for (bool tanh_approx : {false, true}) {
+      const auto dy = make_values<T>(n, 60 + n, -2, 2), x = make_values<T>(n, 61 + n, -6, 6, true);
+      const Shape shape{n};
+      const Strides s{1};
+      std::vector<T> want(static_cast<size_t>(n));
+      cpu::ternary_kernel(dy.data(), s, x.data(), s, x.data(), s, want.data(), shape,
+                          tinytorch::backend::GeluBackwardOp{tanh_approx});
+      DeviceArray<T> ddy(dy), dx(x), out(want.size());
+      gpu::ternary_kernel(ddy.data(), s, dx.data(), s, dx.data(), s, out.data(), shape,
+                          tinytorch::backend::GeluBackwardOp{tanh_approx});
+      require_close(out.download(), want, std::string("gelu backward") + (tanh_approx ? " tanh" : "") +
+                                              " n=" + std::to_string(n));
+    }
 }
 
 TEMPLATE_TEST_CASE("cuda copy kernel: contiguous, transposed and cast, as the CPU twin", "[cuda][cuda_elementwise]",

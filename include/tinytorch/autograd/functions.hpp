@@ -9,6 +9,7 @@
 //   functions/shape.hpp          reshape/view, transpose, permute, expand/squeeze, slices, copy, cat
 //   functions/linalg.hpp         mm, linear, bmm
 //   functions/softmax.hpp        softmax, log_softmax
+//   functions/embedding.hpp      embedding (a lookup of rows)
 //   functions/loss.hpp           mse_loss, nll_loss
 //   functions/normalization.hpp  batch_norm, layer_norm
 //   functions/conv.hpp           conv2d, max_pool2d
@@ -36,6 +37,7 @@
 #include "functions/common.hpp"
 #include "functions/conv.hpp"
 #include "functions/elementwise.hpp"
+#include "functions/embedding.hpp"
 #include "functions/linalg.hpp"
 #include "functions/loss.hpp"
 #include "functions/normalization.hpp"

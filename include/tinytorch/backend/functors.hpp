@@ -12,6 +12,8 @@
 //   div, pow, exp, log, sqrt, tanh                   the C++ <cmath> functions (IEEE results)
 //   abs, relu            |-0.0| = +0.0, relu keeps NaN and -0.0 (torch.abs, torch.relu)
 //   sigmoid              1/(1+e^-x) for x >= 0, e^x/(1+e^x) otherwise: no overflow
+//   gelu                 x/2 (1 + erf(x/sqrt 2)); tanh approximation
+//                        x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))  (torch.nn.functional.gelu)
 //   eq/ne/lt/le/gt/ge    0 or 1 as int64_t
 //   maximum(a, b)        NaN if either is NaN, else the larger (torch.maximum; minimum likewise)
 //   pow(a, b)            int64: exact repeated squaring (wrapping); a negative exponent gives 1
@@ -97,6 +99,22 @@ struct SigmoidOp {
     if (x >= 0) return T(1) / (T(1) + std::exp(-x));
     T e = std::exp(x);
     return e / (T(1) + e);
+  }
+};
+/// torch.nn.functional.gelu(x, approximate): "none" (tanh = false) x/2 (1 + erf(x / sqrt 2)), the
+/// Gaussian CDF times x; "tanh" 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). Computed in T with
+/// PyTorch's constants and order of operations (aten/src/ATen/native/cpu/Activation.cpp, GeluKernelImpl).
+struct GeluOp {
+  bool tanh_approx = false;
+  template <class T> TT_HOST_DEVICE T operator()(T x) const {
+    if (tanh_approx) {
+      const T kBeta = static_cast<T>(1.41421356237309504880 * 1.12837916709551257390 * 0.5);  // sqrt(2/pi)
+      const T kKappa = static_cast<T>(0.044715);
+      const T inner = kBeta * (x + kKappa * x * x * x);
+      return static_cast<T>(0.5) * x * (static_cast<T>(1) + std::tanh(inner));
+    }
+    const T kAlpha = static_cast<T>(0.70710678118654752440);  // 1/sqrt(2)
+    return x * static_cast<T>(0.5) * (static_cast<T>(1) + std::erf(x * kAlpha));
   }
 };
 struct PowScalarOp {
@@ -421,6 +439,32 @@ struct SigmoidBackwardOp {
 /// tanh: dx = g * (1 - y^2)
 struct TanhBackwardOp {
   template <class T> TT_HOST_DEVICE T operator()(T g, T, T y) const { return g * (1 - y * y); }
+};
+/// gelu: "none"  dx = g (Phi(x) + x phi(x)), Phi(x) = (1 + erf(x/sqrt 2))/2, phi(x) = e^(-x^2/2)/sqrt(2 pi);
+///       "tanh"  u = sqrt(2/pi)(x + 0.044715 x^3), t = tanh u:
+///               dx = g (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2))
+/// (PyTorch's GeluBackwardKernelImpl, aten/src/ATen/native/cpu/Activation.cpp.)
+struct GeluBackwardOp {
+  bool tanh_approx = false;
+  template <class T> TT_HOST_DEVICE T operator()(T g, T x, T) const {
+    if (tanh_approx) {
+      const T kBeta = static_cast<T>(1.41421356237309504880 * 1.12837916709551257390 * 0.5);
+      const T kKappa = static_cast<T>(0.044715);
+      const T x_sq = x * x;
+      const T inner = kBeta * (x + kKappa * x_sq * x);
+      const T t = std::tanh(inner);
+      const T left = static_cast<T>(0.5) * x;
+      const T right = static_cast<T>(1) + t;
+      const T left_derivative = static_cast<T>(0.5) * right;
+      const T right_derivative = left * (static_cast<T>(1) - t * t) * kBeta * (static_cast<T>(1) + static_cast<T>(3) * kKappa * x_sq);
+      return g * (left_derivative + right_derivative);
+    }
+    const T kAlpha = static_cast<T>(0.70710678118654752440);                           // 1/sqrt(2)
+    const T kBeta = static_cast<T>(1.12837916709551257390 * 0.70710678118654752440 * 0.5);  // 1/sqrt(2 pi)
+    const T cdf = static_cast<T>(0.5) * (static_cast<T>(1) + std::erf(x * kAlpha));
+    const T pdf = kBeta * std::exp(x * x * static_cast<T>(-0.5));
+    return g * (cdf + x * pdf);
+  }
 };
 /// pow(x, p): dx = g * p * x^(p-1) in double (0 * g for p == 0)
 struct PowBackwardOp {

@@ -1,10 +1,12 @@
-// tinytorch/nn/activation.hpp — ReLU, Sigmoid, Tanh, Flatten, Dropout as modules.
+// tinytorch/nn/activation.hpp — ReLU, Sigmoid, Tanh, GELU, Flatten, Dropout as modules.
 //
 //   ReLU(x) = max(x, 0)   Sigmoid(x) = 1 / (1 + e^-x)   Tanh(x) = tanh x      (any shape)
+//   GELU(x) = x Phi(x) = x/2 (1 + erf(x/sqrt 2)), or its tanh approximation  (gelu, functional.hpp)
 //   Flatten(start_dim=1, end_dim=-1): (N, C, H, W) -> (N, C*H*W)
 //   Dropout(p): in training, zeroes each element with probability p and scales the rest by
 //               1/(1-p) (inverted dropout); identity in eval mode.
-// Reference: torch.nn.ReLU / Sigmoid / Tanh / Flatten / Dropout.
+// Reference: torch.nn.ReLU / Sigmoid / Tanh / GELU / Flatten / Dropout; Hendrycks & Gimpel,
+// "Gaussian Error Linear Units (GELUs)", 2016.
 #pragma once
 
 #include "module.hpp"
@@ -31,6 +33,21 @@ class Tanh : public Module {
   Tensor forward(const Tensor& x) override { return tanh(x); }
   std::shared_ptr<Module> clone() const override { return clone_as<Tanh>(); }
   std::string name() const override { return "Tanh"; }
+};
+
+class GELU : public Module {
+ public:
+  std::string approximate;
+  /// approximate: "none" (exact, erf) or "tanh"; anything else throws PyTorch's
+  /// "approximate argument must be either none or tanh.".
+  explicit GELU(std::string approximate = "none") : approximate(std::move(approximate)) {
+    TT_CHECK(this->approximate == "none" || this->approximate == "tanh",
+             "GELU: approximate argument must be either none or tanh. (got '", this->approximate, "')");
+  }
+  Tensor forward(const Tensor& x) override { return gelu(x, approximate); }
+  std::shared_ptr<Module> clone() const override { return clone_as<GELU>(); }
+  std::string name() const override { return "GELU"; }
+  std::string extra_repr() const override { return "approximate='" + approximate + "'"; }
 };
 
 class Flatten : public Module {

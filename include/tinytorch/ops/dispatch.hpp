@@ -33,6 +33,7 @@
 
 #include "../backend/cpu/conv.hpp"
 #include "../backend/cpu/elementwise.hpp"
+#include "../backend/cpu/embedding.hpp"
 #include "../backend/cpu/gemm.hpp"
 #include "../backend/cpu/optim.hpp"
 #include "../backend/cpu/pooling.hpp"
@@ -43,6 +44,7 @@
 #include "../tensor.hpp"
 #if TINYTORCH_WITH_CUDA
 #include "../backend/cuda/elementwise.cuh"
+#include "../backend/cuda/embedding.cuh"
 #include "../backend/cuda/gemm.cuh"
 #include "../backend/cuda/optim.cuh"
 #include "../backend/cuda/reduce.cuh"
@@ -196,6 +198,23 @@ void softmax_backward_kernel(Device d, const T* dy, const T* y, T* dx, int64_t o
   if (d.is_cpu()) return backend::cpu::softmax_backward_kernel(dy, y, dx, outer, n, inner, log);
   TT_DISPATCH_CUDA("softmax_backward_kernel", d,
                    backend::cuda::softmax_backward_kernel(dy, y, dx, outer, n, inner, log));
+}
+
+// ---- embedding (backend/cpu/embedding.hpp, backend/cuda/embedding.cuh) ---------------------------
+
+/// out (n, dim) = rows idx[0..n) of weight (num_weights, dim); indices already range-checked.
+template <class T>
+void embedding_kernel(Device d, const int64_t* idx, const T* weight, T* out, int64_t n, int64_t dim) {
+  if (d.is_cpu()) return backend::cpu::embedding_kernel(idx, weight, out, n, dim);
+  TT_DISPATCH_CUDA("embedding_kernel", d, backend::cuda::embedding_kernel(idx, weight, out, n, dim));
+}
+/// dw (num_weights, dim) = rows of dy summed by index in index order; padding_idx's row 0.
+template <class T>
+void embedding_backward_kernel(Device d, const int64_t* idx, const T* dy, T* dw, int64_t n, int64_t num_weights,
+                               int64_t dim, int64_t padding_idx) {
+  if (d.is_cpu()) return backend::cpu::embedding_backward_kernel(idx, dy, dw, n, num_weights, dim, padding_idx);
+  TT_DISPATCH_CUDA("embedding_backward_kernel", d,
+                   backend::cuda::embedding_backward_kernel(idx, dy, dw, n, num_weights, dim, padding_idx));
 }
 
 // ---- gemm (backend/cpu/gemm.hpp, backend/cuda/gemm.cuh) ----------------------------------------

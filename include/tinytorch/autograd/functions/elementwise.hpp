@@ -1,6 +1,6 @@
 // tinytorch/autograd/functions/elementwise.hpp — the autograd nodes of the elementwise ops:
 // + - * / (with tensors and numbers), neg, the unary functions (exp, log, sqrt, abs, relu,
-// sigmoid, tanh, pow with a number), maximum / minimum, pow with a tensor exponent,
+// sigmoid, tanh, gelu, pow with a number), maximum / minimum, pow with a tensor exponent,
 // floor_divide, div with a rounding mode, trunc, remainder / fmod, clamp with optional or tensor
 // bounds, where.
 //
@@ -284,6 +284,12 @@ inline Tensor sigmoid(const Tensor& x) {
 inline Tensor tanh(const Tensor& x) {
   return pointwise(x, cpu::TanhOp{}, backend::TanhBackwardOp{}, "tanh",
                    "TanhBackward0", true, Saves::Output);
+}
+// y = gelu(x)     =>  dx = dy * (Phi(x) + x phi(x)), or the tanh form's derivative
+//                      (backend/functors.hpp: GeluBackwardOp; PyTorch saves the input)
+inline Tensor gelu(const Tensor& x, bool tanh_approx) {
+  return pointwise(x, backend::GeluOp{tanh_approx}, backend::GeluBackwardOp{tanh_approx}, "gelu", "GeluBackward0",
+                   true, Saves::Input);
 }
 // y = x^p         =>  dx = dy * p * x^(p-1)
 // An int64 x with a fractional or negative p computes in float32 (as a scalar op: int64 * 2.5).

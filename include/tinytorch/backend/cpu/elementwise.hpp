@@ -60,6 +60,7 @@ using ::tinytorch::backend::TruncOp;
 using ::tinytorch::backend::ReluOp;
 using ::tinytorch::backend::TanhOp;
 using ::tinytorch::backend::SigmoidOp;
+using ::tinytorch::backend::GeluOp;
 using ::tinytorch::backend::PowScalarOp;
 namespace detail {
 using ::tinytorch::backend::detail::is_nan;

@@ -1,0 +1,278 @@
+// examples/train_gpt.cpp — a character-level GPT on Tiny Shakespeare (nanoGPT's shakespeare_char).
+//
+// Data: data/tinyshakespeare/input.txt (shipped; 1,115,394 characters), tokenised as nanoGPT's
+//       prepare.py: the 65 distinct characters in byte order are the vocabulary; the first 90%
+//       train, the last 10% validate. A batch is `--batch-size` windows of `--block-size`
+//       characters at random offsets (x) and the same windows shifted by one (y, the targets).
+// Model: examples/gpt.hpp (nanoGPT's GPT: token + position embeddings, n_layer pre-norm blocks of
+//       causal self-attention and a GELU MLP, the tied output head).
+// Recipe (defaults: nanoGPT's CPU settings for shakespeare_char): 4 layers, 4 heads, 128 wide,
+//       context 64, batch 12, dropout 0, bias false; AdamW(lr 1e-3, betas (0.9, 0.99), weight
+//       decay 0.1 on matrices only), warmup 100 iterations then cosine decay to 1e-4 at
+//       --iters, gradient clipping at 1.0, 2000 iterations. nanoGPT reports a validation loss of
+//       about 1.88 with these settings.
+// Output: "step N: train loss X, val loss Y" every --eval-interval iterations (the mean over
+//       --eval-iters random batches of each split) and after the last; "iter N: loss X, time T ms,
+//       K tokens/s, G GFLOP/s" every --log-interval (FLOPs as nanoGPT's estimate_mfu counts them:
+//       6N + 12 L H Q T per token); last `val_loss=Y`.
+//   build/bin/train_gpt                                   # the full run
+//   build/bin/train_gpt --iters 100 --eval-interval 50    # a quick look
+//   build/bin/train_gpt --save gpt.tt                     # keep the trained model
+//   build/bin/train_gpt --sample 500 --resume gpt.tt      # generate 500 characters from it
+// --save PATH writes the model's state_dict, its config and the vocabulary with tinytorch::save
+// (atomically) at the end; --sample N --resume PATH prints N characters generated from a newline,
+// each drawn from softmax(logits / --temperature) restricted to the --top-k most likely (nanoGPT's
+// sample.py: temperature 0.8, top_k 200).
+// Chapter: chapters/12-model-parallelism.md. Reference: karpathy/nanoGPT train.py, sample.py,
+// data/shakespeare_char/prepare.py, config/train_shakespeare_char.py.
+#include <tinytorch/tinytorch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "flags.hpp"
+#include "gpt.hpp"
+
+namespace tt = tinytorch;
+
+namespace {
+
+struct Config {
+  std::string data = "data/tinyshakespeare/input.txt";
+  int64_t iters = 2000, batch_size = 12, block_size = 64, n_layer = 4, n_head = 4, n_embd = 128;
+  double dropout = 0.0, lr = 1e-3, min_lr = 1e-4, weight_decay = 0.1, beta2 = 0.99, grad_clip = 1.0;
+  int64_t warmup_iters = 100, eval_interval = 250, eval_iters = 20, log_interval = 10;
+  uint64_t seed = 1337;
+  int threads = 0;
+  std::string save, resume;
+  int64_t sample = 0, top_k = 200;
+  double temperature = 0.8;
+};
+
+/// The text, its vocabulary (distinct bytes in order) and the tokens of each split.
+struct Corpus {
+  std::vector<unsigned char> vocab;
+  std::vector<int64_t> train, val;
+};
+
+Corpus read_corpus(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw tt::Error("cannot open " + path +
+                    " (run from the repository root, or pass --data PATH to Tiny Shakespeare's input.txt)");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Corpus c;
+  bool seen[256] = {};
+  for (unsigned char ch : text) seen[ch] = true;
+  int64_t stoi[256];
+  for (int b = 0; b < 256; ++b)
+    if (seen[b]) {
+      stoi[b] = static_cast<int64_t>(c.vocab.size());
+      c.vocab.push_back(static_cast<unsigned char>(b));
+    }
+  const size_t n_train = static_cast<size_t>(static_cast<double>(text.size()) * 0.9);  // int(n * 0.9)
+  for (size_t i = 0; i < text.size(); ++i)
+    (i < n_train ? c.train : c.val).push_back(stoi[static_cast<unsigned char>(text[i])]);
+  return c;
+}
+
+/// x, y: (B, T) windows at random offsets and the same shifted by one (nanoGPT's get_batch).
+std::pair<tt::Tensor, tt::Tensor> get_batch(const std::vector<int64_t>& data, int64_t B, int64_t T, tt::Generator& gen) {
+  const tt::Tensor ix = tt::randint(0, static_cast<int64_t>(data.size()) - T, {B}, tt::kInt64, &gen);
+  tt::Tensor x = tt::empty({B, T}, tt::kInt64), y = tt::empty({B, T}, tt::kInt64);
+  int64_t* px = x.data_ptr<int64_t>();
+  int64_t* py = y.data_ptr<int64_t>();
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t i = ix.data_ptr<int64_t>()[b];
+    std::copy(data.begin() + i, data.begin() + i + T, px + b * T);
+    std::copy(data.begin() + i + 1, data.begin() + i + 1 + T, py + b * T);
+  }
+  return {x, y};
+}
+
+/// The mean loss over `iters` random batches of each split, in eval mode without autograd.
+std::pair<double, double> estimate_loss(examples::GPT& model, const Corpus& c, const Config& cfg, tt::Generator& gen) {
+  tt::NoGradGuard ng;
+  model.eval();
+  double out[2] = {0, 0};
+  for (int split = 0; split < 2; ++split)
+    for (int64_t k = 0; k < cfg.eval_iters; ++k) {
+      auto [x, y] = get_batch(split == 0 ? c.train : c.val, cfg.batch_size, cfg.block_size, gen);
+      out[split] += model.loss(model(x), y).item() / static_cast<double>(cfg.eval_iters);
+    }
+  model.train();
+  return {out[0], out[1]};
+}
+
+examples::GPTConfig model_config(const Config& cfg, int64_t vocab_size) {
+  examples::GPTConfig g;
+  g.block_size = cfg.block_size;
+  g.vocab_size = vocab_size;
+  g.n_layer = cfg.n_layer;
+  g.n_head = cfg.n_head;
+  g.n_embd = cfg.n_embd;
+  g.dropout = cfg.dropout;
+  return g;
+}
+
+int sample(const Config& cfg) {
+  auto sd = tt::load(cfg.resume);
+  auto get = [&](const std::string& key) {
+    for (const auto& [k, v] : sd)
+      if (k == key) return v;
+    throw tt::Error(cfg.resume + " has no entry '" + key + "' (not written by train_gpt --save?)");
+  };
+  examples::GPTConfig g;
+  g.block_size = get("config.block_size").item<int64_t>();
+  g.n_layer = get("config.n_layer").item<int64_t>();
+  g.n_head = get("config.n_head").item<int64_t>();
+  g.n_embd = get("config.n_embd").item<int64_t>();
+  const std::vector<int64_t> vocab = get("vocab").tolist<int64_t>();
+  g.vocab_size = static_cast<int64_t>(vocab.size());
+  examples::GPT model(g);
+  std::vector<std::pair<std::string, tt::Tensor>> model_sd;
+  for (const auto& [k, v] : sd)
+    if (k.rfind("model.", 0) == 0) model_sd.emplace_back(k.substr(6), v);
+  model.load_state_dict(model_sd);
+  model.eval();
+  tt::NoGradGuard ng;
+  tt::Generator gen(cfg.seed);
+  const auto nl = std::find(vocab.begin(), vocab.end(), int64_t{'\n'});
+  std::vector<int64_t> tokens{nl == vocab.end() ? 0 : nl - vocab.begin()};
+  for (int64_t n = 0; n < cfg.sample; ++n) {
+    const int64_t T = std::min<int64_t>(static_cast<int64_t>(tokens.size()), g.block_size);
+    const tt::Tensor idx = tt::tensor(std::vector<double>(tokens.end() - T, tokens.end()), {1, T}, tt::kInt64);
+    const std::vector<double> logits = model(idx).select(1, T - 1).reshape({-1}).tolist<double>();
+    // top-k, then softmax(logits / temperature), then one draw
+    std::vector<double> sorted = logits;
+    std::sort(sorted.begin(), sorted.end(), std::greater<double>());
+    const double kth = sorted[static_cast<size_t>(std::min<int64_t>(cfg.top_k, g.vocab_size) - 1)];
+    const double mx = sorted[0];
+    std::vector<double> p(logits.size());
+    double total = 0;
+    for (size_t v = 0; v < logits.size(); ++v) total += p[v] = logits[v] < kth ? 0.0 : std::exp((logits[v] - mx) / cfg.temperature);
+    double u = gen.uniform() * total;
+    size_t pick = 0;
+    while (pick + 1 < p.size() && u >= p[pick]) u -= p[pick++];
+    tokens.push_back(static_cast<int64_t>(pick));
+    std::putchar(static_cast<int>(vocab[pick]));
+  }
+  std::putchar('\n');
+  return 0;
+}
+
+int train(const Config& cfg) {
+  if (cfg.threads > 0) tt::set_num_threads(cfg.threads);
+  const Corpus corpus = read_corpus(cfg.data);
+  const auto V = static_cast<int64_t>(corpus.vocab.size());
+  std::printf("data: %s, %zu train and %zu val tokens, vocab_size=%lld\n", cfg.data.c_str(), corpus.train.size(),
+              corpus.val.size(), static_cast<long long>(V));
+  tt::manual_seed(cfg.seed);
+  examples::GPT model(model_config(cfg, V));
+  std::printf("number of parameters: %.2fM\n", static_cast<double>(model.num_params()) / 1e6);
+  auto opt = model.configure_optimizers(cfg.weight_decay, cfg.lr, {0.9, cfg.beta2});
+  tt::Generator gen(cfg.seed);
+  const int64_t tokens_per_iter = cfg.batch_size * cfg.block_size;
+  // nanoGPT's estimate_mfu: 6N per token for the matrix products (forward 2N, backward 4N) plus
+  // 12 L H Q T for attention's two (T x T) products (Q = C / H, the head size)
+  const double flops_per_token =
+      6.0 * static_cast<double>(model.num_params()) +
+      12.0 * static_cast<double>(cfg.n_layer * cfg.n_head * (cfg.n_embd / cfg.n_head) * cfg.block_size);
+  std::printf("tokens per iteration: %lld, FLOPs per iteration: %.3g, threads: %d\n",
+              static_cast<long long>(tokens_per_iter), flops_per_token * static_cast<double>(tokens_per_iter),
+              tt::get_num_threads());
+  double val_loss = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int64_t it = 0; it <= cfg.iters; ++it) {
+    const double lr = examples::gpt_lr(it, cfg.lr, cfg.min_lr, cfg.warmup_iters, cfg.iters);
+    for (auto& g : opt->param_groups()) g.lr = lr;
+    if (it % cfg.eval_interval == 0 || it == cfg.iters) {
+      const auto [train_loss, vl] = estimate_loss(model, corpus, cfg, gen);
+      val_loss = vl;
+      std::printf("step %lld: train loss %.4f, val loss %.4f\n", static_cast<long long>(it), train_loss, vl);
+      std::fflush(stdout);
+      t0 = std::chrono::steady_clock::now();  // evaluation is not training time
+    }
+    if (it == cfg.iters) break;
+    auto [x, y] = get_batch(corpus.train, cfg.batch_size, cfg.block_size, gen);
+    tt::Tensor loss = model.loss(model(x), y);
+    loss.backward();
+    if (cfg.grad_clip > 0) tt::nn::utils::clip_grad_norm_(model.parameters(), cfg.grad_clip);
+    opt->step();
+    opt->zero_grad();
+    const auto t1 = std::chrono::steady_clock::now();
+    const double dt = std::chrono::duration<double>(t1 - t0).count();
+    t0 = t1;
+    if (it % cfg.log_interval == 0) {
+      std::printf("iter %lld: loss %.4f, time %.2fms, %.0f tokens/s, %.1f GFLOP/s\n", static_cast<long long>(it),
+                  loss.item(), dt * 1000, static_cast<double>(tokens_per_iter) / dt,
+                  flops_per_token * static_cast<double>(tokens_per_iter) / dt / 1e9);
+      std::fflush(stdout);
+    }
+  }
+  if (!cfg.save.empty()) {
+    std::vector<std::pair<std::string, tt::Tensor>> ck;
+    for (const auto& [k, v] : model.state_dict()) ck.emplace_back("model." + k, v);
+    ck.emplace_back("config.block_size", tt::scalar_tensor(cfg.block_size, tt::kInt64));
+    ck.emplace_back("config.n_layer", tt::scalar_tensor(cfg.n_layer, tt::kInt64));
+    ck.emplace_back("config.n_head", tt::scalar_tensor(cfg.n_head, tt::kInt64));
+    ck.emplace_back("config.n_embd", tt::scalar_tensor(cfg.n_embd, tt::kInt64));
+    ck.emplace_back("vocab", tt::tensor(std::vector<double>(corpus.vocab.begin(), corpus.vocab.end()), tt::kInt64));
+    tt::save(ck, cfg.save);
+    std::printf("saved: %s\n", cfg.save.c_str());
+  }
+  std::printf("val_loss=%.4f\n", val_loss);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config cfg;
+  CLI::App app{"tinytorch train_gpt: a character-level GPT on Tiny Shakespeare (nanoGPT's shakespeare_char)"};
+  app.add_option("--data", cfg.data, "the text to train on (default: data/tinyshakespeare/input.txt)");
+  app.add_option("--iters", cfg.iters, "training iterations (the cosine decay ends there)")
+      ->check(flags::integer_in(1, 100000000));
+  app.add_option("--batch-size", cfg.batch_size, "sequences per batch")->check(flags::integer_in(1, 100000));
+  app.add_option("--block-size", cfg.block_size, "context length T")->check(flags::integer_in(1, 100000));
+  app.add_option("--n-layer", cfg.n_layer, "transformer blocks")->check(flags::integer_in(1, 1000));
+  app.add_option("--n-head", cfg.n_head, "attention heads (must divide --n-embd)")->check(flags::integer_in(1, 1000));
+  app.add_option("--n-embd", cfg.n_embd, "model width C")->check(flags::integer_in(1, 100000));
+  app.add_option("--dropout", cfg.dropout, "dropout probability")->check(flags::real_in(0, 1, flags::kHighOpen));
+  app.add_option("--lr", cfg.lr, "peak learning rate")->check(flags::real_in(0, flags::kInf, flags::kLowOpen));
+  app.add_option("--min-lr", cfg.min_lr, "learning rate at the end of the cosine decay")->check(flags::real_in(0, flags::kInf));
+  app.add_option("--warmup-iters", cfg.warmup_iters, "linear warmup iterations")->check(flags::integer_in(0, 100000000));
+  app.add_option("--weight-decay", cfg.weight_decay, "AdamW weight decay of the matrices")->check(flags::real_in(0, flags::kInf));
+  app.add_option("--beta2", cfg.beta2, "AdamW beta2")->check(flags::real_in(0, 1, flags::kHighOpen));
+  app.add_option("--grad-clip", cfg.grad_clip, "clip the gradient norm to this (0: no clipping)")->check(flags::real_in(0, flags::kInf));
+  app.add_option("--eval-interval", cfg.eval_interval, "iterations between loss estimates")->check(flags::integer_in(1, 100000000));
+  app.add_option("--eval-iters", cfg.eval_iters, "batches per loss estimate")->check(flags::integer_in(1, 100000));
+  app.add_option("--log-interval", cfg.log_interval, "iterations between progress lines")->check(flags::integer_in(1, 100000000));
+  app.add_option("--seed", cfg.seed, "seed for the initial weights and the batches")->check(flags::seed());
+  app.add_option("--threads", cfg.threads, "threads for the matrix products (default: all CPUs)")->check(flags::integer_in(1, 1024));
+  app.add_option("--save", cfg.save, "write the trained model, its config and vocabulary to PATH (tinytorch::save)");
+  app.add_option("--resume", cfg.resume, "the checkpoint --sample reads");
+  app.add_option("--sample", cfg.sample, "generate N characters from --resume's model instead of training")
+      ->check(flags::integer_in(1, 100000000));
+  app.add_option("--temperature", cfg.temperature, "sampling temperature")->check(flags::real_in(0, flags::kInf, flags::kLowOpen));
+  app.add_option("--top-k", cfg.top_k, "sample among the k most likely characters")->check(flags::integer_in(1, 100000));
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (cfg.sample > 0) {
+      if (cfg.resume.empty()) throw tt::Error("--sample needs --resume PATH (a checkpoint from --save)");
+      return sample(cfg);
+    }
+    return train(cfg);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "train_gpt: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,201 @@
+#!/usr/bin/python3
+# tests/reference/gen_gpt.py — generates tests/reference/gpt_ref.hpp.
+#
+# nanoGPT's model (karpathy/nanoGPT model.py: GPT, Block, CausalSelfAttention with the manual
+# attention path PyTorch 1.13 needs, MLP, the tied lm_head, _init_weights and the scaled c_proj
+# init) and its training step (train.py: AdamW with the two weight-decay groups of
+# configure_optimizers, get_lr's warmup and cosine decay, clip_grad_norm_ 1.0), in a tiny config,
+# recorded so that tests/test_gpt.cpp checks examples/gpt.hpp against it without PyTorch:
+#   * param.<name>: every parameter after init (named_parameters: the tied head listed once)
+#   * idx, targets (4, 8): one batch; logits (4, 8, V); loss; grad.<name> of that batch
+#   * step.idx, step.targets: one batch trained on for 10 AdamW steps; step.loss<k>, step.lr<k>
+#     of each step; final.<name>: the parameters after them
+# Two configs: "nobias" (nanoGPT's training default bias=False) and "bias" (bias=True).
+# Every array is written with its shape; values with 9 significant digits ("%.9g"), which read
+# back into float32 give the very float32 value PyTorch had.
+#
+# Run with Debian's PyTorch (python3-torch), not a `python3` found on PATH:
+#     /usr/bin/python3 tests/reference/gen_gpt.py
+import math
+import os
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from refgen import Recorder
+
+torch.set_num_threads(1)
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "gpt_ref.hpp")
+
+REC = Recorder()
+put = REC.put
+
+
+class LayerNorm(nn.Module):
+    def __init__(self, ndim, bias):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(ndim))
+        self.bias = nn.Parameter(torch.zeros(ndim)) if bias else None
+
+    def forward(self, x):
+        return F.layer_norm(x, self.weight.shape, self.weight, self.bias, 1e-5)
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c_attn = nn.Linear(c["n_embd"], 3 * c["n_embd"], bias=c["bias"])
+        self.c_proj = nn.Linear(c["n_embd"], c["n_embd"], bias=c["bias"])
+        self.n_head, self.n_embd = c["n_head"], c["n_embd"]
+        T = c["block_size"]
+        self.register_buffer("mask", torch.tril(torch.ones(T, T)).view(1, 1, T, T))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.mask[:, :, :T, :T] == 0, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        y = att @ v
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.c_proj(y)
+
+
+class MLP(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c_fc = nn.Linear(c["n_embd"], 4 * c["n_embd"], bias=c["bias"])
+        self.gelu = nn.GELU()
+        self.c_proj = nn.Linear(4 * c["n_embd"], c["n_embd"], bias=c["bias"])
+
+    def forward(self, x):
+        return self.c_proj(self.gelu(self.c_fc(x)))
+
+
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.ln_1 = LayerNorm(c["n_embd"], c["bias"])
+        self.attn = CausalSelfAttention(c)
+        self.ln_2 = LayerNorm(c["n_embd"], c["bias"])
+        self.mlp = MLP(c)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(c["vocab_size"], c["n_embd"]),
+            wpe=nn.Embedding(c["block_size"], c["n_embd"]),
+            h=nn.ModuleList([Block(c) for _ in range(c["n_layer"])]),
+            ln_f=LayerNorm(c["n_embd"], c["bias"]),
+        ))
+        self.lm_head = nn.Linear(c["n_embd"], c["vocab_size"], bias=False)
+        self.transformer.wte.weight = self.lm_head.weight  # weight tying
+        self.apply(self._init_weights)
+        for pn, p in self.named_parameters():
+            if pn.endswith("c_proj.weight"):
+                torch.nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * c["n_layer"]))
+
+    def _init_weights(self, module):
+        if isinstance(module, nn.Linear):
+            torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            if module.bias is not None:
+                torch.nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+    def forward(self, idx, targets):
+        b, t = idx.size()
+        pos = torch.arange(0, t, dtype=torch.long)
+        x = self.transformer.wte(idx) + self.transformer.wpe(pos)
+        for block in self.transformer.h:
+            x = block(x)
+        x = self.transformer.ln_f(x)
+        logits = self.lm_head(x)
+        loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+        return logits, loss
+
+    def configure_optimizers(self, weight_decay, learning_rate, betas):
+        params = [p for p in self.parameters() if p.requires_grad]
+        decay = [p for p in params if p.dim() >= 2]
+        nodecay = [p for p in params if p.dim() < 2]
+        groups = [{"params": decay, "weight_decay": weight_decay}, {"params": nodecay, "weight_decay": 0.0}]
+        return torch.optim.AdamW(groups, lr=learning_rate, betas=betas)
+
+
+def get_lr(it, learning_rate, min_lr, warmup_iters, lr_decay_iters):
+    """nanoGPT train.py's get_lr."""
+    if it < warmup_iters:
+        return learning_rate * it / warmup_iters
+    if it > lr_decay_iters:
+        return min_lr
+    decay_ratio = (it - warmup_iters) / (lr_decay_iters - warmup_iters)
+    coeff = 0.5 * (1.0 + math.cos(math.pi * decay_ratio))
+    return min_lr + coeff * (learning_rate - min_lr)
+
+
+# The same constants as tests/test_gpt.cpp.
+B, T, STEPS = 4, 8, 10
+LR, MIN_LR, WARMUP, DECAY = 1e-2, 1e-3, 3, 10
+for tag, bias in (("nobias", False), ("bias", True)):
+    torch.manual_seed(1 if bias else 0)
+    c = dict(block_size=8, vocab_size=11, n_layer=2, n_head=2, n_embd=16, bias=bias)
+    model = GPT(c)
+    if bias:  # zero-initialised biases and unit LayerNorm weights would test little: perturb them
+        with torch.no_grad():
+            for n, p in model.named_parameters():
+                if p.dim() == 1:
+                    p.add_(torch.randn_like(p) * 0.1)
+    names = [n for n, _ in model.named_parameters()]
+    for n, p in model.named_parameters():
+        put(f"{tag}.param.{n}", p)
+    idx = torch.randint(0, c["vocab_size"], (B, T))
+    targets = torch.randint(0, c["vocab_size"], (B, T))
+    put(f"{tag}.idx", idx.to(torch.float64))
+    put(f"{tag}.targets", targets.to(torch.float64))
+    logits, loss = model(idx, targets)
+    loss.backward()
+    put(f"{tag}.logits", logits)
+    put(f"{tag}.loss", loss.reshape(1))
+    for n, p in model.named_parameters():
+        put(f"{tag}.grad.{n}", p.grad)
+    model.zero_grad(set_to_none=True)
+    opt = model.configure_optimizers(0.1, LR, (0.9, 0.99))
+    # one batch, seen every step: the loss must fall
+    x = torch.randint(0, c["vocab_size"], (B, T))
+    y = torch.roll(x, -1, dims=1)  # predict the next token of a fixed sequence (wrapping at the end)
+    put(f"{tag}.step.idx", x.to(torch.float64))
+    put(f"{tag}.step.targets", y.to(torch.float64))
+    for it in range(STEPS):
+        lr = get_lr(it, LR, MIN_LR, WARMUP, DECAY)
+        for g in opt.param_groups:
+            g["lr"] = lr
+        _, loss = model(x, y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        put(f"{tag}.step.loss{it}", loss.detach().reshape(1))
+        put(f"{tag}.step.lr{it}", torch.tensor([lr], dtype=torch.float64))
+    for n, p in model.named_parameters():
+        put(f"{tag}.final.{n}", p)
+
+names = "\n/// The parameter names in named_parameters() order, per config.\n"
+names += "inline const std::vector<std::string>& names(const std::string& tag) {\n"
+names += "  static const std::map<std::string, std::vector<std::string>> m = {\n"
+for tag in ("nobias", "bias"):
+    ns = [n[len(tag) + len(".param."):] for n, _ in REC.arrays if n.startswith(f"{tag}.param.")]
+    names += f'    {{"{tag}", {{' + ", ".join(f'"{n}"' for n in ns) + "}},\n"
+names += "  };\n  return m.at(tag);\n}\n"
+REC.write(OUT, "gpt_ref", "gen_gpt.py", "nanoGPT's model and training step in a tiny config, checked by tests/test_gpt.cpp.",
+          fmt=lambda v: "%.9g" % v, extra=names)
