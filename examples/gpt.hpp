@@ -61,7 +61,8 @@ class CausalSelfAttention : public tinytorch::nn::Module {
     const Tensor qkv = c_attn->forward(x);  // (B, T, 3C)
     auto heads = [&](int64_t i) { return qkv.narrow(2, i * C, C).view({B, T, n_head, hs}).transpose(1, 2); };
     const Tensor q = heads(0), k = heads(1), v = heads(2);  // (B, nh, T, hs)
-    const Tensor y = scaled_dot_product_attention(q, k, v, Tensor(), is_training() ? dropout : 0.0, true);
+    const double dropout_p = is_training() ? dropout : 0.0;
+    const Tensor y = scaled_dot_product_attention(q, k, v, Tensor(), dropout_p, /*is_causal=*/true);
     return resid_dropout->forward(c_proj->forward(y.transpose(1, 2).contiguous().view({B, T, C})));
   }
   std::string name() const override { return "CausalSelfAttention"; }

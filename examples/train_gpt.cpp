@@ -31,6 +31,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -63,12 +64,15 @@ struct Corpus {
   std::vector<int64_t> train, val;
 };
 
-Corpus read_corpus(const std::string& path) {
+Corpus read_corpus(const std::string& path, int64_t block_size) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw tt::Error("--data " + path + " is a directory, not a text file");
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw tt::Error("cannot open " + path +
                     " (run from the repository root, or pass --data PATH to Tiny Shakespeare's input.txt)");
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw tt::Error("cannot read " + path);
   Corpus c;
   bool seen[256] = {};
   for (unsigned char ch : text) seen[ch] = true;
@@ -81,6 +85,12 @@ Corpus read_corpus(const std::string& path) {
   const size_t n_train = static_cast<size_t>(static_cast<double>(text.size()) * 0.9);  // int(n * 0.9)
   for (size_t i = 0; i < text.size(); ++i)
     (i < n_train ? c.train : c.val).push_back(stoi[static_cast<unsigned char>(text[i])]);
+  // A batch window needs block_size + 1 characters (its targets are shifted by one) in each split.
+  for (const auto* split : {&c.train, &c.val})
+    if (static_cast<int64_t>(split->size()) < block_size + 1)
+      throw tt::Error(path + ": the " + (split == &c.train ? "training" : "validation") + " split has " +
+                      std::to_string(split->size()) + " characters (" + std::to_string(text.size()) +
+                      " in the file, 90%/10%), fewer than --block-size + 1 = " + std::to_string(block_size + 1));
   return c;
 }
 
@@ -130,12 +140,31 @@ int sample(const Config& cfg) {
       if (k == key) return v;
     throw tt::Error(cfg.resume + " has no entry '" + key + "' (not written by train_gpt --save?)");
   };
+  // The checkpoint's config and vocabulary, checked before anything is built from them (the
+  // ranges of the training flags; a vocabulary of distinct bytes).
+  auto config_value = [&](const std::string& key, int64_t hi) {
+    const tt::Tensor t = get(key);
+    TT_CHECK(t.dtype() == tt::kInt64 && t.numel() == 1, cfg.resume, ": '", key, "' must be one int64 value, got ",
+             tt::dtype_name(t.dtype()), " of shape ", tt::shape_str(t.sizes()));
+    const int64_t v = t.item<int64_t>();
+    TT_CHECK(v >= 1 && v <= hi, cfg.resume, ": '", key, "' = ", v, " is outside [1, ", hi, "]");
+    return v;
+  };
   examples::GPTConfig g;
-  g.block_size = get("config.block_size").item<int64_t>();
-  g.n_layer = get("config.n_layer").item<int64_t>();
-  g.n_head = get("config.n_head").item<int64_t>();
-  g.n_embd = get("config.n_embd").item<int64_t>();
-  const std::vector<int64_t> vocab = get("vocab").tolist<int64_t>();
+  g.block_size = config_value("config.block_size", 100000);
+  g.n_layer = config_value("config.n_layer", 1000);
+  g.n_head = config_value("config.n_head", 1000);
+  g.n_embd = config_value("config.n_embd", 100000);
+  const tt::Tensor vocab_t = get("vocab");
+  TT_CHECK(vocab_t.dtype() == tt::kInt64 && vocab_t.dim() == 1 && vocab_t.numel() >= 1 && vocab_t.numel() <= 256,
+           cfg.resume, ": 'vocab' must be 1 to 256 int64 byte values, got ", tt::dtype_name(vocab_t.dtype()),
+           " of shape ", tt::shape_str(vocab_t.sizes()));
+  const std::vector<int64_t> vocab = vocab_t.tolist<int64_t>();
+  bool seen[256] = {};
+  for (int64_t b : vocab) {
+    TT_CHECK(b >= 0 && b <= 255 && !seen[b], cfg.resume, ": 'vocab' holds ", b, ", not a new byte value in [0, 255]");
+    seen[b] = true;
+  }
   g.vocab_size = static_cast<int64_t>(vocab.size());
   examples::GPT model(g);
   std::vector<std::pair<std::string, tt::Tensor>> model_sd;
@@ -151,6 +180,8 @@ int sample(const Config& cfg) {
     const int64_t T = std::min<int64_t>(static_cast<int64_t>(tokens.size()), g.block_size);
     const tt::Tensor idx = tt::tensor(std::vector<double>(tokens.end() - T, tokens.end()), {1, T}, tt::kInt64);
     const std::vector<double> logits = model(idx).select(1, T - 1).reshape({-1}).tolist<double>();
+    for (double l : logits)
+      TT_CHECK(std::isfinite(l), cfg.resume, ": the model gives a non-finite logit (", l, "): its weights are broken");
     // top-k, then softmax(logits / temperature), then one draw
     std::vector<double> sorted = logits;
     std::sort(sorted.begin(), sorted.end(), std::greater<double>());
@@ -170,8 +201,16 @@ int sample(const Config& cfg) {
 }
 
 int train(const Config& cfg) {
+  TT_CHECK(cfg.min_lr <= cfg.lr, "--min-lr ", cfg.min_lr, " is above --lr ", cfg.lr,
+           ": the cosine decay would raise the learning rate");
+  if (!cfg.save.empty()) {  // fail now, not after the whole run
+    const std::filesystem::path dir = std::filesystem::absolute(cfg.save).parent_path();
+    std::error_code ec;
+    TT_CHECK(std::filesystem::is_directory(dir, ec), "--save ", cfg.save, ": the directory ", dir.string(),
+             " does not exist");
+  }
   if (cfg.threads > 0) tt::set_num_threads(cfg.threads);
-  const Corpus corpus = read_corpus(cfg.data);
+  const Corpus corpus = read_corpus(cfg.data, cfg.block_size);
   const auto V = static_cast<int64_t>(corpus.vocab.size());
   std::printf("data: %s, %zu train and %zu val tokens, vocab_size=%lld\n", cfg.data.c_str(), corpus.train.size(),
               corpus.val.size(), static_cast<long long>(V));
@@ -238,6 +277,7 @@ int train(const Config& cfg) {
 int main(int argc, char** argv) {
   Config cfg;
   CLI::App app{"tinytorch train_gpt: a character-level GPT on Tiny Shakespeare (nanoGPT's shakespeare_char)"};
+  app.option_defaults()->always_capture_default();  // --help shows each default
   app.add_option("--data", cfg.data, "the text to train on (default: data/tinyshakespeare/input.txt)");
   app.add_option("--iters", cfg.iters, "training iterations (the cosine decay ends there)")
       ->check(flags::integer_in(1, 100000000));
@@ -266,6 +306,9 @@ int main(int argc, char** argv) {
   app.add_option("--top-k", cfg.top_k, "sample among the k most likely characters")->check(flags::integer_in(1, 100000));
   CLI11_PARSE(app, argc, argv);
   try {
+    if (!cfg.resume.empty() && cfg.sample == 0)
+      throw tt::Error("--resume " + cfg.resume + " is read by --sample only: training does not resume from a checkpoint "
+                      "(add --sample N to generate from it)");
     if (cfg.sample > 0) {
       if (cfg.resume.empty()) throw tt::Error("--sample needs --resume PATH (a checkpoint from --save)");
       return sample(cfg);

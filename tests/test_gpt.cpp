@@ -72,6 +72,9 @@ TEST_CASE("GPT: parameter names are nanoGPT's, the head is tied, the init is nan
   CHECK(m.num_params() == m.num_params(false) - 8 * 16);
   // nanoGPT's config for Tiny Shakespeare on a CPU: 0.80M parameters, as nanoGPT prints
   CHECK(examples::GPT(examples::GPTConfig{}).num_params() == 795904);  // 4 x (12 x 128^2 + 256) + 65 x 128 + 128
+  examples::GPTConfig with_bias;
+  with_bias.bias = true;  // + 9C of Linear biases and 2C of LayerNorm biases per block, + C for ln_f
+  CHECK(examples::GPT(with_bias).num_params() == 801664);  // 4 x (12 x 128^2 + 13 x 128) + 65 x 128 + 256
   // logits come from wte itself: a change of wte changes the head
   const Tensor idx = zeros({1, 3}, kInt64);
   const Tensor before = m(idx);

@@ -128,6 +128,11 @@ TEST_CASE("matmul with 4-D operands and broadcast batch dims matches PyTorch", "
   CHECK(matmul(ones({5}), ones({2, 3, 5, 6})).sizes() == Shape{2, 3, 6});
   CHECK(matmul(ones({2, 3, 4, 5}), ones({5})).sizes() == Shape{2, 3, 4});
   CHECK(matmul(ones({2, 3, 4, 5}), ones({5})).sum().item() == 2 * 3 * 4 * 5);
+  // an inner size of 0: zeros of the output's shape, as torch.matmul (a bad-input trial found the
+  // batch fold failing here)
+  CHECK(matmul(ones({2, 3, 0}), ones({0, 5})).sizes() == Shape{2, 3, 5});
+  CHECK(matmul(ones({2, 3, 0}), ones({0, 5})).abs().sum().item() == 0.0);
+  CHECK(matmul(ones({2, 3, 0}), ones({0})).sizes() == Shape{2, 3});
 }
 
 TEST_CASE("scaled_dot_product_attention matches the documented formula in PyTorch", "[transformer]") {
@@ -184,8 +189,18 @@ TEST_CASE("scaled_dot_product_attention: causal rows see only the past; errors n
   REQUIRE_THROWS_WITH(scaled_dot_product_attention(randn({3}), k, v), Contains("need at least 2 dims"));
   REQUIRE_THROWS_WITH(scaled_dot_product_attention(q, k, v, ones({4, 4}, kFloat64)),
                       Contains("Expected attn_mask dtype to be int64 (a 0/1 mask, PyTorch's bool) or to match query dtype"));
-  REQUIRE_THROWS_WITH(scaled_dot_product_attention(q, k, v, ones({3, 3}, kInt64)), Contains("cannot be broadcast"));
   REQUIRE_THROWS_WITH(scaled_dot_product_attention(q, k, v, Tensor(), 1.5), Contains("dropout_p has to be between 0 and 1"));
+  // the messages name this op's arguments, not an inner matmul's or where's
+  REQUIRE_THROWS_WITH(scaled_dot_product_attention(q, k.to(kFloat64), v),
+                      Contains("Expected query, key, and value to have the same dtype, but got query.dtype: torch.float32, "
+                               "key.dtype: torch.float64"));
+  REQUIRE_THROWS_WITH(scaled_dot_product_attention(q.to(kInt64), k.to(kInt64), v.to(kInt64)),
+                      Contains("must be floating point, got torch.int64"));
+  REQUIRE_THROWS_WITH(scaled_dot_product_attention(randn({2, 4, 3}), randn({3, 4, 3}), randn({3, 4, 4})),
+                      Contains("the batch dims of query, key and value cannot be broadcast together: query [2, 4, 3], "
+                               "key [3, 4, 3], value [3, 4, 4]"));
+  REQUIRE_THROWS_WITH(scaled_dot_product_attention(q, k, v, ones({4, 5}, kInt64)),
+                      Contains("attn_mask of shape [4, 5] cannot be broadcast to the attention scores' shape [1, 4, 4]"));
 }
 
 TEST_CASE("dropout as a function: inverted scaling, identity in eval, nn::Dropout calls it", "[transformer]") {
@@ -205,4 +220,5 @@ TEST_CASE("dropout as a function: inverted scaling, identity in eval, nn::Dropou
   CHECK(dropout(x, 0.25, false).data_ptr<float>() == x.data_ptr<float>());
   CHECK(dropout(x, 1.0).sum().item() == 0.0);
   REQUIRE_THROWS_WITH(dropout(x, 1.5), Contains("dropout probability has to be between 0 and 1, but got 1.5"));
+  REQUIRE_THROWS_WITH(dropout(ones({3}, kInt64), 0.5), Contains("dropout: expected a floating point tensor in training, got torch.int64"));
 }

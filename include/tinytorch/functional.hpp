@@ -26,7 +26,8 @@
 // Differences from PyTorch, each for a reason given where it is declared:
 //   - comparisons return int64 0/1 tensors (no bool dtype), and where() takes one as condition;
 //   - INT64_MIN // -1 throws (PyTorch dies of SIGFPE).
-// Chapter: chapters/01-training-loop.md, chapters/02-autograd.md. Reference: PyTorch 1.13 / 2.x
+// Chapter: chapters/01-training-loop.md, chapters/02-autograd.md, chapters/12-model-parallelism.md
+// (the transformer parts). Reference: PyTorch 1.13 / 2.x
 // documentation of each function; derivatives.yaml for gradients.
 #pragma once
 
@@ -367,7 +368,8 @@ TT_DECL Tensor dropout(const Tensor& x, double p = 0.5, bool training = true, Ge
 /// is either an int64 0/1 tensor standing for PyTorch's bool mask (1 = attend, 0 = masked to -inf;
 /// tinytorch has no bool dtype) or a floating mask of query's dtype added to the scores.
 /// A row with every key masked gives NaN, as the documented formula (PyTorch 2.5+ returns 0 there).
-/// This is the naive composite (matmul, softmax, matmul, recorded as those nodes), which keeps the
+/// This is the naive composite (matmul, the scale, where for a mask or an addition, softmax, matmul,
+/// recorded as those nodes), which keeps the
 /// (*, L, S) attention matrix; dropout_p > 0 applies dropout always, as PyTorch's (pass 0 in eval).
 /// Throws for is_causal with an attn_mask (PyTorch's "Explicit attn_mask should not be set when
 /// is_causal=True"), operands of fewer than 2 dims, key and query widths or key and value lengths

@@ -97,7 +97,9 @@ TT_DECL Tensor matmul(const Tensor& a, const Tensor& b) {
   if (db == 2) {  // (*, M, K) @ (K, N): fold the batch into the rows, one big GEMM
     Shape out_shape = a.sizes();
     out_shape.back() = N;
-    return mm(a.reshape({-1, ka}), b).view(out_shape);
+    int64_t rows = 1;  // counted, not inferred: reshape cannot infer -1 when K is 0
+    for (int64_t d = 0; d + 1 < da; ++d) rows *= a.sizes()[d];
+    return mm(a.reshape({rows, ka}), b).view(out_shape);
   }
   // Batch dims (all but the last two) broadcast as elementwise ops' shapes do; each operand is
   // expanded to them and flattened into one batch dim of B matrices for bmm.
@@ -898,6 +900,8 @@ TT_DECL Tensor dropout(const Tensor& x, double p, bool training, Generator* gen)
   TT_CHECK(p >= 0 && p <= 1, "dropout: dropout probability has to be between 0 and 1, but got ", p);
   ops::check_device(x, "dropout");
   if (!training || p == 0) return x;
+  TT_CHECK(x.is_floating_point(), "dropout: expected a floating point tensor in training, got ", dtype_name(x.dtype()),
+           " of shape ", shape_str(x.sizes()));
   if (p == 1) return x * 0.0;
   Tensor mask = rand(x.sizes(), x.dtype(), gen);
   {
@@ -923,6 +927,10 @@ TT_DECL Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, co
   };
   TT_CHECK(q.dim() >= 2 && k.dim() >= 2 && v.dim() >= 2, op, ": query, key and value need at least 2 dims (*, L, E), got ",
            shapes());
+  TT_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype(), op,
+           ": Expected query, key, and value to have the same dtype, but got query.dtype: ", dtype_name(q.dtype()),
+           ", key.dtype: ", dtype_name(k.dtype()), " and value.dtype: ", dtype_name(v.dtype()), " instead (", shapes(), ")");
+  TT_CHECK(q.is_floating_point(), op, ": query, key and value must be floating point, got ", dtype_name(q.dtype()));
   TT_CHECK(q.sizes().back() == k.sizes().back(), op, ": query and key must have the same last dim E, got ", shapes());
   TT_CHECK(k.sizes()[k.dim() - 2] == v.sizes()[v.dim() - 2], op,
            ": key and value must have the same length S (dim -2), got ", shapes());
@@ -933,6 +941,29 @@ TT_DECL Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, co
              ": Expected attn_mask dtype to be int64 (a 0/1 mask, PyTorch's bool) or to match query dtype, got ",
              dtype_name(attn_mask.dtype()), " for query of ", dtype_name(q.dtype()));
   const int64_t L = q.sizes()[q.dim() - 2], S = k.sizes()[k.dim() - 2];
+  // The shapes the steps below need to agree, checked here so that the message names this op's
+  // arguments, not an inner matmul's or where's: the batch dims of q, k, v broadcast, and the mask
+  // broadcasts to the (*, L, S) scores.
+  Shape scores;
+  try {
+    const Shape qb(q.sizes().begin(), q.sizes().end() - 2), kb(k.sizes().begin(), k.sizes().end() - 2),
+        vb(v.sizes().begin(), v.sizes().end() - 2);
+    scores = broadcast_shapes(broadcast_shapes(qb, kb), vb);
+  } catch (const Error&) {
+    throw Error(detail::str_cat(op, ": the batch dims of query, key and value cannot be broadcast together: ", shapes()));
+  }
+  scores.push_back(L);
+  scores.push_back(S);
+  if (attn_mask.defined()) {
+    bool ok = true;
+    try {
+      ok = broadcast_shapes(attn_mask.sizes(), scores) == scores;
+    } catch (const Error&) {
+      ok = false;
+    }
+    TT_CHECK(ok, op, ": attn_mask of shape ", shape_str(attn_mask.sizes()),
+             " cannot be broadcast to the attention scores' shape ", shape_str(scores), " (*, L, S) (", shapes(), ")");
+  }
   const double sc = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(q.sizes().back()));
   Tensor attn = matmul(q, k.transpose(-2, -1)) * sc;  // (*, L, S)
   if (is_causal) {

@@ -40,7 +40,8 @@ struct GeluTanh : tinytorch::autograd::Function<GeluTanh> {
 /// weight: indices int64 of any shape S, each in [0, num_embeddings); dy float32 (*S, D), both
 /// contiguous on the CPU. Returns dW float32 (num_embeddings, D):
 ///   dW[v, :] = sum of dy[s, :] over the positions s with indices[s] == v
-/// and 0 for rows no index names, and for row padding_idx (padding_idx < 0: no padding row).
+/// and 0 for rows no index names, and for row padding_idx (padding_idx < 0: no padding row; the
+/// library's embedding() counts a negative padding_idx from the end, as PyTorch, before it gets here).
 /// Add the rows in the order of s (as PyTorch's CPU kernel), so that float32 sums agree.
 Tensor embedding_backward(const Tensor& indices, const Tensor& dy, int64_t num_embeddings, int64_t padding_idx);
 
@@ -49,7 +50,9 @@ Tensor embedding_backward(const Tensor& indices, const Tensor& dy, int64_t num_e
 ///   qkv = x w_attn^T                          x (B, T, C), w_attn (3C, C) -> (B, T, 3C)
 ///   q, k, v = the three C-wide slices of qkv, each viewed (B, T, nh, hs) and transposed to (B, nh, T, hs)
 ///   att = q k^T / sqrt(hs)                    (B, nh, T, T)
-///   att[..., i, j] = -inf where j > i         (position i sees positions 0..i only)
+///   att[..., i, j] = -inf where j > i         (position i sees positions 0..i only; a (T, T) 0/1
+///                                             mask: arange(T).unsqueeze(0) <= arange(T).unsqueeze(1)
+///                                             is 1 where j <= i, and where(mask, att, -inf) applies it)
 ///   att = softmax(att, -1);  y = att v        (B, nh, T, hs)
 ///   y -> (B, T, nh, hs) -> (B, T, C), then y w_proj^T      w_proj (C, C) -> (B, T, C)
 /// Differentiable ops only: the checks also compare the gradients of x, w_attn and w_proj.

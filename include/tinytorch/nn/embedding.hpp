@@ -5,7 +5,8 @@
 // Initialisation as PyTorch's reset_parameters(): weight ~ N(0, 1), drawn from `gen` or the
 // default generator, then the padding_idx row (if any) set to 0; that row gets no gradient.
 // A GPT uses two: token embeddings (vocab_size rows) and position embeddings (block_size rows),
-// and ties the token table to its output head (the same Tensor as the head Linear's weight).
+// and ties the token table to its output head: the logits are x wte^T (examples/gpt.hpp), so the
+// table is trained by both its lookups and the head.
 // Backward: autograd::Embedding (EmbeddingBackward0), autograd/functions/embedding.hpp.
 // Reference: torch.nn.Embedding. Chapter: chapters/12-model-parallelism.md.
 #pragma once
