@@ -46,7 +46,9 @@
 # simulator suite); 1d0d4ca (initcheck runs checked launches twice): 31 min 23 s wall; 845559d (with
 # the chapter checks, about 2 min of them): 28 min 8 s wall, 39 min of user CPU; d0b8466 (with the
 # ten labs: 20 more programs to compile, 45 s of meta-tests; on another CPU, an Intel Xeon VM):
-# 31 min 30 s wall, 45 min of user CPU. Earlier, eb019c8 (load about 2):
+# 31 min 30 s wall, 45 min of user CPU; 9398445 (eleven labs, chapter 12's GPT: test_gpt,
+# test_transformer, train_gpt_short, the simulator's embedding kernels): 35 min 36 s wall, 52 min of
+# user CPU. Earlier, eb019c8 (load about 2):
 # 25 min 7 s wall, 37 min of user CPU (8552c01 earlier that day: 24 min 30 s). Steps 2-3: the
 # main build and TSan in ~13 min; steps 4+5 ~4 min of build and a 3.6-min ctest; step 6's ctest
 # 4.1 min. What keeps it there: the library's bodies are compiled once per build mode
