@@ -25,6 +25,7 @@
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 
+#include "libtorch_common.hpp"  // bench::set_threads, bench::initialize
 #include "load_watch.hpp"
 
 #include <chrono>
@@ -49,14 +50,6 @@ namespace {
 constexpr int64_t kLayers = 4, kHeads = 4, kC = 128, kT = 64, kV = 65, kBatch = 12;
 constexpr double kFlopsPerStep = (6.0 * 795904 + 12.0 * kLayers * kHeads * (kC / kHeads) * kT) * kBatch * kT;
 
-void set_threads(int n) {
-  tt::set_num_threads(n);
-  torch::set_num_threads(n);
-  using SetFn = void (*)(int);
-  static SetFn openblas = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
-  if (openblas) openblas(n);
-}
-
 void set_counters(benchmark::State& state) {
   state.counters["tokens/s"] =
       benchmark::Counter(static_cast<double>(kBatch * kT), benchmark::Counter::kIsIterationInvariantRate);
@@ -65,7 +58,7 @@ void set_counters(benchmark::State& state) {
 
 // ---- tinytorch ------------------------------------------------------------------------------------
 void BM_Gpt_tinytorch(benchmark::State& state, int threads) {
-  set_threads(threads);
+  bench::set_threads(threads);
   tt::manual_seed(0);
   examples::GPTConfig cfg;  // nanoGPT's CPU settings: the defaults
   examples::GPT model(cfg);
@@ -134,7 +127,7 @@ struct TorchGptImpl : torch::nn::Module {
 TORCH_MODULE(TorchGpt);
 
 void BM_Gpt_libtorch(benchmark::State& state, int threads) {
-  set_threads(threads);
+  bench::set_threads(threads);
   torch::manual_seed(0);
   TorchGpt model;
   std::vector<torch::Tensor> decay, no_decay;
@@ -201,14 +194,9 @@ class SummaryReporter : public benchmark::ConsoleReporter {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<char*> args{argv[0]};
-  std::string defaults[] = {"--benchmark_repetitions=10", "--benchmark_enable_random_interleaving=true",
-                            "--benchmark_report_aggregates_only=true", "--benchmark_min_time=0.5"};
-  for (std::string& d : defaults) args.push_back(d.data());
-  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
-  int n = static_cast<int>(args.size());
-  benchmark::Initialize(&n, args.data());
-  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
+  if (!bench::initialize(argc, argv, {"--benchmark_repetitions=10", "--benchmark_enable_random_interleaving=true",
+                                       "--benchmark_report_aggregates_only=true", "--benchmark_min_time=0.5"}))
+    return 1;
   for (int threads : {1, 2}) {
     const std::string cfg = "GPT/threads:" + std::to_string(threads) + "/";
     benchmark::RegisterBenchmark((cfg + "tinytorch").c_str(), BM_Gpt_tinytorch, threads)

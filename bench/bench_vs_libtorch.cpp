@@ -25,6 +25,7 @@
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 
+#include "libtorch_common.hpp"  // bench::set_threads, bench::initialize
 #include "load_watch.hpp"
 
 #include <Eigen/Core>
@@ -67,18 +68,9 @@ struct ProcessCpu {
   }
 };
 
-/// Sets every library's thread count: ours, ATen's (OpenMP) and OpenBLAS's.
-void set_threads(int n) {
-  tt::set_num_threads(n);
-  torch::set_num_threads(n);
-  using SetFn = void (*)(int);
-  static SetFn openblas = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
-  if (openblas) openblas(n);
-}
-
 // ---- tinytorch ----------------------------------------------------------------------------------
 void BM_Mlp_tinytorch(benchmark::State& state, int64_t batch, int threads) {
-  set_threads(threads);
+  bench::set_threads(threads);
   tt::manual_seed(0);
   auto model = std::make_shared<tt::nn::Sequential>(
       std::make_shared<tt::nn::Linear>(kIn, kH1), std::make_shared<tt::nn::ReLU>(),
@@ -101,7 +93,7 @@ void BM_Mlp_tinytorch(benchmark::State& state, int64_t batch, int threads) {
 }
 
 void BM_Linear21_tinytorch(benchmark::State& state) {
-  set_threads(1);
+  bench::set_threads(1);
   tt::manual_seed(0);
   auto model = std::make_shared<tt::nn::Linear>(2, 1);
   tt::optim::SGD opt(model->parameters(), 0.01);
@@ -131,7 +123,7 @@ void cool_down(int threads) {  // let OpenBLAS's spinning workers go to sleep (s
 }
 
 void BM_Mlp_libtorch(benchmark::State& state, int64_t batch, int threads) {
-  set_threads(threads);
+  bench::set_threads(threads);
   torch::manual_seed(0);
   torch::nn::Sequential model(torch::nn::Linear(kIn, kH1), torch::nn::ReLU(), torch::nn::Linear(kH1, kH2),
                               torch::nn::ReLU(), torch::nn::Linear(kH2, kOut));
@@ -153,7 +145,7 @@ void BM_Mlp_libtorch(benchmark::State& state, int64_t batch, int threads) {
 }
 
 void BM_Linear21_libtorch(benchmark::State& state) {
-  set_threads(1);
+  bench::set_threads(1);
   torch::manual_seed(0);
   torch::nn::Linear model(2, 1);
   torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.01));
@@ -196,7 +188,7 @@ struct RawLayer {
 };
 
 void BM_Mlp_rawEigen(benchmark::State& state, int64_t batch, int threads) {
-  set_threads(threads);
+  bench::set_threads(threads);
   RawLayer l1(kIn, kH1), l2(kH1, kH2), l3(kH2, kOut);
   Mat x = (Mat::Random(batch, kIn).array() + 1.f) / 2.f;
   std::vector<int> y(batch);
@@ -243,7 +235,7 @@ void BM_Mlp_rawEigen(benchmark::State& state, int64_t batch, int threads) {
 }
 
 void BM_Linear21_rawEigen(benchmark::State& state) {
-  set_threads(1);
+  bench::set_threads(1);
   Mat W = Mat::Random(1, 2), dW(1, 2);
   Vec b = Vec::Random(1), db(1);
   Mat x = Mat::Random(4, 2), y = Mat::Random(4, 1), p(4, 1), dp(4, 1);
@@ -318,14 +310,9 @@ class SummaryReporter : public benchmark::ConsoleReporter {
 
 int main(int argc, char** argv) {
   // Defaults, each overridable on the command line (a later flag wins).
-  std::vector<char*> args{argv[0]};
-  std::string defaults[] = {"--benchmark_repetitions=10", "--benchmark_enable_random_interleaving=true",
-                            "--benchmark_report_aggregates_only=true", "--benchmark_min_time=0.2"};
-  for (std::string& d : defaults) args.push_back(d.data());
-  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
-  int n = static_cast<int>(args.size());
-  benchmark::Initialize(&n, args.data());
-  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
+  if (!bench::initialize(argc, argv, {"--benchmark_repetitions=10", "--benchmark_enable_random_interleaving=true",
+                                       "--benchmark_report_aggregates_only=true", "--benchmark_min_time=0.2"}))
+    return 1;
 
   for (int64_t batch : {64, 1024})
     for (int threads : {1, 2}) {
