@@ -105,8 +105,9 @@ class Block : public tinytorch::nn::Module {
   }
   std::string name() const override { return "Block"; }
   std::shared_ptr<tinytorch::nn::LayerNorm> ln_1, ln_2;
-  std::shared_ptr<CausalSelfAttention> attn;
-  std::shared_ptr<MLP> mlp;
+  /// A CausalSelfAttention and an MLP; gpt_tp.hpp's parallelize_gpt puts their tensor-parallel
+  /// twins here (replace_module), so the members are typed as any module.
+  std::shared_ptr<tinytorch::nn::Module> attn, mlp;
 };
 
 /// The parts nanoGPT keeps in `transformer` (a ModuleDict there): wte, wpe, drop, h, ln_f.

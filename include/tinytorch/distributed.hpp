@@ -16,12 +16,13 @@
 // This header includes <mpi.h> (when TINYTORCH_WITH_MPI) and, under nvcc with NCCL, <nccl.h>; the
 // umbrella <tinytorch/tinytorch.hpp> never does, so single-process programs need neither.
 //
-//   distributed/process_group.hpp       Backend, ReduceOp, init/destroy_process_group, get_rank, ...
+//   distributed/process_group.hpp       Backend, ReduceOp, init/destroy_process_group, get_rank, new_group,
+//                                       ProcessGroup (collectives, send / recv on raw buffers)
 //   distributed/guard.hpp               ProcessGroupGuard, abort_job (a failing rank ends the job)
 //   distributed/work.hpp                Work (async handle: wait, is_completed)
 //   distributed/buffer_collectives.hpp  all_reduce/broadcast/all_gather/reduce_scatter/barrier on raw buffers
 //   distributed/algorithms.hpp          ring / parameter_server / tree all-reduce, CommStats
-//   distributed/collectives.hpp         the same collectives on Tensors
+//   distributed/collectives.hpp         the same collectives on Tensors (and on a group), send / recv / isend / irecv
 //   distributed/ddp.hpp                 DistributedDataParallel, DDPOptions, no_sync; includes the
 //                                       three below and ../serialization.hpp (tinytorch::save / load
 //                                       for checkpoints)
@@ -31,6 +32,9 @@
 //                                       thread (overlap), compute_bucket_assignment_by_size
 //   distributed/trace.hpp               Trace (Chrome-trace JSON), common_origin_us
 //   distributed/nccl.hpp                nccl_all_reduce on raw device buffers (nvcc + NCCL only)
+//   distributed/device_mesh.hpp         DeviceMesh, init_device_mesh: the ranks as a grid, a group per line
+//   distributed/tensor_parallel.hpp     Megatron's f and g, ColumnParallelLinear, RowParallelLinear
+//   distributed/pipeline_schedule.hpp   GPipe and 1F1B schedules simulated (bubble, timeline)
 //
 // Chapter: chapters/07-all-reduce.md, chapters/06-distributed-data-parallel.md.
 // Reference: torch.distributed; karpathy/llm.c (MPI -> NCCL bootstrap); nccl-tests (busbw).
@@ -44,11 +48,14 @@
 #include "distributed/buffer_collectives.hpp"
 #include "distributed/collectives.hpp"
 #include "distributed/ddp.hpp"
+#include "distributed/device_mesh.hpp"
 #include "distributed/errors.hpp"
 #include "distributed/guard.hpp"
 #include "distributed/model_agreement.hpp"
 #include "distributed/nccl.hpp"
+#include "distributed/pipeline_schedule.hpp"
 #include "distributed/process_group.hpp"
 #include "distributed/reducer.hpp"
+#include "distributed/tensor_parallel.hpp"
 #include "distributed/trace.hpp"
 #include "distributed/work.hpp"

@@ -19,6 +19,10 @@
 //   (order/dtype/op/root/count: with TINYTORCH_DISTRIBUTED_DEBUG=DETAIL every rank throws the
 //    same "collective mismatch" error naming both sides; without it they time out, or MPI
 //    returns garbage.)
+//   send_unmatched rank 0 sends 1M float32 (too large for MPI to buffer) to rank 1 with tag 7,
+//                  which never receives it: rank 0's watchdog names the send, the peer and the tag.
+//   recv_size      rank 0 sends 3 float32 with tag 2, rank 1 receives 4: rank 1 throws naming
+//                  both sizes, the peer and the tag, and the job ends (the guard's MPI_Abort).
 //   slow           rank 1 sleeps 3 s before a barrier; rank 0 prints how much CPU time it used
 //                  while waiting ("waited W s, cpu C s") and exits 0.
 // Chapter: chapters/07-all-reduce.md ("Timeouts and the watchdog").
@@ -32,6 +36,7 @@
 #include <ctime>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace dist = tinytorch::distributed;
 
@@ -77,6 +82,16 @@ void run(const std::string& mode) {
   } else if (mode == "count") {
     float x[5] = {1, 2, 3, 4, 5};
     dist::all_reduce(x, odd ? 5 : 4);
+  } else if (mode == "send_unmatched") {
+    std::vector<float> x(1 << 20, 1.0f);
+    if (!odd) dist::get_default_group().send(x.data(), static_cast<int64_t>(x.size()), tinytorch::kFloat32, 1, 7,
+                                             dist::Completion::Blocking);
+    else std::this_thread::sleep_for(std::chrono::seconds(30));
+  } else if (mode == "recv_size") {
+    float x[4] = {1, 2, 3, 4};
+    if (!odd) dist::get_default_group().send(x, 3, tinytorch::kFloat32, 1, 2, dist::Completion::Blocking);
+    else dist::get_default_group().recv(x, 4, tinytorch::kFloat32, 0, 2, dist::Completion::Blocking);
+    if (!odd) std::this_thread::sleep_for(std::chrono::seconds(30));  // rank 1's error must end the job
   } else if (mode == "slow") {
     if (odd) std::this_thread::sleep_for(std::chrono::seconds(3));
     const auto t0 = std::chrono::steady_clock::now();
@@ -87,7 +102,7 @@ void run(const std::string& mode) {
     if (!odd) std::printf("waited %.2f s, cpu %.2f s\n", wall, cpu);
   } else {
     throw std::runtime_error("hang_failing_rank: unknown mode '" + mode +
-                             "' (stopped, unequal_steps, order, dtype, op, root, count, slow)");
+                             "' (stopped, unequal_steps, order, dtype, op, root, count, send_unmatched, recv_size, slow)");
   }
   std::printf("rank %d: %s done\n", rank, mode.c_str());
 }

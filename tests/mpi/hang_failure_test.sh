@@ -14,6 +14,8 @@
 #                  watched with kFinalizeTimeout (60 s: a correct shutdown may take over a
 #                  second), and rank 0's abort ends the job before that (rank 1 then prints no
 #                  report of its own);
+#   send_unmatched rank 0's watchdog report naming the send, the peer (rank 1) and the tag;
+#   recv_size      rank 1's error naming both sizes, the peer and the tag;
 #   order, dtype, op, root, count (with TINYTORCH_DISTRIBUTED_DEBUG=DETAIL): the mismatch error,
 #                  naming both sides, on rank 0 and on rank 1.
 # Mode "slow" (rank 1 joins a barrier 3 s late) must exit 0 with rank 0 using under half a core
@@ -32,6 +34,10 @@ run_mode "$bin" stopped nonzero "rank 0: Watchdog caught collective operation ti
 run_mode "$bin" unequal_steps nonzero \
   "rank 0: Watchdog caught collective operation timeout: all_reduce (sequence number 5, 1 torch.float32 elements, SUM)" \
   "rank 1: unequal_steps done"
+run_mode "$bin" send_unmatched nonzero \
+  "rank 0: Watchdog caught collective operation timeout: send to rank 1 (tag 7, 1048576 torch.float32 elements) on group \"default\""
+run_mode "$bin" recv_size nonzero \
+  "rank 1: recv from rank 0 (tag 2, group \"default\"): the message holds 12 bytes but 4 torch.float32 elements (16 bytes) were posted"
 
 export TINYTORCH_DISTRIBUTED_DEBUG=DETAIL
 mismatch="collective mismatch across ranks on group \"default\" (found by TINYTORCH_DISTRIBUTED_DEBUG=DETAIL)"

@@ -43,6 +43,7 @@
 // needs_input_grad).
 #pragma once
 
+#include <any>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -82,6 +83,11 @@ class AutogradContext {
   bool needs_input_grad(size_t index) const { return index < needs_input_grad_.size() && needs_input_grad_[index]; }
   /// Non-tensor values for backward (libtorch's saved_data holds IValues; here numbers).
   std::map<std::string, double> saved_data;
+  /// Other non-tensor things backward needs, e.g. the process group of tensor_parallel.hpp's
+  /// operators: ctx->saved_objects["group"] = group; later
+  /// std::any_cast<ProcessGroup*>(ctx->saved_objects.at("group")). (Python: ctx.group = group;
+  /// libtorch: a custom class in saved_data.) The context does not own what a pointer points to.
+  std::map<std::string, std::any> saved_objects;
 
  private:
   template <class T> friend struct Function;

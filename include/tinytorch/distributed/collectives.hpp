@@ -306,4 +306,110 @@ inline Work reduce_scatter_async(const Tensor& out, const Tensor& in, ReduceOp o
   return w;
 }
 
+// ---- on a process group of some ranks (new_group(ranks), DeviceMesh) ----------------------------
+// The same collectives on `group` instead of the default group; N = group.size(). Only the
+// group's members call them. src is a default-group (global) rank, as in PyTorch.
+
+/// In place over the members of `group`: t <- op(t of each member). Throws as all_reduce(t, op).
+inline void all_reduce(const Tensor& t, ReduceOp op, ProcessGroup& group) {
+  detail::check_tensor("all_reduce", t);
+  detail::HostStage h(t);
+  group.all_reduce(h.data(), t.numel(), t.dtype(), op, Completion::Blocking);
+  h.upload();
+}
+
+/// out (group.size() * t.numel() elements) <- [t of group rank 0 | t of group rank 1 | ...].
+inline void all_gather(const Tensor& out, const Tensor& t, ProcessGroup& group) {
+  const char* op = "all_gather";
+  detail::check_tensor(op, t, "input");
+  detail::check_tensor(op, out, "output");
+  detail::check_same_dtype(op, out, "output", t, "input");
+  detail::check_same_device(op, out, "output", t, "input");
+  const int n = group.size();
+  detail::check(out.numel() == n * t.numel(), detail::rank_prefix(), op, ": output has ", out.numel(),
+                " elements (sizes ", shape_str(out.sizes()), ") but group \"", group.name(), "\" size * input.numel() = ",
+                n, " * ", t.numel(), " = ", n * t.numel());
+  detail::HostStage hin(t), hout(out, false);
+  group.all_gather(hout.data(), hin.data(), t.numel(), t.dtype(), Completion::Blocking);
+  hout.upload();
+}
+
+/// t <- the t of default-group rank `src`, which must be a member of `group`.
+inline void broadcast(const Tensor& t, int src, ProcessGroup& group) {
+  detail::check_tensor("broadcast", t);
+  const int root = get_group_rank(group, src);
+  detail::HostStage h(t, group.rank() == root);
+  group.broadcast(h.data(), t.numel(), t.dtype(), root, Completion::Blocking);
+  h.upload();
+}
+
+// ---- point to point -----------------------------------------------------------------------------
+// send(t, dst) on one rank, recv(t, src) on rank dst: t's elements travel from src to dst
+// (torch.distributed.send / recv / isend / irecv; ProcessGroup::send / recv for the rules: sizes
+// checked on the receiver, waits watched, messages between two ranks with one tag in order).
+// dst and src are default-group ranks, also when `group` is given (PyTorch's rule); group nullptr
+// = the default group. The tensors must be contiguous; a CUDA tensor is staged through host
+// memory. Throws tinytorch::Error for an undefined or non-contiguous tensor, a peer outside the
+// group or equal to this rank, a tag outside [0, MPI_TAG_UB], a received size that differs from
+// t's (on the receiver), or an MPI failure.
+
+namespace detail {
+inline ProcessGroup& p2p_group(const char* op, ProcessGroup* group) {
+  return group != nullptr ? *group : default_group(op);
+}
+/// The group rank of default-group rank `peer`, which must be a member of `group`.
+inline int p2p_peer(const char* op, const ProcessGroup& group, int peer, const char* what) {
+  const int r = group.group_rank_of(peer);
+  check(r >= 0, rank_prefix(), op, ": ", what, " rank ", peer, " is not a member of process group \"", group.name(),
+        "\"");
+  return r;
+}
+}  // namespace detail
+
+/// Starts sending t to default-group rank dst (MPI_Isend). Do not modify t until Work::wait().
+inline Work isend(const Tensor& t, int dst, ProcessGroup* group = nullptr, int tag = 0) {
+  const char* op = "isend";
+  detail::check_tensor(op, t);
+  ProcessGroup& g = detail::p2p_group(op, group);
+  auto h = std::make_shared<detail::HostStage>(t);
+  Work w = g.send(h->data(), t.numel(), t.dtype(), detail::p2p_peer(op, g, dst, "dst"), tag, Completion::Async, op);
+  w.attach(std::make_shared<Tensor>(t), [h] {});
+  return w;
+}
+
+/// Starts receiving into t from default-group rank src (MPI_Irecv); t holds the data after
+/// Work::wait(), which throws if the message had another size.
+inline Work irecv(const Tensor& t, int src, ProcessGroup* group = nullptr, int tag = 0) {
+  const char* op = "irecv";
+  detail::check_tensor(op, t);
+  ProcessGroup& g = detail::p2p_group(op, group);
+  auto h = std::make_shared<detail::HostStage>(t, false);
+  Work w = g.recv(h->data(), t.numel(), t.dtype(), detail::p2p_peer(op, g, src, "src"), tag, Completion::Async, op);
+  if (h->staged())
+    w.attach(std::make_shared<Tensor>(t), [h] { h->upload(); });
+  else
+    w.attach(std::make_shared<Tensor>(t));
+  return w;
+}
+
+/// Sends t to default-group rank dst and waits until the message is delivered or buffered.
+inline void send(const Tensor& t, int dst, ProcessGroup* group = nullptr, int tag = 0) {
+  const char* op = "send";
+  detail::check_tensor(op, t);
+  ProcessGroup& g = detail::p2p_group(op, group);
+  detail::HostStage h(t);
+  g.send(h.data(), t.numel(), t.dtype(), detail::p2p_peer(op, g, dst, "dst"), tag, Completion::Blocking, op);
+}
+
+/// Receives into t from default-group rank src; returns src (PyTorch returns the sender's rank).
+inline int recv(const Tensor& t, int src, ProcessGroup* group = nullptr, int tag = 0) {
+  const char* op = "recv";
+  detail::check_tensor(op, t);
+  ProcessGroup& g = detail::p2p_group(op, group);
+  detail::HostStage h(t, false);
+  g.recv(h.data(), t.numel(), t.dtype(), detail::p2p_peer(op, g, src, "src"), tag, Completion::Blocking, op);
+  h.upload();
+  return src;
+}
+
 }  TT_NAMESPACE_END  // namespace tinytorch::distributed

@@ -31,9 +31,12 @@
 // rank, a size, a timeout and a sequence number; its five collectives (all_reduce, broadcast,
 // all_gather, reduce_scatter, barrier) each have one implementation that either blocks
 // (Completion::Blocking: the free functions of buffer_collectives.hpp) or returns a Work to wait
-// on later (Completion::Async). init_process_group creates the default group; new_group() a
+// on later (Completion::Async). init_process_group creates the default group; new_group(name) a
 // duplicate with its own communicator (DistributedDataParallel reduces its buckets on one, so
-// that they never meet a collective of the main thread).
+// that they never meet a collective of the main thread); new_group(ranks) a group of some of the
+// ranks (MPI_Comm_split: the tensor- and data-parallel groups of a DeviceMesh, device_mesh.hpp).
+// Point to point: send / recv (MPI_Isend / MPI_Irecv, blocking or returning a Work), watched like
+// the collectives, the received size checked (pipeline stages, chapter 12).
 //
 // No hang, ever:
 //   * a blocking collective first waits until every rank has arrived (a non-blocking barrier,
@@ -56,8 +59,10 @@
 // init_process_group after that throws. Prefer ProcessGroupGuard (guard.hpp), which also turns an
 // exception on one rank into MPI_Abort of the whole job instead of a hang.
 //
-// Chapter: chapters/07-all-reduce.md (and 06-distributed-data-parallel.md).
-// Reference: torch.distributed (init_process_group(timeout=), new_group, get_rank,
+// Chapter: chapters/07-all-reduce.md (and 06-distributed-data-parallel.md; 12-model-parallelism.md
+// for groups of some ranks and point to point).
+// Reference: torch.distributed (init_process_group(timeout=), new_group, send, recv, isend,
+//            irecv, get_group_rank, get_global_rank, get_rank,
 //            get_world_size, ReduceOp, TORCH_DISTRIBUTED_DEBUG and its collective fingerprints
 //            in ProcessGroupWrapper.cpp); PyTorch's ProcessGroupMPI; karpathy/llm.c
 //            llmc/zero.cuh (MPI -> NCCL bootstrap).
@@ -70,6 +75,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <initializer_list>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -303,18 +309,25 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
 #if TINYTORCH_WITH_MPI
   /// Takes ownership of `comm` (freed by the destructor while MPI runs); sets MPI_ERRORS_RETURN
   /// on it. Throws tinytorch::Error if an MPI call fails.
-  ProcessGroup(MPI_Comm comm, std::string name, Milliseconds timeout)
-      : name_(std::move(name)), timeout_(timeout) {
+  /// `global_ranks`: the members' ranks in the default group, in this group's rank order (empty:
+  /// 0, 1, ..., size-1, a group of the whole world).
+  ProcessGroup(MPI_Comm comm, std::string name, Milliseconds timeout, std::vector<int> global_ranks = {})
+      : name_(std::move(name)), timeout_(timeout), ranks_(std::move(global_ranks)) {
     comm_ = comm;
     const char* op = "ProcessGroup";
     detail::mpi_check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", op);
     detail::mpi_check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank", op);
     detail::mpi_check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size", op);
+    if (ranks_.empty())
+      for (int r = 0; r < size_; ++r) ranks_.push_back(r);
+    detail::check(static_cast<int>(ranks_.size()) == size_, "ProcessGroup \"", name_, "\": ", ranks_.size(),
+                  " global ranks given for a communicator of ", size_);
   }
 #endif
 
-  /// A group of one rank with no communicator (a build without MPI).
-  ProcessGroup(std::string name, Milliseconds timeout) : name_(std::move(name)), timeout_(timeout) {}
+  /// A group of one rank with no communicator (a build without MPI, or a group of one member).
+  ProcessGroup(std::string name, Milliseconds timeout, int global_rank = 0)
+      : name_(std::move(name)), timeout_(timeout), ranks_{global_rank} {}
 
   ProcessGroup(const ProcessGroup&) = delete;
   ProcessGroup& operator=(const ProcessGroup&) = delete;
@@ -331,6 +344,27 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
 #if TINYTORCH_WITH_MPI
   MPI_Comm mpi_comm() const { return comm_; }
 #endif
+
+  /// The members' ranks in the default group, in this group's rank order: group rank i is
+  /// default-group (global) rank ranks()[i]. 0, 1, ..., size-1 for the default group and for
+  /// new_group(name); the sorted list given to new_group(ranks) otherwise.
+  const std::vector<int>& ranks() const { return ranks_; }
+
+  /// This group's rank of default-group rank `global_rank`, or -1 if it is not a member
+  /// (torch.distributed.get_group_rank, which throws instead).
+  int group_rank_of(int global_rank) const {
+    for (size_t i = 0; i < ranks_.size(); ++i)
+      if (ranks_[i] == global_rank) return static_cast<int>(i);
+    return -1;
+  }
+
+  /// "rank 1" or, in a group that is not the whole world in order, "rank 1 (global rank 3)".
+  std::string peer_name(int group_rank) const {
+    std::string s = "rank " + std::to_string(group_rank);
+    if (group_rank >= 0 && group_rank < size_ && ranks_[static_cast<size_t>(group_rank)] != group_rank)
+      s += " (global rank " + std::to_string(ranks_[static_cast<size_t>(group_rank)]) + ")";
+    return s;
+  }
 
   /// Asynchronous collectives started on this group whose Work has not completed yet.
   int pending() const { return pending_->load(); }
@@ -494,6 +528,123 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
 #endif
   }
 
+  // ---- point to point ---------------------------------------------------------------------------
+  // send(buf, n, dtype, dst, tag)   rank dst's matching recv(buf, n, dtype, src = this rank, tag)
+  //                                 receives the n elements. Messages between two ranks with one
+  //                                 tag arrive in the order they were sent (MPI's non-overtaking
+  //                                 rule). Ranks are this group's.
+  // Both are MPI_Isend / MPI_Irecv: Completion::Async returns the Work, Completion::Blocking waits
+  // for it (polled and watched, as the collectives: a send that nobody receives, or a recv that
+  // nobody sends, ends the job after the group's timeout, the watchdog naming the peer, the tag
+  // and the size). A blocking send returns once the receiver has the data or MPI has buffered it.
+  // The receive checks the size that arrived: a message of another size than the n elements of
+  // `dtype` posted throws tinytorch::Error on the receiving rank, naming both sizes, the peer and
+  // the tag (MPI itself would report MPI_ERR_TRUNCATE for a longer message and nothing at all for
+  // a shorter one). MPI does not transmit the dtype: a float32 message of 2n elements received as
+  // n float64 is not detected. Point-to-point messages are not collectives: they do not count in
+  // sequence_number() and are not agreed at DETAIL (PyTorch's ProcessGroupWrapper skips them too).
+
+  Work send(const void* buf, int64_t count, DType dtype, int dst, int tag = 0, Completion how = Completion::Async,
+            const char* name = "send") {
+    Exclusive busy(*this, name);
+    detail::check_buffer_args(name, buf, count);
+    check_peer(name, dst, "dst");
+    check_tag(name, tag);
+#if TINYTORCH_WITH_MPI
+    std::vector<MPI_Request> r(1, MPI_REQUEST_NULL);
+    detail::mpi_check(MPI_Isend(buf, static_cast<int>(count), detail::mpi_datatype(dtype), dst, tag, comm_, r.data()),
+                      "MPI_Isend", name);
+    Work w = p2p_work(name, std::move(r), "to " + peer_name(dst), tag, count, dtype, nullptr);
+    if (how == Completion::Blocking) {
+      w.wait();
+      return Work();
+    }
+    return w;
+#else
+    (void)how, (void)dtype;
+    return Work();  // not reached: a world of one rank has no peer (check_peer threw)
+#endif
+  }
+
+  Work recv(void* buf, int64_t count, DType dtype, int src, int tag = 0, Completion how = Completion::Async,
+            const char* name = "recv") {
+    Exclusive busy(*this, name);
+    detail::check_buffer_args(name, buf, count);
+    check_peer(name, src, "src");
+    check_tag(name, tag);
+#if TINYTORCH_WITH_MPI
+    std::vector<MPI_Request> r(1, MPI_REQUEST_NULL);
+    detail::mpi_check(MPI_Irecv(buf, static_cast<int>(count), detail::mpi_datatype(dtype), src, tag, comm_, r.data()),
+                      "MPI_Irecv", name);
+    const std::string where = detail::rank_prefix() + name + " from " + peer_name(src) + " (tag " +
+                              std::to_string(tag) + ", group \"" + name_ + "\")";
+    const int64_t expected = count * static_cast<int64_t>(element_size(dtype));
+    const std::string posted = std::to_string(count) + " " + dtype_name(dtype) + " elements (" +
+                               std::to_string(expected) + " bytes)";
+    auto check_size = [where, expected, posted, name](const std::vector<MPI_Status>& st) {
+      int bytes = -1;
+      MPI_Get_count(&st[0], MPI_BYTE, &bytes);
+      if (st[0].MPI_ERROR == MPI_ERR_TRUNCATE)
+        detail::throw_error(::tinytorch::detail::str_cat(
+            where, ": the message is larger (", bytes > expected ? std::to_string(bytes) + " bytes" : "size unknown",
+            ") than the ", posted, " posted; send and recv must agree on the size"));
+      if (st[0].MPI_ERROR != MPI_SUCCESS) detail::mpi_check(st[0].MPI_ERROR, "MPI_Irecv", name);
+      detail::check(bytes == expected, where, ": the message holds ", bytes, " bytes but ", posted,
+                    " were posted; send and recv must agree on the size");
+    };
+    Work w = p2p_work(name, std::move(r), "from " + peer_name(src), tag, count, dtype, std::move(check_size));
+    if (how == Completion::Blocking) {
+      w.wait();
+      return Work();
+    }
+    return w;
+#else
+    (void)how, (void)dtype;
+    return Work();  // not reached, as send's
+#endif
+  }
+
+#if TINYTORCH_WITH_MPI
+  /// new_group(ranks)'s collective part, called on the default group by every rank with the same
+  /// sorted, checked `members`: all-gathers each rank's membership list (polled, watched) and
+  /// throws the same tinytorch::Error on every rank if any rank passed another list, naming both;
+  /// then MPI_Comm_split. Returns the new group on its members, nullptr elsewhere.
+  std::shared_ptr<ProcessGroup> split(const std::vector<int>& members, const std::string& name, Milliseconds timeout) {
+    const char* op = "new_group";
+    Exclusive busy(*this, op);
+    const detail::Fingerprint fp = begin(op, detail::OpType::NEW_GROUP, DType::Float32, 0, -1, ReduceOp{}, false);
+    const size_t n = static_cast<size_t>(size_);
+    std::vector<int> mine(n, 0), all(n * n, 0);
+    for (int m : members) mine[static_cast<size_t>(m)] = 1;
+    MPI_Request r = MPI_REQUEST_NULL;
+    detail::mpi_check(MPI_Iallgather(mine.data(), size_, MPI_INT, all.data(), size_, MPI_INT, comm_, &r),
+                      "MPI_Iallgather", op);
+    detail::wait_requests(&r, 1, timeout_, op, [this, fp] { return describe(fp, "new_group"); });
+    auto list = [&](size_t k) {
+      std::string l;
+      for (size_t i = 0; i < n; ++i)
+        if (all[k * n + i]) l += (l.empty() ? "" : ", ") + std::to_string(i);
+      return "[" + l + "]";
+    };
+    for (size_t k = 1; k < n; ++k)
+      detail::check(std::equal(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n),
+                               all.begin() + static_cast<std::ptrdiff_t>(k * n)),
+                    detail::rank_prefix(), "new_group(\"", name, "\"): every rank must pass the same ranks (and create ",
+                    "its groups in the same order), but rank 0 passed ", list(0), " and rank ", k, " passed ", list(k));
+    const auto it = std::find(members.begin(), members.end(), rank_);
+    const bool member = it != members.end();
+    MPI_Comm comm = MPI_COMM_NULL;
+    {
+      detail::WatchScope watch([name] { return "MPI_Comm_split in new_group(\"" + name + "\")"; }, timeout);
+      detail::mpi_check(MPI_Comm_split(comm_, member ? 0 : MPI_UNDEFINED,
+                                       member ? static_cast<int>(it - members.begin()) : 0, &comm),
+                        "MPI_Comm_split", op);
+    }
+    if (!member) return nullptr;
+    return std::make_shared<ProcessGroup>(comm, name, timeout, members);
+  }
+#endif
+
   /// For collectives built from point-to-point messages (algorithms.hpp): counts the sequence
   /// number and, at DETAIL, agrees on the fingerprint as the five above do. Returns it.
   /// The caller holds an Exclusive for the whole collective.
@@ -535,6 +686,43 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   }
 
  private:
+  /// A point-to-point peer must be another member of this group.
+  void check_peer(const char* name, int peer, const char* what) const {
+    detail::check(peer >= 0 && peer < size_, detail::rank_prefix(), name, ": ", what, " rank ", peer,
+                  " is outside [0, ", size_, ") of process group \"", name_, "\"");
+    detail::check(peer != rank_, detail::rank_prefix(), name, ": ", what, " rank ", peer,
+                  " is this rank; a rank cannot send to or receive from itself (PyTorch: \"Invalid ",
+                  what == std::string("dst") ? "destination" : "source", " rank\")");
+  }
+
+  /// Tags are 0 .. MPI_TAG_UB (at least 32767 by the MPI standard).
+  void check_tag(const char* name, int tag) const {
+    int tag_ub = 32767;
+#if TINYTORCH_WITH_MPI
+    int* attr = nullptr;
+    int flag = 0;
+    MPI_Comm_get_attr(comm_, MPI_TAG_UB, &attr, &flag);
+    if (flag && attr != nullptr) tag_ub = *attr;
+#endif
+    detail::check(tag >= 0 && tag <= tag_ub, detail::rank_prefix(), name, ": tag ", tag, " is outside [0, ", tag_ub,
+                  "] (MPI_TAG_UB)");
+  }
+
+#if TINYTORCH_WITH_MPI
+  /// The Work of a started MPI_Isend / MPI_Irecv: counted as pending, watched with a description
+  /// that names the peer and the tag ("send to rank 1 (tag 7, 12 float32 elements) on group ...").
+  Work p2p_work(const char* name, std::vector<MPI_Request> r, const std::string& peer, int tag, int64_t count,
+                DType dtype, std::function<void(const std::vector<MPI_Status>&)> check_statuses) {
+    pending_->fetch_add(1);
+    std::function<void()> done = [pending = pending_] { pending->fetch_sub(1); };
+    std::string what = std::string(name) + " " + peer + " (tag " + std::to_string(tag) + ", " + std::to_string(count) +
+                       " " + dtype_name(dtype) + " elements) on group \"" + name_ + "\"";
+    auto describe = [w = std::move(what)] { return w; };
+    if (!check_statuses) return Work(name, std::move(r), std::move(done), std::move(describe), timeout_);
+    return Work(name, std::move(r), std::move(done), std::move(describe), timeout_, std::move(check_statuses));
+  }
+#endif
+
   /// Checks done: next sequence number, and at DETAIL the fingerprint agreement.
   detail::Fingerprint begin(const char* name, detail::OpType type, DType dtype, int64_t count, int64_t root,
                             ReduceOp op, bool has_op = true, int64_t algorithm = 0) {
@@ -627,6 +815,7 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
 
   std::string name_;
   Milliseconds timeout_;
+  std::vector<int> ranks_;  ///< members' default-group ranks, in group-rank order
   int rank_ = 0;
   int size_ = 1;
   std::atomic<uint64_t> seq_{0};
@@ -947,6 +1136,72 @@ inline std::shared_ptr<ProcessGroup> new_group(const std::string& name,
 #else
   return std::make_shared<ProcessGroup>(name, timeout);
 #endif
+}
+
+/// A group of some of the ranks (torch.distributed.new_group(ranks)): `ranks` are default-group
+/// ranks, in any order; they are sorted, and group rank i is the i-th smallest (as PyTorch's).
+/// A collective of the default group: *every* rank calls it, members or not, with the same list,
+/// and in the same order as its other new_group calls (MPI_Comm_split). Returns the group on its
+/// members and nullptr on the other ranks (PyTorch returns GroupMember.NON_GROUP_MEMBER).
+/// `name` (for messages and the watchdog) defaults to "ranks [0, 2]"; `timeout` to the default
+/// group's. Used by DeviceMesh (one group per row and per column of the mesh).
+///
+/// Throws tinytorch::Error if the default group is not initialised; `ranks` is empty (PyTorch
+/// would make a group nobody is in), holds a rank outside [0, world_size) or one twice; the
+/// ranks passed different lists (the same error on every rank, naming rank 0's list and the
+/// first different one); an MPI call fails.
+inline std::shared_ptr<ProcessGroup> new_group(std::vector<int> ranks, std::string name = "",
+                                               std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) {
+  ProcessGroup& world = detail::default_group("new_group");
+  if (timeout.count() <= 0) timeout = world.timeout();
+  std::sort(ranks.begin(), ranks.end());
+  std::string list;
+  for (int r : ranks) list += (list.empty() ? "" : ", ") + std::to_string(r);
+  list = "[" + list + "]";
+  if (name.empty()) name = "ranks " + list;
+  detail::check(!ranks.empty(), detail::rank_prefix(), "new_group: the list of ranks is empty");
+  detail::check(ranks.front() >= 0 && ranks.back() < world.size(), detail::rank_prefix(), "new_group(", list,
+                "): ranks must be in [0, ", world.size(), ") (the world size)");
+  detail::check(std::adjacent_find(ranks.begin(), ranks.end()) == ranks.end(), detail::rank_prefix(), "new_group(",
+                list, "): a rank is listed twice");
+  detail::check(timeout >= kMinTimeout, "new_group(\"", name, "\"): timeout must be at least 1000 ms (kMinTimeout), got ",
+                timeout.count(), " ms");
+#if TINYTORCH_WITH_MPI
+  std::shared_ptr<ProcessGroup> group = world.split(ranks, name, timeout);
+  if (group) {
+    auto& subgroups = detail::group().subgroups;
+    subgroups.erase(std::remove_if(subgroups.begin(), subgroups.end(), [](const auto& w) { return w.expired(); }),
+                    subgroups.end());
+    subgroups.push_back(group);
+  }
+  return group;
+#else
+  return std::make_shared<ProcessGroup>(name, timeout);  // ranks == {0}: checked above
+#endif
+}
+
+/// new_group({0, 2}): a braced list of ranks (without this overload, {0, 2} could also be read
+/// as the characters of a group name).
+inline std::shared_ptr<ProcessGroup> new_group(std::initializer_list<int> ranks, std::string name = "",
+                                               std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) {
+  return new_group(std::vector<int>(ranks), std::move(name), timeout);
+}
+
+/// `group`'s rank of default-group rank `global_rank` (torch.distributed.get_group_rank).
+/// Throws tinytorch::Error if that rank is not a member.
+inline int get_group_rank(const ProcessGroup& group, int global_rank) {
+  const int r = group.group_rank_of(global_rank);
+  detail::check(r >= 0, detail::rank_prefix(), "get_group_rank: global rank ", global_rank,
+                " is not a member of process group \"", group.name(), "\"");
+  return r;
+}
+
+/// The default-group rank of `group`'s rank `group_rank` (torch.distributed.get_global_rank).
+/// Throws tinytorch::Error if group_rank is outside [0, group.size()).
+inline int get_global_rank(const ProcessGroup& group, int group_rank) {
+  detail::check(group_rank >= 0 && group_rank < group.size(), detail::rank_prefix(), "get_global_rank: rank ",
+                group_rank, " is outside [0, ", group.size(), ") of process group \"", group.name(), "\"");
+  return group.ranks()[static_cast<size_t>(group_rank)];
 }
 
 /// The backend the default group was created with. Throws if the group is not initialised.

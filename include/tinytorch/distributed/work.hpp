@@ -186,12 +186,17 @@ class WatchScope {
 #if TINYTORCH_WITH_MPI
 /// Polls MPI_Testall until all `n` requests have completed (see the file comment for the three
 /// phases: spin, yield, sleep). No timeout here: the caller holds a WatchScope. Throws
-/// tinytorch::Error naming `op` if MPI reports an error.
-inline void poll_requests(MPI_Request* requests, int n, const char* op) {
+/// tinytorch::Error naming `op` if MPI reports an error — except that with `statuses` (n of
+/// them) a request that completed in error (MPI_ERR_IN_STATUS: e.g. a receive whose message was
+/// larger than its buffer, MPI_ERR_TRUNCATE) returns normally with the error in its status, for
+/// the caller to explain (ProcessGroup::recv).
+inline void poll_requests(MPI_Request* requests, int n, const char* op, MPI_Status* statuses = MPI_STATUSES_IGNORE) {
   const SteadyClock::time_point start = SteadyClock::now();
   for (;;) {
     int done = 0;
-    mpi_check(MPI_Testall(n, requests, &done, MPI_STATUSES_IGNORE), "MPI_Testall", op);
+    const int rc = MPI_Testall(n, requests, &done, statuses);
+    if (rc == MPI_ERR_IN_STATUS && done && statuses != MPI_STATUSES_IGNORE) return;
+    mpi_check(rc, "MPI_Testall", op);
     if (done) return;
     const auto waited = SteadyClock::now() - start;
     if (waited < std::chrono::microseconds(50)) continue;
@@ -204,9 +209,9 @@ inline void poll_requests(MPI_Request* requests, int n, const char* op) {
 
 /// poll_requests under the watchdog.
 inline void wait_requests(MPI_Request* requests, int n, Milliseconds timeout, const char* op,
-                          std::function<std::string()> what) {
+                          std::function<std::string()> what, MPI_Status* statuses = MPI_STATUSES_IGNORE) {
   WatchScope watch(std::move(what), timeout);
-  poll_requests(requests, n, op);
+  poll_requests(requests, n, op, statuses);
 }
 #endif
 
@@ -229,6 +234,18 @@ class Work {
     state_->finish = std::move(finish);
     state_->describe = std::move(describe);
     state_->timeout = timeout;
+  }
+
+  /// The same, plus `check_statuses`: called with the requests' MPI_Status once they have all
+  /// completed (before `finish`), also when one completed in error (MPI_ERR_IN_STATUS); it throws
+  /// tinytorch::Error to report what the statuses say (a receive's message size, checked
+  /// against what was posted: ProcessGroup::recv).
+  Work(std::string op, std::vector<MPI_Request> requests, std::function<void()> finish,
+       std::function<std::string()> describe, detail::Milliseconds timeout,
+       std::function<void(const std::vector<MPI_Status>&)> check_statuses)
+      : Work(std::move(op), std::move(requests), std::move(finish), std::move(describe), timeout) {
+    state_->statuses.resize(state_->requests.size());
+    state_->check_statuses = std::move(check_statuses);
   }
 #endif
 
@@ -264,12 +281,14 @@ class Work {
 #if TINYTORCH_WITH_MPI
     int flag = 0;
     int rc = MPI_Testall(static_cast<int>(state_->requests.size()), state_->requests.data(), &flag,
-                         MPI_STATUSES_IGNORE);
+                         state_->status_ptr());
+    if (rc == MPI_ERR_IN_STATUS && flag && state_->check_statuses) rc = MPI_SUCCESS;  // explained below
     if (rc != MPI_SUCCESS) {
       state_->done = true;
       detail::mpi_check(rc, "MPI_Testall", state_->op);
     }
     if (!flag) return false;
+    state_->run_check_statuses();
 #endif
     state_->complete();
     return true;
@@ -293,11 +312,12 @@ class Work {
     }
     try {
       detail::wait_requests(state_->requests.data(), static_cast<int>(state_->requests.size()), state_->timeout,
-                            state_->op.c_str(), state_->describe);
+                            state_->op.c_str(), state_->describe, state_->status_ptr());
     } catch (...) {
       state_->done = true;
       throw;
     }
+    state_->run_check_statuses();
 #endif
     state_->complete();
   }
@@ -307,6 +327,23 @@ class Work {
     std::string op;
 #if TINYTORCH_WITH_MPI
     std::vector<MPI_Request> requests;
+    std::vector<MPI_Status> statuses;  ///< filled only when check_statuses is set
+    std::function<void(const std::vector<MPI_Status>&)> check_statuses;
+
+    MPI_Status* status_ptr() { return check_statuses ? statuses.data() : MPI_STATUSES_IGNORE; }
+
+    /// After completion: check_statuses, which may throw (the Work is done either way).
+    void run_check_statuses() {
+      if (!check_statuses) return;
+      auto check = std::move(check_statuses);
+      check_statuses = nullptr;
+      try {
+        check(statuses);
+      } catch (...) {
+        complete();  // the operation is over: its finish step and what it kept alive go too
+        throw;
+      }
+    }
 #endif
     std::function<void()> finish;
     std::function<std::string()> describe;
@@ -338,7 +375,9 @@ class Work {
         return;
       }
       try {
-        detail::wait_requests(requests.data(), static_cast<int>(requests.size()), timeout, op.c_str(), describe);
+        detail::wait_requests(requests.data(), static_cast<int>(requests.size()), timeout, op.c_str(), describe,
+                              status_ptr());
+        run_check_statuses();
         complete();
       } catch (const std::exception& e) {
         std::cerr << detail::rank_prefix() << op << ": error while completing an un-waited Work: " << e.what()

@@ -69,6 +69,22 @@ class Module : public std::enable_shared_from_this<Module> {
     return m;
   }
 
+  /// Puts `m` where the child module `name` was, keeping its place in the order (libtorch's
+  /// Module::replace_module; PyTorch: assigning model.name = m). Returns `m`; members that held
+  /// the old child must be re-pointed by the caller. Throws tinytorch::Error when there is no
+  /// child `name`, or `m` is null.
+  template <class M>
+  std::shared_ptr<M> replace_module(const std::string& name, std::shared_ptr<M> m) {
+    TT_CHECK(m != nullptr, "replace_module: module '", name, "' is null");
+    for (auto& child : children_)
+      if (child.first == name) {
+        child.second = m;
+        return m;
+      }
+    TT_CHECK(false, "replace_module: ", this->name(), " has no submodule `", name, "`");
+    return m;
+  }
+
   std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const;
   std::vector<Tensor> parameters(bool recurse = true) const { return values(named_parameters(recurse)); }
   std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
