@@ -480,3 +480,59 @@ TEST_CASE("a GPT split over P ranks trains like the whole GPT", "[distributed][m
   INFO("largest loss difference over 50 steps: " << worst);
   dist::barrier();
 }
+
+TEST_CASE("DistributedDataParallel over the dp groups of a mesh, tensor parallel inside", "[distributed][model_parallel]") {
+  ensure_group();
+  const int n = dist::get_world_size();
+  const int64_t tp_size = (n % 2 == 0 && n > 2) ? 2 : 1, dp_size = n / tp_size;
+  dist::DeviceMesh mesh = dist::init_device_mesh("cpu", {dp_size, tp_size}, {"dp", "tp"});
+  auto tp = mesh.get_group("tp"), dp = mesh.get_group("dp");
+  const int64_t d = mesh.get_local_rank("dp");
+  examples::GPTConfig cfg;
+  cfg.vocab_size = 11;
+  cfg.block_size = 8;
+  cfg.n_layer = 2;
+  cfg.n_head = 4;
+  cfg.n_embd = 16;
+  const int64_t B = 2, T = 8;
+
+  tinytorch::manual_seed(5);
+  auto whole = std::make_shared<examples::GPT>(cfg);  // one process, the dp_size batches together
+  tinytorch::manual_seed(5);
+  auto split = std::make_shared<examples::GPT>(cfg);
+  examples::parallelize_gpt(*split, *tp);
+  dist::DDPOptions o;
+  o.process_group = dp;
+  dist::DistributedDataParallel ddp(split, o);
+  CHECK(ddp.world_size() == dp_size);
+  auto opt_whole = whole->configure_optimizers(0.1, 1e-3, {0.9, 0.95});
+  auto opt_split = split->configure_optimizers(0.1, 1e-3, {0.9, 0.95});
+
+  tinytorch::Generator gen(17);
+  double worst = 0.0;
+  for (int step = 0; step < 20; ++step) {
+    Tensor data = tinytorch::randint(0, cfg.vocab_size, {dp_size * B, T + 1}, tinytorch::kInt64, &gen);
+    Tensor idx = data.narrow(1, 0, T).contiguous(), targets = data.narrow(1, 1, T).contiguous();
+    opt_whole->zero_grad();
+    Tensor lw = whole->loss(whole->forward(idx), targets);
+    lw.backward();
+    opt_whole->step();
+    // This replica's rows: batch d of dp_size.
+    Tensor mine = idx.narrow(0, d * B, B).contiguous(), my_targets = targets.narrow(0, d * B, B).contiguous();
+    opt_split->zero_grad();
+    Tensor ls = split->loss(ddp.forward(mine), my_targets);
+    ls.backward();
+    opt_split->step();
+    Tensor mean = ls.detach().clone();
+    dist::all_reduce(mean, ReduceOp::AVG, *dp);  // the replicas' mean = the loss of the whole batch
+    worst = std::max(worst, std::abs(mean.item<double>() - lw.item<double>()));
+  }
+  INFO("largest loss difference over 20 steps: " << worst);
+  CHECK(worst < 1e-5);
+  std::map<std::string, Tensor> whole_params;
+  for (auto& [name, p] : whole->named_parameters()) whole_params[name] = p;
+  for (auto& [name, p] : split->named_parameters()) {
+    INFO(name);
+    CHECK(max_abs_diff(p, gpt_shard(name, whole_params[name], tp_size, tp->rank())) < 1e-5);
+  }
+}

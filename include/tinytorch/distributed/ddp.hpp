@@ -110,6 +110,12 @@ struct DDPOptions {
   /// runs DDP's CUDA/NCCL bucket path. Test-only: no PyTorch
   /// analogue (PyTorch's Reducer always uses its buckets).
   bool force_bucket_path_single_rank = false;
+  /// The ranks that hold replicas of this model and average their gradients (PyTorch's
+  /// process_group argument); nullptr = the default group (every rank). With a DeviceMesh,
+  /// mesh.get_group("dp"): the ranks that hold the same tensor-parallel shards. Only the group's
+  /// members construct the wrapper; "rank 0" below is the group's first rank. Backend::MPI only
+  /// (the NCCL communicator spans the whole world).
+  std::shared_ptr<ProcessGroup> process_group = nullptr;
 };
 
 /// DistributedDataParallel (torch.nn.parallel.DistributedDataParallel) over MPI, or NCCL for a
@@ -127,7 +133,8 @@ class DistributedDataParallel : public nn::Module {
   explicit DistributedDataParallel(std::shared_ptr<nn::Module> module, DDPOptions options = {})
       : module_(std::move(module)), options_(std::move(options)) {
     detail::require_initialized("DistributedDataParallel");
-    detail::verify_options_across_ranks(module_ != nullptr, options_.algorithm, options_.first_bucket_mb,
+    ProcessGroup& main_group = options_.process_group ? *options_.process_group : detail::default_group("DistributedDataParallel");
+    detail::verify_options_across_ranks(main_group, module_ != nullptr, options_.algorithm, options_.first_bucket_mb,
                                         options_.bucket_cap_mb, options_.find_unused_parameters,
                                         options_.broadcast_buffers);
     detail::check(module_ != nullptr, "DistributedDataParallel: module is null");
@@ -140,8 +147,9 @@ class DistributedDataParallel : public nn::Module {
     register_module("module", module_);
     const auto& g = detail::group();
     auto reducer = std::make_shared<detail::Reducer>();
-    reducer->rank = g.rank;
-    reducer->world = g.world_size;
+    reducer->rank = main_group.rank();
+    reducer->world = main_group.size();
+    reducer->main_pg = main_group.shared_from_this();
     reducer->find_unused = options_.find_unused_parameters;
     reducer->algorithm = options_.algorithm;
     reducer->trace = options_.trace;
@@ -151,10 +159,10 @@ class DistributedDataParallel : public nn::Module {
     // (1) the same model everywhere, (2) rank 0's values everywhere.
     const auto named_params = module_->named_parameters();
     const auto named_buffers = module_->named_buffers();
-    detail::verify_across_ranks(named_params, "parameter");
-    detail::verify_across_ranks(named_buffers, "buffer");
-    detail::broadcast_from_rank0(named_params);
-    detail::broadcast_from_rank0(named_buffers);
+    detail::verify_across_ranks(main_group, named_params, "parameter");
+    detail::verify_across_ranks(main_group, named_buffers, "buffer");
+    detail::broadcast_from_rank0(main_group, named_params);
+    detail::broadcast_from_rank0(main_group, named_buffers);
     buffers_ = module_->buffers();
 
     // Parameters that train, each once (a shared parameter appears under two names).
@@ -177,6 +185,11 @@ class DistributedDataParallel : public nn::Module {
     ops::check_device(reducer->device, "DistributedDataParallel");
 #if TINYTORCH_WITH_NCCL
     reducer->nccl = g.backend == Backend::NCCL && reducer->device.is_cuda();
+    detail::check(!reducer->nccl || main_group.size() == g.world_size, detail::rank_prefix(),
+                  "DistributedDataParallel: a process_group of some ranks needs Backend::MPI (the NCCL communicator "
+                  "spans every rank)");
+#else
+    (void)g;
 #endif
 
     // (3) buckets, reversed; contents buffers.
@@ -204,7 +217,7 @@ class DistributedDataParallel : public nn::Module {
     // The communication thread and its communicator (nothing below throws after the thread starts).
     // (World size 1 with force_bucket_path_single_rank: a group of one, the same thread.)
     if (reducer->use_buckets()) {
-      reducer->pg = new_group("DistributedDataParallel buckets");
+      reducer->pg = detail::duplicate_group(main_group, "DistributedDataParallel buckets");
       reducer->thread = std::thread([reducer] { reducer->comm_loop(); });
     }
     reducer_ = std::move(reducer);
@@ -298,7 +311,7 @@ class DistributedDataParallel : public nn::Module {
     if (options_.broadcast_buffers && reducer.world > 1 && !buffers_.empty()) {
       std::vector<std::pair<std::string, Tensor>> b;
       for (const Tensor& t : buffers_) b.emplace_back("", t);
-      detail::broadcast_from_rank0(b);
+      detail::broadcast_from_rank0(*reducer.main_pg, b);
     }
     Tensor out = module_->forward(x);
     if (GradMode::is_enabled() && require_backward_grad_sync_) reducer.prepare_for_backward(out, reducer_);

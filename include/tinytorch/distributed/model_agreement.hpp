@@ -50,21 +50,21 @@
 
 TT_NAMESPACE_BEGIN namespace distributed::detail {
 
-/// Broadcasts a vector<int64_t> from `root` (length first) on the default group.
-inline std::vector<int64_t> broadcast_ints(const std::vector<int64_t>& v, int root) {
+/// Broadcasts a vector<int64_t> from `root` (a rank of g; length first) on group g.
+inline std::vector<int64_t> broadcast_ints(ProcessGroup& g, const std::vector<int64_t>& v, int root) {
   int64_t len = static_cast<int64_t>(v.size());
-  broadcast(&len, 1, root);
+  g.broadcast(&len, 1, kInt64, root, Completion::Blocking);
   std::vector<int64_t> out = v;
   out.resize(static_cast<size_t>(len));
-  if (len > 0) broadcast(out.data(), len, root);
+  if (len > 0) g.broadcast(out.data(), len, kInt64, root, Completion::Blocking);
   return out;
 }
 
-/// Broadcasts a string from `root` on the default group (one int64 per character: names are
-/// short, and the collectives have no byte dtype).
-inline std::string broadcast_string(const std::string& s, int root) {
+/// Broadcasts a string from `root` on group g (one int64 per character: names are short, and the
+/// collectives have no byte dtype).
+inline std::string broadcast_string(ProcessGroup& g, const std::string& s, int root) {
   std::vector<int64_t> chars(s.begin(), s.end());
-  std::vector<int64_t> got = broadcast_ints(chars, root);
+  std::vector<int64_t> got = broadcast_ints(g, chars, root);
   return std::string(got.begin(), got.end());
 }
 
@@ -86,10 +86,9 @@ inline std::string describe(const std::vector<int64_t>& meta, bool show_requires
 /// given, bit for bit) and whether a module was passed are all-gathered, and if any differs,
 /// every rank throws the same tinytorch::Error naming the option and both values. Afterwards
 /// the local checks see the same values everywhere and throw, if at all, on every rank.
-inline void verify_options_across_ranks(bool has_module, Algorithm algorithm, double first_bucket_mb,
+inline void verify_options_across_ranks(ProcessGroup& g, bool has_module, Algorithm algorithm, double first_bucket_mb,
                                         double bucket_cap_mb, bool find_unused, bool broadcast_buffers) {
-  const auto& g = group();
-  const int world = g.world_size;
+  const int world = g.size();
   if (world == 1) return;
   const char* names[] = {"module (passed or null)", "algorithm", "first_bucket_mb", "bucket_cap_mb",
                          "find_unused_parameters", "broadcast_buffers"};
@@ -102,7 +101,7 @@ inline void verify_options_across_ranks(bool has_module, Algorithm algorithm, do
                           bits(bucket_cap_mb), find_unused ? 1 : 0,             broadcast_buffers ? 1 : 0};
   constexpr int K = 6;
   std::vector<int64_t> all(static_cast<size_t>(world) * K);
-  all_gather(all.data(), mine, K);
+  g.all_gather(all.data(), mine, K, kInt64, Completion::Blocking);
   for (int r = 1; r < world; ++r) {
     for (int k = 0; k < K; ++k) {
       const int64_t a = all[static_cast<size_t>(k)], b = all[static_cast<size_t>(r) * K + k];
@@ -130,14 +129,14 @@ inline void verify_options_across_ranks(bool has_module, Algorithm algorithm, do
 
 /// Step 1 of the constructor for one kind of tensor ("parameter" or "buffer"): counts, then
 /// dtypes and shapes against rank 0's; throws the same message on every rank on a mismatch.
-inline void verify_across_ranks(const std::vector<std::pair<std::string, Tensor>>& tensors, const char* kind) {
-  const auto& g = group();
-  const int world = g.world_size, rank = g.rank;
+inline void verify_across_ranks(ProcessGroup& g, const std::vector<std::pair<std::string, Tensor>>& tensors,
+                                const char* kind) {
+  const int world = g.size(), rank = g.rank();
   if (world == 1) return;
   // (1) counts, all-gathered: every rank sees every count.
   std::vector<int64_t> counts(static_cast<size_t>(world));
   int64_t mine = static_cast<int64_t>(tensors.size());
-  all_gather(counts.data(), &mine, 1);
+  g.all_gather(counts.data(), &mine, 1, kInt64, Completion::Blocking);
   for (int r = 1; r < world; ++r) {
     if (counts[static_cast<size_t>(r)] != counts[0]) {
       std::string all;
@@ -161,7 +160,7 @@ inline void verify_across_ranks(const std::vector<std::pair<std::string, Tensor>
     auto m = meta_of(nt.second);
     flat.insert(flat.end(), m.begin(), m.end());
   }
-  const std::vector<int64_t> ref = broadcast_ints(flat, 0);
+  const std::vector<int64_t> ref = broadcast_ints(g, flat, 0);
   int64_t first_bad = static_cast<int64_t>(tensors.size());
   size_t pos = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -180,19 +179,19 @@ inline void verify_across_ranks(const std::vector<std::pair<std::string, Tensor>
   }
   // (3) the first bad index anywhere: MIN over ranks.
   int64_t p = first_bad;
-  all_reduce(&p, 1, ReduceOp::MIN);
+  g.all_reduce(&p, 1, kInt64, ReduceOp::MIN, Completion::Blocking);
   if (p == static_cast<int64_t>(tensors.size())) return;
   // (4) the lowest rank that differs at p tells its shape and name; rank 0 tells its own.
   int64_t lowest = first_bad == p ? rank : world;
-  all_reduce(&lowest, 1, ReduceOp::MIN);
+  g.all_reduce(&lowest, 1, kInt64, ReduceOp::MIN, Completion::Blocking);
   const int bad_rank = static_cast<int>(lowest);
   const size_t pi = static_cast<size_t>(p);
-  const std::vector<int64_t> bad_meta = broadcast_ints(rank == bad_rank ? meta_of(tensors[pi].second)
+  const std::vector<int64_t> bad_meta = broadcast_ints(g, rank == bad_rank ? meta_of(tensors[pi].second)
                                                                         : std::vector<int64_t>{}, bad_rank);
-  const std::vector<int64_t> ref_meta = broadcast_ints(rank == 0 ? meta_of(tensors[pi].second)
+  const std::vector<int64_t> ref_meta = broadcast_ints(g, rank == 0 ? meta_of(tensors[pi].second)
                                                                  : std::vector<int64_t>{}, 0);
-  const std::string bad_name = broadcast_string(rank == bad_rank ? tensors[pi].first : std::string(), bad_rank);
-  const std::string ref_name = broadcast_string(rank == 0 ? tensors[pi].first : std::string(), 0);
+  const std::string bad_name = broadcast_string(g, rank == bad_rank ? tensors[pi].first : std::string(), bad_rank);
+  const std::string ref_name = broadcast_string(g, rank == 0 ? tensors[pi].first : std::string(), 0);
   const bool grad_differs = !ref_meta.empty() && !bad_meta.empty() && (ref_meta[0] >= 16) != (bad_meta[0] >= 16);
   throw_error(::tinytorch::detail::str_cat(
       "DistributedDataParallel: DDP expects same model across all ranks, but ", kind, " ", p, " (\"", ref_name,
@@ -202,17 +201,17 @@ inline void verify_across_ranks(const std::vector<std::pair<std::string, Tensor>
       ". Every rank must build the same model and register its ", kind, "s in the same order."));
 }
 
-/// Step 2: tensor <- rank 0's tensor, for every entry.
-inline void broadcast_from_rank0(const std::vector<std::pair<std::string, Tensor>>& tensors) {
-  if (group().world_size == 1) return;
+/// Step 2: tensor <- the tensor of g's rank 0, for every entry.
+inline void broadcast_from_rank0(ProcessGroup& g, const std::vector<std::pair<std::string, Tensor>>& tensors) {
+  if (g.size() == 1) return;
   NoGradGuard no_grad;
   for (const auto& nt : tensors) {
     Tensor t = nt.second;
     if (t.numel() == 0) continue;
     // A CUDA tensor goes through a host buffer (the MPI backend moves host memory).
     Tensor c = t.is_contiguous() ? t : t.contiguous();
-    HostStage h(c, group().rank == 0);
-    broadcast(h.data(), c.numel(), c.dtype(), 0);
+    HostStage h(c, g.rank() == 0);
+    g.broadcast(h.data(), c.numel(), c.dtype(), 0, Completion::Blocking);
     h.upload();
     if (!t.is_contiguous()) t.copy_(c);
   }
@@ -258,10 +257,10 @@ inline void check_same_across_ranks(const std::string& who,
     for (int r = 1; r < n && other < 0; ++r)
       if (all[static_cast<size_t>(r) * values.size() + i] != all[i]) other = r;
     if (other < 0) continue;
-    const std::string name0 = detail::broadcast_string(values[i].first, 0);
-    const std::string value0 = detail::broadcast_string(values[i].second, 0);
-    const std::string name_other = detail::broadcast_string(values[i].first, other);
-    const std::string value_other = detail::broadcast_string(values[i].second, other);
+    const std::string name0 = detail::broadcast_string(group, values[i].first, 0);
+    const std::string value0 = detail::broadcast_string(group, values[i].second, 0);
+    const std::string name_other = detail::broadcast_string(group, values[i].first, other);
+    const std::string value_other = detail::broadcast_string(group, values[i].second, other);
     differ += differ.empty() ? "" : "; ";
     if (name0 == name_other)
       differ += name0 + " is " + value0 + " on rank 0 but " + value_other + " on rank " + std::to_string(other);

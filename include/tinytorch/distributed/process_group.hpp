@@ -1107,6 +1107,43 @@ inline void destroy_process_group() {
 /// The default process group (torch.distributed's group.WORLD). Throws if not initialised.
 inline ProcessGroup& get_default_group() { return detail::default_group("get_default_group"); }
 
+namespace detail {
+
+/// Keeps `g` on the list of groups destroy_process_group frees (weakly).
+inline void register_subgroup(const std::shared_ptr<ProcessGroup>& g) {
+  auto& subgroups = group().subgroups;
+  subgroups.erase(std::remove_if(subgroups.begin(), subgroups.end(), [](const auto& w) { return w.expired(); }),
+                  subgroups.end());
+  subgroups.push_back(g);
+}
+
+/// A group of the same ranks as `parent`, with a communicator of its own (MPI_Comm_dup): a
+/// collective of `parent`'s members. new_group(name) duplicates the default group;
+/// DistributedDataParallel duplicates its process group for its buckets. `timeout` 0 = parent's.
+inline std::shared_ptr<ProcessGroup> duplicate_group(ProcessGroup& parent, const std::string& name,
+                                                     std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) {
+  if (timeout.count() <= 0) timeout = parent.timeout();
+  check(timeout >= kMinTimeout, "new_group(\"", name, "\"): timeout must be at least 1000 ms (kMinTimeout), got ",
+        timeout.count(), " ms");
+#if TINYTORCH_WITH_MPI
+  // Every rank arrives first (polled: the slowest rank is waited for without burning a core; at
+  // DETAIL agreed as "new_group"), then MPI duplicates the communicator, watched.
+  parent.rendezvous("new_group", OpType::NEW_GROUP);
+  MPI_Comm comm = MPI_COMM_NULL;
+  {
+    WatchScope watch([name] { return "MPI_Comm_dup in new_group(\"" + name + "\")"; }, timeout);
+    mpi_check(MPI_Comm_dup(parent.mpi_comm(), &comm), "MPI_Comm_dup", "new_group");
+  }
+  auto g = std::make_shared<ProcessGroup>(comm, name, timeout, parent.ranks());
+  register_subgroup(g);
+  return g;
+#else
+  return std::make_shared<ProcessGroup>(name, timeout);
+#endif
+}
+
+}  // namespace detail
+
 /// A new group of all ranks with a communicator of its own (torch.distributed.new_group() with
 /// every rank): its collectives never match the default group's, so another thread can use it
 /// while the main thread uses the default one (DistributedDataParallel's buckets). A collective:
@@ -1114,28 +1151,7 @@ inline ProcessGroup& get_default_group() { return detail::default_group("get_def
 /// Throws if the default group is not initialised or an MPI call fails.
 inline std::shared_ptr<ProcessGroup> new_group(const std::string& name,
                                                std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) {
-  ProcessGroup& world = detail::default_group("new_group");
-  if (timeout.count() <= 0) timeout = world.timeout();
-  detail::check(timeout >= kMinTimeout, "new_group(\"", name, "\"): timeout must be at least 1000 ms (kMinTimeout), got ",
-                timeout.count(), " ms");
-#if TINYTORCH_WITH_MPI
-  // Every rank arrives first (polled: the slowest rank is waited for without burning a core; at
-  // DETAIL agreed as "new_group"), then MPI duplicates the communicator, watched.
-  world.rendezvous("new_group", detail::OpType::NEW_GROUP);
-  MPI_Comm comm = MPI_COMM_NULL;
-  {
-    detail::WatchScope watch([name] { return "MPI_Comm_dup in new_group(\"" + name + "\")"; }, timeout);
-    detail::mpi_check(MPI_Comm_dup(world.mpi_comm(), &comm), "MPI_Comm_dup", "new_group");
-  }
-  auto group = std::make_shared<ProcessGroup>(comm, name, timeout);
-  auto& subgroups = detail::group().subgroups;
-  subgroups.erase(std::remove_if(subgroups.begin(), subgroups.end(), [](const auto& w) { return w.expired(); }),
-                  subgroups.end());
-  subgroups.push_back(group);
-  return group;
-#else
-  return std::make_shared<ProcessGroup>(name, timeout);
-#endif
+  return detail::duplicate_group(detail::default_group("new_group"), name, timeout);
 }
 
 /// A group of some of the ranks (torch.distributed.new_group(ranks)): `ranks` are default-group
@@ -1168,12 +1184,7 @@ inline std::shared_ptr<ProcessGroup> new_group(std::vector<int> ranks, std::stri
                 timeout.count(), " ms");
 #if TINYTORCH_WITH_MPI
   std::shared_ptr<ProcessGroup> group = world.split(ranks, name, timeout);
-  if (group) {
-    auto& subgroups = detail::group().subgroups;
-    subgroups.erase(std::remove_if(subgroups.begin(), subgroups.end(), [](const auto& w) { return w.expired(); }),
-                    subgroups.end());
-    subgroups.push_back(group);
-  }
+  if (group) detail::register_subgroup(group);
   return group;
 #else
   return std::make_shared<ProcessGroup>(name, timeout);  // ranks == {0}: checked above

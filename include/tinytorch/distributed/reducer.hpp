@@ -244,7 +244,8 @@ struct Reducer {
   DDPIterationStats last_stats;
 
   // ---- communication thread -----------------------------------------------------------------
-  std::shared_ptr<ProcessGroup> pg; ///< new_group("DistributedDataParallel buckets"): DDP's
+  std::shared_ptr<ProcessGroup> main_pg;  ///< DDPOptions::process_group, or the default group
+  std::shared_ptr<ProcessGroup> pg; ///< a duplicate of main_pg ("DistributedDataParallel buckets"): DDP's
                                     ///< all-reduces only (comm thread, or main once it is idle)
   std::mutex mu;
   std::condition_variable cv_task, cv_done;
@@ -298,7 +299,7 @@ struct Reducer {
     if (rebuilt || find_unused || arrival.size() != params.size()) return;
     rebuilt = true;
     std::vector<int64_t> order(arrival.begin(), arrival.end());
-    if (world > 1) order = broadcast_ints(order, 0);
+    if (world > 1) order = broadcast_ints(*main_pg, order, 0);
     std::vector<Tensor> ordered;
     for (int64_t i : order) ordered.push_back(params[static_cast<size_t>(i)]);
     std::vector<std::vector<size_t>> groups = compute_bucket_assignment_by_size(ordered, limits, false);
