@@ -19,6 +19,16 @@
 //   build/bin/train_gpt --iters 100 --eval-interval 50    # a quick look
 //   build/bin/train_gpt --save gpt.tt                     # keep the trained model
 //   build/bin/train_gpt --sample 500 --resume gpt.tt      # generate 500 characters from it
+//   scripts/mpirun.sh -np 2 build/bin/train_gpt --tp 2    # every Block split over 2 ranks (Megatron)
+//   scripts/mpirun.sh -np 4 build/bin/train_gpt --tp 2    # ... and DDP over 2 such pairs
+// Several ranks (mpirun): the world is a DeviceMesh (dp, tp) with tp = --tp and dp = world / tp
+// (distributed/device_mesh.hpp). The model is built whole on every rank (the same seed), then
+// each Block is split over its tp group (examples/gpt_tp.hpp); with dp > 1 it is wrapped in
+// DistributedDataParallel over its dp group. Every rank draws the same batch of --batch-size
+// windows and its replica takes rows [d B/dp, (d+1) B/dp), so the run computes what one process
+// does on the whole batch: the same losses to about 1e-5 (the printed loss is the replicas' mean).
+// Gradient clipping adds the shards' squares over the tp group (clip_grad_norm_tensor_parallel_).
+// --save and --sample are for one process.
 // --save PATH writes the model's state_dict, its config and the vocabulary with tinytorch::save
 // (atomically) at the end; --sample N --resume PATH prints N characters generated from a newline,
 // each drawn from softmax(logits / --temperature) restricted to the --top-k most likely (nanoGPT's
@@ -36,13 +46,18 @@
 #include <iterator>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include <tinytorch/distributed.hpp>
+
 #include "flags.hpp"
 #include "gpt.hpp"
+#include "gpt_tp.hpp"
 
 namespace tt = tinytorch;
+namespace dist = tinytorch::distributed;
 
 namespace {
 
@@ -53,6 +68,7 @@ struct Config {
   int64_t warmup_iters = 100, eval_interval = 250, eval_iters = 20, log_interval = 10;
   uint64_t seed = 1337;
   int threads = 0;
+  int64_t tp = 1;  ///< tensor-parallel size (ranks per model replica)
   std::string save, resume;
   int64_t sample = 0, top_k = 200;
   double temperature = 0.8;
@@ -108,7 +124,8 @@ std::pair<tt::Tensor, tt::Tensor> get_batch(const std::vector<int64_t>& data, in
   return {x, y};
 }
 
-/// The mean loss over `iters` random batches of each split, in eval mode without autograd.
+/// The mean loss over `iters` random batches of each split, in eval mode without autograd (every
+/// rank computes it: the ranks of a tp group together).
 std::pair<double, double> estimate_loss(examples::GPT& model, const Corpus& c, const Config& cfg, tt::Generator& gen) {
   tt::NoGradGuard ng;
   model.eval();
@@ -203,6 +220,18 @@ int sample(const Config& cfg) {
 int train(const Config& cfg) {
   TT_CHECK(cfg.min_lr <= cfg.lr, "--min-lr ", cfg.min_lr, " is above --lr ", cfg.lr,
            ": the cosine decay would raise the learning rate");
+  const int rank = dist::get_rank(), world = dist::get_world_size();
+  const bool is_main = rank == 0;
+  TT_CHECK(world % cfg.tp == 0, "--tp ", cfg.tp, " does not divide the number of ranks ", world,
+           " (the ranks form a dp x tp grid; run with mpirun -np a multiple of --tp)");
+  const int64_t dp = world / cfg.tp;
+  TT_CHECK(cfg.batch_size % dp == 0, "--batch-size ", cfg.batch_size, " is not divisible by the ", dp,
+           " data-parallel replicas (ranks / --tp)");
+  TT_CHECK(cfg.n_head % cfg.tp == 0, "--n-head ", cfg.n_head, " is not divisible by --tp ", cfg.tp,
+           " (each rank keeps n_head / tp heads)");
+  TT_CHECK(cfg.tp == 1 || cfg.dropout == 0.0, "--dropout ", cfg.dropout, " with --tp ", cfg.tp,
+           ": tensor-parallel dropout is not supported (set --dropout 0)");
+  TT_CHECK(world == 1 || cfg.save.empty(), "--save is for one process (the ranks hold shards of the model)");
   if (!cfg.save.empty()) {  // fail now, not after the whole run
     const std::filesystem::path dir = std::filesystem::absolute(cfg.save).parent_path();
     std::error_code ec;
@@ -212,54 +241,88 @@ int train(const Config& cfg) {
   if (cfg.threads > 0) tt::set_num_threads(cfg.threads);
   const Corpus corpus = read_corpus(cfg.data, cfg.block_size);
   const auto V = static_cast<int64_t>(corpus.vocab.size());
-  std::printf("data: %s, %zu train and %zu val tokens, vocab_size=%lld\n", cfg.data.c_str(), corpus.train.size(),
-              corpus.val.size(), static_cast<long long>(V));
+  if (is_main)
+    std::printf("data: %s, %zu train and %zu val tokens, vocab_size=%lld\n", cfg.data.c_str(), corpus.train.size(),
+                corpus.val.size(), static_cast<long long>(V));
   tt::manual_seed(cfg.seed);
-  examples::GPT model(model_config(cfg, V));
-  std::printf("number of parameters: %.2fM\n", static_cast<double>(model.num_params()) / 1e6);
-  auto opt = model.configure_optimizers(cfg.weight_decay, cfg.lr, {0.9, cfg.beta2});
+  auto model = std::make_shared<examples::GPT>(model_config(cfg, V));
+  const int64_t n_params = model->num_params();  // the whole model's, before any split
+  if (is_main) std::printf("number of parameters: %.2fM\n", static_cast<double>(n_params) / 1e6);
+  // Several ranks: a (dp, tp) mesh; the Blocks split over tp, DDP over dp.
+  std::optional<dist::DeviceMesh> mesh;
+  std::shared_ptr<dist::DistributedDataParallel> ddp;
+  int64_t dp_rank = 0;
+  if (world > 1) {
+    mesh.emplace("cpu", std::vector<int64_t>{dp, cfg.tp}, std::vector<std::string>{"dp", "tp"});
+    dp_rank = mesh->get_local_rank("dp");
+    if (cfg.tp > 1) examples::parallelize_gpt(*model, *mesh->get_group("tp"));
+    if (dp > 1) {
+      dist::DDPOptions o;
+      o.process_group = mesh->get_group("dp");
+      ddp = std::make_shared<dist::DistributedDataParallel>(model, o);
+    }
+    if (is_main)
+      std::printf("ranks: %d = dp %lld x tp %lld (%s); each rank holds %.2fM parameters\n", world,
+                  static_cast<long long>(dp), static_cast<long long>(cfg.tp), mesh->str().c_str(),
+                  static_cast<double>(model->num_params()) / 1e6);
+  }
+  auto opt = model->configure_optimizers(cfg.weight_decay, cfg.lr, {0.9, cfg.beta2});
   tt::Generator gen(cfg.seed);
   const int64_t tokens_per_iter = cfg.batch_size * cfg.block_size;
   // nanoGPT's estimate_mfu: 6N per token for the matrix products (forward 2N, backward 4N) plus
-  // 12 L H Q T for attention's two (T x T) products (Q = C / H, the head size)
+  // 12 L H Q T for attention's two (T x T) products (Q = C / H, the head size). N: the whole model.
   const double flops_per_token =
-      6.0 * static_cast<double>(model.num_params()) +
+      6.0 * static_cast<double>(n_params) +
       12.0 * static_cast<double>(cfg.n_layer * cfg.n_head * (cfg.n_embd / cfg.n_head) * cfg.block_size);
-  std::printf("tokens per iteration: %lld, FLOPs per iteration: %.3g, threads: %d\n",
-              static_cast<long long>(tokens_per_iter), flops_per_token * static_cast<double>(tokens_per_iter),
-              tt::get_num_threads());
+  if (is_main)
+    std::printf("tokens per iteration: %lld, FLOPs per iteration: %.3g, threads: %d\n",
+                static_cast<long long>(tokens_per_iter), flops_per_token * static_cast<double>(tokens_per_iter),
+                tt::get_num_threads());
   double val_loss = 0;
   auto t0 = std::chrono::steady_clock::now();
   for (int64_t it = 0; it <= cfg.iters; ++it) {
     const double lr = examples::gpt_lr(it, cfg.lr, cfg.min_lr, cfg.warmup_iters, cfg.iters);
     for (auto& g : opt->param_groups()) g.lr = lr;
     if (it % cfg.eval_interval == 0 || it == cfg.iters) {
-      const auto [train_loss, vl] = estimate_loss(model, corpus, cfg, gen);
+      const auto [train_loss, vl] = estimate_loss(*model, corpus, cfg, gen);
       val_loss = vl;
-      std::printf("step %lld: train loss %.4f, val loss %.4f\n", static_cast<long long>(it), train_loss, vl);
+      if (is_main) std::printf("step %lld: train loss %.4f, val loss %.4f\n", static_cast<long long>(it), train_loss, vl);
       std::fflush(stdout);
       t0 = std::chrono::steady_clock::now();  // evaluation is not training time
     }
     if (it == cfg.iters) break;
     auto [x, y] = get_batch(corpus.train, cfg.batch_size, cfg.block_size, gen);
-    tt::Tensor loss = model.loss(model(x), y);
+    if (dp > 1) {  // this replica's rows of the batch every rank drew
+      const int64_t b = cfg.batch_size / dp;
+      x = x.narrow(0, dp_rank * b, b).contiguous();
+      y = y.narrow(0, dp_rank * b, b).contiguous();
+    }
+    tt::Tensor loss = model->loss(ddp ? ddp->forward(x) : model->forward(x), y);
     loss.backward();
-    if (cfg.grad_clip > 0) tt::nn::utils::clip_grad_norm_(model.parameters(), cfg.grad_clip);
+    if (cfg.grad_clip > 0) {
+      if (cfg.tp > 1)
+        dist::clip_grad_norm_tensor_parallel_(*model, cfg.grad_clip, *mesh->get_group("tp"));
+      else
+        tt::nn::utils::clip_grad_norm_(model->parameters(), cfg.grad_clip);
+    }
     opt->step();
     opt->zero_grad();
     const auto t1 = std::chrono::steady_clock::now();
     const double dt = std::chrono::duration<double>(t1 - t0).count();
     t0 = t1;
     if (it % cfg.log_interval == 0) {
-      std::printf("iter %lld: loss %.4f, time %.2fms, %.0f tokens/s, %.1f GFLOP/s\n", static_cast<long long>(it),
-                  loss.item(), dt * 1000, static_cast<double>(tokens_per_iter) / dt,
-                  flops_per_token * static_cast<double>(tokens_per_iter) / dt / 1e9);
+      double shown = loss.item();
+      if (dp > 1) mesh->get_group("dp")->all_reduce(&shown, 1, tt::kFloat64, dist::ReduceOp::AVG, dist::Completion::Blocking);
+      if (is_main)
+        std::printf("iter %lld: loss %.4f, time %.2fms, %.0f tokens/s, %.1f GFLOP/s\n", static_cast<long long>(it),
+                    shown, dt * 1000, static_cast<double>(tokens_per_iter) / dt,
+                    flops_per_token * static_cast<double>(tokens_per_iter) / dt / 1e9);
       std::fflush(stdout);
     }
   }
   if (!cfg.save.empty()) {
     std::vector<std::pair<std::string, tt::Tensor>> ck;
-    for (const auto& [k, v] : model.state_dict()) ck.emplace_back("model." + k, v);
+    for (const auto& [k, v] : model->state_dict()) ck.emplace_back("model." + k, v);
     ck.emplace_back("config.block_size", tt::scalar_tensor(cfg.block_size, tt::kInt64));
     ck.emplace_back("config.n_layer", tt::scalar_tensor(cfg.n_layer, tt::kInt64));
     ck.emplace_back("config.n_head", tt::scalar_tensor(cfg.n_head, tt::kInt64));
@@ -268,7 +331,7 @@ int train(const Config& cfg) {
     tt::save(ck, cfg.save);
     std::printf("saved: %s\n", cfg.save.c_str());
   }
-  std::printf("val_loss=%.4f\n", val_loss);
+  if (is_main) std::printf("val_loss=%.4f\n", val_loss);
   return 0;
 }
 
@@ -304,17 +367,29 @@ int main(int argc, char** argv) {
       ->check(flags::integer_in(1, 100000000));
   app.add_option("--temperature", cfg.temperature, "sampling temperature")->check(flags::real_in(0, flags::kInf, flags::kLowOpen));
   app.add_option("--top-k", cfg.top_k, "sample among the k most likely characters")->check(flags::integer_in(1, 100000));
+  app.add_option("--tp", cfg.tp, "tensor-parallel size under mpirun: ranks that split each Block (divides the ranks "
+                 "and --n-head)")->check(flags::integer_in(1, 1024));
   CLI11_PARSE(app, argc, argv);
+  std::optional<dist::ProcessGroupGuard> pg;  // world size 1 without mpirun
   try {
+    pg.emplace(dist::Backend::MPI);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "train_gpt: %s\n", e.what());
+    return 2;
+  }
+  try {
+    dist::check_same_command_line("train_gpt", argc, argv);
     if (!cfg.resume.empty() && cfg.sample == 0)
       throw tt::Error("--resume " + cfg.resume + " is read by --sample only: training does not resume from a checkpoint "
                       "(add --sample N to generate from it)");
     if (cfg.sample > 0) {
       if (cfg.resume.empty()) throw tt::Error("--sample needs --resume PATH (a checkpoint from --save)");
+      if (dist::get_world_size() > 1) throw tt::Error("--sample is for one process (run it without mpirun)");
       return sample(cfg);
     }
     return train(cfg);
   } catch (const std::exception& e) {
+    if (dist::get_world_size() > 1) pg->abort(e);  // "rank r: ...", then MPI_Abort: nobody hangs
     std::fprintf(stderr, "train_gpt: %s\n", e.what());
     return 1;
   }

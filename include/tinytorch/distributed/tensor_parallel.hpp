@@ -52,7 +52,9 @@
 // parallel_region).
 #pragma once
 
+#include <algorithm>
 #include <any>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -278,5 +280,54 @@ class RowParallelLinear : public nn::Module {
                                         ", tp_size=", group->size(), ", bias=", bias.defined() ? "True" : "False");
   }
 };
+
+/// The parameters of `model` that hold a different part on each rank of the group: the weights
+/// of every ColumnParallelLinear and RowParallelLinear inside it, and the Column biases (a Row's
+/// bias is whole on every rank). Everything else is replicated.
+inline std::vector<Tensor> sharded_parameters(const nn::Module& model) {
+  std::vector<Tensor> out;
+  if (auto* c = dynamic_cast<const ColumnParallelLinear*>(&model)) {
+    out.push_back(c->weight);
+    if (c->bias.defined()) out.push_back(c->bias);
+  } else if (auto* r = dynamic_cast<const RowParallelLinear*>(&model)) {
+    out.push_back(r->weight);
+  }
+  for (const auto& child : model.named_children()) {
+    std::vector<Tensor> more = sharded_parameters(*child.second);
+    out.insert(out.end(), more.begin(), more.end());
+  }
+  return out;
+}
+
+/// torch.nn.utils.clip_grad_norm_ (2-norm) for a model split over `group`: the norm is the whole
+/// model's, sqrt(sum over shards, added over the ranks by one all-reduce, + sum over the
+/// replicated parameters once), so every rank scales by the same coefficient
+/// min(max_norm / (norm + 1e-6), 1) and the replicated parameters stay equal (Megatron's
+/// clip_grad_norm_fp32 does the same). Sums in float64. Returns the norm before clipping.
+/// A collective of the group. Parameters without a gradient are skipped.
+inline double clip_grad_norm_tensor_parallel_(const nn::Module& model, double max_norm, ProcessGroup& group) {
+  std::vector<const TensorImpl*> shards;
+  for (const Tensor& p : sharded_parameters(model)) shards.push_back(p.impl());
+  auto squares = [](const Tensor& g) {
+    const Tensor d = g.to(kFloat64);
+    return (d * d).sum().item<double>();
+  };
+  double sharded = 0.0, replicated = 0.0;
+  std::vector<Tensor> grads;
+  for (const Tensor& p : model.parameters()) {
+    if (!p.grad().defined()) continue;
+    grads.push_back(p.grad());
+    const bool is_shard = std::find(shards.begin(), shards.end(), p.impl()) != shards.end();
+    (is_shard ? sharded : replicated) += squares(p.grad());
+  }
+  if (group.size() > 1) group.all_reduce(&sharded, 1, kFloat64, ReduceOp::SUM, Completion::Blocking);
+  const double norm = std::sqrt(sharded + replicated);
+  const double coef = std::min(max_norm / (norm + 1e-6), 1.0);
+  if (coef < 1.0) {
+    NoGradGuard no_grad;
+    for (Tensor& g : grads) g.mul_(coef);
+  }
+  return norm;
+}
 
 }  TT_NAMESPACE_END  // namespace tinytorch::distributed
