@@ -185,20 +185,32 @@ class GPT : public tinytorch::nn::Module {
     return n;
   }
 
-  /// AdamW with nanoGPT's two groups: weight decay on parameters of >= 2 dims, 0 on the others.
+  /// AdamW with nanoGPT's two groups (configure_adamw).
   std::unique_ptr<tinytorch::optim::AdamW> configure_optimizers(double weight_decay, double learning_rate,
-                                                                std::pair<double, double> betas) const {
-    std::vector<tinytorch::Tensor> decay, no_decay;
-    for (const auto& p : parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
-    auto opt = std::make_unique<tinytorch::optim::AdamW>(
-        decay, tinytorch::optim::AdamWOptions{learning_rate, betas, 1e-8, weight_decay, false});
-    if (!no_decay.empty())
-      opt->add_param_group(no_decay, tinytorch::optim::AdamWOptions{learning_rate, betas, 1e-8, 0.0, false});
-    return opt;
-  }
+                                                                std::pair<double, double> betas) const;
 
   std::string name() const override { return "GPT"; }
 };
+
+/// AdamW with nanoGPT's two groups: weight decay on parameters of >= 2 dims (matrices and
+/// embeddings), 0 on the others (LayerNorm weights, biases). For a whole GPT or a part of one
+/// (a pipeline stage, gpt_pp.hpp).
+inline std::unique_ptr<tinytorch::optim::AdamW> configure_adamw(const std::vector<tinytorch::Tensor>& params,
+                                                                double weight_decay, double learning_rate,
+                                                                std::pair<double, double> betas) {
+  std::vector<tinytorch::Tensor> decay, no_decay;
+  for (const auto& p : params) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  auto opt = std::make_unique<tinytorch::optim::AdamW>(
+      decay, tinytorch::optim::AdamWOptions{learning_rate, betas, 1e-8, weight_decay, false});
+  if (!no_decay.empty())
+    opt->add_param_group(no_decay, tinytorch::optim::AdamWOptions{learning_rate, betas, 1e-8, 0.0, false});
+  return opt;
+}
+
+inline std::unique_ptr<tinytorch::optim::AdamW> GPT::configure_optimizers(double weight_decay, double learning_rate,
+                                                                          std::pair<double, double> betas) const {
+  return configure_adamw(parameters(), weight_decay, learning_rate, betas);
+}
 
 /// nanoGPT's learning-rate schedule (train.py get_lr): linear warmup from 0 to learning_rate over
 /// warmup_iters, then cosine decay to min_lr at lr_decay_iters, min_lr after.

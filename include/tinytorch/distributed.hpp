@@ -35,6 +35,8 @@
 //   distributed/device_mesh.hpp         DeviceMesh, init_device_mesh: the ranks as a grid, a group per line
 //   distributed/tensor_parallel.hpp     Megatron's f and g, ColumnParallelLinear, RowParallelLinear
 //   distributed/pipeline_schedule.hpp   GPipe and 1F1B schedules simulated (bubble, timeline)
+//   distributed/pipeline.hpp            PipelineStage: those schedules on real ranks (send / recv)
+//   distributed/clip_grad.hpp           clip_grad_norm_across_: clipping a model spread over ranks
 //
 // Chapter: chapters/07-all-reduce.md, chapters/06-distributed-data-parallel.md.
 // Reference: torch.distributed; karpathy/llm.c (MPI -> NCCL bootstrap); nccl-tests (busbw).
@@ -46,6 +48,7 @@
 
 #include "distributed/algorithms.hpp"
 #include "distributed/buffer_collectives.hpp"
+#include "distributed/clip_grad.hpp"
 #include "distributed/collectives.hpp"
 #include "distributed/ddp.hpp"
 #include "distributed/device_mesh.hpp"
@@ -53,6 +56,7 @@
 #include "distributed/guard.hpp"
 #include "distributed/model_agreement.hpp"
 #include "distributed/nccl.hpp"
+#include "distributed/pipeline.hpp"
 #include "distributed/pipeline_schedule.hpp"
 #include "distributed/process_group.hpp"
 #include "distributed/reducer.hpp"

@@ -19,7 +19,12 @@
 //     weight gradients bit for bit), f and g, the sizes P must divide; a GPT split over P ranks
 //     (P = the world, or 2 of a (2, 2) mesh on 4 ranks) against the same GPT whole on each rank:
 //     logits, every gradient, 50 AdamW steps' losses to 1e-5, and the bytes its all-reduces
-//     carry equal Megatron's 4 B T C per block per step exactly.
+//     carry equal Megatron's 4 B T C per block per step exactly; DDP over the dp groups of a
+//     mesh with TP inside against one process on the whole batch;
+//   * pipeline parallelism: the GPT cut into P stages (P = the world), GPipe and 1F1B with
+//     M = 1, 2, 4, 8 micro-batches, 50 AdamW steps with clipping against the whole model (losses
+//     to 1e-5, gradients after the first step), activations kept (M, or P - s for 1F1B), stage
+//     shapes that disagree (the same error on every rank).
 // What a send that nobody receives turns into (the watchdog naming the peer and the tag) is
 // tested by tests/mpi/hang_failure_test.sh (send_unmatched, recv_size).
 // Chapter: chapters/12-model-parallelism.md. Catch2 tag: [distributed][model_parallel].
@@ -28,6 +33,7 @@
 #include <tinytorch/functional.hpp>
 #include <tinytorch/distributed.hpp>
 
+#include "../../examples/gpt_pp.hpp"
 #include "../../examples/gpt_tp.hpp"
 
 #include <cmath>
@@ -535,4 +541,119 @@ TEST_CASE("DistributedDataParallel over the dp groups of a mesh, tensor parallel
     INFO(name);
     CHECK(max_abs_diff(p, gpt_shard(name, whole_params[name], tp_size, tp->rank())) < 1e-5);
   }
+}
+
+// ---- pipeline parallelism ---------------------------------------------------------------------
+
+namespace {
+
+examples::GPTConfig pipeline_config() {
+  examples::GPTConfig cfg;
+  cfg.vocab_size = 11;
+  cfg.block_size = 8;
+  cfg.n_layer = 4;  // 4 stages at most
+  cfg.n_head = 2;
+  cfg.n_embd = 16;
+  return cfg;
+}
+
+/// Micro-batch k of M of a (B, ...) batch.
+std::vector<Tensor> split_batch(const Tensor& t, int64_t M) {
+  std::vector<Tensor> out;
+  const int64_t b = t.size(0) / M;
+  for (int64_t k = 0; k < M; ++k) out.push_back(t.narrow(0, k * b, b).contiguous());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a GPT cut into pipeline stages trains like the whole GPT (GPipe and 1F1B)", "[distributed][model_parallel]") {
+  ensure_group();
+  const int P = dist::get_world_size(), s = dist::get_rank();
+  std::vector<int> everyone;
+  for (int k = 0; k < P; ++k) everyone.push_back(k);
+  auto pp_group = dist::new_group(everyone, "pp");
+  auto embedding_group = P > 1 ? dist::new_group({0, P - 1}, "embedding") : nullptr;
+  const examples::GPTConfig cfg = pipeline_config();
+  const int64_t B = 8, T = 8;
+  auto loss_fn = [](const Tensor& logits, const Tensor& targets) {
+    return tinytorch::cross_entropy(logits.reshape({-1, logits.size(2)}), targets.reshape({-1}));
+  };
+
+  for (auto schedule : {dist::pipeline::Schedule::GPipe, dist::pipeline::Schedule::OneFOneB}) {
+    for (int64_t M : {1, 2, 4, 8}) {
+      INFO(dist::pipeline::schedule_name(schedule) << ", M = " << M);
+      tinytorch::manual_seed(21);
+      examples::GPT whole(cfg);
+      tinytorch::manual_seed(21);
+      examples::GPT full_copy(cfg);  // each rank builds the whole model, then keeps its stage
+      auto stage_module = std::make_shared<examples::GPTStage>(full_copy, s, P);
+      const Tensor example = s == 0 ? tinytorch::zeros({B / M, T}, tinytorch::kInt64)
+                                    : tinytorch::zeros({B / M, T, cfg.n_embd});
+      dist::PipelineStage stage(stage_module, *pp_group, example);
+      auto opt_whole = whole.configure_optimizers(0.1, 1e-3, {0.9, 0.95});
+      auto opt_stage = examples::configure_adamw(stage_module->parameters(), 0.1, 1e-3, {0.9, 0.95});
+      std::map<std::string, Tensor> whole_params;
+      for (auto& [name, p] : whole.named_parameters()) whole_params[name] = p;
+
+      tinytorch::Generator gen(33);
+      double worst = 0.0;
+      for (int step = 0; step < 50; ++step) {
+        Tensor d = tinytorch::randint(0, cfg.vocab_size, {B, T + 1}, tinytorch::kInt64, &gen);
+        Tensor idx = d.narrow(1, 0, T).contiguous(), targets = d.narrow(1, 1, T).contiguous();
+        opt_whole->zero_grad();
+        Tensor lw = loss_fn(whole.forward(idx), targets);
+        lw.backward();
+        tinytorch::nn::utils::clip_grad_norm_(whole.parameters(), 1.0);
+        opt_stage->zero_grad();
+        dist::PipelineStepStats st = stage.step(M, split_batch(idx, M), split_batch(targets, M), loss_fn, schedule);
+        stage_module->tie_embedding_grads(embedding_group.get());
+        if (step == 0) {
+          CHECK(st.peak_in_flight ==
+                (schedule == dist::pipeline::Schedule::GPipe ? M : std::min<int64_t>(P - s, M)));
+          for (auto& [name, p] : stage_module->named_parameters()) {
+            INFO(name);
+            REQUIRE(whole_params.count(name) == 1);
+            CHECK(max_abs_diff(p.grad(), whole_params[name].grad()) < 1e-6);
+          }
+        }
+        dist::clip_grad_norm_across_(stage_module->norm_parameters(), stage_module->parameters(), 1.0, *pp_group);
+        opt_whole->step();
+        opt_stage->step();
+        worst = std::max(worst, std::abs(st.loss - lw.item<double>()));
+      }
+      INFO("largest loss difference over 50 steps: " << worst);
+      CHECK(worst < 1e-5);
+      // The weights after 50 steps: Adam divides by sqrt(v), so gradients that differ in the
+      // last bits (summed over micro-batches in another order) move tiny weights by ~1e-5.
+      for (auto& [name, p] : stage_module->named_parameters()) {
+        INFO(name);
+        CHECK(max_abs_diff(p, whole_params[name]) < 1e-4);
+      }
+    }
+  }
+
+  // Stage shapes that disagree (the last stage expects 7 positions), and a stage whose module
+  // refuses its example input (a width of 17): every rank throws.
+  if (P > 1) {
+    tinytorch::manual_seed(21);
+    examples::GPT model(cfg);
+    auto stage_module = std::make_shared<examples::GPTStage>(model, s, P);
+    auto example = [&](int64_t t, int64_t c) {
+      if (s == 0) return tinytorch::zeros({2, T}, tinytorch::kInt64);
+      return s == P - 1 ? tinytorch::zeros({2, t, c}) : tinytorch::zeros({2, T, cfg.n_embd});
+    };
+    CHECK_THROWS_WITH(dist::PipelineStage(stage_module, *pp_group, example(7, cfg.n_embd)),
+                      Catch::Contains(prefix() + "PipelineStage: stage " + std::to_string(P - 2) +
+                                      " sends activations of [2, 8, 16] torch.float32 but stage " +
+                                      std::to_string(P - 1) + " expects [2, 7, 16] torch.float32"));
+    CHECK_THROWS_WITH(dist::PipelineStage(stage_module, *pp_group, example(T, 17)),
+                      Catch::Contains(prefix() + "PipelineStage: stage " + std::to_string(P - 1) +
+                                      " cannot run its module on its example_input [2, 8, 17] torch.float32: "
+                                      "layer_norm: Given normalized_shape=[16]"));
+  }
+  tinytorch::manual_seed(21);
+  examples::GPT small(cfg);
+  CHECK_THROWS_WITH(examples::GPTStage(small, 0, 5), Catch::Contains("GPTStage: 5 pipeline stages for 4 blocks"));
+  dist::barrier();
 }

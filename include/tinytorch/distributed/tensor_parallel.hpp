@@ -65,6 +65,7 @@
 #include "../nn/linear.hpp"
 #include "../nn/module.hpp"
 #include "../tensor.hpp"
+#include "clip_grad.hpp"
 #include "collectives.hpp"
 #include "errors.hpp"
 #include "process_group.hpp"
@@ -300,34 +301,18 @@ inline std::vector<Tensor> sharded_parameters(const nn::Module& model) {
 }
 
 /// torch.nn.utils.clip_grad_norm_ (2-norm) for a model split over `group`: the norm is the whole
-/// model's, sqrt(sum over shards, added over the ranks by one all-reduce, + sum over the
-/// replicated parameters once), so every rank scales by the same coefficient
-/// min(max_norm / (norm + 1e-6), 1) and the replicated parameters stay equal (Megatron's
-/// clip_grad_norm_fp32 does the same). Sums in float64. Returns the norm before clipping.
-/// A collective of the group. Parameters without a gradient are skipped.
+/// model's, the shards' squares added over the ranks and the replicated parameters counted once
+/// (by group rank 0), so every rank scales by the same coefficient and the replicated
+/// parameters stay equal (clip_grad.hpp). Returns the norm before clipping. A collective.
 inline double clip_grad_norm_tensor_parallel_(const nn::Module& model, double max_norm, ProcessGroup& group) {
-  std::vector<const TensorImpl*> shards;
-  for (const Tensor& p : sharded_parameters(model)) shards.push_back(p.impl());
-  auto squares = [](const Tensor& g) {
-    const Tensor d = g.to(kFloat64);
-    return (d * d).sum().item<double>();
-  };
-  double sharded = 0.0, replicated = 0.0;
-  std::vector<Tensor> grads;
-  for (const Tensor& p : model.parameters()) {
-    if (!p.grad().defined()) continue;
-    grads.push_back(p.grad());
-    const bool is_shard = std::find(shards.begin(), shards.end(), p.impl()) != shards.end();
-    (is_shard ? sharded : replicated) += squares(p.grad());
+  const std::vector<Tensor> shards = sharded_parameters(model), all = model.parameters();
+  std::vector<Tensor> counted;
+  for (const Tensor& p : all) {
+    const bool is_shard =
+        std::any_of(shards.begin(), shards.end(), [&](const Tensor& s) { return s.impl() == p.impl(); });
+    if (is_shard || group.rank() == 0) counted.push_back(p);
   }
-  if (group.size() > 1) group.all_reduce(&sharded, 1, kFloat64, ReduceOp::SUM, Completion::Blocking);
-  const double norm = std::sqrt(sharded + replicated);
-  const double coef = std::min(max_norm / (norm + 1e-6), 1.0);
-  if (coef < 1.0) {
-    NoGradGuard no_grad;
-    for (Tensor& g : grads) g.mul_(coef);
-  }
-  return norm;
+  return clip_grad_norm_across_(counted, all, max_norm, group);
 }
 
 }  TT_NAMESPACE_END  // namespace tinytorch::distributed
