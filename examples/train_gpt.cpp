@@ -21,6 +21,7 @@
 //   build/bin/train_gpt --sample 500 --resume gpt.tt      # generate 500 characters from it
 //   scripts/mpirun.sh -np 2 build/bin/train_gpt --tp 2    # every Block split over 2 ranks (Megatron)
 //   scripts/mpirun.sh -np 4 build/bin/train_gpt --tp 2    # ... and DDP over 2 such pairs
+//   scripts/mpirun.sh -np 2 build/bin/train_gpt --pp 2 --microbatches 4   # 2 pipeline stages
 // Several ranks (mpirun): the world is a DeviceMesh (dp, tp) with tp = --tp and dp = world / tp
 // (distributed/device_mesh.hpp). The model is built whole on every rank (the same seed), then
 // each Block is split over its tp group (examples/gpt_tp.hpp); with dp > 1 it is wrapped in
@@ -28,7 +29,11 @@
 // windows and its replica takes rows [d B/dp, (d+1) B/dp), so the run computes what one process
 // does on the whole batch: the same losses to about 1e-5 (the printed loss is the replicas' mean).
 // Gradient clipping adds the shards' squares over the tp group (clip_grad_norm_tensor_parallel_).
-// --save and --sample are for one process.
+// --pp P --microbatches M (mpirun -np P): the Blocks cut into P stages, one per rank
+// (examples/gpt_pp.hpp), each batch run as M micro-batches under --schedule gpipe or 1f1b
+// (distributed/pipeline.hpp); the same losses as one process; at the end each stage's busy
+// fraction beside the bound M / (M + P - 1). --microbatches M alone is a one-stage pipeline
+// (gradient accumulation). --save and --sample are for one process.
 // --save PATH writes the model's state_dict, its config and the vocabulary with tinytorch::save
 // (atomically) at the end; --sample N --resume PATH prints N characters generated from a newline,
 // each drawn from softmax(logits / --temperature) restricted to the --top-k most likely (nanoGPT's
@@ -54,6 +59,7 @@
 
 #include "flags.hpp"
 #include "gpt.hpp"
+#include "gpt_pp.hpp"
 #include "gpt_tp.hpp"
 
 namespace tt = tinytorch;
@@ -69,6 +75,9 @@ struct Config {
   uint64_t seed = 1337;
   int threads = 0;
   int64_t tp = 1;  ///< tensor-parallel size (ranks per model replica)
+  int64_t pp = 1;  ///< pipeline stages (one per rank)
+  int64_t microbatches = 1;
+  std::string schedule = "1f1b";
   std::string save, resume;
   int64_t sample = 0, top_k = 200;
   double temperature = 0.8;
@@ -125,18 +134,29 @@ std::pair<tt::Tensor, tt::Tensor> get_batch(const std::vector<int64_t>& data, in
 }
 
 /// The mean loss over `iters` random batches of each split, in eval mode without autograd (every
-/// rank computes it: the ranks of a tp group together).
-std::pair<double, double> estimate_loss(examples::GPT& model, const Corpus& c, const Config& cfg, tt::Generator& gen) {
+/// rank computes it: the ranks of a tp group, or the stages of a pipeline, together). loss(x, y):
+/// one batch's mean loss.
+template <class LossOfBatch>
+std::pair<double, double> estimate_loss(tt::nn::Module& model, const LossOfBatch& loss, const Corpus& c,
+                                        const Config& cfg, tt::Generator& gen) {
   tt::NoGradGuard ng;
   model.eval();
   double out[2] = {0, 0};
   for (int split = 0; split < 2; ++split)
     for (int64_t k = 0; k < cfg.eval_iters; ++k) {
       auto [x, y] = get_batch(split == 0 ? c.train : c.val, cfg.batch_size, cfg.block_size, gen);
-      out[split] += model.loss(model(x), y).item() / static_cast<double>(cfg.eval_iters);
+      out[split] += loss(x, y) / static_cast<double>(cfg.eval_iters);
     }
   model.train();
   return {out[0], out[1]};
+}
+
+/// Micro-batch k of M of a (B, T) batch, for k = 0 .. M-1.
+std::vector<tt::Tensor> split_batch(const tt::Tensor& t, int64_t M) {
+  std::vector<tt::Tensor> out;
+  const int64_t b = t.size(0) / M;
+  for (int64_t k = 0; k < M; ++k) out.push_back(t.narrow(0, k * b, b).contiguous());
+  return out;
 }
 
 examples::GPTConfig model_config(const Config& cfg, int64_t vocab_size) {
@@ -224,7 +244,8 @@ int train(const Config& cfg) {
   const bool is_main = rank == 0;
   TT_CHECK(world % cfg.tp == 0, "--tp ", cfg.tp, " does not divide the number of ranks ", world,
            " (the ranks form a dp x tp grid; run with mpirun -np a multiple of --tp)");
-  const int64_t dp = world / cfg.tp;
+  const bool pipelined = cfg.pp > 1 || cfg.microbatches > 1;
+  const int64_t dp = pipelined ? 1 : world / cfg.tp;  // data-parallel replicas
   TT_CHECK(cfg.batch_size % dp == 0, "--batch-size ", cfg.batch_size, " is not divisible by the ", dp,
            " data-parallel replicas (ranks / --tp)");
   TT_CHECK(cfg.n_head % cfg.tp == 0, "--n-head ", cfg.n_head, " is not divisible by --tp ", cfg.tp,
@@ -232,6 +253,14 @@ int train(const Config& cfg) {
   TT_CHECK(cfg.tp == 1 || cfg.dropout == 0.0, "--dropout ", cfg.dropout, " with --tp ", cfg.tp,
            ": tensor-parallel dropout is not supported (set --dropout 0)");
   TT_CHECK(world == 1 || cfg.save.empty(), "--save is for one process (the ranks hold shards of the model)");
+  TT_CHECK(!pipelined || (world == cfg.pp && cfg.tp == 1), "--pp ", cfg.pp, " needs exactly ", cfg.pp,
+           " ranks (mpirun -np ", cfg.pp, "), one stage each, and --tp 1 (got ", world, " ranks, --tp ", cfg.tp,
+           "): train_gpt does not combine pipeline stages with data or tensor parallelism");
+  TT_CHECK(cfg.batch_size % cfg.microbatches == 0, "--batch-size ", cfg.batch_size, " is not divisible by --microbatches ",
+           cfg.microbatches);
+  TT_CHECK(cfg.pp <= cfg.n_layer, "--pp ", cfg.pp, " stages for --n-layer ", cfg.n_layer, " blocks: a stage would hold no block");
+  TT_CHECK(cfg.pp == 1 || cfg.dropout == 0.0, "--dropout ", cfg.dropout, " with --pp ", cfg.pp,
+           ": pipeline-parallel dropout is not supported (set --dropout 0)");
   if (!cfg.save.empty()) {  // fail now, not after the whole run
     const std::filesystem::path dir = std::filesystem::absolute(cfg.save).parent_path();
     std::error_code ec;
@@ -252,7 +281,30 @@ int train(const Config& cfg) {
   std::optional<dist::DeviceMesh> mesh;
   std::shared_ptr<dist::DistributedDataParallel> ddp;
   int64_t dp_rank = 0;
-  if (world > 1) {
+  // Pipelined: this rank's stage of the model (gpt_pp.hpp), the first and last stage tied.
+  std::shared_ptr<examples::GPTStage> stage_module;
+  std::optional<dist::PipelineStage> stage;
+  std::shared_ptr<dist::ProcessGroup> embedding_group;
+  if (pipelined) {
+    stage_module = std::make_shared<examples::GPTStage>(*model, rank, cfg.pp);
+    const int64_t b = cfg.batch_size / cfg.microbatches;
+    const tt::Tensor example = rank == 0 ? tt::zeros({b, cfg.block_size}, tt::kInt64)
+                                         : tt::zeros({b, cfg.block_size, cfg.n_embd});
+    stage.emplace(stage_module, dist::get_default_group(), example);
+    if (cfg.pp > 1) embedding_group = dist::new_group({0, static_cast<int>(cfg.pp) - 1}, "embedding");
+    if (is_main)
+      std::printf("pipeline: %lld stages (blocks %s), %lld micro-batches of %lld, schedule %s\n",
+                  static_cast<long long>(cfg.pp),
+                  [&] {
+                    std::string s;
+                    for (int64_t k = 0; k < cfg.pp; ++k) {
+                      const auto [a, z] = examples::stage_blocks(cfg.n_layer, cfg.pp, k);
+                      s += (k ? " | " : "") + std::to_string(a) + "-" + std::to_string(z - 1);
+                    }
+                    return s;
+                  }().c_str(),
+                  static_cast<long long>(cfg.microbatches), static_cast<long long>(b), cfg.schedule.c_str());
+  } else if (world > 1) {
     mesh.emplace("cpu", std::vector<int64_t>{dp, cfg.tp}, std::vector<std::string>{"dp", "tp"});
     dp_rank = mesh->get_local_rank("dp");
     if (cfg.tp > 1) examples::parallelize_gpt(*model, *mesh->get_group("tp"));
@@ -266,7 +318,47 @@ int train(const Config& cfg) {
                   static_cast<long long>(dp), static_cast<long long>(cfg.tp), mesh->str().c_str(),
                   static_cast<double>(model->num_params()) / 1e6);
   }
-  auto opt = model->configure_optimizers(cfg.weight_decay, cfg.lr, {0.9, cfg.beta2});
+  auto opt = pipelined ? examples::configure_adamw(stage_module->parameters(), cfg.weight_decay, cfg.lr, {0.9, cfg.beta2})
+                       : model->configure_optimizers(cfg.weight_decay, cfg.lr, {0.9, cfg.beta2});
+  const auto schedule = cfg.schedule == "gpipe" ? dist::pipeline::Schedule::GPipe : dist::pipeline::Schedule::OneFOneB;
+  auto loss_fn = [&](const tt::Tensor& logits, const tt::Tensor& targets) { return model->loss(logits, targets); };
+  // One batch's loss without autograd (evaluation), and one training step (returns the loss).
+  auto eval_loss = [&](const tt::Tensor& x, const tt::Tensor& y) {
+    if (pipelined) return stage->evaluate(cfg.microbatches, split_batch(x, cfg.microbatches), split_batch(y, cfg.microbatches), loss_fn);
+    return model->loss(model->forward(x), y).item();
+  };
+  double busy_seconds = 0, wall_seconds = 0;  // the pipeline's, over the iterations after the first
+  auto train_step = [&](int64_t it, tt::Tensor x, tt::Tensor y) {
+    double loss_value = 0;
+    if (pipelined) {
+      const dist::PipelineStepStats st =
+          stage->step(cfg.microbatches, split_batch(x, cfg.microbatches), split_batch(y, cfg.microbatches), loss_fn, schedule);
+      if (it > 0) busy_seconds += st.busy_seconds, wall_seconds += st.wall_seconds;
+      stage_module->tie_embedding_grads(embedding_group.get());
+      if (cfg.grad_clip > 0)
+        dist::clip_grad_norm_across_(stage_module->norm_parameters(), stage_module->parameters(), cfg.grad_clip,
+                                     dist::get_default_group());
+      loss_value = st.loss;
+    } else {
+      if (dp > 1) {  // this replica's rows of the batch every rank drew
+        const int64_t b = cfg.batch_size / dp;
+        x = x.narrow(0, dp_rank * b, b).contiguous();
+        y = y.narrow(0, dp_rank * b, b).contiguous();
+      }
+      tt::Tensor loss = model->loss(ddp ? ddp->forward(x) : model->forward(x), y);
+      loss.backward();
+      if (cfg.grad_clip > 0) {
+        if (cfg.tp > 1)
+          dist::clip_grad_norm_tensor_parallel_(*model, cfg.grad_clip, *mesh->get_group("tp"));
+        else
+          tt::nn::utils::clip_grad_norm_(model->parameters(), cfg.grad_clip);
+      }
+      loss_value = loss.item();
+    }
+    opt->step();
+    opt->zero_grad();
+    return loss_value;
+  };
   tt::Generator gen(cfg.seed);
   const int64_t tokens_per_iter = cfg.batch_size * cfg.block_size;
   // nanoGPT's estimate_mfu: 6N per token for the matrix products (forward 2N, backward 4N) plus
@@ -284,7 +376,7 @@ int train(const Config& cfg) {
     const double lr = examples::gpt_lr(it, cfg.lr, cfg.min_lr, cfg.warmup_iters, cfg.iters);
     for (auto& g : opt->param_groups()) g.lr = lr;
     if (it % cfg.eval_interval == 0 || it == cfg.iters) {
-      const auto [train_loss, vl] = estimate_loss(*model, corpus, cfg, gen);
+      const auto [train_loss, vl] = estimate_loss(*model, eval_loss, corpus, cfg, gen);
       val_loss = vl;
       if (is_main) std::printf("step %lld: train loss %.4f, val loss %.4f\n", static_cast<long long>(it), train_loss, vl);
       std::fflush(stdout);
@@ -292,26 +384,12 @@ int train(const Config& cfg) {
     }
     if (it == cfg.iters) break;
     auto [x, y] = get_batch(corpus.train, cfg.batch_size, cfg.block_size, gen);
-    if (dp > 1) {  // this replica's rows of the batch every rank drew
-      const int64_t b = cfg.batch_size / dp;
-      x = x.narrow(0, dp_rank * b, b).contiguous();
-      y = y.narrow(0, dp_rank * b, b).contiguous();
-    }
-    tt::Tensor loss = model->loss(ddp ? ddp->forward(x) : model->forward(x), y);
-    loss.backward();
-    if (cfg.grad_clip > 0) {
-      if (cfg.tp > 1)
-        dist::clip_grad_norm_tensor_parallel_(*model, cfg.grad_clip, *mesh->get_group("tp"));
-      else
-        tt::nn::utils::clip_grad_norm_(model->parameters(), cfg.grad_clip);
-    }
-    opt->step();
-    opt->zero_grad();
+    const double loss = train_step(it, x, y);
     const auto t1 = std::chrono::steady_clock::now();
     const double dt = std::chrono::duration<double>(t1 - t0).count();
     t0 = t1;
     if (it % cfg.log_interval == 0) {
-      double shown = loss.item();
+      double shown = loss;
       if (dp > 1) mesh->get_group("dp")->all_reduce(&shown, 1, tt::kFloat64, dist::ReduceOp::AVG, dist::Completion::Blocking);
       if (is_main)
         std::printf("iter %lld: loss %.4f, time %.2fms, %.0f tokens/s, %.1f GFLOP/s\n", static_cast<long long>(it),
@@ -330,6 +408,25 @@ int train(const Config& cfg) {
     ck.emplace_back("vocab", tt::tensor(std::vector<double>(corpus.vocab.begin(), corpus.vocab.end()), tt::kInt64));
     tt::save(ck, cfg.save);
     std::printf("saved: %s\n", cfg.save.c_str());
+  }
+  if (pipelined && cfg.iters > 1) {
+    // Each stage's busy fraction (compute / wall time of the steps after the first) beside the
+    // schedule's bound M / (M + P - 1) (distributed/pipeline_schedule.hpp).
+    std::vector<double> mine{busy_seconds, wall_seconds}, all(static_cast<size_t>(2 * world));
+    dist::get_default_group().all_gather(all.data(), mine.data(), 2, tt::kFloat64, dist::Completion::Blocking);
+    if (is_main) {
+      std::string line;
+      double mean = 0;
+      for (int k = 0; k < world; ++k) {
+        const double f = all[static_cast<size_t>(2 * k)] / all[static_cast<size_t>(2 * k + 1)];
+        mean += f / world;
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%s stage %d %.1f%%", k ? "," : "", k, 100 * f);
+        line += buf;
+      }
+      std::printf("pipeline busy fraction:%s; mean %.1f%%, ideal M/(M+P-1) = %.1f%%\n", line.c_str(), 100 * mean,
+                  100 * dist::pipeline::pipeline_efficiency(cfg.pp, cfg.microbatches));
+    }
   }
   if (is_main) std::printf("val_loss=%.4f\n", val_loss);
   return 0;
@@ -367,6 +464,12 @@ int main(int argc, char** argv) {
       ->check(flags::integer_in(1, 100000000));
   app.add_option("--temperature", cfg.temperature, "sampling temperature")->check(flags::real_in(0, flags::kInf, flags::kLowOpen));
   app.add_option("--top-k", cfg.top_k, "sample among the k most likely characters")->check(flags::integer_in(1, 100000));
+  app.add_option("--pp", cfg.pp, "pipeline stages under mpirun (one per rank: -np must equal --pp)")
+      ->check(flags::integer_in(1, 1024));
+  app.add_option("--microbatches", cfg.microbatches, "micro-batches per batch in the pipeline (divides --batch-size)")
+      ->check(flags::integer_in(1, 100000));
+  app.add_option("--schedule", cfg.schedule, "pipeline schedule: gpipe or 1f1b")
+      ->check(CLI::IsMember({"gpipe", "1f1b"}));
   app.add_option("--tp", cfg.tp, "tensor-parallel size under mpirun: ranks that split each Block (divides the ranks "
                  "and --n-head)")->check(flags::integer_in(1, 1024));
   CLI11_PARSE(app, argc, argv);

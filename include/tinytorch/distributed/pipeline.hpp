@@ -192,6 +192,34 @@ class PipelineStage {
     return stats;
   }
 
+  /// The mean loss over `microbatches` micro-batches without autograd (forwards only, in order:
+  /// evaluation). Same arguments and rules as step(); returns the loss on every rank.
+  double evaluate(int64_t microbatches, const std::vector<Tensor>& inputs, const std::vector<Tensor>& targets,
+                  const LossFn& loss_fn) {
+    const int64_t M = microbatches;
+    detail::check(M >= 1, detail::rank_prefix(), "PipelineStage::evaluate: micro-batches must be >= 1, got ", M);
+    detail::check(!is_first() || static_cast<int64_t>(inputs.size()) == M, detail::rank_prefix(),
+                  "PipelineStage::evaluate: stage 0 needs ", M, " micro-batch inputs, got ", inputs.size());
+    detail::check(!is_last() || static_cast<int64_t>(targets.size()) == M, detail::rank_prefix(),
+                  "PipelineStage::evaluate: the last stage needs ", M, " micro-batch targets, got ", targets.size());
+    NoGradGuard no_grad;
+    double loss_sum = 0.0;
+    for (int64_t m = 0; m < M; ++m) {
+      Tensor x = is_first() ? inputs[static_cast<size_t>(m)] : empty(in_shape_, TensorOptions(in_dtype_));
+      if (!is_first())
+        group_->recv(x.raw_data(), x.numel(), x.dtype(), stage_ - 1, kActivationTag, Completion::Blocking,
+                     "pipeline recv");
+      const Tensor y = module_->forward(x).contiguous();
+      if (is_last())
+        loss_sum += loss_fn(y, targets[static_cast<size_t>(m)]).item<double>() / static_cast<double>(M);
+      else
+        group_->send(y.raw_data(), y.numel(), y.dtype(), stage_ + 1, kActivationTag, Completion::Blocking,
+                     "pipeline send");
+    }
+    if (stages_ > 1) group_->broadcast(&loss_sum, 1, kFloat64, stages_ - 1, Completion::Blocking, "pipeline loss");
+    return loss_sum;
+  }
+
  private:
   static constexpr int kActivationTag = 0;
   static constexpr int kGradientTag = 1;
