@@ -253,9 +253,10 @@ int train(const Config& cfg) {
   TT_CHECK(cfg.tp == 1 || cfg.dropout == 0.0, "--dropout ", cfg.dropout, " with --tp ", cfg.tp,
            ": tensor-parallel dropout is not supported (set --dropout 0)");
   TT_CHECK(world == 1 || cfg.save.empty(), "--save is for one process (the ranks hold shards of the model)");
-  TT_CHECK(!pipelined || (world == cfg.pp && cfg.tp == 1), "--pp ", cfg.pp, " needs exactly ", cfg.pp,
-           " ranks (mpirun -np ", cfg.pp, "), one stage each, and --tp 1 (got ", world, " ranks, --tp ", cfg.tp,
-           "): train_gpt does not combine pipeline stages with data or tensor parallelism");
+  TT_CHECK(!pipelined || (world == cfg.pp && cfg.tp == 1), "--pp ", cfg.pp,
+           cfg.pp == 1 ? " (the one-stage pipeline that --microbatches runs)" : "", " needs exactly ", cfg.pp,
+           cfg.pp == 1 ? " rank" : " ranks", " (mpirun -np ", cfg.pp, "), one stage each, and --tp 1 (got ", world,
+           " ranks, --tp ", cfg.tp, "): train_gpt does not combine pipeline stages with data or tensor parallelism");
   TT_CHECK(cfg.batch_size % cfg.microbatches == 0, "--batch-size ", cfg.batch_size, " is not divisible by --microbatches ",
            cfg.microbatches);
   TT_CHECK(cfg.pp <= cfg.n_layer, "--pp ", cfg.pp, " stages for --n-layer ", cfg.n_layer, " blocks: a stage would hold no block");
@@ -371,6 +372,7 @@ int train(const Config& cfg) {
                 static_cast<long long>(tokens_per_iter), flops_per_token * static_cast<double>(tokens_per_iter),
                 tt::get_num_threads());
   double val_loss = 0;
+  dist::TensorParallelStats tp_step;
   auto t0 = std::chrono::steady_clock::now();
   for (int64_t it = 0; it <= cfg.iters; ++it) {
     const double lr = examples::gpt_lr(it, cfg.lr, cfg.min_lr, cfg.warmup_iters, cfg.iters);
@@ -384,7 +386,9 @@ int train(const Config& cfg) {
     }
     if (it == cfg.iters) break;
     auto [x, y] = get_batch(corpus.train, cfg.batch_size, cfg.block_size, gen);
+    dist::tensor_parallel_stats() = {};
     const double loss = train_step(it, x, y);
+    if (it == 0) tp_step = dist::tensor_parallel_stats();  // one training iteration's traffic
     const auto t1 = std::chrono::steady_clock::now();
     const double dt = std::chrono::duration<double>(t1 - t0).count();
     t0 = t1;
@@ -408,6 +412,19 @@ int train(const Config& cfg) {
     ck.emplace_back("vocab", tt::tensor(std::vector<double>(corpus.vocab.begin(), corpus.vocab.end()), tt::kInt64));
     tt::save(ck, cfg.save);
     std::printf("saved: %s\n", cfg.save.c_str());
+  }
+  if (cfg.tp > 1 && is_main) {
+    // What f and g all-reduced in one iteration, beside Megatron-LM's count: per block two
+    // all-reduces of the (B, T, C) activations in forward (after attention, after the MLP) and two
+    // in backward, B = this replica's batch (tensor_parallel.hpp).
+    const int64_t B = cfg.batch_size / dp;
+    std::printf("tensor-parallel all-reduces per iteration: %lld (%lld per block), %lld bytes; Megatron's "
+                "4 x B x T x C x 4 bytes x n_layer = 4 x %lld x %lld x %lld x 4 x %lld = %lld\n",
+                static_cast<long long>(tp_step.all_reduces), static_cast<long long>(tp_step.all_reduces / cfg.n_layer),
+                static_cast<long long>(tp_step.all_reduce_bytes), static_cast<long long>(B),
+                static_cast<long long>(cfg.block_size), static_cast<long long>(cfg.n_embd),
+                static_cast<long long>(cfg.n_layer),
+                static_cast<long long>(4 * B * cfg.block_size * cfg.n_embd * 4 * cfg.n_layer));
   }
   if (pipelined && cfg.iters > 1) {
     // Each stage's busy fraction (compute / wall time of the steps after the first) beside the

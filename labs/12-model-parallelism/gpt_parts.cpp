@@ -1,8 +1,9 @@
-// labs/12-model-parallelism/gpt_parts.cpp — your GELU, embedding gradient and attention (lab 12;
-// the tasks are in lab.hpp).
+// labs/12-model-parallelism/gpt_parts.cpp — your GELU, embedding gradient and attention, and the
+// pieces of the split: shards, the tensor-parallel MLP, the 1F1B order (lab 12; the tasks are in
+// lab.hpp).
 //
 // Check your work:   scripts/lab.sh check 12, from the tinytorch clone (add the --dir you gave to start)
-// Chapter: chapters/12-model-parallelism.md, sections 12.2 and 12.3.
+// Chapter: chapters/12-model-parallelism.md, sections 12.2, 12.3, 12.6 and 12.7.
 // BEGIN REFERENCE ONLY
 #ifndef TT_LAB_REFERENCE
 #error "labs/12-model-parallelism/gpt_parts.cpp is the reference solution: a student build must compile the student's copy (scripts/lab.sh start 12)"
@@ -10,8 +11,11 @@
 // END REFERENCE ONLY
 #include "lab.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
+#include <vector>
 
 namespace lab12 {
 
@@ -62,6 +66,49 @@ Tensor causal_self_attention(const Tensor& x, const Tensor& w_attn, const Tensor
   att = tt::where(keep, att, -std::numeric_limits<double>::infinity()).softmax(-1);
   const Tensor y = tt::matmul(att, v).transpose(1, 2).contiguous().view({B, T, C});
   return tt::matmul(y, w_proj.t());
+  // END SOLUTION
+}
+
+Tensor column_shard(const Tensor& w, int64_t P, int64_t r, int64_t sections) {
+  // BEGIN SOLUTION tp_shards
+  const int64_t section = w.size(0) / sections, part = section / P;
+  std::vector<Tensor> rows;
+  for (int64_t k = 0; k < sections; ++k) rows.push_back(w.narrow(0, k * section + r * part, part));
+  return tt::cat(rows, 0).contiguous();
+  // END SOLUTION
+}
+
+Tensor row_shard(const Tensor& w, int64_t P, int64_t r) {
+  // BEGIN SOLUTION tp_shards
+  const int64_t part = w.size(1) / P;
+  return w.narrow(1, r * part, part).contiguous();
+  // END SOLUTION
+}
+
+Tensor tensor_parallel_mlp(const Tensor& x, const Tensor& w_fc, const Tensor& w_proj, int64_t P) {
+  // BEGIN SOLUTION tp_mlp
+  Tensor y;
+  for (int64_t r = 0; r < P; ++r) {
+    const Tensor h = tt::gelu(tt::matmul(x, column_shard(w_fc, P, r).t()));
+    const Tensor partial = tt::matmul(h, row_shard(w_proj, P, r).t());
+    y = r == 0 ? partial : y + partial;
+  }
+  return y;
+  // END SOLUTION
+}
+
+std::vector<std::string> one_f_one_b(int64_t P, int64_t M, int64_t s) {
+  // BEGIN SOLUTION one_f_one_b
+  std::vector<std::string> order;
+  const int64_t warmup = std::min(P - 1 - s, M);
+  int64_t f = 0, b = 0;
+  for (; f < warmup; ++f) order.push_back("F" + std::to_string(f));
+  while (f < M) {
+    order.push_back("F" + std::to_string(f++));
+    order.push_back("B" + std::to_string(b++));
+  }
+  while (b < M) order.push_back("B" + std::to_string(b++));
+  return order;
   // END SOLUTION
 }
 

@@ -1,23 +1,27 @@
-// labs/12-model-parallelism/lab.hpp — lab 12, part 1: the parts a GPT adds to what chapters 01-10
-// built, written by hand: GELU as a custom autograd function, the embedding's backward, and causal
-// multi-head self-attention from matmul, softmax and a mask. Your file is gpt_parts.cpp.
-// (Tensor and pipeline parallelism, the rest of the chapter, will add tasks here.)
+// labs/12-model-parallelism/lab.hpp — lab 12: the parts a GPT adds to what chapters 01-10 built,
+// written by hand (GELU as a custom autograd function, the embedding's backward, causal multi-head
+// self-attention from matmul, softmax and a mask), then how it is split: the shards of Megatron's
+// column- and row-parallel layers, the tensor-parallel MLP (its P ranks simulated in one process)
+// and the 1F1B pipeline order. Your file is gpt_parts.cpp.
 //
 // What you may use: tinytorch's differentiable ops (matmul, softmax, where, transpose, view,
 // narrow, tanh, ...) and, for embedding_backward, plain loops over data_ptr<float>() (CPU,
 // contiguous tensors). Not tinytorch::gelu, tinytorch::embedding or
 // scaled_dot_product_attention: they are what you are writing (the checks compare with PyTorch,
 // not with them).
-// Chapter: chapters/12-model-parallelism.md (12.2 the parts, 12.3 attention). The library's
+// Chapter: chapters/12-model-parallelism.md (12.2 the parts, 12.3 attention, 12.6-12.7 splitting). The library's
 // versions, to compare with once you are done: backend/functors.hpp (GeluOp, GeluBackwardOp),
 // backend/cpu/embedding.hpp (embedding_backward_kernel), functional.ipp
-// (scaled_dot_product_attention) and examples/gpt.hpp (CausalSelfAttention). Model: nanoGPT's
-// model.py.
+// (scaled_dot_product_attention), examples/gpt.hpp (CausalSelfAttention),
+// distributed/tensor_parallel.hpp (ColumnParallelLinear, RowParallelLinear) and
+// distributed/pipeline_schedule.hpp (stage_order). Model: nanoGPT's model.py.
 #pragma once
 
 #include <tinytorch/tinytorch.hpp>
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace lab12 {
 
@@ -57,5 +61,33 @@ Tensor embedding_backward(const Tensor& indices, const Tensor& dy, int64_t num_e
 ///   y -> (B, T, nh, hs) -> (B, T, C), then y w_proj^T      w_proj (C, C) -> (B, T, C)
 /// Differentiable ops only: the checks also compare the gradients of x, w_attn and w_proj.
 Tensor causal_self_attention(const Tensor& x, const Tensor& w_attn, const Tensor& w_proj, int64_t n_head);
+
+/// Task tp_shards. What rank r of P keeps of a Linear's whole weight w (out, in), as
+/// ColumnParallelLinear and RowParallelLinear do (12.7):
+///   column_shard(w, P, r, sections)  the rows (output features): w's rows form `sections` equal
+///                                    blocks (3 for attention's fused [q | k | v]); each block is
+///                                    cut into P equal parts and rank r keeps part r of every
+///                                    block, in order: (out / P, in). sections = 1: rows
+///                                    [r out/P, (r+1) out/P).
+///   row_shard(w, P, r)               the columns (input features) [r in/P, (r+1) in/P): (out, in / P)
+/// Return contiguous tensors; use differentiable ops (narrow, cat) so that gradients flow back to
+/// w (tp_mlp uses these). P divides the sizes (no need to check).
+Tensor column_shard(const Tensor& w, int64_t P, int64_t r, int64_t sections = 1);
+Tensor row_shard(const Tensor& w, int64_t P, int64_t r);
+
+/// Task tp_mlp. Megatron's MLP y = gelu(x w_fcᵀ) w_projᵀ (x (B, T, C), w_fc (4C, C), w_proj (C, 4C),
+/// exact GELU: tinytorch::gelu is allowed here) computed the way P ranks compute it, in one process:
+///   rank r:  h_r = gelu(x column_shard(w_fc, P, r)ᵀ)         (B, T, 4C/P)   no communication
+///            y_r = h_r row_shard(w_proj, P, r)ᵀ                (B, T, C)      a partial sum
+///   y = y_0 + y_1 + ... + y_{P-1}                              (g's all-reduce)
+/// The result equals the unsplit MLP (to rounding), and so do the gradients of x, w_fc and w_proj
+/// that autograd computes through your shards.
+Tensor tensor_parallel_mlp(const Tensor& x, const Tensor& w_fc, const Tensor& w_proj, int64_t P);
+
+/// Task one_f_one_b. The order in which stage s of P runs the forwards ("F0", "F1", ...) and
+/// backwards ("B0", ...) of M micro-batches under 1F1B (12.6): first w = min(P - 1 - s, M)
+/// forwards, then one forward and one backward in turn until every forward has run, then the
+/// remaining backwards. E.g. P = 4, M = 4, s = 1: F0 F1 F2 B0 F3 B1 B2 B3.
+std::vector<std::string> one_f_one_b(int64_t P, int64_t M, int64_t s);
 
 }  // namespace lab12

@@ -35,7 +35,8 @@ run_mode "$bin" unequal_steps nonzero \
   "rank 0: Watchdog caught collective operation timeout: all_reduce (sequence number 5, 1 torch.float32 elements, SUM)" \
   "rank 1: unequal_steps done"
 run_mode "$bin" send_unmatched nonzero \
-  "rank 0: Watchdog caught collective operation timeout: send to rank 1 (tag 7, 1048576 torch.float32 elements) on group \"default\""
+  "rank 0: Watchdog caught point-to-point operation timeout: send to rank 1 (tag 7, 1048576 torch.float32 elements) on group \"default\"" \
+  "The peer never posted the matching operation"
 run_mode "$bin" recv_size nonzero \
   "rank 1: recv from rank 0 (tag 2, group \"default\"): the message holds 12 bytes but 4 torch.float32 elements (16 bytes) were posted"
 

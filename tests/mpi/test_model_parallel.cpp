@@ -137,6 +137,9 @@ TEST_CASE("bad point-to-point arguments throw before any message", "[distributed
   CHECK_THROWS_WITH(dist::send(t, n), Catch::Contains("send: dst rank " + std::to_string(n) +
                                                       " is not a member of process group \"default\""));
   CHECK_THROWS_WITH(dist::isend(t, -1), Catch::Contains("isend: dst rank -1 is not a member"));
+  if (n > 1)
+    CHECK_THROWS_WITH(dist::send(t, (r + 1) % n, nullptr, 0x7474),
+                      Catch::Contains("send: tag 29812 is reserved for the library's own all-reduce algorithms"));
   CHECK_THROWS_WITH(dist::get_default_group().send(t.raw_data(), 4, tinytorch::kFloat32, n),
                     Catch::Contains("send: dst rank " + std::to_string(n) + " is outside [0, " + std::to_string(n) +
                                     ") of process group \"default\""));
@@ -280,9 +283,16 @@ TEST_CASE("DeviceMesh: the ranks as a grid, one group per line", "[distributed][
 
   // Shapes that do not tile the world, and other misuse: the same error on every rank.
   CHECK_THROWS_WITH(dist::init_device_mesh("cpu", {n + 1}),
-                    Catch::Contains(prefix() + "init_device_mesh: mesh shape [" + std::to_string(n + 1) + "] holds " +
-                                    std::to_string(n + 1) + " ranks but the world has " + std::to_string(n) +
-                                    "; the mesh must tile the world"));
+                    Catch::Contains(prefix() + "init_device_mesh: mesh shape [" + std::to_string(n + 1) +
+                                    "] holds more than the world's " + std::to_string(n) +
+                                    " ranks; the mesh must tile the world"));
+  if (n > 1)  // fewer ranks than the world
+    CHECK_THROWS_WITH(dist::init_device_mesh("cpu", {n - 1}),
+                      Catch::Contains("mesh shape [" + std::to_string(n - 1) + "] holds " + std::to_string(n - 1) +
+                                      " ranks but the world has " + std::to_string(n)));
+  // A product that would overflow int64 is refused before it is formed.
+  CHECK_THROWS_WITH(dist::init_device_mesh("cpu", {6148914691236517206, 3}),
+                    Catch::Contains("holds more than the world's"));
   CHECK_THROWS_WITH(dist::init_device_mesh("cpu", {n, 0}), Catch::Contains("mesh shape [" + std::to_string(n) +
                                                                             ", 0] has a size below 1"));
   CHECK_THROWS_WITH(dist::init_device_mesh("cpu", {n, 1}, {"dp"}),
@@ -398,6 +408,11 @@ TEST_CASE("ColumnParallelLinear and RowParallelLinear compute the whole Linear",
     CHECK_THROWS_WITH(dist::scatter_to_tensor_parallel_region(tinytorch::zeros({2, 5 * P + 1}), *tp),
                       Catch::Contains("the last dim of [2, " + std::to_string(5 * P + 1) + "] is not divisible"));
   }
+  CHECK_THROWS_WITH(dist::ColumnParallelLinear(col_full, *tp, /*gather_output=*/true, /*sections=*/3),
+                    Catch::Contains("ColumnParallelLinear: gather_output with 3 sections would put the output's "
+                                    "columns in rank order"));
+  CHECK_THROWS_WITH(dist::ColumnParallelLinear(col_full, *tp, false, 0),
+                    Catch::Contains("ColumnParallelLinear: sections must be >= 1, got 0"));
   CHECK_THROWS_WITH(col.forward(tinytorch::zeros({3, 7})),
                     Catch::Contains("ColumnParallelLinear: input of shape [3, 7] does not end in in_features=6"));
   CHECK_THROWS_WITH(row.forward(tinytorch::zeros({3, 12 / P + 1})),

@@ -121,7 +121,7 @@ struct AlgorithmOptions {
 };
 
 /// MPI tag of the algorithms' point-to-point messages.
-constexpr int kAlgorithmTag = 0x7474;
+constexpr int kAlgorithmTag = ProcessGroup::kReservedTag;  // send / recv refuse it
 
 namespace detail {
 

@@ -58,7 +58,10 @@ class DeviceMesh {
     int64_t product = 1;
     for (int64_t s : shape_) {
       detail::check(s >= 1, detail::rank_prefix(), op, ": mesh shape ", list(shape_), " has a size below 1");
-      product *= s;
+      detail::check(s <= world && product * s <= world, detail::rank_prefix(), op, ": mesh shape ", list(shape_),
+                    " holds more than the world's ", world, " ranks; the mesh must tile the world (the product of "
+                    "the sizes must equal the world size)");
+      product *= s;  // <= world: no overflow
     }
     detail::check(product == world, detail::rank_prefix(), op, ": mesh shape ", list(shape_), " holds ", product,
                   " ranks but the world has ", world, "; the mesh must tile the world (the product of the sizes "

@@ -84,7 +84,7 @@ class PipelineStage {
   /// as this stage receives it (stage 0: the data; the others: a tensor of the activation's shape
   /// and dtype, e.g. zeros). A collective of the group (the shape check).
   PipelineStage(std::shared_ptr<nn::Module> module, ProcessGroup& group, const Tensor& example_input)
-      : module_(std::move(module)), group_(&group), stage_(group.rank()), stages_(group.size()) {
+      : module_(std::move(module)), group_(group.shared_from_this()), stage_(group.rank()), stages_(group.size()) {
     detail::check(module_ != nullptr, detail::rank_prefix(), "PipelineStage: module is null");
     detail::check(example_input.defined(), detail::rank_prefix(), "PipelineStage: example_input is undefined");
     Tensor out;
@@ -286,6 +286,12 @@ class PipelineStage {
       for (int k = 0; k < f[1]; ++k) s.push_back(f[2 + k]);
       return describe(s, static_cast<DType>(f[0]));
     };
+    for (int s = 1; s < stages_; ++s) {
+      const auto dtype = static_cast<DType>(all[static_cast<size_t>(s * kFields)]);
+      detail::check(dtype == kFloat32 || dtype == kFloat64, detail::rank_prefix(), "PipelineStage: stage ", s,
+                    " expects activations of ", unpack(s, 0), "; activations between stages must be floating "
+                    "point (their gradients travel back)");
+    }
     for (int s = 0; s + 1 < stages_; ++s) {
       const std::string sends = unpack(s, 1), expects = unpack(s + 1, 0);
       detail::check(sends == expects, detail::rank_prefix(), "PipelineStage: stage ", s, " sends activations of ",
@@ -295,7 +301,7 @@ class PipelineStage {
   }
 
   std::shared_ptr<nn::Module> module_;
-  ProcessGroup* group_;
+  std::shared_ptr<ProcessGroup> group_;  ///< kept alive by the stage
   int stage_, stages_;
   Shape in_shape_, out_shape_;
   DType in_dtype_ = kFloat32, out_dtype_ = kFloat32;

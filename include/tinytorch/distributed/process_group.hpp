@@ -528,6 +528,11 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
 #endif
   }
 
+  /// The tag algorithms.hpp's ring, tree and parameter-server all-reduces use on a group's
+  /// communicator (kAlgorithmTag); send / recv refuse it, so that a user's message can never be
+  /// taken for one of theirs.
+  static constexpr int kReservedTag = 0x7474;
+
   // ---- point to point ---------------------------------------------------------------------------
   // send(buf, n, dtype, dst, tag)   rank dst's matching recv(buf, n, dtype, src = this rank, tag)
   //                                 receives the n elements. Messages between two ranks with one
@@ -695,8 +700,11 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
                   what == std::string("dst") ? "destination" : "source", " rank\")");
   }
 
-  /// Tags are 0 .. MPI_TAG_UB (at least 32767 by the MPI standard).
+  /// Tags are 0 .. MPI_TAG_UB (at least 32767 by the MPI standard), except kReservedTag.
   void check_tag(const char* name, int tag) const {
+    detail::check(tag != kReservedTag, detail::rank_prefix(), name, ": tag ", tag,
+                  " is reserved for the library's own all-reduce algorithms (algorithms.hpp's kAlgorithmTag), "
+                  "whose messages travel on the group's communicator too; use another tag");
     int tag_ub = 32767;
 #if TINYTORCH_WITH_MPI
     int* attr = nullptr;
@@ -715,7 +723,7 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
                 DType dtype, std::function<void(const std::vector<MPI_Status>&)> check_statuses) {
     pending_->fetch_add(1);
     std::function<void()> done = [pending = pending_] { pending->fetch_sub(1); };
-    std::string what = std::string(name) + " " + peer + " (tag " + std::to_string(tag) + ", " + std::to_string(count) +
+    std::string what = detail::p2p_marker() + name + " " + peer + " (tag " + std::to_string(tag) + ", " + std::to_string(count) +
                        " " + dtype_name(dtype) + " elements) on group \"" + name_ + "\"";
     auto describe = [w = std::move(what)] { return w; };
     if (!check_statuses) return Work(name, std::move(r), std::move(done), std::move(describe), timeout_);

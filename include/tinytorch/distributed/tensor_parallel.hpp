@@ -204,17 +204,22 @@ class ColumnParallelLinear : public nn::Module {
   int64_t in_features, out_features;  ///< of the whole layer
   int64_t sections;                   ///< equal parts of the output, each split over the ranks
   bool gather_output;                 ///< all-gather y, so that every rank has (..., out)
-  ProcessGroup* group;
+  std::shared_ptr<ProcessGroup> group;  ///< kept alive by the layer
   Tensor weight, bias;
 
   /// This rank's shard of `full` (the same layer on every rank). Throws tinytorch::Error when
-  /// P * sections does not divide out_features.
+  /// sections < 1, P * sections does not divide out_features, or gather_output is asked with
+  /// sections > 1 (the gathered blocks would come rank by rank, not section by section).
   ColumnParallelLinear(const nn::Linear& full, ProcessGroup& tp_group, bool gather_output = false,
                        int64_t sections = 1)
       : in_features(full.in_features), out_features(full.out_features), sections(sections),
-        gather_output(gather_output), group(&tp_group) {
+        gather_output(gather_output), group(tp_group.shared_from_this()) {
     const int64_t P = tp_group.size(), r = tp_group.rank();
-    detail::check(sections >= 1 && out_features % (sections * P) == 0, detail::rank_prefix(),
+    detail::check(sections >= 1, detail::rank_prefix(), "ColumnParallelLinear: sections must be >= 1, got ", sections);
+    detail::check(sections == 1 || !gather_output, detail::rank_prefix(), "ColumnParallelLinear: gather_output with ",
+                  sections, " sections would put the output's columns in rank order, not the layer's; gather "
+                  "each section yourself");
+    detail::check(out_features % (sections * P) == 0, detail::rank_prefix(),
                   "ColumnParallelLinear: out_features ", out_features, " (in ", sections,
                   " sections) is not divisible by the tensor-parallel size ", P);
     const int64_t section = out_features / sections, block = section / P;
@@ -249,13 +254,13 @@ class RowParallelLinear : public nn::Module {
  public:
   int64_t in_features, out_features;  ///< of the whole layer
   bool input_is_parallel;             ///< x arrives as this rank's slice (..., in/P)
-  ProcessGroup* group;
+  std::shared_ptr<ProcessGroup> group;  ///< kept alive by the layer
   Tensor weight, bias;
 
   /// This rank's shard of `full`. Throws tinytorch::Error when P does not divide in_features.
   RowParallelLinear(const nn::Linear& full, ProcessGroup& tp_group, bool input_is_parallel = true)
       : in_features(full.in_features), out_features(full.out_features), input_is_parallel(input_is_parallel),
-        group(&tp_group) {
+        group(tp_group.shared_from_this()) {
     const int64_t P = tp_group.size();
     detail::check(in_features % P == 0, detail::rank_prefix(), "RowParallelLinear: in_features ", in_features,
                   " is not divisible by the tensor-parallel size ", P);

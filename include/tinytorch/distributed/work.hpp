@@ -77,16 +77,28 @@ using SteadyClock = std::chrono::steady_clock;
 
 /// The watchdog's verdict: prints the report on this rank, gives the other ranks one second to
 /// print theirs, and aborts the job. Never returns.
+/// The prefix of a point-to-point operation's description (ProcessGroup::send / recv): the
+/// watchdog words its report for one peer instead of a collective.
+inline const std::string& p2p_marker() {
+  static const std::string m = "point-to-point ";
+  return m;
+}
+
 [[noreturn]] inline void watchdog_abort(const std::string& what, double waited_ms, Milliseconds timeout) {
+  const bool p2p = what.rfind(p2p_marker(), 0) == 0;
+  const std::string op = p2p ? what.substr(p2p_marker().size()) : what;
+  const std::string why =
+      p2p ? std::string("The peer never posted the matching operation (a send for this recv, a recv for this send) "
+                        "with this tag: it stopped, died, is stuck elsewhere, or used another tag or peer.\n")
+          : std::string("Some rank never joined this collective: it stopped, died, is stuck elsewhere, or called "
+                        "another collective") +
+                (get_debug_level() == DebugLevel::DETAIL ? ".\n" : " (TINYTORCH_DISTRIBUTED_DEBUG=DETAIL names it).\n");
   // One write per message, so that the reports of ranks timing out together do not interleave.
-  std::cerr << rank_prefix() + "Watchdog caught collective operation timeout: " + what + " ran for " +
-                   std::to_string(static_cast<int64_t>(waited_ms)) + " ms, longer than the timeout of " +
-                   std::to_string(timeout.count()) +
+  std::cerr << rank_prefix() + "Watchdog caught " + (p2p ? "point-to-point" : "collective") +
+                   " operation timeout: " + op + " ran for " + std::to_string(static_cast<int64_t>(waited_ms)) +
+                   " ms, longer than the timeout of " + std::to_string(timeout.count()) +
                    " ms (the process group's timeout: init_process_group(backend, timeout), TINYTORCH_DIST_TIMEOUT="
-                   "<seconds>, or a program's --timeout). Some rank never "
-                   "joined this collective: it stopped, died, is stuck elsewhere, or called another collective" +
-                   (get_debug_level() == DebugLevel::DETAIL ? std::string(".\n")
-                                      : std::string(" (TINYTORCH_DISTRIBUTED_DEBUG=DETAIL names it).\n"))
+                   "<seconds>, or a program's --timeout). " + why
             << std::flush;
   std::this_thread::sleep_for(std::min(timeout, Milliseconds(1000)));
   std::cerr << rank_prefix() + "aborting the job (MPI_Abort) so that the other ranks do not hang\n" << std::flush;
