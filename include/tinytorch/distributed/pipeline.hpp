@@ -117,12 +117,7 @@ class PipelineStage {
   PipelineStepStats step(int64_t microbatches, const std::vector<Tensor>& inputs, const std::vector<Tensor>& targets,
                          const LossFn& loss_fn, pipeline::Schedule schedule) {
     const int64_t M = microbatches;
-    detail::check(M >= 1, detail::rank_prefix(), "PipelineStage::step: micro-batches must be >= 1, got ", M);
-    detail::check(!is_first() || static_cast<int64_t>(inputs.size()) == M, detail::rank_prefix(),
-                  "PipelineStage::step: stage 0 needs ", M, " micro-batch inputs, got ", inputs.size());
-    detail::check(!is_last() || static_cast<int64_t>(targets.size()) == M, detail::rank_prefix(),
-                  "PipelineStage::step: the last stage needs ", M, " micro-batch targets, got ", targets.size());
-    detail::check(!is_last() || loss_fn != nullptr, detail::rank_prefix(), "PipelineStage::step: no loss function");
+    check_microbatches("PipelineStage::step", M, inputs, targets, loss_fn);
     using Clock = std::chrono::steady_clock;
     const auto start = Clock::now();
     PipelineStepStats stats;
@@ -197,11 +192,7 @@ class PipelineStage {
   double evaluate(int64_t microbatches, const std::vector<Tensor>& inputs, const std::vector<Tensor>& targets,
                   const LossFn& loss_fn) {
     const int64_t M = microbatches;
-    detail::check(M >= 1, detail::rank_prefix(), "PipelineStage::evaluate: micro-batches must be >= 1, got ", M);
-    detail::check(!is_first() || static_cast<int64_t>(inputs.size()) == M, detail::rank_prefix(),
-                  "PipelineStage::evaluate: stage 0 needs ", M, " micro-batch inputs, got ", inputs.size());
-    detail::check(!is_last() || static_cast<int64_t>(targets.size()) == M, detail::rank_prefix(),
-                  "PipelineStage::evaluate: the last stage needs ", M, " micro-batch targets, got ", targets.size());
+    check_microbatches("PipelineStage::evaluate", M, inputs, targets, loss_fn);
     NoGradGuard no_grad;
     double loss_sum = 0.0;
     for (int64_t m = 0; m < M; ++m) {
@@ -222,6 +213,17 @@ class PipelineStage {
 
  private:
   static constexpr int kActivationTag = 0;
+
+  /// step's and evaluate's local checks of their arguments.
+  void check_microbatches(const char* op, int64_t M, const std::vector<Tensor>& inputs,
+                          const std::vector<Tensor>& targets, const LossFn& loss_fn) const {
+    detail::check(M >= 1, detail::rank_prefix(), op, ": micro-batches must be >= 1, got ", M);
+    detail::check(!is_first() || static_cast<int64_t>(inputs.size()) == M, detail::rank_prefix(), op,
+                  ": stage 0 needs ", M, " micro-batch inputs, got ", inputs.size());
+    detail::check(!is_last() || static_cast<int64_t>(targets.size()) == M, detail::rank_prefix(), op,
+                  ": the last stage needs ", M, " micro-batch targets, got ", targets.size());
+    detail::check(!is_last() || loss_fn != nullptr, detail::rank_prefix(), op, ": no loss function");
+  }
   static constexpr int kGradientTag = 1;
 
   struct Pending {

@@ -551,62 +551,12 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
 
   Work send(const void* buf, int64_t count, DType dtype, int dst, int tag = 0, Completion how = Completion::Async,
             const char* name = "send") {
-    Exclusive busy(*this, name);
-    detail::check_buffer_args(name, buf, count);
-    check_peer(name, dst, "dst");
-    check_tag(name, tag);
-#if TINYTORCH_WITH_MPI
-    std::vector<MPI_Request> r(1, MPI_REQUEST_NULL);
-    detail::mpi_check(MPI_Isend(buf, static_cast<int>(count), detail::mpi_datatype(dtype), dst, tag, comm_, r.data()),
-                      "MPI_Isend", name);
-    Work w = p2p_work(name, std::move(r), "to " + peer_name(dst), tag, count, dtype, nullptr);
-    if (how == Completion::Blocking) {
-      w.wait();
-      return Work();
-    }
-    return w;
-#else
-    (void)how, (void)dtype;
-    return Work();  // not reached: a world of one rank has no peer (check_peer threw)
-#endif
+    return point_to_point(true, const_cast<void*>(buf), count, dtype, dst, tag, how, name);
   }
 
   Work recv(void* buf, int64_t count, DType dtype, int src, int tag = 0, Completion how = Completion::Async,
             const char* name = "recv") {
-    Exclusive busy(*this, name);
-    detail::check_buffer_args(name, buf, count);
-    check_peer(name, src, "src");
-    check_tag(name, tag);
-#if TINYTORCH_WITH_MPI
-    std::vector<MPI_Request> r(1, MPI_REQUEST_NULL);
-    detail::mpi_check(MPI_Irecv(buf, static_cast<int>(count), detail::mpi_datatype(dtype), src, tag, comm_, r.data()),
-                      "MPI_Irecv", name);
-    const std::string where = detail::rank_prefix() + name + " from " + peer_name(src) + " (tag " +
-                              std::to_string(tag) + ", group \"" + name_ + "\")";
-    const int64_t expected = count * static_cast<int64_t>(element_size(dtype));
-    const std::string posted = std::to_string(count) + " " + dtype_name(dtype) + " elements (" +
-                               std::to_string(expected) + " bytes)";
-    auto check_size = [where, expected, posted, name](const std::vector<MPI_Status>& st) {
-      int bytes = -1;
-      MPI_Get_count(&st[0], MPI_BYTE, &bytes);
-      if (st[0].MPI_ERROR == MPI_ERR_TRUNCATE)
-        detail::throw_error(::tinytorch::detail::str_cat(
-            where, ": the message is larger (", bytes > expected ? std::to_string(bytes) + " bytes" : "size unknown",
-            ") than the ", posted, " posted; send and recv must agree on the size"));
-      if (st[0].MPI_ERROR != MPI_SUCCESS) detail::mpi_check(st[0].MPI_ERROR, "MPI_Irecv", name);
-      detail::check(bytes == expected, where, ": the message holds ", bytes, " bytes but ", posted,
-                    " were posted; send and recv must agree on the size");
-    };
-    Work w = p2p_work(name, std::move(r), "from " + peer_name(src), tag, count, dtype, std::move(check_size));
-    if (how == Completion::Blocking) {
-      w.wait();
-      return Work();
-    }
-    return w;
-#else
-    (void)how, (void)dtype;
-    return Work();  // not reached, as send's
-#endif
+    return point_to_point(false, buf, count, dtype, src, tag, how, name);
   }
 
 #if TINYTORCH_WITH_MPI
@@ -698,6 +648,54 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
     detail::check(peer != rank_, detail::rank_prefix(), name, ": ", what, " rank ", peer,
                   " is this rank; a rank cannot send to or receive from itself (PyTorch: \"Invalid ",
                   what == std::string("dst") ? "destination" : "source", " rank\")");
+  }
+
+  /// send (MPI_Isend of buf) or recv (MPI_Irecv into buf, its size checked when it completes),
+  /// after the local checks; Blocking waits for the Work (watched) and returns a completed one.
+  Work point_to_point(bool is_send, void* buf, int64_t count, DType dtype, int peer, int tag, Completion how,
+                      const char* name) {
+    Exclusive busy(*this, name);
+    detail::check_buffer_args(name, buf, count);
+    check_peer(name, peer, is_send ? "dst" : "src");
+    check_tag(name, tag);
+#if TINYTORCH_WITH_MPI
+    std::vector<MPI_Request> r(1, MPI_REQUEST_NULL);
+    const int n = static_cast<int>(count);
+    const MPI_Datatype t = detail::mpi_datatype(dtype);
+    if (is_send)
+      detail::mpi_check(MPI_Isend(buf, n, t, peer, tag, comm_, r.data()), "MPI_Isend", name);
+    else
+      detail::mpi_check(MPI_Irecv(buf, n, t, peer, tag, comm_, r.data()), "MPI_Irecv", name);
+    std::function<void(const std::vector<MPI_Status>&)> check_size;
+    if (!is_send) {
+      const std::string where = detail::rank_prefix() + name + " from " + peer_name(peer) + " (tag " +
+                                std::to_string(tag) + ", group \"" + name_ + "\")";
+      const int64_t expected = count * static_cast<int64_t>(element_size(dtype));
+      const std::string posted = std::to_string(count) + " " + dtype_name(dtype) + " elements (" +
+                                 std::to_string(expected) + " bytes)";
+      check_size = [where, expected, posted, name](const std::vector<MPI_Status>& st) {
+        int bytes = -1;
+        MPI_Get_count(&st[0], MPI_BYTE, &bytes);
+        if (st[0].MPI_ERROR == MPI_ERR_TRUNCATE)
+          detail::throw_error(::tinytorch::detail::str_cat(
+              where, ": the message is larger (", bytes > expected ? std::to_string(bytes) + " bytes" : "size unknown",
+              ") than the ", posted, " posted; send and recv must agree on the size"));
+        if (st[0].MPI_ERROR != MPI_SUCCESS) detail::mpi_check(st[0].MPI_ERROR, "MPI_Irecv", name);
+        detail::check(bytes == expected, where, ": the message holds ", bytes, " bytes but ", posted,
+                      " were posted; send and recv must agree on the size");
+      };
+    }
+    Work w = p2p_work(name, std::move(r), (is_send ? "to " : "from ") + peer_name(peer), tag, count, dtype,
+                      std::move(check_size));
+    if (how == Completion::Blocking) {
+      w.wait();
+      return Work();
+    }
+    return w;
+#else
+    (void)buf, (void)count, (void)dtype, (void)how;
+    return Work();  // not reached: a world of one rank has no peer (check_peer threw)
+#endif
   }
 
   /// Tags are 0 .. MPI_TAG_UB (at least 32767 by the MPI standard), except kReservedTag.
