@@ -20,7 +20,7 @@
 //   build/bin/train_gpt --save gpt.tt                     # keep the trained model
 //   build/bin/train_gpt --sample 500 --resume gpt.tt      # generate 500 characters from it
 //   scripts/mpirun.sh -np 2 build/bin/train_gpt --tp 2    # every Block split over 2 ranks (Megatron)
-//   scripts/mpirun.sh -np 4 build/bin/train_gpt --tp 2    # ... and DDP over 2 such pairs
+//   scripts/mpirun.sh -np 4 build/bin/train_gpt --dp 2 --tp 2   # ... and DDP over 2 such pairs
 //   scripts/mpirun.sh -np 2 build/bin/train_gpt --pp 2 --microbatches 4   # 2 pipeline stages
 // Several ranks (mpirun): the world is a DeviceMesh (dp, tp) with tp = --tp and dp = world / tp
 // (distributed/device_mesh.hpp). The model is built whole on every rank (the same seed), then
@@ -75,6 +75,7 @@ struct Config {
   uint64_t seed = 1337;
   int threads = 0;
   int64_t tp = 1;  ///< tensor-parallel size (ranks per model replica)
+  int64_t dp = 0;  ///< data-parallel replicas (0: ranks / tp)
   int64_t pp = 1;  ///< pipeline stages (one per rank)
   int64_t microbatches = 1;
   std::string schedule = "1f1b";
@@ -246,6 +247,9 @@ int train(const Config& cfg) {
            " (the ranks form a dp x tp grid; run with mpirun -np a multiple of --tp)");
   const bool pipelined = cfg.pp > 1 || cfg.microbatches > 1;
   const int64_t dp = pipelined ? 1 : world / cfg.tp;  // data-parallel replicas
+  TT_CHECK(cfg.dp == 0 || (!pipelined && cfg.dp * cfg.tp == world), "--dp ", cfg.dp, " x --tp ", cfg.tp, " = ",
+           cfg.dp * cfg.tp, " but there are ", world, " ranks", pipelined ? " (and --dp does not combine with --pp)" : "",
+           "; the ranks form a dp x tp grid");
   TT_CHECK(cfg.batch_size % dp == 0, "--batch-size ", cfg.batch_size, " is not divisible by the ", dp,
            " data-parallel replicas (ranks / --tp)");
   TT_CHECK(cfg.n_head % cfg.tp == 0, "--n-head ", cfg.n_head, " is not divisible by --tp ", cfg.tp,
@@ -487,6 +491,8 @@ int main(int argc, char** argv) {
       ->check(flags::integer_in(1, 100000));
   app.add_option("--schedule", cfg.schedule, "pipeline schedule: gpipe or 1f1b")
       ->check(CLI::IsMember({"gpipe", "1f1b"}));
+  app.add_option("--dp", cfg.dp, "data-parallel replicas under mpirun (default: ranks / --tp; if given, --dp x --tp "
+                 "must equal the ranks)")->check(flags::integer_in(1, 1024));
   app.add_option("--tp", cfg.tp, "tensor-parallel size under mpirun: ranks that split each Block (divides the ranks "
                  "and --n-head)")->check(flags::integer_in(1, 1024));
   CLI11_PARSE(app, argc, argv);
