@@ -132,11 +132,25 @@ TEST_CASE("GPT: 10 AdamW steps with nanoGPT's groups, schedule and clipping give
       opt->zero_grad();
       CHECK(compare(loss.detach().reshape({1}), tag + ".step.loss" + std::to_string(it)) == "");
     }
-    // Final parameters to 1e-5 absolute: the key projection's bias has a zero gradient in exact
+    // Final parameters to 1e-5, except the key projection's bias: it has a zero gradient in exact
     // arithmetic (it shifts a whole row of scores, which softmax ignores), so what it gets is
     // rounding noise of ~1e-9, and Adam divides that by its own root mean square: each step moves
-    // it by about +-lr whichever way the noise points, in PyTorch's sums and in ours differently.
-    for (const auto& [n, p] : m->named_parameters()) CHECK(compare(p, tag + ".final." + n, 1e-5, 1e-5) == "");
+    // it by up to about lr whichever way the noise points, in PyTorch's sums and in ours
+    // differently (the composite attention happened to land within 1e-5 of PyTorch's, the fused
+    // kernel, which rounds otherwise, 1.0e-5 away). Its bound is the sum of those steps.
+    for (const auto& [n, p] : m->named_parameters()) {
+      const std::string ref = tag + ".final." + n;
+      if (n.size() < 16 || n.compare(n.size() - 16, 16, "attn.c_attn.bias") != 0) {
+        CHECK(compare(p, ref, 1e-5, 1e-5) == "");
+        continue;
+      }
+      INFO(n);
+      const Tensor diff = (p.detach() - from_ref(ref)).abs();  // (3C): q, k, v biases
+      const int64_t C = diff.numel() / 3;
+      CHECK(diff.narrow(0, 0, C).max().item() <= 2e-5);      // q
+      CHECK(diff.narrow(0, 2 * C, C).max().item() <= 2e-5);  // v
+      CHECK(diff.narrow(0, C, C).max().item() <= kSteps * kLr);  // k: noise-driven
+    }
   }
 }
 

@@ -1,22 +1,28 @@
 // tests/test_transformer.cpp — the transformer's parts: gelu (exact and tanh), embedding
 // (padding_idx), matmul with 4-D and broadcast batch dims, dropout as a function,
-// scaled_dot_product_attention (plain, causal, int64 0/1 and float masks, scale), nn::GELU and
-// nn::Embedding. Each: values and gradients against PyTorch, gradcheck in float64, grad_fn names,
-// and the errors PyTorch raises (or ours, where the docstring says we differ).
+// scaled_dot_product_attention (plain, causal, int64 0/1 and float masks, scale; the fused kernel
+// against its naive twin and the composite path, nn::attention::sdpa_kernel), nn::GELU,
+// nn::Embedding and nn::MultiheadAttention (tests/reference/mha_ref.hpp from gen_mha.py: PyTorch
+// 1.13's module, with masks, batch_first, unbatched). Each: values and gradients against
+// PyTorch, gradcheck in float64 (the ops), grad_fn names, and the errors PyTorch raises (or ours,
+// where the docstring says we differ).
 // Headers under test: functional.hpp (gelu, embedding, dropout, scaled_dot_product_attention,
-// matmul), autograd/functions/{elementwise,embedding}.hpp, ops/embedding.hpp,
-// backend/cpu/embedding.hpp, nn/embedding.hpp, nn/activation.hpp.
+// matmul), autograd/functions/{elementwise,embedding,attention}.hpp, ops/{embedding,attention}.hpp,
+// backend/cpu/{embedding,attention}.hpp, nn/embedding.hpp, nn/activation.hpp, nn/attention.hpp.
 // Reference numbers: tests/reference/transformer_ref.hpp (tests/reference/gen_transformer.py;
 // scaled_dot_product_attention by the formula of PyTorch 2.x's documentation, as 1.13 lacks it).
 // Tag: [transformer]. Chapter: chapters/12-model-parallelism.md.
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <optional>
 #include <sstream>
 #include <string>
 
 #include <tinytorch/tinytorch.hpp>
+#include <tinytorch/backend/cpu/attention.hpp>  // the fused kernel and its naive twin (internals under test)
 
+#include "reference/mha_ref.hpp"
 #include "reference/transformer_ref.hpp"
 #include "reference/ref_arrays.hpp"
 
@@ -136,9 +142,14 @@ TEST_CASE("matmul with 4-D operands and broadcast batch dims matches PyTorch", "
 }
 
 TEST_CASE("scaled_dot_product_attention matches the documented formula in PyTorch", "[transformer]") {
+  using nn::attention::SDPBackend;
+  // Each case through the kernel chosen by default (the fused one where it applies) and through MATH.
+  const SDPBackend backend = GENERATE(SDPBackend::EFFICIENT_ATTENTION, SDPBackend::MATH);
   for (const char* name : {"plain", "causal", "causal_wide", "boolmask", "floatmask", "scale"}) {
     const std::string p = std::string("sdpa.") + name;
-    INFO(p);
+    INFO(p << (backend == SDPBackend::MATH ? " (MATH)" : " (default choice)"));
+    std::optional<nn::attention::sdpa_kernel> only_math;
+    if (backend == SDPBackend::MATH) only_math.emplace(SDPBackend::MATH);
     Tensor q = leaf(p + ".q"), k = leaf(p + ".k"), v = leaf(p + ".v");
     Tensor mask;
     if (std::string(name) == "boolmask") mask = from_ref(p + ".mask", kInt64);
@@ -146,6 +157,8 @@ TEST_CASE("scaled_dot_product_attention matches the documented formula in PyTorc
     const bool causal = std::string(name).rfind("causal", 0) == 0;
     const std::optional<double> scale = std::string(name) == "scale" ? std::optional<double>(0.3) : std::nullopt;
     Tensor y = scaled_dot_product_attention(q, k, v, mask, 0.0, causal, scale);
+    const bool fused = backend != SDPBackend::MATH && !mask.defined();
+    CHECK((y.grad_fn()->name() == "ScaledDotProductEfficientAttentionBackward0") == fused);
     y.backward(from_ref(p + ".gout"));
     CHECK(compare(y, p + ".y") == "");
     CHECK(compare(q.grad(), p + ".grad_q") == "");
@@ -201,6 +214,193 @@ TEST_CASE("scaled_dot_product_attention: causal rows see only the past; errors n
                                "key [3, 4, 3], value [3, 4, 4]"));
   REQUIRE_THROWS_WITH(scaled_dot_product_attention(q, k, v, ones({4, 5}, kInt64)),
                       Contains("attn_mask of shape [4, 5] cannot be broadcast to the attention scores' shape [1, 4, 4]"));
+}
+
+TEST_CASE("the fused attention kernel equals its naive twin and the composite path; sdpa_kernel chooses", "[transformer]") {
+  namespace cpu = backend::cpu;
+  using nn::attention::SDPBackend;
+  using nn::attention::sdpa_kernel;
+  struct Case { int64_t N, L, S, E, Ev; bool causal; };
+  // L > S and L < S with causal (top-left aligned), E != Ev, sizes past Eigen's small-product path
+  for (const Case c : {Case{3, 5, 7, 4, 6, false}, Case{2, 7, 5, 3, 2, true}, Case{2, 33, 40, 16, 24, true},
+                       Case{1, 64, 64, 32, 32, true}, Case{4, 1, 9, 8, 8, false}}) {
+    INFO("N " << c.N << " L " << c.L << " S " << c.S << " E " << c.E << " Ev " << c.Ev << " causal " << c.causal);
+    manual_seed(3);
+    const Tensor q = randn({c.N, c.L, c.E}, kFloat64), k = randn({c.N, c.S, c.E}, kFloat64),
+                 v = randn({c.N, c.S, c.Ev}, kFloat64), dout = randn({c.N, c.L, c.Ev}, kFloat64);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(c.E));
+    // the fast CPU kernel against the oracle loops, float64
+    Tensor out = empty({c.N, c.L, c.Ev}, kFloat64), out_n = empty({c.N, c.L, c.Ev}, kFloat64);
+    Tensor lse = empty({c.N, c.L}, kFloat64), lse_n = empty({c.N, c.L}, kFloat64);
+    cpu::attention_kernel(q.data_ptr<double>(), k.data_ptr<double>(), v.data_ptr<double>(), out.data_ptr<double>(),
+                          lse.data_ptr<double>(), c.N, c.L, c.S, c.E, c.Ev, scale, c.causal);
+    cpu::attention_naive(q.data_ptr<double>(), k.data_ptr<double>(), v.data_ptr<double>(), out_n.data_ptr<double>(),
+                         lse_n.data_ptr<double>(), c.N, c.L, c.S, c.E, c.Ev, scale, c.causal);
+    CHECK((out - out_n).abs().max().item() < 1e-12);
+    CHECK((lse - lse_n).abs().max().item() < 1e-12);
+    Vs fast, naive;
+    for (Vs* g : {&fast, &naive}) {
+      *g = {empty(q.sizes(), kFloat64), empty(k.sizes(), kFloat64), empty(v.sizes(), kFloat64)};
+      auto bw = g == &fast ? cpu::attention_backward_kernel<double> : cpu::attention_backward_naive<double>;
+      bw(dout.data_ptr<double>(), q.data_ptr<double>(), k.data_ptr<double>(), v.data_ptr<double>(),
+         out.data_ptr<double>(), lse.data_ptr<double>(), (*g)[0].data_ptr<double>(), (*g)[1].data_ptr<double>(),
+         (*g)[2].data_ptr<double>(), c.N, c.L, c.S, c.E, c.Ev, scale, c.causal);
+    }
+    for (int i = 0; i < 3; ++i) CHECK((fast[i] - naive[i]).abs().max().item() < 1e-12);
+
+    // through scaled_dot_product_attention, float32: the fused node against MATH
+    const Tensor q32 = q.to(kFloat32).requires_grad_(), k32 = k.to(kFloat32).requires_grad_(),
+                 v32 = v.to(kFloat32).requires_grad_();
+    Tensor y_fused = scaled_dot_product_attention(q32, k32, v32, Tensor(), 0.0, c.causal);
+    CHECK(y_fused.grad_fn()->name() == "ScaledDotProductEfficientAttentionBackward0");
+    y_fused.backward(dout.to(kFloat32));
+    const Vs g_fused = {q32.grad().clone(), k32.grad().clone(), v32.grad().clone()};
+    for (const Tensor& t : {q32, k32, v32}) t.grad().zero_();
+    Tensor y_math;
+    {
+      sdpa_kernel only(SDPBackend::MATH);
+      y_math = scaled_dot_product_attention(q32, k32, v32, Tensor(), 0.0, c.causal);
+    }
+    CHECK(y_math.grad_fn()->name() != "ScaledDotProductEfficientAttentionBackward0");
+    y_math.backward(dout.to(kFloat32));
+    CHECK((y_fused - y_math).abs().max().item() < 1e-5);
+    CHECK((g_fused[0] - q32.grad()).abs().max().item() < 1e-5);
+    CHECK((g_fused[1] - k32.grad()).abs().max().item() < 1e-5);
+    CHECK((g_fused[2] - v32.grad()).abs().max().item() < 1e-5);
+  }
+  // gradcheck through the fused node, float64, 4-D (B, H, T, hd) inputs taken as views
+  const Tensor qkv = randn({2, 5, 3, 2, 4}, kFloat64).requires_grad_();
+  CHECK(autograd::gradcheck(
+      [&](const Vs& t) {
+        const Tensor x = t[0].transpose(1, 3);  // (2, 2, 3, 5, 4): non-contiguous q, k, v
+        return scaled_dot_product_attention(x.select(2, 0), x.select(2, 1), x.select(2, 2), Tensor(), 0.0, true);
+      },
+      {qkv}));
+
+  // sdpa_kernel: EFFICIENT_ATTENTION alone refuses what it cannot run, naming why; guards nest
+  const Tensor q = randn({2, 4, 3}), k = randn({2, 4, 3}), v = randn({2, 4, 3});
+  {
+    sdpa_kernel only(SDPBackend::EFFICIENT_ATTENTION);
+    CHECK(scaled_dot_product_attention(q, k, v).sizes() == Shape{2, 4, 3});
+    REQUIRE_THROWS_WITH(scaled_dot_product_attention(q, k, v, ones({4, 4}, kInt64)),
+                        "scaled_dot_product_attention: No available kernel: sdpa_kernel allows only "
+                        "EFFICIENT_ATTENTION, which cannot run this call: an attn_mask is given (is_causal is "
+                        "supported) (query [2, 4, 3], key [2, 4, 3], value [2, 4, 3])");
+    REQUIRE_THROWS_WITH(scaled_dot_product_attention(q, k.select(0, 0), v), Contains("different batch dims"));
+    REQUIRE_THROWS_WITH(scaled_dot_product_attention(q, k, v, Tensor(), 0.5), Contains("dropout_p > 0"));
+    REQUIRE_THROWS_WITH(scaled_dot_product_attention(q, randn({2, 0, 3}), randn({2, 0, 3})), Contains("S is 0"));
+    {
+      sdpa_kernel inner({SDPBackend::MATH});
+      CHECK(sdpa_kernel::enabled().math);
+      CHECK(!sdpa_kernel::enabled().efficient);
+    }
+    CHECK(!sdpa_kernel::enabled().math);  // restored
+  }
+  CHECK(sdpa_kernel::enabled().math);
+  CHECK(sdpa_kernel::enabled().efficient);
+  REQUIRE_THROWS_WITH(sdpa_kernel(std::vector<SDPBackend>{}), "sdpa_kernel: expected at least one SDPBackend");
+  // the cases the fused kernel skips still run (the composite): S = 0 gives zeros, as matmul
+  CHECK(scaled_dot_product_attention(q, randn({2, 0, 3}), randn({2, 0, 3})).abs().sum().item() == 0.0);
+}
+
+namespace {
+const mha_ref::Array& mha_array(const std::string& name) { return ref_arrays::get(mha_ref::arrays(), name); }
+Tensor mha_tensor(const std::string& name, DType dtype = kFloat32) { return ref_arrays::to_tensor(mha_array(name), dtype); }
+std::string mha_compare(const Tensor& got, const std::string& name) {
+  return ref_arrays::compare(got, mha_array(name), name, 1e-5, 1e-6);
+}
+/// nn::MultiheadAttention(8, 2, ...) with gen_mha.py's parameters.
+std::shared_ptr<nn::MultiheadAttention> reference_mha(bool batch_first = false) {
+  auto m = std::make_shared<nn::MultiheadAttention>(8, 2, 0.0, true, batch_first);
+  std::vector<std::pair<std::string, Tensor>> sd;
+  for (const char* n : {"in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"})
+    sd.emplace_back(n, mha_tensor(std::string("mha.param.") + n));
+  m->load_state_dict(sd);
+  return m;
+}
+}  // namespace
+
+TEST_CASE("nn::MultiheadAttention matches PyTorch's: outputs, weights, every gradient", "[transformer]") {
+  for (const char* name : {"self", "cross", "masks", "floatmask", "batch_first", "unbatched"}) {
+    const std::string c = name, p = "mha." + c + ".";
+    INFO(c);
+    auto m = reference_mha(c == "batch_first");
+    Tensor q = mha_tensor(p + "query").requires_grad_();
+    const bool self_attn = c == "self";
+    Tensor k = self_attn ? q : mha_tensor(p + "key").requires_grad_();
+    Tensor v = self_attn ? q : mha_tensor(p + "value").requires_grad_();
+    Tensor attn_mask, kpm;
+    bool need_weights = true, average = true;
+    if (c == "masks") {
+      attn_mask = mha_tensor(p + "attn_mask", kInt64);  // PyTorch's bool: 1 = may not attend
+      kpm = mha_tensor(p + "key_padding_mask", kInt64);
+    }
+    if (c == "floatmask") attn_mask = mha_tensor(p + "attn_mask"), need_weights = false;
+    if (c == "unbatched") kpm = mha_tensor(p + "key_padding_mask", kInt64);
+    if (c == "cross") average = false;
+    auto [out, weights] = m->forward(q, k, v, kpm, need_weights, attn_mask, average);
+    CHECK(mha_compare(out, p + "out") == "");
+    if (need_weights) CHECK(mha_compare(weights, p + "weights") == "");
+    else CHECK(!weights.defined());
+    out.backward(mha_tensor(p + "gout"));
+    CHECK(mha_compare(q.grad(), p + "grad_query") == "");
+    if (!self_attn) {
+      CHECK(mha_compare(k.grad(), p + "grad_key") == "");
+      CHECK(mha_compare(v.grad(), p + "grad_value") == "");
+    }
+    for (const auto& [pn, param] : m->named_parameters()) CHECK(mha_compare(param.grad(), p + "grad." + pn) == "");
+  }
+}
+
+// (No gradcheck of the module: it is a composite of ops that each pass one; its gradients are
+// compared with PyTorch's above, every parameter's included.)
+TEST_CASE("nn::MultiheadAttention: init, the fused path, clone, errors", "[transformer]") {
+  manual_seed(0);
+  nn::MultiheadAttention m(16, 4);
+  // PyTorch's init: in_proj_weight xavier_uniform_ (bound sqrt(6 / (16 + 48))), biases 0
+  const double bound = std::sqrt(6.0 / 64.0);
+  CHECK(m.in_proj_weight.abs().max().item() <= bound);
+  CHECK(m.in_proj_weight.abs().max().item() > 0.9 * bound);
+  CHECK(m.in_proj_bias.abs().sum().item() == 0.0);
+  CHECK(m.out_proj->bias.abs().sum().item() == 0.0);
+  std::vector<std::string> names;
+  for (const auto& [n, t] : m.named_parameters()) names.push_back(n);
+  CHECK(names == std::vector<std::string>{"in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"});
+
+  // without weights and masks the heads take the fused kernel, and give the explicit path's numbers
+  const Tensor x = randn({5, 2, 16});
+  auto [y_weights, w] = m.forward(x, x, x);
+  CHECK(w.sizes() == Shape{2, 5, 5});
+  const Tensor y = m.forward(x);  // the Module form: self-attention, output only
+  CHECK((y - y_weights).abs().max().item() < 1e-6);
+  {  // need_weights = false runs the heads through the fused kernel: allowed alone, it still runs
+    nn::attention::sdpa_kernel only(nn::attention::SDPBackend::EFFICIENT_ATTENTION);
+    auto [yf, none] = m.forward(x, x, x, Tensor(), false);
+    CHECK(!none.defined());
+    CHECK((yf - y_weights).abs().max().item() < 1e-6);
+  }
+
+  // clone: its own tensors, the same numbers
+  auto c = std::dynamic_pointer_cast<nn::MultiheadAttention>(m.clone());
+  REQUIRE(c);
+  CHECK(c->in_proj_weight.data_ptr<float>() != m.in_proj_weight.data_ptr<float>());
+  CHECK((c->forward(x) - y).abs().max().item() == 0.0);
+
+  REQUIRE_THROWS_WITH(nn::MultiheadAttention(10, 3), "MultiheadAttention: embed_dim must be divisible by num_heads (got 10 and 3)");
+  REQUIRE_THROWS_WITH(nn::MultiheadAttention(8, 2, 1.5), Contains("dropout probability has to be between 0 and 1"));
+  REQUIRE_THROWS_WITH(m.forward(randn({5, 2, 8})), "MultiheadAttention: was expecting embedding dimension of 16, but got 8 (query [5, 2, 8])");
+  REQUIRE_THROWS_WITH(m.forward(x, randn({4, 2, 16}), randn({3, 2, 16})),
+                      Contains("key shape [4, 2, 16] does not match value shape [3, 2, 16]"));
+  REQUIRE_THROWS_WITH(m.forward(x, randn({4, 3, 16}), randn({4, 3, 16})), Contains("the same batch size"));
+  REQUIRE_THROWS_WITH(m.forward(randn({16}), randn({16}), randn({16})), Contains("all 2-D (unbatched) or all 3-D"));
+  REQUIRE_THROWS_WITH(m.forward(x, x, x, Tensor(), true, ones({5, 4}, kInt64)),
+                      "MultiheadAttention: The shape of the attn_mask is [5, 4], but should be [5, 5] or [8, 5, 5] "
+                      "(L, S) or (N*num_heads, L, S)");
+  REQUIRE_THROWS_WITH(m.forward(x, x, x, ones({5, 2}, kInt64)),
+                      "MultiheadAttention: expecting key_padding_mask shape of [2, 5], but got [5, 2]");
+  REQUIRE_THROWS_WITH(m.forward(x, x, x, Tensor(), true, ones({5, 5}, kFloat64)),
+                      Contains("attn_mask must be int64 (a 0/1 mask, PyTorch's bool: 1 = may not attend) or of the "
+                               "query's dtype torch.float32, got torch.float64"));
 }
 
 TEST_CASE("dropout as a function: inverted scaling, identity in eval, nn::Dropout calls it", "[transformer]") {

@@ -358,6 +358,50 @@ TT_DECL Tensor embedding(const Tensor& input, const Tensor& weight, std::optiona
 /// Throws unless 0 <= p <= 1 (PyTorch's "dropout probability has to be between 0 and 1, but got p").
 /// nn::Dropout calls this.
 TT_DECL Tensor dropout(const Tensor& x, double p = 0.5, bool training = true, Generator* gen = nullptr);
+namespace nn::attention {
+/// The kernels scaled_dot_product_attention may use (torch.nn.attention.SDPBackend; PyTorch also
+/// has FLASH_ATTENTION and CUDNN_ATTENTION, tinytorch these two):
+///   MATH                 the composite formula below (matmul, mask, softmax, dropout, matmul):
+///                        every case; keeps the (*, L, S) attention matrix for the backward.
+///   EFFICIENT_ATTENTION  the fused kernel (backend/cpu/attention.hpp, backend/cuda/attention.cuh):
+///                        keeps only a (*, L) log-sum-exp and recomputes the scores in the
+///                        backward. Applies when there is no attn_mask (is_causal is fine),
+///                        dropout_p is 0, query, key and value have the same batch dims (no
+///                        broadcasting), S >= 1, and, on CUDA, E and Ev are at most 256.
+enum class SDPBackend { MATH, EFFICIENT_ATTENTION };
+/// While alive, scaled_dot_product_attention on this thread chooses only among `backends`
+/// (torch.nn.attention.sdpa_kernel, a context manager in PyTorch; here RAII); the destructor
+/// restores the previous choice, so guards nest. Default (no guard): both, the fused kernel
+/// wherever it applies, as PyTorch prefers its fused kernels to MATH. With EFFICIENT_ATTENTION
+/// alone, a call it cannot run throws naming the reason (PyTorch: "No available kernel").
+/// Throws for an empty list.
+class sdpa_kernel {
+ public:
+  explicit sdpa_kernel(const std::vector<SDPBackend>& backends) : saved_(enabled()) {
+    TT_CHECK(!backends.empty(), "sdpa_kernel: expected at least one SDPBackend");
+    Enabled e{false, false};
+    for (SDPBackend b : backends) (b == SDPBackend::MATH ? e.math : e.efficient) = true;
+    enabled() = e;
+  }
+  explicit sdpa_kernel(SDPBackend backend) : sdpa_kernel(std::vector<SDPBackend>{backend}) {}
+  ~sdpa_kernel() { enabled() = saved_; }
+  sdpa_kernel(const sdpa_kernel&) = delete;
+  sdpa_kernel& operator=(const sdpa_kernel&) = delete;
+
+  /// Which backends this thread may use now.
+  struct Enabled {
+    bool math = true, efficient = true;
+  };
+  static Enabled& enabled() {
+    static thread_local Enabled e;
+    return e;
+  }
+
+ private:
+  Enabled saved_;
+};
+}  // namespace nn::attention
+
 /// torch.nn.functional.scaled_dot_product_attention (PyTorch 2.x; 1.13 has no such function, and
 /// the reference numbers come from the composite formula of its documentation):
 ///   attn = softmax(query @ key^T * scale + bias, dim=-1), dropout(attn, dropout_p), attn @ value
@@ -368,12 +412,16 @@ TT_DECL Tensor dropout(const Tensor& x, double p = 0.5, bool training = true, Ge
 /// is either an int64 0/1 tensor standing for PyTorch's bool mask (1 = attend, 0 = masked to -inf;
 /// tinytorch has no bool dtype) or a floating mask of query's dtype added to the scores.
 /// A row with every key masked gives NaN, as the documented formula (PyTorch 2.5+ returns 0 there).
-/// This is the naive composite (matmul, the scale, where for a mask or an addition, softmax, matmul,
-/// recorded as those nodes), which keeps the
-/// (*, L, S) attention matrix; dropout_p > 0 applies dropout always, as PyTorch's (pass 0 in eval).
+/// Two kernels (nn::attention::SDPBackend above, chosen per call, sdpa_kernel to force one): the
+/// fused one (grad_fn ScaledDotProductEfficientAttentionBackward0) wherever it applies, else the
+/// naive composite (matmul, the scale, where for a mask or an addition, softmax, matmul, recorded
+/// as those nodes), which keeps the (*, L, S) attention matrix. Both agree to rounding (tests:
+/// test_transformer, and tests/cuda/test_cuda_transformer.cpp for the CUDA kernels).
+/// dropout_p > 0 applies dropout always, as PyTorch's (pass 0 in eval).
 /// Throws for is_causal with an attn_mask (PyTorch's "Explicit attn_mask should not be set when
 /// is_causal=True"), operands of fewer than 2 dims, key and query widths or key and value lengths
-/// that differ, a mask of another floating dtype, or dropout_p outside [0, 1], naming the shapes.
+/// that differ, a mask of another floating dtype, or dropout_p outside [0, 1], naming the shapes;
+/// and when the only backend allowed (sdpa_kernel) cannot run the call.
 TT_DECL Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                             const Tensor& attn_mask = Tensor(), double dropout_p = 0.0,
                                             bool is_causal = false, std::optional<double> scale = std::nullopt);

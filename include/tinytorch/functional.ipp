@@ -278,7 +278,7 @@ TT_DECL Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const
 TT_DECL Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
                          const Tensor& bias, double eps) {
   ops::check_device(input, "layer_norm");
-  ops::check_cpu_only(input, "layer_norm");  // CPU loops only (so far)
+  ops::check_same_device("layer_norm", input, weight, bias);
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
   TT_CHECK(k >= 1, "layer_norm: Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
            "element, but got normalized_shape = ", shape_str(normalized_shape));
@@ -965,6 +965,20 @@ TT_DECL Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, co
              " cannot be broadcast to the attention scores' shape ", shape_str(scores), " (*, L, S) (", shapes(), ")");
   }
   const double sc = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(q.sizes().back()));
+  // The fused kernel when it applies (nn::attention::SDPBackend, functional.hpp), else the composite.
+  const auto enabled = nn::attention::sdpa_kernel::enabled();
+  const char* not_fused = nullptr;  // why the fused kernel cannot run this call
+  const Shape qb(q.sizes().begin(), q.sizes().end() - 2);
+  if (attn_mask.defined()) not_fused = "an attn_mask is given (is_causal is supported)";
+  else if (dropout_p > 0) not_fused = "dropout_p > 0";
+  else if (Shape(k.sizes().begin(), k.sizes().end() - 2) != qb || Shape(v.sizes().begin(), v.sizes().end() - 2) != qb)
+    not_fused = "query, key and value have different batch dims (broadcasting)";
+  else if (S == 0) not_fused = "the key length S is 0";
+  else if (q.device().is_cuda() && (q.sizes().back() > 256 || v.sizes().back() > 256))
+    not_fused = "a head dim E or Ev above 256 on CUDA";
+  if (enabled.efficient && !not_fused) return autograd::ScaledDotProductEfficientAttention::forward(q, k, v, sc, is_causal);
+  TT_CHECK(enabled.math, op, ": No available kernel: sdpa_kernel allows only EFFICIENT_ATTENTION, which cannot run "
+           "this call: ", not_fused, " (", shapes(), ")");
   Tensor attn = matmul(q, k.transpose(-2, -1)) * sc;  // (*, L, S)
   if (is_causal) {
     Tensor keep = zeros({L, S}, kInt64);  // 1 where key j <= query i: tril(ones(L, S))

@@ -25,6 +25,7 @@
 #include "nn/batchnorm.hpp"      // BatchNorm1d
 #include "nn/normalization.hpp"  // LayerNorm
 #include "nn/embedding.hpp"      // Embedding
+#include "nn/attention.hpp"      // MultiheadAttention
 #include "nn/utils/clip_grad.hpp"
 #include "utils/checkpoint.hpp"  // checkpoint, checkpoint_sequential (chapter 09)
 #include "optim/optimizer.hpp"

@@ -10,6 +10,7 @@
 //   functions/linalg.hpp         mm, linear, bmm
 //   functions/softmax.hpp        softmax, log_softmax
 //   functions/embedding.hpp      embedding (a lookup of rows)
+//   functions/attention.hpp      the fused scaled_dot_product_attention
 //   functions/loss.hpp           mse_loss, nll_loss
 //   functions/normalization.hpp  batch_norm, layer_norm
 //   functions/conv.hpp           conv2d, max_pool2d
@@ -34,6 +35,7 @@
 // Chapter: chapters/02-autograd.md. Reference: PyTorch tools/autograd/derivatives.yaml.
 #pragma once
 
+#include "functions/attention.hpp"
 #include "functions/common.hpp"
 #include "functions/conv.hpp"
 #include "functions/elementwise.hpp"

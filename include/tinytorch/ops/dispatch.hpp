@@ -31,10 +31,12 @@
 #include <optional>
 #include <type_traits>
 
+#include "../backend/cpu/attention.hpp"
 #include "../backend/cpu/conv.hpp"
 #include "../backend/cpu/elementwise.hpp"
 #include "../backend/cpu/embedding.hpp"
 #include "../backend/cpu/gemm.hpp"
+#include "../backend/cpu/layer_norm.hpp"
 #include "../backend/cpu/optim.hpp"
 #include "../backend/cpu/pooling.hpp"
 #include "../backend/cpu/reduce.hpp"
@@ -43,9 +45,11 @@
 #include "../core/config.hpp"
 #include "../tensor.hpp"
 #if TINYTORCH_WITH_CUDA
+#include "../backend/cuda/attention.cuh"
 #include "../backend/cuda/elementwise.cuh"
 #include "../backend/cuda/embedding.cuh"
 #include "../backend/cuda/gemm.cuh"
+#include "../backend/cuda/layer_norm.cuh"
 #include "../backend/cuda/optim.cuh"
 #include "../backend/cuda/reduce.cuh"
 #include "../core/cuda_runtime.hpp"
@@ -215,6 +219,47 @@ void embedding_backward_kernel(Device d, const int64_t* idx, const T* dy, T* dw,
   if (d.is_cpu()) return backend::cpu::embedding_backward_kernel(idx, dy, dw, n, num_weights, dim, padding_idx);
   TT_DISPATCH_CUDA("embedding_backward_kernel", d,
                    backend::cuda::embedding_backward_kernel(idx, dy, dw, n, num_weights, dim, padding_idx));
+}
+
+// ---- layer_norm (backend/cpu/layer_norm.hpp, backend/cuda/layer_norm.cuh) -----------------------
+
+/// y (M, K), mean and rstd (M, double) of layer_norm over the rows of x; w, b: K or nullptr.
+template <class T>
+void layer_norm_kernel(Device d, const T* x, const T* w, const T* b, T* y, double* mean, double* rstd, int64_t M,
+                       int64_t K, double eps) {
+  if (d.is_cpu()) return backend::cpu::layer_norm_kernel(x, w, b, y, mean, rstd, M, K, eps);
+  TT_DISPATCH_CUDA("layer_norm_kernel", d, backend::cuda::layer_norm_kernel(x, w, b, y, mean, rstd, M, K, eps));
+}
+/// dx (M, K), dw, db (K) of layer_norm from dy and the forward's mean and rstd; each may be nullptr.
+template <class T>
+void layer_norm_backward_kernel(Device d, const T* dy, const T* x, const T* w, const double* mean, const double* rstd,
+                                T* dx, T* dw, T* db, int64_t M, int64_t K) {
+  if (d.is_cpu()) return backend::cpu::layer_norm_backward_kernel(dy, x, w, mean, rstd, dx, dw, db, M, K);
+  TT_DISPATCH_CUDA("layer_norm_backward_kernel", d,
+                   backend::cuda::layer_norm_backward_kernel(dy, x, w, mean, rstd, dx, dw, db, M, K));
+}
+
+// ---- fused attention (backend/cpu/attention.hpp, backend/cuda/attention.cuh) -------------------
+
+/// out (N, L, Ev), lse (N, L, double) of softmax(scale q k^T [causal]) v; q (N, L, E), k (N, S, E),
+/// v (N, S, Ev) contiguous.
+template <class T>
+void attention_kernel(Device d, const T* q, const T* k, const T* v, T* out, double* lse, int64_t N, int64_t L,
+                      int64_t S, int64_t E, int64_t Ev, double scale, bool causal) {
+  if (d.is_cpu()) return backend::cpu::attention_kernel(q, k, v, out, lse, N, L, S, E, Ev, scale, causal);
+  TT_DISPATCH_CUDA("attention_kernel", d,
+                   backend::cuda::attention_kernel(q, k, v, out, lse, N, L, S, E, Ev, scale, causal));
+}
+/// dq, dk, dv of the fused attention from dout and the forward's out and lse.
+template <class T>
+void attention_backward_kernel(Device d, const T* dout, const T* q, const T* k, const T* v, const T* out,
+                               const double* lse, T* dq, T* dk, T* dv, int64_t N, int64_t L, int64_t S, int64_t E,
+                               int64_t Ev, double scale, bool causal) {
+  if (d.is_cpu())
+    return backend::cpu::attention_backward_kernel(dout, q, k, v, out, lse, dq, dk, dv, N, L, S, E, Ev, scale, causal);
+  TT_DISPATCH_CUDA("attention_backward_kernel", d,
+                   backend::cuda::attention_backward_kernel(dout, q, k, v, out, lse, dq, dk, dv, N, L, S, E, Ev,
+                                                            scale, causal));
 }
 
 // ---- gemm (backend/cpu/gemm.hpp, backend/cuda/gemm.cuh) ----------------------------------------

@@ -18,6 +18,8 @@
 // d var/dx_i = 2 (x_i - mean) / n, so the terms in mean(g) and mean(g * xhat) subtract the
 // gradient's share that flows through the statistics. (Ioffe & Szegedy 2015, section 3.)
 // Sums run in double, whatever the input dtype; mean and invstd are kept in double.
+// Batch norm's loops are here (CPU only); layer norm's are backend/cpu/layer_norm.hpp and its
+// CUDA twin backend/cuda/layer_norm.cuh, reached through backend::dispatch (the GPT on cuda:0).
 // Tinytorch computes these with dedicated nodes, not as ~10 composed ops: one pass over the data,
 // and the backward formula above is readable in one place.
 // Chapter: chapters/01-training-loop.md. Reference: PyTorch aten/src/ATen/native/Normalization.cpp
@@ -28,6 +30,7 @@
 #include <vector>
 
 #include "../../ops/creation.hpp"
+#include "../../ops/dispatch.hpp"  // backend::dispatch::layer_norm_kernel
 #include "../../ops/shape.hpp"
 #include "../engine.hpp"
 #include "../node.hpp"
@@ -170,40 +173,34 @@ struct NativeBatchNorm : Node {
 };
 
 /// y = layer_norm(x) over the last dims: x viewed as (M, K), statistics per row, affine per
-/// column k (weight, bias: K elements, or undefined).
+/// column k (weight, bias: K elements, or undefined). The loops are backend::dispatch's
+/// layer_norm_kernel / layer_norm_backward_kernel (backend/cpu/layer_norm.hpp and its CUDA twin),
+/// so the node runs on x's device; mean and rstd are float64 tensors (M) there.
 struct NativeLayerNorm : Node {
   Tensor x;       // (M, K) contiguous, detached
-  Tensor weight;  // normalized_shape (K elements) or undefined
+  Tensor weight;  // normalized_shape (K elements, contiguous) or undefined
   Shape normalized_shape;
-  std::vector<double> mean, rstd;  // (M)
+  Tensor mean, rstd;  // (M) float64, on x's device
   int64_t M = 0, K = 0;
   std::string name() const override { return "NativeLayerNormBackward0"; }
 
-  static Tensor forward(const Tensor& x0, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
+  static Tensor forward(const Tensor& x0, const Shape& normalized_shape, const Tensor& weight0, const Tensor& bias0,
                         double eps) {
     const Tensor x = ops::contiguous(x0);
+    const Tensor weight = weight0.defined() ? ops::contiguous(weight0) : Tensor();
+    const Tensor bias = bias0.defined() ? ops::contiguous(bias0) : Tensor();
     const int64_t K = numel_of(normalized_shape);
     const int64_t M = K == 0 ? 0 : x.numel() / K;
-    std::vector<double> mean(M), rstd(M), w(K, 1.0), b(K, 0.0);
-    if (weight.defined()) w = norm_detail::values(weight);
-    if (bias.defined()) b = norm_detail::values(bias);
-    Tensor y = ops::make_tensor(x.sizes(), x.dtype());
+    const Device d = x.device();
+    Tensor mean = ops::make_tensor({M}, kFloat64, d), rstd = ops::make_tensor({M}, kFloat64, d);
+    Tensor y = ops::make_tensor(x.sizes(), x.dtype(), d);
     dispatch_floating(x.dtype(), "layer_norm", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      const T* xp = x.data_ptr<T>();
-      T* yp = y.data_ptr<T>();
-      for (int64_t m = 0; m < M; ++m) {
-        const T* row = xp + m * K;
-        double s = 0, ss = 0;
-        for (int64_t k = 0; k < K; ++k) s += row[k];
-        const double mu = s / static_cast<double>(K);
-        for (int64_t k = 0; k < K; ++k) ss += (row[k] - mu) * (row[k] - mu);
-        mean[m] = mu;
-        rstd[m] = 1.0 / std::sqrt(ss / static_cast<double>(K) + eps);
-        for (int64_t k = 0; k < K; ++k) yp[m * K + k] = static_cast<T>((row[k] - mu) * rstd[m] * w[k] + b[k]);
-      }
+      backend::dispatch::layer_norm_kernel(d, x.data_ptr<T>(), weight.defined() ? weight.data_ptr<T>() : nullptr,
+                                           bias.defined() ? bias.data_ptr<T>() : nullptr, y.data_ptr<T>(),
+                                           mean.data_ptr<double>(), rstd.data_ptr<double>(), M, K, eps);
     });
-    if (!any_requires_grad({&x0, &weight, &bias})) return y;
+    if (!any_requires_grad({&x0, &weight0, &bias0})) return y;
     auto node = std::make_shared<NativeLayerNorm>();
     node->x = node->save(x);
     if (weight.defined()) node->weight = node->save(weight);
@@ -212,7 +209,7 @@ struct NativeLayerNorm : Node {
     node->normalized_shape = normalized_shape;
     node->M = M;
     node->K = K;
-    return set_history(y, node, {&x0, &weight, &bias});
+    return set_history(y, node, {&x0, &weight0, &bias0});
   }
 
   // g = dy * w;  dx = rstd (g - mean_k(g) - xhat mean_k(g xhat));  dweight_k = sum_m dy xhat,
@@ -222,43 +219,21 @@ struct NativeLayerNorm : Node {
     const bool need_dx = next_edges[0].fn != nullptr;
     const bool need_dw = next_edges.size() > 1 && next_edges[1].fn != nullptr;
     const bool need_db = next_edges.size() > 2 && next_edges[2].fn != nullptr;
-    const std::vector<double> w = weight.defined() ? norm_detail::values(weight) : std::vector<double>(K, 1.0);
-    std::vector<double> dw(K, 0.0), db(K, 0.0);
-    Tensor dx = need_dx ? ops::make_tensor(x.sizes(), x.dtype()) : Tensor();
+    const Device d = x.device();
+    Tensor dx = need_dx ? ops::make_tensor(x.sizes(), x.dtype(), d) : Tensor();
+    Tensor dweight = need_dw ? ops::make_tensor(normalized_shape, x.dtype(), d) : Tensor();
+    Tensor dbias = need_db ? ops::make_tensor(normalized_shape, x.dtype(), d) : Tensor();
     dispatch_floating(x.dtype(), "layer_norm_backward", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      const T* xp = x.data_ptr<T>();
-      const T* gp = dy.data_ptr<T>();
-      for (int64_t m = 0; m < M; ++m) {
-        const T* row = xp + m * K;
-        const T* grow = gp + m * K;
-        double sg = 0, sgx = 0;  // sum of g, sum of g * xhat over the row
-        for (int64_t k = 0; k < K; ++k) {
-          const double xhat = (row[k] - mean[m]) * rstd[m];
-          sg += grow[k] * w[k];
-          sgx += grow[k] * w[k] * xhat;
-          dw[k] += grow[k] * xhat;
-          db[k] += grow[k];
-        }
-        if (!need_dx) continue;
-        T* dxrow = dx.data_ptr<T>() + m * K;
-        const double mg = sg / static_cast<double>(K), mgx = sgx / static_cast<double>(K);
-        for (int64_t k = 0; k < K; ++k) {
-          const double xhat = (row[k] - mean[m]) * rstd[m];
-          dxrow[k] = static_cast<T>(rstd[m] * (grow[k] * w[k] - mg - xhat * mgx));
-        }
-      }
+      auto ptr = [](Tensor& t) { return t.defined() ? t.data_ptr<T>() : nullptr; };
+      backend::dispatch::layer_norm_backward_kernel(d, dy.data_ptr<T>(), x.data_ptr<T>(),
+                                                    weight.defined() ? weight.data_ptr<T>() : nullptr,
+                                                    mean.data_ptr<double>(), rstd.data_ptr<double>(), ptr(dx),
+                                                    ptr(dweight), ptr(dbias), M, K);
     });
-    Tensor dweight, dbias;
-    if (need_dw) dweight = tensor(dw, normalized_shape, dy.dtype());
-    if (need_db) dbias = tensor(db, normalized_shape, dy.dtype());
     return {dx, dweight, dbias};
   }
-  void release_saved() override {
-    x = weight = Tensor();
-    mean.clear();
-    rstd.clear();
-  }
+  void release_saved() override { x = weight = mean = rstd = Tensor(); }
 };
 
 }  TT_NAMESPACE_END  // namespace tinytorch::autograd
