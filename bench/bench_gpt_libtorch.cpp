@@ -21,7 +21,9 @@
 //   build/bin/bench_gpt_libtorch      # defaults: --benchmark_repetitions=10
 //       --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
 //       --benchmark_min_time=0.5
-// Chapter: chapters/12-model-parallelism.md (12.5). Issue 23's target: tinytorch's tokens/s >= PyTorch 1.13's.
+// The row tinytorch_math runs tinytorch's step with attention on the composite path
+// (sdpa_kernel(SDPBackend::MATH)) instead of the fused kernel, to show what the fusion buys.
+// Chapter: chapters/12-model-parallelism.md (12.3, 12.5). Issue 23's target: tinytorch's tokens/s >= PyTorch 1.13's.
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 
@@ -35,6 +37,7 @@
 #include <climits>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tinytorch/tinytorch.hpp>
@@ -57,8 +60,12 @@ void set_counters(benchmark::State& state) {
 }
 
 // ---- tinytorch ------------------------------------------------------------------------------------
-void BM_Gpt_tinytorch(benchmark::State& state, int threads) {
+/// `math`: scaled_dot_product_attention through the composite path (SDPBackend::MATH) instead of
+/// the fused kernel it picks by default (the row "tinytorch_math").
+void BM_Gpt_tinytorch(benchmark::State& state, int threads, bool math) {
   bench::set_threads(threads);
+  std::optional<tt::nn::attention::sdpa_kernel> only_math;
+  if (math) only_math.emplace(tt::nn::attention::SDPBackend::MATH);
   tt::manual_seed(0);
   examples::GPTConfig cfg;  // nanoGPT's CPU settings: the defaults
   examples::GPT model(cfg);
@@ -181,6 +188,14 @@ class SummaryReporter : public benchmark::ConsoleReporter {
       };
       std::printf("threads:%-6d %22s %22s %9.2fx\n", threads, cell(t).c_str(), cell(l).c_str(), t / l);
     }
+    std::printf("\ntinytorch's attention: the fused kernel (default) against the composite path (MATH):\n");
+    for (int threads : {1, 2}) {
+      const std::string c = "GPT/threads:" + std::to_string(threads) + "/";
+      const auto f = median_ms.find(c + "tinytorch"), m = median_ms.find(c + "tinytorch_math");
+      if (f == median_ms.end() || m == median_ms.end()) continue;
+      std::printf("threads:%-6d fused %.1f ms, MATH %.1f ms per step: fused/MATH %.2fx\n", threads, f->second,
+                  m->second, f->second / m->second);
+    }
     Dl_info info{};
     void* sym = dlsym(RTLD_DEFAULT, "sgemm_");
     char real[4096] = "(not found)";
@@ -199,7 +214,9 @@ int main(int argc, char** argv) {
     return 1;
   for (int threads : {1, 2}) {
     const std::string cfg = "GPT/threads:" + std::to_string(threads) + "/";
-    benchmark::RegisterBenchmark((cfg + "tinytorch").c_str(), BM_Gpt_tinytorch, threads)
+    benchmark::RegisterBenchmark((cfg + "tinytorch").c_str(), BM_Gpt_tinytorch, threads, false)
+        ->Unit(benchmark::kMillisecond)->UseRealTime();
+    benchmark::RegisterBenchmark((cfg + "tinytorch_math").c_str(), BM_Gpt_tinytorch, threads, true)
         ->Unit(benchmark::kMillisecond)->UseRealTime();
     benchmark::RegisterBenchmark((cfg + "libtorch").c_str(), BM_Gpt_libtorch, threads)
         ->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -311,7 +311,8 @@ std::string mha_compare(const Tensor& got, const std::string& name) {
 }
 /// nn::MultiheadAttention(8, 2, ...) with gen_mha.py's parameters.
 std::shared_ptr<nn::MultiheadAttention> reference_mha(bool batch_first = false) {
-  auto m = std::make_shared<nn::MultiheadAttention>(8, 2, 0.0, true, batch_first);
+  auto m = std::make_shared<nn::MultiheadAttention>(8, 2, 0.0, true, false, false, std::nullopt, std::nullopt,
+                                                       batch_first);
   std::vector<std::pair<std::string, Tensor>> sd;
   for (const char* n : {"in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"})
     sd.emplace_back(n, mha_tensor(std::string("mha.param.") + n));
@@ -388,6 +389,9 @@ TEST_CASE("nn::MultiheadAttention: init, the fused path, clone, errors", "[trans
 
   REQUIRE_THROWS_WITH(nn::MultiheadAttention(10, 3), "MultiheadAttention: embed_dim must be divisible by num_heads (got 10 and 3)");
   REQUIRE_THROWS_WITH(nn::MultiheadAttention(8, 2, 1.5), Contains("dropout probability has to be between 0 and 1"));
+  REQUIRE_THROWS_WITH(nn::MultiheadAttention(8, 2, 0.0, true, true), Contains("add_bias_kv and add_zero_attn are not implemented"));
+  REQUIRE_THROWS_WITH(nn::MultiheadAttention(8, 2, 0.0, true, false, false, 4),
+                      "MultiheadAttention: kdim and vdim other than embed_dim (8) are not implemented, got kdim 4, vdim 8");
   REQUIRE_THROWS_WITH(m.forward(randn({5, 2, 8})), "MultiheadAttention: was expecting embedding dimension of 16, but got 8 (query [5, 2, 8])");
   REQUIRE_THROWS_WITH(m.forward(x, randn({4, 2, 16}), randn({3, 2, 16})),
                       Contains("key shape [4, 2, 16] does not match value shape [3, 2, 16]"));

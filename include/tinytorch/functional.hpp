@@ -31,6 +31,7 @@
 // documentation of each function; derivatives.yaml for gradients.
 #pragma once
 
+#include <atomic>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -362,42 +363,57 @@ namespace nn::attention {
 /// The kernels scaled_dot_product_attention may use (torch.nn.attention.SDPBackend; PyTorch also
 /// has FLASH_ATTENTION and CUDNN_ATTENTION, tinytorch these two):
 ///   MATH                 the composite formula below (matmul, mask, softmax, dropout, matmul):
-///                        every case; keeps the (*, L, S) attention matrix for the backward.
+///                        every case; its softmax node keeps the (*, L, S) attention weights.
 ///   EFFICIENT_ATTENTION  the fused kernel (backend/cpu/attention.hpp, backend/cuda/attention.cuh):
-///                        keeps only a (*, L) log-sum-exp and recomputes the scores in the
-///                        backward. Applies when there is no attn_mask (is_causal is fine),
-///                        dropout_p is 0, query, key and value have the same batch dims (no
-///                        broadcasting), S >= 1, and, on CUDA, E and Ev are at most 256.
+///                        keeps q, k, v, the output and a float64 (*, L) log-sum-exp instead of
+///                        the weights, and recomputes them in the backward. Applies when there
+///                        is no attn_mask (is_causal is fine), dropout_p is 0, query, key and
+///                        value have the same batch dims (no broadcasting), S >= 1, and, on CUDA,
+///                        E and Ev are at most 256. The name is PyTorch's for its memory-efficient
+///                        kernel (the same saved tensors, grad_fn name); the limits are those of
+///                        PyTorch's FLASH_ATTENTION (no mask, no dropout here), which PyTorch's
+///                        EFFICIENT_ATTENTION does not have.
 enum class SDPBackend { MATH, EFFICIENT_ATTENTION };
-/// While alive, scaled_dot_product_attention on this thread chooses only among `backends`
+/// While alive, scaled_dot_product_attention chooses only among `backends`
 /// (torch.nn.attention.sdpa_kernel, a context manager in PyTorch; here RAII); the destructor
-/// restores the previous choice, so guards nest. Default (no guard): both, the fused kernel
+/// restores the previous choice, so guards nest. The choice is process-wide, as PyTorch's
+/// backend flags are (every thread, DataParallel's replicas included), so two threads that set
+/// guards at once overwrite each other's choice. Default (no guard): both, the fused kernel
 /// wherever it applies, as PyTorch prefers its fused kernels to MATH. With EFFICIENT_ATTENTION
 /// alone, a call it cannot run throws naming the reason (PyTorch: "No available kernel").
 /// Throws for an empty list.
 class sdpa_kernel {
  public:
+  /// Which backends may run now.
+  struct Enabled {
+    bool math = true, efficient = true;
+  };
+
   explicit sdpa_kernel(const std::vector<SDPBackend>& backends) : saved_(enabled()) {
     TT_CHECK(!backends.empty(), "sdpa_kernel: expected at least one SDPBackend");
     Enabled e{false, false};
     for (SDPBackend b : backends) (b == SDPBackend::MATH ? e.math : e.efficient) = true;
-    enabled() = e;
+    set(e);
   }
   explicit sdpa_kernel(SDPBackend backend) : sdpa_kernel(std::vector<SDPBackend>{backend}) {}
-  ~sdpa_kernel() { enabled() = saved_; }
+  ~sdpa_kernel() { set(saved_); }
   sdpa_kernel(const sdpa_kernel&) = delete;
   sdpa_kernel& operator=(const sdpa_kernel&) = delete;
 
-  /// Which backends this thread may use now.
-  struct Enabled {
-    bool math = true, efficient = true;
-  };
-  static Enabled& enabled() {
-    static thread_local Enabled e;
-    return e;
-  }
+  static Enabled enabled() { return {flags().math.load(), flags().efficient.load()}; }
 
  private:
+  struct Flags {
+    std::atomic<bool> math{true}, efficient{true};
+  };
+  static Flags& flags() {
+    static Flags f;
+    return f;
+  }
+  static void set(Enabled e) {
+    flags().math.store(e.math);
+    flags().efficient.store(e.efficient);
+  }
   Enabled saved_;
 };
 }  // namespace nn::attention

@@ -19,7 +19,10 @@
 // multi_head_attention_forward does. Dropout (training only) drops attention weights.
 // Parameters (PyTorch's names): in_proj_weight (3E, E) xavier_uniform_, in_proj_bias (3E) zeros,
 // out_proj (Linear E -> E, its default init, bias zeros).
-// Not implemented (an error names them): add_bias_kv, add_zero_attn, kdim / vdim != embed_dim.
+// Constructor arguments in PyTorch's order (embed_dim, num_heads, dropout, bias, add_bias_kv,
+// add_zero_attn, kdim, vdim, batch_first), so that a call ported from Python positionally means
+// the same; add_bias_kv, add_zero_attn and a kdim or vdim other than embed_dim are not
+// implemented: asking for them throws.
 // Backward: the nodes of the ops above (linear, view, transpose, the attention, softmax).
 // Chapter: chapters/12-model-parallelism.md (12.3). Reference: torch.nn.MultiheadAttention and
 // torch.nn.functional.multi_head_attention_forward (PyTorch 1.13, the numbers of
@@ -28,6 +31,7 @@
 
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <tuple>
 
 #include "init.hpp"
@@ -46,11 +50,17 @@ class MultiheadAttention : public Module {
   std::shared_ptr<Linear> out_proj;     ///< E -> E
 
   /// Throws tinytorch::Error unless embed_dim > 0, num_heads > 0 divides it ("embed_dim must be
-  /// divisible by num_heads", PyTorch's assertion) and 0 <= dropout <= 1.
+  /// divisible by num_heads", PyTorch's assertion) and 0 <= dropout <= 1; and for add_bias_kv,
+  /// add_zero_attn, or kdim / vdim other than embed_dim (not implemented).
   MultiheadAttention(int64_t embed_dim, int64_t num_heads, double dropout = 0.0, bool bias = true,
-                     bool batch_first = false)
+                     bool add_bias_kv = false, bool add_zero_attn = false, std::optional<int64_t> kdim = std::nullopt,
+                     std::optional<int64_t> vdim = std::nullopt, bool batch_first = false)
       : embed_dim(embed_dim), num_heads(num_heads), head_dim(num_heads > 0 ? embed_dim / num_heads : 0),
         dropout(dropout), batch_first(batch_first) {
+    TT_CHECK(!add_bias_kv && !add_zero_attn, "MultiheadAttention: add_bias_kv and add_zero_attn are not implemented");
+    TT_CHECK(kdim.value_or(embed_dim) == embed_dim && vdim.value_or(embed_dim) == embed_dim,
+             "MultiheadAttention: kdim and vdim other than embed_dim (", embed_dim, ") are not implemented, got kdim ",
+             kdim.value_or(embed_dim), ", vdim ", vdim.value_or(embed_dim));
     TT_CHECK(embed_dim > 0 && num_heads > 0, "MultiheadAttention: embed_dim and num_heads must be positive, got ",
              embed_dim, " and ", num_heads);
     TT_CHECK(head_dim * num_heads == embed_dim, "MultiheadAttention: embed_dim must be divisible by num_heads (got ",
