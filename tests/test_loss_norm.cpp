@@ -497,6 +497,23 @@ TEST_CASE("layer_norm passes gradcheck over one and two normalised dims", "[loss
   }
 }
 
+TEST_CASE("layer_norm: an in-place change of a non-contiguous input before backward raises", "[loss_norm]") {
+  // the node keeps contiguous copies of x and weight; it watches the caller's tensors too
+  // (a bad-input trial found the change going unnoticed)
+  Tensor base = randn({4, 3}).requires_grad_();
+  Tensor x = base * 1.0;
+  Tensor xt = x.t();  // (3, 4), not contiguous
+  Tensor y = layer_norm(xt, {4});
+  xt.mul_(2.0);
+  REQUIRE_THROWS_WITH(y.sum().backward(), Catch::Contains("modified by an inplace operation"));
+  Tensor w = randn({4, 2}).requires_grad_();
+  Tensor w2 = w * 1.0;
+  Tensor wcol = w2.select(1, 0);  // (4), stride 2
+  Tensor y2 = layer_norm(randn({3, 4}), {4}, wcol);
+  wcol.add_(1.0);
+  REQUIRE_THROWS_WITH(y2.sum().backward(), Catch::Contains("modified by an inplace operation"));
+}
+
 TEST_CASE("LayerNorm rejects bad shapes with PyTorch's messages; state_dict, save / load, clone", "[loss_norm]") {
   nn::LayerNorm ln({3});
   REQUIRE_THROWS_WITH(ln(ones({2, 4})), Contains("Given normalized_shape=[3], expected input with shape [*, 3], but got "

@@ -299,8 +299,13 @@ TEST_CASE("the fused attention kernel equals its naive twin and the composite pa
   CHECK(sdpa_kernel::enabled().math);
   CHECK(sdpa_kernel::enabled().efficient);
   REQUIRE_THROWS_WITH(sdpa_kernel(std::vector<SDPBackend>{}), "sdpa_kernel: expected at least one SDPBackend");
-  // the cases the fused kernel skips still run (the composite): S = 0 gives zeros, as matmul
+  // the cases the fused kernel skips still run (the composite): S = 0 gives zeros, as matmul;
+  // E = 0 gives every row the mean of v (all scores 0), as the composite (a bad-input trial found
+  // the fused path returning uninitialised memory there)
   CHECK(scaled_dot_product_attention(q, randn({2, 0, 3}), randn({2, 0, 3})).abs().sum().item() == 0.0);
+  const Tensor v2 = tensor({1.0, 2.0, 3.0, 5.0}, {1, 2, 2});
+  const Tensor e0 = scaled_dot_product_attention(randn({1, 3, 0}), randn({1, 2, 0}), v2, Tensor(), 0.0, false, 1.0);
+  CHECK(e0.tolist<double>() == std::vector<double>{2, 3.5, 2, 3.5, 2, 3.5});
 }
 
 namespace {
@@ -402,6 +407,12 @@ TEST_CASE("nn::MultiheadAttention: init, the fused path, clone, errors", "[trans
                       "(L, S) or (N*num_heads, L, S)");
   REQUIRE_THROWS_WITH(m.forward(x, x, x, ones({5, 2}, kInt64)),
                       "MultiheadAttention: expecting key_padding_mask shape of [2, 5], but got [5, 2]");
+  const Tensor x2 = randn({5, 16});  // unbatched: the mask is (S)
+  REQUIRE_THROWS_WITH(m.forward(x2, x2, x2, ones({1, 5}, kInt64)),
+                      "MultiheadAttention: expecting key_padding_mask shape of [5], but got [1, 5]");
+  REQUIRE_THROWS_WITH(m.forward(x.to(kFloat64)),
+                      "MultiheadAttention: expected query, key and value of the parameters' dtype torch.float32, got "
+                      "torch.float64 (query [5, 2, 16])");
   REQUIRE_THROWS_WITH(m.forward(x, x, x, Tensor(), true, ones({5, 5}, kFloat64)),
                       Contains("attn_mask must be int64 (a 0/1 mask, PyTorch's bool: 1 = may not attend) or of the "
                                "query's dtype torch.float32, got torch.float64"));

@@ -368,7 +368,7 @@ namespace nn::attention {
 ///                        keeps q, k, v, the output and a float64 (*, L) log-sum-exp instead of
 ///                        the weights, and recomputes them in the backward. Applies when there
 ///                        is no attn_mask (is_causal is fine), dropout_p is 0, query, key and
-///                        value have the same batch dims (no broadcasting), S >= 1, and, on CUDA,
+///                        value have the same batch dims (no broadcasting), S >= 1, E >= 1, and, on CUDA,
 ///                        E and Ev are at most 256. The name is PyTorch's for its memory-efficient
 ///                        kernel (the same saved tensors, grad_fn name); the limits are those of
 ///                        PyTorch's FLASH_ATTENTION (no mask, no dropout here), which PyTorch's
@@ -436,7 +436,8 @@ class sdpa_kernel {
 /// dropout_p > 0 applies dropout always, as PyTorch's (pass 0 in eval).
 /// Throws for is_causal with an attn_mask (PyTorch's "Explicit attn_mask should not be set when
 /// is_causal=True"), operands of fewer than 2 dims, key and query widths or key and value lengths
-/// that differ, a mask of another floating dtype, or dropout_p outside [0, 1], naming the shapes;
+/// that differ, a mask of another floating dtype, dropout_p outside [0, 1], or operands on
+/// different devices (PyTorch's "Expected all tensors to be on the same device"), naming the shapes;
 /// and when the only backend allowed (sdpa_kernel) cannot run the call.
 TT_DECL Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                             const Tensor& attn_mask = Tensor(), double dropout_p = 0.0,

@@ -921,6 +921,7 @@ TT_DECL Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, co
   ops::check_device(q, op);
   ops::check_device(k, op);
   ops::check_device(v, op);
+  ops::check_same_device(op, q, k, v, attn_mask);
   auto shapes = [&] {
     return detail::str_cat("query ", shape_str(q.sizes()), ", key ", shape_str(k.sizes()), ", value ",
                            shape_str(v.sizes()));
@@ -974,6 +975,7 @@ TT_DECL Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, co
   else if (Shape(k.sizes().begin(), k.sizes().end() - 2) != qb || Shape(v.sizes().begin(), v.sizes().end() - 2) != qb)
     not_fused = "query, key and value have different batch dims (broadcasting)";
   else if (S == 0) not_fused = "the key length S is 0";
+  else if (q.sizes().back() == 0) not_fused = "the head dim E is 0";
   else if (q.device().is_cuda() && (q.sizes().back() > 256 || v.sizes().back() > 256))
     not_fused = "a head dim E or Ev above 256 on CUDA";
   if (enabled.efficient && !not_fused) return autograd::ScaledDotProductEfficientAttention::forward(q, k, v, sc, is_causal);

@@ -9,7 +9,8 @@
 // warp kernels and the thread-per-row kernels both.
 // End to end: examples/gpt.hpp's GPT (a small config) trained 3 AdamW steps on cuda:0 gives the
 // CPU run's losses and gradients (the layer norms, the fused attention, embedding and gelu all on
-// the device), and layer_norm refuses a weight on another device.
+// the device); layer_norm and scaled_dot_product_attention refuse operands on different devices,
+// and a -inf score does not make the online softmax NaN.
 // Runs in the kernel simulator (test_cuda_transformer_sim) and under nvcc on a GPU.
 // Chapter: chapters/12-model-parallelism.md (12.2), chapters/10-gpu-kernels.md.
 #include <catch2/catch.hpp>
@@ -96,8 +97,8 @@ void check_attention(int64_t N, int64_t L, int64_t S, int64_t E, int64_t Ev, boo
     const std::string tag = what + (fast ? " (fast)" : " (naive)");
     DeviceArray<T> d_out(N * L * Ev), d_dq(N * L * E), d_dk(N * S * E), d_dv(N * S * Ev);
     DeviceArray<double> d_lse(N * L);
-    auto forward = fast ? gpu::attention_kernel_fast<T> : gpu::attention_kernel_naive<T>;
-    auto backward = fast ? gpu::attention_backward_kernel_fast<T> : gpu::attention_backward_kernel_naive<T>;
+    auto forward = fast ? gpu::attention_kernel_fast<T> : gpu::attention_naive<T>;
+    auto backward = fast ? gpu::attention_backward_kernel_fast<T> : gpu::attention_backward_naive<T>;
     forward(d_q.data(), d_k.data(), d_v.data(), d_out.data(), d_lse.data(), N, L, S, E, Ev, scale, causal);
     require_close(d_out.download(), out, tag + " out", tol);
     require_close(d_lse.download(), lse, tag + " lse", 1e-12);
@@ -159,6 +160,21 @@ TEST_CASE("cuda transformer: 3 GPT training steps on cuda:0 equal the CPU run", 
     dev_opt->step();
     cpu_opt->zero_grad();
     dev_opt->zero_grad();
+  }
+  // scaled_dot_product_attention's operands on one device (a bad-input trial found q on the CPU
+  // with k and v on cuda:0 reaching the CPU kernel with device pointers)
+  REQUIRE_THROWS_WITH(scaled_dot_product_attention(randn({2, 3, 4}), randn({2, 5, 4}).to(Device::cuda(0)),
+                                                   randn({2, 5, 3}).to(Device::cuda(0))),
+                      "scaled_dot_product_attention: Expected all tensors to be on the same device, but found at "
+                      "least two devices, cpu and cuda:0!");
+  // a -inf score at the first key: the online softmax skips it instead of making NaN of
+  // (-inf) - (-inf) (found by the same trial); the CPU's fused kernel is the reference
+  {
+    Tensor q = ones({1, 3, 4}), k = randn({1, 3, 4}), v = randn({1, 3, 2});
+    k.select(1, 0).fill_(-INFINITY);
+    const Tensor want = scaled_dot_product_attention(q, k, v);
+    const Tensor got = scaled_dot_product_attention(q.to(Device::cuda(0)), k.to(Device::cuda(0)), v.to(Device::cuda(0)));
+    CHECK((got.cpu() - want).abs().max().item<double>() < 1e-6);
   }
   // layer_norm's operands on one device
   REQUIRE_THROWS_WITH(layer_norm(randn({2, 4}).to(Device::cuda(0)), {4}, ones({4})),

@@ -37,6 +37,7 @@
 #include "init.hpp"
 #include "linear.hpp"
 #include "module.hpp"
+#include "../ops/dispatch.hpp"  // ops::check_same_device
 #include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace nn {
@@ -82,7 +83,8 @@ class MultiheadAttention : public Module {
   /// tinytorch::Error naming the shapes for: inputs not 2-D or 3-D or of different ranks, a last
   /// dim other than embed_dim ("was expecting embedding dimension of E, but got X"), key and value
   /// of different shapes, batch sizes that differ, an attn_mask not (L, S) or (N*H, L, S), a
-  /// key_padding_mask not (N, S), or a mask neither int64 nor of the query's dtype.
+  /// key_padding_mask not (N, S) ((S) unbatched), a mask neither int64 nor of the query's dtype,
+  /// inputs of another dtype than the parameters', or tensors on different devices.
   std::tuple<Tensor, Tensor> forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                      const Tensor& key_padding_mask = Tensor(), bool need_weights = true,
                                      const Tensor& attn_mask = Tensor(), bool average_attn_weights = true) {
@@ -92,6 +94,11 @@ class MultiheadAttention : public Module {
              ": expected query, key and value all 2-D (unbatched) or all 3-D (batched), got query ",
              shape_str(query.sizes()), ", key ", shape_str(key.sizes()), ", value ", shape_str(value.sizes()));
     const bool batched = rank == 3;
+    for (const Tensor* t : {&query, &key, &value})
+      TT_CHECK(t->dtype() == in_proj_weight.dtype(), op, ": expected query, key and value of the parameters' dtype ",
+               dtype_name(in_proj_weight.dtype()), ", got ", dtype_name(t->dtype()), " (query ", shape_str(query.sizes()),
+               ")");
+    ops::check_same_device(op, in_proj_weight, query, key, value, key_padding_mask, attn_mask);
     Tensor q = query, k = key, v = value, kpm = key_padding_mask;
     if (!batched) {  // as PyTorch: a batch of one at dim 1 (dim 0 for the padding mask), squeezed after
       q = q.unsqueeze(1), k = k.unsqueeze(1), v = v.unsqueeze(1);
@@ -126,7 +133,8 @@ class MultiheadAttention : public Module {
       if (ok2) mask = mask.unsqueeze(0);
     }
     if (kpm.defined()) {
-      TT_CHECK(kpm.sizes() == padding, op, ": expecting key_padding_mask shape of ", shape_str(padding),
+      TT_CHECK(kpm.sizes() == padding, op, ": expecting key_padding_mask shape of ",
+               shape_str(batched ? padding : Shape{S}),
                ", but got ", shape_str(key_padding_mask.sizes()));
       const Tensor pad = as_float(kpm, "key_padding_mask").view({N, 1, 1, S}).expand({N, H, 1, S}).reshape({N * H, 1, S});
       mask = mask.defined() ? mask + pad : pad;

@@ -10,7 +10,7 @@
 // contiguous; outputs are new contiguous tensors on the inputs' device, through
 // backend::dispatch::attention_kernel / attention_backward_kernel.
 // The caller (functional.ipp, scaled_dot_product_attention) checks shapes, dtypes and devices
-// and that the fused kernel applies (equal batch dims, L, S >= 1, no attn_mask, no dropout).
+// and that the fused kernel applies (equal batch dims, S, E >= 1, no attn_mask, no dropout).
 // Chapter: chapters/12-model-parallelism.md (12.2). Reference: PyTorch's
 // _scaled_dot_product_efficient_attention (aten/src/ATen/native/transformers), which also
 // returns (output, logsumexp).
@@ -31,7 +31,8 @@ struct Sizes {
 };
 inline Sizes sizes(const Tensor& q, const Tensor& k, const Tensor& v) {
   const int64_t L = q.sizes()[q.dim() - 2], E = q.sizes().back(), S = k.sizes()[k.dim() - 2], Ev = v.sizes().back();
-  const int64_t N = L * E == 0 ? 0 : q.numel() / (L * E);
+  int64_t N = 1;  // the product of the batch dims
+  for (int64_t d = 0; d + 2 < q.dim(); ++d) N *= q.sizes()[d];
   return {N, L, S, E, Ev};
 }
 }  // namespace attention_detail

@@ -114,6 +114,7 @@ struct NativeBatchNorm : Node {
     if (!any_requires_grad({&x0, &weight, &bias})) return y;
     auto node = std::make_shared<NativeBatchNorm>();
     node->x = node->save(x);
+    if (!x0.is_contiguous()) node->watch(x0);  // x is a contiguous copy: watch the caller's tensor too
     if (weight.defined()) node->weight = node->save(weight);
     node->mean = std::move(mean);
     node->invstd = std::move(invstd);
@@ -204,6 +205,14 @@ struct NativeLayerNorm : Node {
     auto node = std::make_shared<NativeLayerNorm>();
     node->x = node->save(x);
     if (weight.defined()) node->weight = node->save(weight);
+    // x or weight copied to be contiguous: watch the caller's tensors too, so that changing them
+    // in place before backward still raises, as in PyTorch
+    if (!x0.is_contiguous()) node->watch(x0);
+    if (weight0.defined() && !weight0.is_contiguous()) node->watch(weight0);
+    // x or weight copied to be contiguous: watch the caller's tensors too, so that changing them
+    // in place before backward still raises, as in PyTorch
+    if (!x0.is_contiguous()) node->watch(x0);
+    if (weight0.defined() && !weight0.is_contiguous()) node->watch(weight0);
     node->mean = std::move(mean);
     node->rstd = std::move(rstd);
     node->normalized_shape = normalized_shape;

@@ -36,30 +36,30 @@
 
 TT_NAMESPACE_BEGIN namespace backend::cpu {
 
-namespace attention_detail {
+namespace detail {
 /// Grain of the problem loop: problems of fewer multiply-adds than this share a thread.
-inline int64_t grain(int64_t L, int64_t S, int64_t E, int64_t Ev) {
+inline int64_t attention_grain(int64_t L, int64_t S, int64_t E, int64_t Ev) {
   const int64_t work = L * S * (E + Ev);
   return work >= (int64_t{1} << 18) ? 1 : std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(work, 1));
 }
 /// s (L, S) = scale q k^T, then -inf above the diagonal when causal.
 template <class T>
-void scores(const T* q, const T* k, T* s, int64_t L, int64_t S, int64_t E, double scale, bool causal) {
+void attention_scores(const T* q, const T* k, T* s, int64_t L, int64_t S, int64_t E, double scale, bool causal) {
   gemm_serial<T>(L, S, E, static_cast<T>(scale), q, E, false, k, E, true, T(0), s, S);
   if (causal)
     for (int64_t i = 0; i < L; ++i)
       for (int64_t j = i + 1; j < S; ++j) s[i * S + j] = -std::numeric_limits<T>::infinity();
 }
-}  // namespace attention_detail
+}  // namespace detail
 
 /// out (N, L, Ev) and lse (N, L) of softmax(scale q k^T [causal]) v (see the top of the file).
 template <class T>
 void attention_kernel(const T* q, const T* k, const T* v, T* out, double* lse, int64_t N, int64_t L, int64_t S,
                       int64_t E, int64_t Ev, double scale, bool causal) {
-  parallel_for(0, N, attention_detail::grain(L, S, E, Ev), [&](int64_t n0, int64_t n1) {
+  parallel_for(0, N, detail::attention_grain(L, S, E, Ev), [&](int64_t n0, int64_t n1) {
     std::vector<T> p(static_cast<size_t>(L * S));
     for (int64_t n = n0; n < n1; ++n) {
-      attention_detail::scores(q + n * L * E, k + n * S * E, p.data(), L, S, E, scale, causal);
+      detail::attention_scores(q + n * L * E, k + n * S * E, p.data(), L, S, E, scale, causal);
       for (int64_t i = 0; i < L; ++i) {  // softmax of row i in place; its log-sum-exp
         T* row = p.data() + i * S;
         T m = -std::numeric_limits<T>::infinity();
@@ -81,12 +81,12 @@ template <class T>
 void attention_backward_kernel(const T* dout, const T* q, const T* k, const T* v, const T* out, const double* lse,
                                T* dq, T* dk, T* dv, int64_t N, int64_t L, int64_t S, int64_t E, int64_t Ev,
                                double scale, bool causal) {
-  parallel_for(0, N, attention_detail::grain(L, S, E, Ev), [&](int64_t n0, int64_t n1) {
+  parallel_for(0, N, detail::attention_grain(L, S, E, Ev), [&](int64_t n0, int64_t n1) {
     std::vector<T> p(static_cast<size_t>(L * S)), ds(static_cast<size_t>(L * S));
     for (int64_t n = n0; n < n1; ++n) {
       const T *qn = q + n * L * E, *kn = k + n * S * E, *vn = v + n * S * Ev;
       const T *don = dout + n * L * Ev, *on = out + n * L * Ev;
-      attention_detail::scores(qn, kn, p.data(), L, S, E, scale, causal);
+      detail::attention_scores(qn, kn, p.data(), L, S, E, scale, causal);
       for (int64_t i = 0; i < L; ++i)  // P recomputed from the saved log-sum-exp
         for (int64_t j = 0; j < S; ++j)
           p[i * S + j] = static_cast<T>(std::exp(static_cast<double>(p[i * S + j]) - lse[n * L + i]));
@@ -106,32 +106,33 @@ void attention_backward_kernel(const T* dout, const T* q, const T* k, const T* v
 
 // ---- the oracles: one query (or key) row at a time, sums in double --------------------------------
 
-namespace attention_detail {
+namespace detail {
 /// s_ij in double (the naive kernels' only product), -inf where causal masks it.
 template <class T>
-double score(const T* q, const T* k, int64_t i, int64_t j, int64_t E, double scale, bool causal) {
+double attention_score(const T* q, const T* k, int64_t i, int64_t j, int64_t E, double scale, bool causal) {
   if (causal && j > i) return -std::numeric_limits<double>::infinity();
   double acc = 0;
   for (int64_t e = 0; e < E; ++e) acc += static_cast<double>(q[i * E + e]) * static_cast<double>(k[j * E + e]);
   return scale * acc;
 }
-}  // namespace attention_detail
+}  // namespace detail
 
 template <class T>
 void attention_naive(const T* q, const T* k, const T* v, T* out, double* lse, int64_t N, int64_t L, int64_t S,
                      int64_t E, int64_t Ev, double scale, bool causal) {
-  using attention_detail::score;
+  using detail::attention_score;
   for (int64_t n = 0; n < N; ++n) {
     const T *qn = q + n * L * E, *kn = k + n * S * E, *vn = v + n * S * Ev;
     for (int64_t i = 0; i < L; ++i) {
       double m = -std::numeric_limits<double>::infinity(), sum = 0;
-      for (int64_t j = 0; j < S; ++j) m = std::max(m, score(qn, kn, i, j, E, scale, causal));
-      for (int64_t j = 0; j < S; ++j) sum += std::exp(score(qn, kn, i, j, E, scale, causal) - m);
+      for (int64_t j = 0; j < S; ++j) m = std::max(m, attention_score(qn, kn, i, j, E, scale, causal));
+      for (int64_t j = 0; j < S; ++j) sum += std::exp(attention_score(qn, kn, i, j, E, scale, causal) - m);
       const double l = m + std::log(sum);
       lse[n * L + i] = l;
       for (int64_t e = 0; e < Ev; ++e) {
         double acc = 0;
-        for (int64_t j = 0; j < S; ++j) acc += std::exp(score(qn, kn, i, j, E, scale, causal) - l) * vn[j * Ev + e];
+        for (int64_t j = 0; j < S; ++j)
+          acc += std::exp(attention_score(qn, kn, i, j, E, scale, causal) - l) * vn[j * Ev + e];
         out[(n * L + i) * Ev + e] = static_cast<T>(acc);
       }
     }
@@ -142,12 +143,12 @@ template <class T>
 void attention_backward_naive(const T* dout, const T* q, const T* k, const T* v, const T* out, const double* lse,
                               T* dq, T* dk, T* dv, int64_t N, int64_t L, int64_t S, int64_t E, int64_t Ev,
                               double scale, bool causal) {
-  using attention_detail::score;
+  using detail::attention_score;
   for (int64_t n = 0; n < N; ++n) {
     const T *qn = q + n * L * E, *kn = k + n * S * E, *vn = v + n * S * Ev;
     const T *don = dout + n * L * Ev, *on = out + n * L * Ev;
     const double* ln = lse + n * L;
-    auto P = [&](int64_t i, int64_t j) { return std::exp(score(qn, kn, i, j, E, scale, causal) - ln[i]); };
+    auto P = [&](int64_t i, int64_t j) { return std::exp(attention_score(qn, kn, i, j, E, scale, causal) - ln[i]); };
     auto D = [&](int64_t i) {
       double d = 0;
       for (int64_t e = 0; e < Ev; ++e) d += static_cast<double>(don[i * Ev + e]) * on[i * Ev + e];

@@ -71,7 +71,9 @@ __global__ void attention_warp(const T* q, const T* k, const T* v, T* out, doubl
     for (int64_t j = 0; j < keys; ++j) {
       const double s = scale * warp_dot(q + r * E, kn + j * E, E, lane);
       const double m_new = s > m ? s : m;
-      const double corr = std::exp(m - m_new), p = std::exp(s - m_new);
+      // -inf scores (a -inf in q or k) add nothing; (-inf) - (-inf) would make NaN of them
+      const double corr = m == m_new ? 1.0 : std::exp(m - m_new);
+      const double p = std::isinf(s) && s < 0 ? 0.0 : std::exp(s - m_new);
       l = l * corr + p;
       for (int t = 0; t < kAttentionMaxPerLane; ++t) {
         const int64_t e = lane + 32 * t;
@@ -249,7 +251,7 @@ void attention_kernel_fast(const T* q, const T* k, const T* v, T* out, double* l
 }
 /// out, lse: one thread per query row (the oracle).
 template <class T>
-void attention_kernel_naive(const T* q, const T* k, const T* v, T* out, double* lse, int64_t N, int64_t L, int64_t S,
+void attention_naive(const T* q, const T* k, const T* v, T* out, double* lse, int64_t N, int64_t L, int64_t S,
                             int64_t E, int64_t Ev, double scale, bool causal) {
   detail::check_attention_sizes("attention_kernel", N, L, S, E, Ev);
   if (N * L == 0) return;
@@ -281,7 +283,7 @@ void attention_backward_kernel_fast(const T* dout, const T* q, const T* k, const
 }
 /// dq, dk, dv: one thread per query row, then one per key row (the oracle).
 template <class T>
-void attention_backward_kernel_naive(const T* dout, const T* q, const T* k, const T* v, const T* out,
+void attention_backward_naive(const T* dout, const T* q, const T* k, const T* v, const T* out,
                                      const double* lse, T* dq, T* dk, T* dv, int64_t N, int64_t L, int64_t S,
                                      int64_t E, int64_t Ev, double scale, bool causal) {
   detail::check_attention_sizes("attention_backward_kernel", N, L, S, E, Ev);
