@@ -130,13 +130,17 @@ class Tensor {
   bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
 
   /// Pointer to the first element (offset applied). Throws if T does not match dtype().
+  /// nullptr for a tensor with no storage bytes (an empty tensor, or a view of one, whose offset
+  /// may be non-zero: adding it to a null pointer would be undefined behaviour).
   template <typename T> T* data_ptr() const {
     TT_CHECK(dtype_of<T>() == dtype(), "data_ptr: tensor has dtype ", dtype_name(dtype()),
              " but ", dtype_name(dtype_of<T>()), " was requested");
-    return static_cast<T*>(checked()->storage->data()) + impl_->offset;
+    T* base = static_cast<T*>(checked()->storage->data());
+    return base ? base + impl_->offset : nullptr;
   }
   void* raw_data() const {
-    return static_cast<char*>(checked()->storage->data()) + impl_->offset * element_size(dtype());
+    char* base = static_cast<char*>(checked()->storage->data());
+    return base ? base + impl_->offset * element_size(dtype()) : nullptr;
   }
   /// The value of a one-element tensor, converted to T (PyTorch's .item()).
   template <typename T = double> T item() const;
