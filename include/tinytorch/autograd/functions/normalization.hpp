@@ -209,10 +209,6 @@ struct NativeLayerNorm : Node {
     // in place before backward still raises, as in PyTorch
     if (!x0.is_contiguous()) node->watch(x0);
     if (weight0.defined() && !weight0.is_contiguous()) node->watch(weight0);
-    // x or weight copied to be contiguous: watch the caller's tensors too, so that changing them
-    // in place before backward still raises, as in PyTorch
-    if (!x0.is_contiguous()) node->watch(x0);
-    if (weight0.defined() && !weight0.is_contiguous()) node->watch(weight0);
     node->mean = std::move(mean);
     node->rstd = std::move(rstd);
     node->normalized_shape = normalized_shape;
