@@ -37,6 +37,8 @@
 //   distributed/pipeline_schedule.hpp   GPipe and 1F1B schedules simulated (bubble, timeline)
 //   distributed/pipeline.hpp            PipelineStage: those schedules on real ranks (send / recv)
 //   distributed/clip_grad.hpp           clip_grad_norm_across_: clipping a model spread over ranks
+//   distributed/zero_redundancy_optimizer.hpp  ZeroRedundancyOptimizer (ZeRO-1): optimizer state sharded
+//                                       across ranks, partition_parameters
 //
 // Chapter: chapters/07-all-reduce.md, chapters/06-distributed-data-parallel.md.
 // Reference: torch.distributed; karpathy/llm.c (MPI -> NCCL bootstrap); nccl-tests (busbw).
@@ -63,3 +65,4 @@
 #include "distributed/tensor_parallel.hpp"
 #include "distributed/trace.hpp"
 #include "distributed/work.hpp"
+#include "distributed/zero_redundancy_optimizer.hpp"

@@ -129,8 +129,10 @@ inline void verify_options_across_ranks(ProcessGroup& g, bool has_module, Algori
 
 /// Step 1 of the constructor for one kind of tensor ("parameter" or "buffer"): counts, then
 /// dtypes and shapes against rank 0's; throws the same message on every rank on a mismatch.
+/// `who` opens the message (ZeroRedundancyOptimizer passes its own sentence).
 inline void verify_across_ranks(ProcessGroup& g, const std::vector<std::pair<std::string, Tensor>>& tensors,
-                                const char* kind) {
+                                const char* kind,
+                                const char* who = "DistributedDataParallel: DDP expects same model across all ranks") {
   const int world = g.size(), rank = g.rank();
   if (world == 1) return;
   // (1) counts, all-gathered: every rank sees every count.
@@ -142,7 +144,7 @@ inline void verify_across_ranks(ProcessGroup& g, const std::vector<std::pair<std
       std::string all;
       for (int q = 0; q < world; ++q) all += (q ? ", " : "") + std::to_string(counts[static_cast<size_t>(q)]);
       throw_error(::tinytorch::detail::str_cat(
-          "DistributedDataParallel: DDP expects same model across all ranks, but rank 0 has ", counts[0], " ",
+          who, ", but rank 0 has ", counts[0], " ",
           kind, "s while rank ", r, " has inconsistent ", counts[static_cast<size_t>(r)], " ", kind,
           "s (", kind, " counts by rank: [", all, "]). Every rank must build the same model and register its ",
           kind, "s in the same order."));
@@ -194,7 +196,7 @@ inline void verify_across_ranks(ProcessGroup& g, const std::vector<std::pair<std
   const std::string ref_name = broadcast_string(g, rank == 0 ? tensors[pi].first : std::string(), 0);
   const bool grad_differs = !ref_meta.empty() && !bad_meta.empty() && (ref_meta[0] >= 16) != (bad_meta[0] >= 16);
   throw_error(::tinytorch::detail::str_cat(
-      "DistributedDataParallel: DDP expects same model across all ranks, but ", kind, " ", p, " (\"", ref_name,
+      who, ", but ", kind, " ", p, " (\"", ref_name,
       "\") has sizes ", describe(ref_meta, grad_differs), " on rank 0 and sizes ", describe(bad_meta, grad_differs),
       " on rank ", bad_rank,
       bad_name == ref_name ? std::string() : " (named \"" + bad_name + "\" there)",

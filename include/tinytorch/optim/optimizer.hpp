@@ -171,7 +171,8 @@ class Optimizer {
   /// not written; SGD without momentum has no state entries (PyTorch stores momentum_buffer=None).
   /// The state tensors are the live ones, not copies (as PyTorch's): clone them, or save them,
   /// to keep a snapshot while training goes on.
-  std::vector<std::pair<std::string, Tensor>> state_dict() const;
+  /// Virtual: distributed::ZeroRedundancyOptimizer gives the consolidated state of every rank.
+  virtual std::vector<std::pair<std::string, Tensor>> state_dict() const;
 
   /// Restores a state_dict() (torch.optim.Optimizer.load_state_dict): every group's
   /// hyper-parameters (lr included, and initial_lr) are replaced by the loaded ones, the
@@ -190,7 +191,8 @@ class Optimizer {
   ///   step raises KeyError), a step that is not a non-negative integer, a hyper-parameter that
   ///   is not a number (betas: two numbers). Hyper-parameter values are not range-checked (NaN or
   ///   a negative lr loads, as in PyTorch).
-  void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& sd);
+  /// Virtual: distributed::ZeroRedundancyOptimizer keeps the state of its own shard only.
+  virtual void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& sd);
 
   /// The names of the per-group hyper-parameters state_dict() writes (PyTorch's group keys).
   /// The base class lists every field of ParamGroup; SGD and Adam list their own.

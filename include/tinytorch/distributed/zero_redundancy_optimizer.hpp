@@ -1,0 +1,360 @@
+// tinytorch/distributed/zero_redundancy_optimizer.hpp — ZeroRedundancyOptimizer: ZeRO stage 1,
+// each rank keeps the optimizer state of its shard of the parameters only.
+//
+// Data parallelism with DDP gives every rank the same averaged gradients, and every rank then runs
+// the same optimizer update on every parameter: N copies of the same work and of the same state.
+// With Adam in float32 a rank holds, per parameter, 4 bytes of value, 4 of gradient and 8 of
+// state (exp_avg, exp_avg_sq): 16P bytes for P parameters. ZeRO stage 1 (Rajbhandari et al.,
+// 2020) partitions the parameters across the N ranks; rank r updates only its shard S_r, so it
+// only ever creates state for S_r, and then sends the updated values to the others:
+//   step():  for p in S_r with a gradient: update(p, p.grad, state[p])     (the local step)
+//            for r in 0..N-1: broadcast(S_r from rank r)                    (sync the replicas)
+//   memory per rank:  4P (values) + 4P (gradients) + 8P/N (Adam's state)  = 8P + 8P/N
+// The numbers equal DDP + the plain optimizer bit for bit: each parameter is updated by exactly
+// one rank, from the same averaged gradient and the same state, and the others receive the bytes.
+//
+// The partition is PyTorch's sorted greedy one (`_partition_parameters`): group by group, the
+// parameters sorted by numel, largest first (a stable sort: equal sizes keep their order), each
+// given to the rank with the smallest total numel so far (the lowest such rank on a tie). A
+// parameter is never split; ranks may own nothing (more ranks than parameters).
+// The shapes: shard r lists, per param group, the parameters rank r owns; with
+// parameters_as_bucket_view each rank's shard is one flat tensor of the parameters' dtype (a
+// parameter's values become a view into it, as PyTorch's `param.data = bucket[a:b].view_as(p)`)
+// and the sync is N broadcasts instead of one per parameter.
+//
+// It is the optimizer class itself, derived: ZeroRedundancyOptimizer<optim::Adam> is an Adam whose
+// step() updates this rank's shard only (so LR schedulers, param_groups() and zero_grad() work as
+// on the plain class; PyTorch wraps a local optimizer and copies the groups' settings back and
+// forth instead). Its state() holds the shard's state only.
+//
+// Checkpoints (PyTorch's protocol): consolidate_state_dict(to) is a collective that gathers every
+// rank's state on rank `to`; state_dict() then returns, on that rank only, what the plain
+// optimizer's state_dict() would (global parameter indices, every group), loadable into a plain
+// optimizer; load_state_dict() takes such a dict (from either) and keeps this rank's shard.
+//
+// Chapter: chapters/06-distributed-data-parallel.md (memory per rank; the sharding chapter follows).
+// Reference: torch.distributed.optim.ZeroRedundancyOptimizer (PyTorch 1.13
+//   torch/distributed/optim/zero_redundancy_optimizer.py); Rajbhandari et al., "ZeRO: Memory
+//   Optimizations Toward Training Trillion Parameter Models" (SC 2020), stage P_os.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "../functional.hpp"
+#include "../optim/optimizer.hpp"
+#include "device_staging.hpp"
+#include "errors.hpp"
+#include "model_agreement.hpp"
+#include "process_group.hpp"
+#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+
+TT_NAMESPACE_BEGIN namespace distributed {
+
+/// ZeroRedundancyOptimizer's own arguments (PyTorch's keyword arguments besides the optimizer's).
+struct ZeroOptions {
+  /// The ranks that share the optimizer (PyTorch's process_group); nullptr = the default group.
+  std::shared_ptr<ProcessGroup> process_group = nullptr;
+  /// Pack each rank's shard into one flat tensor that the parameters view, and broadcast it in one
+  /// message per rank instead of one per parameter (PyTorch's parameters_as_bucket_view).
+  bool parameters_as_bucket_view = false;
+  /// PyTorch overlaps the step with DDP's bucket all-reduces through a DDP communication hook;
+  /// tinytorch has no comm hooks yet, so true throws (the default, false, is PyTorch's default).
+  bool overlap_with_ddp = false;
+};
+
+/// shard[r][g]: the parameters of param group g that rank r owns, in PyTorch's order (by numel,
+/// largest first).
+using ParameterPartition = std::vector<std::vector<std::vector<Tensor>>>;
+
+/// PyTorch's sorted greedy partition of `groups` over `world_size` ranks (see the file comment).
+inline ParameterPartition partition_parameters(const std::vector<optim::ParamGroup>& groups, int world_size) {
+  ParameterPartition shard(static_cast<size_t>(world_size), std::vector<std::vector<Tensor>>(groups.size()));
+  std::vector<int64_t> sizes(static_cast<size_t>(world_size), 0);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    std::vector<Tensor> sorted = groups[g].params;
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](const Tensor& a, const Tensor& b) { return a.numel() > b.numel(); });
+    for (const Tensor& p : sorted) {
+      const size_t r = static_cast<size_t>(std::min_element(sizes.begin(), sizes.end()) - sizes.begin());
+      shard[r][g].push_back(p);
+      sizes[r] += p.numel();
+    }
+  }
+  return shard;
+}
+
+/// ZeRO stage 1 over any tinytorch optimizer (PyTorch's ZeroRedundancyOptimizer):
+///   DistributedDataParallel ddp(model);
+///   ZeroRedundancyOptimizer<optim::Adam> opt(ddp.parameters(), optim::AdamOptions{1e-3});
+///   loss.backward(); opt.step(); opt.zero_grad();
+/// Every rank constructs it with the same parameters (a collective: checked, see below) and calls
+/// step() the same number of times. Gradients must already be the same on every rank (DDP's
+/// averaged ones): ZeroRedundancyOptimizer reduces nothing itself, as PyTorch's.
+/// Errors (tinytorch::Error, on every rank where the condition is shared):
+///   "ZeroRedundancyOptimizer got an empty parameter list"  (PyTorch's ValueError)
+///   "ZeroRedundancyOptimizer only supports using the same dense type for all parameters but got
+///    both torch.FloatTensor and torch.DoubleTensor"  (PyTorch's; a CUDA one reads torch.cuda.FloatTensor)
+///   the parameters differ across ranks in count, dtype, shape or requires_grad: the same message
+///     on every rank naming the first parameter that differs (PyTorch does not check; its
+///     broadcasts would then hang or fail)
+///   overlap_with_ddp=true: not implemented (needs DDP communication hooks)
+///   the optimizer's own checks (lr, betas, ..., non-leaf parameters).
+template <class OptimizerClass>
+class ZeroRedundancyOptimizer : public OptimizerClass {
+ public:
+  /// params: every parameter of the model (each rank the same list); defaults: the optimizer's
+  /// options (e.g. optim::AdamOptions, or optim::SGDOptions); options: ZeRO's own.
+  template <class Defaults>
+  ZeroRedundancyOptimizer(std::vector<Tensor> params, const Defaults& defaults, ZeroOptions options = {})
+      : OptimizerClass(verify_params(std::move(params), options), defaults), options_(std::move(options)),
+        group_(group_of(options_)) {
+    partition();  // and the buckets, with parameters_as_bucket_view
+  }
+
+  /// The rank's place in the optimizer's process group.
+  int rank() const { return group_.rank(); }
+  int world_size() const { return group_.size(); }
+  bool parameters_as_bucket_view() const { return options_.parameters_as_bucket_view; }
+
+  /// The partition (recomputed when a param group was added): partition()[r][g] are the parameters
+  /// of group g that rank r updates.
+  const ParameterPartition& partition() {
+    std::vector<TensorImpl*> layout;
+    for (const optim::ParamGroup& g : this->param_groups_) {
+      for (const Tensor& p : g.params) layout.push_back(p.impl());
+      layout.push_back(nullptr);  // group boundary
+    }
+    if (layout != layout_) {
+      layout_ = std::move(layout);
+      partition_ = partition_parameters(this->param_groups_, group_.size());
+      owner_.clear();
+      for (size_t r = 0; r < partition_.size(); ++r)
+        for (const auto& ps : partition_[r])
+          for (const Tensor& p : ps) owner_[p.impl()] = static_cast<int>(r);
+      if (options_.parameters_as_bucket_view) build_param_buckets();
+    }
+    return partition_;
+  }
+
+  /// The rank (of the process group) that updates p; throws if p is not one of the parameters.
+  int owner_rank(const Tensor& p) {
+    partition();
+    auto it = owner_.find(p.impl());
+    detail::check(it != owner_.end(), "ZeroRedundancyOptimizer.owner_rank: the tensor (sizes ", shape_str(p.sizes()),
+          ") is not one of the optimizer's parameters");
+    return it->second;
+  }
+
+  /// With parameters_as_bucket_view: bucket r is the flat tensor holding rank r's shard (a
+  /// one-element placeholder when rank r owns nothing, as PyTorch's).
+  const std::vector<Tensor>& buckets() const { return buckets_; }
+
+  /// Gathers every rank's optimizer state on rank `to` of the process group (a collective: every
+  /// rank calls it; PyTorch's consolidate_state_dict). Afterwards state_dict() works on rank `to`
+  /// and returns the state as of this call. Throws if `to` is not a rank of the group.
+  void consolidate_state_dict(int to = 0) {
+    detail::check(to >= 0 && to < group_.size(), "ZeroRedundancyOptimizer.consolidate_state_dict: to=", to,
+          " is not a rank of the process group (size ", group_.size(), ")");
+    consolidated_.clear();
+    has_consolidated_ = false;
+    // Rank r sends its state entries ("state.<i>.<name>"; i is the global index) to everyone, one
+    // rank after the other, as PyTorch's _broadcast_object (broadcast rather than gather, which
+    // NCCL lacks): first the keys, dtypes and shapes as int64s, then each tensor's values.
+    std::vector<std::pair<std::string, Tensor>> gathered;
+    for (int r = 0; r < group_.size(); ++r) {
+      std::vector<std::pair<std::string, Tensor>> mine;
+      std::vector<int64_t> meta;
+      if (r == group_.rank()) {
+        for (auto& kv : optim::Optimizer::state_dict())
+          if (kv.first.rfind("state.", 0) == 0) mine.push_back(kv);
+        for (const auto& kv : mine) {
+          meta.push_back(static_cast<int64_t>(kv.first.size()));
+          meta.insert(meta.end(), kv.first.begin(), kv.first.end());
+          meta.push_back(static_cast<int64_t>(kv.second.dtype()));
+          meta.push_back(kv.second.dim());
+          for (int64_t d : kv.second.sizes()) meta.push_back(d);
+        }
+      }
+      meta = detail::broadcast_ints(group_, meta, r);
+      size_t pos = 0, k = 0;
+      while (pos < meta.size()) {
+        const size_t len = static_cast<size_t>(meta[pos++]);
+        std::string key(meta.begin() + static_cast<std::ptrdiff_t>(pos),
+                        meta.begin() + static_cast<std::ptrdiff_t>(pos + len));
+        pos += len;
+        const DType dtype = static_cast<DType>(meta[pos++]);
+        Shape shape;
+        for (int64_t n = meta[pos++]; n > 0; --n) shape.push_back(meta[pos++]);
+        NoGradGuard no_grad;
+        // The sender's own tensor is sent as it is (contiguous, on its device); the copy kept is a
+        // CPU snapshot, as PyTorch's consolidation copies to the CPU.
+        Tensor t = r == group_.rank() ? mine[k].second.contiguous() : empty(shape, TensorOptions(dtype));
+        ++k;
+        if (t.numel() > 0) {
+          detail::HostStage h(t, r == group_.rank());
+          group_.broadcast(h.data(), t.numel(), t.dtype(), r, Completion::Blocking);
+          h.upload();
+        }
+        if (group_.rank() == to) gathered.emplace_back(std::move(key), r == group_.rank() ? t.cpu().clone() : t);
+      }
+    }
+    if (group_.rank() != to) return;
+    // Global order: by parameter index, each parameter's entries in state_names() order.
+    auto index_of = [](const std::string& key) { return std::stoll(key.substr(6, key.find('.', 6) - 6)); };
+    std::stable_sort(gathered.begin(), gathered.end(),
+                     [&](const auto& a, const auto& b) { return index_of(a.first) < index_of(b.first); });
+    consolidated_ = std::move(gathered);
+    has_consolidated_ = true;
+  }
+
+  /// On the rank a consolidate_state_dict(to) call chose: the whole optimizer's state_dict() as the
+  /// plain optimizer writes it (every parameter's state, as of that call, and the groups' current
+  /// settings), loadable into the plain optimizer or into a ZeroRedundancyOptimizer on any world
+  /// size. Elsewhere throws PyTorch's error: "Optimizer state has not been consolidated on this
+  /// rank. Please call `consolidate_state_dict(to=1)` on all ranks beforehand if you meant to save
+  /// the global state."
+  std::vector<std::pair<std::string, Tensor>> state_dict() const override {
+    detail::check(has_consolidated_, "Optimizer state has not been consolidated on this rank. Please call "
+                             "`consolidate_state_dict(to=", group_.rank(),
+          ")` on all ranks beforehand if you meant to save the global state.");
+    std::vector<std::pair<std::string, Tensor>> out = consolidated_;
+    for (auto& kv : optim::Optimizer::state_dict())
+      if (kv.first.rfind("state.", 0) != 0) out.push_back(kv);
+    return out;
+  }
+
+  /// Loads a whole optimizer's state_dict() (from a plain optimizer or a consolidated one), with
+  /// the plain optimizer's checks and errors; keeps the state of this rank's shard only.
+  void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& sd) override {
+    optim::Optimizer::load_state_dict(sd);
+    partition();
+    for (auto it = this->state_.begin(); it != this->state_.end();) {
+      if (owner_.at(it->first) != group_.rank()) it = this->state_.erase(it);
+      else ++it;
+    }
+  }
+
+ protected:
+  /// The local step on this rank's shard, then the shard of every rank broadcast from its owner.
+  void step_impl() override {
+    const ParameterPartition& shard = partition();
+    {
+      NoGradGuard no_grad;
+      const auto& mine = shard[static_cast<size_t>(group_.rank())];
+      for (size_t g = 0; g < mine.size(); ++g) {
+        for (const Tensor& cp : mine[g]) {
+          Tensor p = cp;
+          const Tensor grad = p.grad();
+          if (!grad.defined()) continue;
+          optim::ParamState& st = this->state_[p.impl()];
+          ops::check_same_device("Optimizer.step", p, grad, st.momentum_buffer, st.exp_avg, st.exp_avg_sq,
+                                 st.max_exp_avg_sq);
+          this->update(p, grad, st, this->param_groups_[g]);
+        }
+      }
+    }
+    sync_params();
+  }
+
+ private:
+  /// Rank r's updated values reach every rank: one broadcast per parameter of shard r, in the
+  /// partition's order, or one per bucket (PyTorch's _sync_params).
+  void sync_params() {
+    NoGradGuard no_grad;
+    for (int r = 0; r < group_.size(); ++r) {
+      if (options_.parameters_as_bucket_view) {
+        broadcast_from(buckets_[static_cast<size_t>(r)], r);
+        continue;
+      }
+      for (const auto& ps : partition_[static_cast<size_t>(r)])
+        for (const Tensor& p : ps) broadcast_from(p, r);
+    }
+  }
+
+  void broadcast_from(const Tensor& t, int root) {
+    if (group_.size() == 1 || t.numel() == 0) return;
+    detail::check(t.is_contiguous(), "ZeroRedundancyOptimizer.step: a parameter of sizes ", shape_str(t.sizes()),
+          " and strides ", shape_str(t.strides()), " is not contiguous; the broadcast needs contiguous memory");
+    detail::HostStage h(t, group_.rank() == root);
+    group_.broadcast(h.data(), t.numel(), t.dtype(), root, Completion::Blocking);
+    h.upload();
+  }
+
+  /// bucket r <- the values of shard r, laid end to end; each parameter then views its slice
+  /// (its storage, offset and strides rebound: what PyTorch's `param.data = view` does).
+  void build_param_buckets() {
+    NoGradGuard no_grad;
+    buckets_.clear();
+    const Tensor& first = this->param_groups_.front().params.front();
+    for (const auto& groups : partition_) {
+      int64_t n = 0;
+      for (const auto& ps : groups)
+        for (const Tensor& p : ps) n += p.numel();
+      Tensor bucket = zeros({std::max<int64_t>(n, 1)}, TensorOptions(first.dtype()).device(first.device()));
+      int64_t offset = 0;
+      for (const auto& ps : groups) {
+        for (const Tensor& p : ps) {
+          const int64_t k = p.numel();
+          bucket.narrow(0, offset, k).copy_(p.reshape({k}));
+          TensorImpl* impl = p.impl();
+          impl->storage = bucket.impl()->storage;
+          impl->offset = offset;
+          impl->strides = contiguous_strides(impl->shape);
+          offset += k;
+        }
+      }
+      buckets_.push_back(bucket);
+    }
+  }
+
+  static ProcessGroup& group_of(const ZeroOptions& o) {
+    return o.process_group ? *o.process_group : detail::default_group("ZeroRedundancyOptimizer");
+  }
+
+  /// Before the optimizer's constructor sees the list: first what the ranks must agree on (a
+  /// collective, so that a mismatch throws on every rank instead of hanging a broadcast later),
+  /// then PyTorch's local checks (_verify_and_init_params, _verify_same_dense_param_type), which
+  /// then give the same answer everywhere.
+  static std::vector<Tensor> verify_params(std::vector<Tensor> params, const ZeroOptions& options) {
+    for (const Tensor& p : params)
+      detail::check(p.defined(), "ZeroRedundancyOptimizer: a parameter is an undefined Tensor");
+    ProcessGroup& group = group_of(options);
+    std::vector<std::pair<std::string, Tensor>> named;
+    for (size_t i = 0; i < params.size(); ++i) named.emplace_back("params[" + std::to_string(i) + "]", params[i]);
+    detail::verify_across_ranks(group, named, "parameter",
+                                "ZeroRedundancyOptimizer: expects the same parameters on every rank");
+    detail::check(!options.overlap_with_ddp,
+          "ZeroRedundancyOptimizer: overlap_with_ddp=true is not implemented in tinytorch (it needs DDP "
+          "communication hooks); use the default overlap_with_ddp=false, which steps after backward");
+    detail::check(!params.empty(), "ZeroRedundancyOptimizer got an empty parameter list");
+    auto type_name = [](const Tensor& t) {
+      const std::string n = tensor_type_name(t.dtype());
+      return t.device().is_cpu() ? n : "torch.cuda." + n.substr(6);
+    };
+    const std::string first = type_name(params[0]);
+    for (size_t i = 1; i < params.size(); ++i) {
+      const std::string other = type_name(params[i]);
+      detail::check(other == first && params[i].device() == params[0].device(),
+            "ZeroRedundancyOptimizer only supports using the same dense type for all parameters but got both ",
+            first, " and ", other, other == first ? " on another device" : "");
+    }
+    return params;
+  }
+
+  ZeroOptions options_;
+  ProcessGroup& group_;
+  std::vector<TensorImpl*> layout_;                  ///< the groups' parameters when partition_ was made
+  ParameterPartition partition_;
+  std::unordered_map<TensorImpl*, int> owner_;       ///< parameter -> the rank that updates it
+  std::vector<Tensor> buckets_;                      ///< parameters_as_bucket_view: one per rank
+  std::vector<std::pair<std::string, Tensor>> consolidated_;  ///< "state.*" entries of every rank
+  bool has_consolidated_ = false;
+};
+
+}  TT_NAMESPACE_END  // namespace tinytorch::distributed

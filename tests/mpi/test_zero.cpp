@@ -1,0 +1,304 @@
+// tests/mpi/test_zero.cpp — ZeroRedundancyOptimizer (ZeRO stage 1) against DDP with the plain
+// optimizer, and its error paths.
+//
+// Run by ctest on 2, 3 and 4 ranks (scripts/mpirun.sh -np N build/bin/test_zero); it also passes
+// as a single process (world size 1: every parameter is rank 0's).
+// What is checked (N = world size):
+//   * the partition equals PyTorch's _partition_parameters (tests/reference/gen_zero.py ->
+//     zero_ref.hpp) for several size lists, two param groups, and more ranks than parameters;
+//   * 20 steps of DDP + ZeroRedundancyOptimizer<Adam> give the losses and final parameters of
+//     DDP + Adam bit for bit, on every rank (also SGD with momentum, AdamW with an LR scheduler, and
+//     parameters_as_bucket_view); the optimizer state per rank is 8 bytes x the numel it owns, 8P
+//     over all ranks;
+//   * consolidate_state_dict(to) + state_dict() on rank `to` = the plain Adam's state_dict, bit for
+//     bit; loading it into a fresh ZeroRedundancyOptimizer (and a plain Adam's into one) continues
+//     the run exactly; state_dict() elsewhere throws PyTorch's message;
+//   * bad input: empty list, mixed dtypes, parameters that differ across ranks (the same message on
+//     every rank), overlap_with_ddp.
+// Chapter: chapters/06-distributed-data-parallel.md (6.12 ZeRO-1).
+// Catch2 tags: [ch06][distributed][zero]
+#include <catch2/catch.hpp>
+
+#include <tinytorch/distributed.hpp>
+#include <tinytorch/optim/lr_scheduler.hpp>
+#include <tinytorch/tinytorch.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../reference/zero_ref.hpp"
+
+namespace dist = tinytorch::distributed;
+namespace nn = tinytorch::nn;
+namespace optim = tinytorch::optim;
+using tinytorch::Tensor;
+
+namespace {
+
+void ensure_group() {
+  if (!dist::is_initialized()) dist::init_process_group(dist::Backend::MPI);
+}
+
+std::shared_ptr<nn::Sequential> make_mlp(const std::vector<int64_t>& sizes) {
+  auto m = std::make_shared<nn::Sequential>();
+  for (size_t i = 0; i + 1 < sizes.size(); ++i) {
+    m->push_back(std::make_shared<nn::Linear>(sizes[i], sizes[i + 1]));
+    if (i + 2 < sizes.size()) m->push_back(std::make_shared<nn::ReLU>());
+  }
+  return m;
+}
+
+/// The bits of every parameter, in registration order (float32: compared exactly).
+std::vector<uint32_t> param_bits(const nn::Module& m) {
+  std::vector<uint32_t> out;
+  for (const Tensor& p : m.parameters()) {
+    Tensor c = p.contiguous();
+    const float* d = c.data_ptr<float>();
+    for (int64_t i = 0; i < c.numel(); ++i) {
+      uint32_t b = 0;
+      std::memcpy(&b, d + i, 4);
+      out.push_back(b);
+    }
+  }
+  return out;
+}
+
+/// True on every rank iff every rank's `v` equals rank 0's exactly.
+bool identical_on_all_ranks(std::vector<uint32_t> v) {
+  std::vector<int64_t> w(v.begin(), v.end()), ref = w;
+  if (!ref.empty()) dist::broadcast(ref.data(), static_cast<int64_t>(ref.size()), 0);
+  int64_t bad = ref == w ? 0 : 1;
+  dist::all_reduce(&bad, 1, dist::ReduceOp::MAX);
+  return bad == 0;
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  if (a.sizes() != b.sizes() || a.dtype() != b.dtype()) return false;
+  Tensor ca = a.contiguous().cpu(), cb = b.contiguous().cpu();
+  return std::memcmp(ca.raw_data(), cb.raw_data(), static_cast<size_t>(ca.numel()) * tinytorch::element_size(ca.dtype())) == 0;
+}
+
+/// Step s's batch for this rank (B samples of a global batch of N*B, the same on every rank).
+std::pair<Tensor, Tensor> batch(int s, int64_t B) {
+  const int N = dist::get_world_size(), r = dist::get_rank();
+  tinytorch::Generator g(500 + static_cast<uint64_t>(s));
+  Tensor x = tinytorch::randn({N * B, 6}, {}, &g);
+  Tensor y = tinytorch::randn({N * B, 3}, {}, &g);
+  return {x.narrow(0, r * B, B), y.narrow(0, r * B, B)};
+}
+
+/// `steps` DDP steps of `opt` on `ddp`, from step `first`; returns the losses.
+std::vector<float> train(dist::DistributedDataParallel& ddp, optim::Optimizer& opt, int first, int steps,
+                         optim::lr_scheduler::LRScheduler* sched = nullptr) {
+  std::vector<float> losses;
+  nn::MSELoss loss_fn;
+  for (int s = first; s < first + steps; ++s) {
+    auto [x, y] = batch(s, 4);
+    opt.zero_grad();
+    Tensor loss = loss_fn(ddp.forward(x), y);
+    loss.backward();
+    opt.step();
+    if (sched) sched->step();
+    losses.push_back(loss.item<float>());
+  }
+  return losses;
+}
+
+const std::vector<int64_t> kSizes{6, 16, 8, 3};
+
+}  // namespace
+
+TEST_CASE("the partition is PyTorch's sorted greedy one", "[ch06][distributed][zero]") {
+  for (const auto& c : zero_ref::partition_cases()) {
+    INFO(c.name << ", world size " << c.world_size);
+    std::vector<optim::ParamGroup> groups;
+    for (const auto& numels : c.group_numels) {
+      optim::ParamGroup g;
+      for (int64_t n : numels) g.params.push_back(tinytorch::zeros({n}));
+      groups.push_back(g);
+    }
+    const dist::ParameterPartition part = dist::partition_parameters(groups, c.world_size);
+    REQUIRE(part.size() == c.owners.size());
+    for (size_t r = 0; r < part.size(); ++r) {
+      REQUIRE(part[r].size() == groups.size());
+      for (size_t g = 0; g < groups.size(); ++g) {
+        std::vector<int64_t> got;
+        for (const Tensor& p : part[r][g])
+          for (size_t i = 0; i < groups[g].params.size(); ++i)
+            if (groups[g].params[i].impl() == p.impl()) got.push_back(static_cast<int64_t>(i));
+        CHECK(got == c.owners[r][g]);
+      }
+    }
+  }
+}
+
+TEST_CASE("ZeRO-1 + DDP equals DDP + the plain optimizer bit for bit", "[ch06][distributed][zero]") {
+  ensure_group();
+  const int N = dist::get_world_size(), r = dist::get_rank();
+  tinytorch::manual_seed(7);
+  auto m_plain = make_mlp(kSizes);
+  tinytorch::manual_seed(7);
+  auto m_zero = make_mlp(kSizes);
+  dist::DistributedDataParallel ddp_plain(m_plain), ddp_zero(m_zero);
+
+  SECTION("Adam, 20 steps; state 8 bytes per owned element") {
+    optim::Adam plain(ddp_plain.parameters(), optim::AdamOptions{1e-2});
+    dist::ZeroRedundancyOptimizer<optim::Adam> zero(ddp_zero.parameters(), optim::AdamOptions{1e-2});
+    CHECK(zero.world_size() == N);
+    CHECK(zero.rank() == r);
+    const auto a = train(ddp_plain, plain, 0, 20), b = train(ddp_zero, zero, 0, 20);
+    CHECK(a == b);
+    CHECK(param_bits(*m_plain) == param_bits(*m_zero));
+    CHECK(identical_on_all_ranks(param_bits(*m_zero)));
+    int64_t owned = 0, total = 0;
+    for (const auto& ps : zero.partition()[static_cast<size_t>(r)])
+      for (const Tensor& p : ps) owned += p.numel();
+    for (const Tensor& p : m_zero->parameters()) total += p.numel();
+    CHECK(zero.state_nbytes() == 8 * owned);
+    CHECK(zero.state().size() == zero.partition()[static_cast<size_t>(r)][0].size());
+    int64_t sum = zero.state_nbytes();
+    dist::all_reduce(&sum, 1, dist::ReduceOp::SUM);
+    CHECK(sum == 8 * total);
+    CHECK(plain.state_nbytes() == 8 * total);
+  }
+  SECTION("SGD with momentum and parameters_as_bucket_view") {
+    optim::SGD plain(ddp_plain.parameters(), 0.05, 0.9);
+    dist::ZeroOptions zo;
+    zo.parameters_as_bucket_view = true;
+    dist::ZeroRedundancyOptimizer<optim::SGD> zero(ddp_zero.parameters(), optim::SGDOptions{0.05, 0.9}, zo);
+    REQUIRE(zero.buckets().size() == static_cast<size_t>(N));
+    // Each parameter now views its owner's bucket.
+    for (const Tensor& p : m_zero->parameters())
+      CHECK(p.impl()->storage == zero.buckets()[static_cast<size_t>(zero.owner_rank(p))].impl()->storage);
+    CHECK(param_bits(*m_plain) == param_bits(*m_zero));
+    const auto a = train(ddp_plain, plain, 0, 20), b = train(ddp_zero, zero, 0, 20);
+    CHECK(a == b);
+    CHECK(param_bits(*m_plain) == param_bits(*m_zero));
+    CHECK(identical_on_all_ranks(param_bits(*m_zero)));
+  }
+  SECTION("AdamW with a StepLR scheduler on the ZeRO optimizer itself") {
+    optim::AdamW plain(ddp_plain.parameters(), optim::AdamWOptions{1e-2});
+    dist::ZeroRedundancyOptimizer<optim::AdamW> zero(ddp_zero.parameters(), optim::AdamWOptions{1e-2});
+    optim::lr_scheduler::StepLR s_plain(plain, 5, 0.5), s_zero(zero, 5, 0.5);
+    const auto a = train(ddp_plain, plain, 0, 12, &s_plain), b = train(ddp_zero, zero, 0, 12, &s_zero);
+    CHECK(a == b);
+    CHECK(zero.param_groups()[0].lr == plain.param_groups()[0].lr);
+    CHECK(param_bits(*m_plain) == param_bits(*m_zero));
+  }
+}
+
+TEST_CASE("consolidate_state_dict gathers the plain optimizer's state dict on one rank", "[ch06][distributed][zero]") {
+  ensure_group();
+  const int N = dist::get_world_size(), r = dist::get_rank();
+  tinytorch::manual_seed(11);
+  auto m_plain = make_mlp(kSizes);
+  tinytorch::manual_seed(11);
+  auto m_zero = make_mlp(kSizes);
+  dist::DistributedDataParallel ddp_plain(m_plain), ddp_zero(m_zero);
+  optim::Adam plain(ddp_plain.parameters(), optim::AdamOptions{1e-2});
+  dist::ZeroRedundancyOptimizer<optim::Adam> zero(ddp_zero.parameters(), optim::AdamOptions{1e-2});
+  train(ddp_plain, plain, 0, 5);
+  train(ddp_zero, zero, 0, 5);
+
+  const int to = N - 1;
+  CHECK_THROWS_WITH(zero.state_dict(), "Optimizer state has not been consolidated on this rank. Please call "
+                                       "`consolidate_state_dict(to=" + std::to_string(r) +
+                                           ")` on all ranks beforehand if you meant to save the global state.");
+  zero.consolidate_state_dict(to);
+  std::vector<std::pair<std::string, Tensor>> full;
+  if (r == to) {
+    full = zero.state_dict();
+    const auto want = plain.state_dict();
+    REQUIRE(full.size() == want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      INFO(want[i].first);
+      CHECK(full[i].first == want[i].first);
+      CHECK(same_bits(full[i].second, want[i].second));
+    }
+  } else {
+    CHECK_THROWS_WITH(zero.state_dict(), Catch::StartsWith("Optimizer state has not been consolidated on this rank."));
+  }
+
+  // The consolidated dict travels to every rank (a save/load would do the same) and resumes a fresh
+  // ZeroRedundancyOptimizer exactly where the plain run goes on.
+  int64_t count = static_cast<int64_t>(full.size());
+  dist::broadcast(&count, 1, to);
+  REQUIRE(count == static_cast<int64_t>(plain.state_dict().size()));
+  const auto layout = plain.state_dict();  // keys, shapes and dtypes are the same on every rank
+  if (r != to) {
+    full.clear();
+    for (const auto& kv : layout) full.emplace_back(kv.first, tinytorch::empty_like(kv.second));
+  }
+  for (auto& kv : full) dist::broadcast(kv.second, to);
+
+  tinytorch::manual_seed(99);  // other weights; the values come from m_zero below
+  auto m_resumed = make_mlp(kSizes);
+  dist::DistributedDataParallel ddp_resumed(m_resumed);
+  {
+    tinytorch::NoGradGuard ng;
+    for (size_t i = 0; i < m_resumed->parameters().size(); ++i)
+      m_resumed->parameters()[i].copy_(m_zero->parameters()[i]);
+  }
+  dist::ZeroRedundancyOptimizer<optim::Adam> resumed(ddp_resumed.parameters(), optim::AdamOptions{1e-3});
+  resumed.load_state_dict(full);
+  CHECK(resumed.param_groups()[0].lr == 1e-2);  // the loaded groups' settings
+  int64_t owned = 0;
+  for (const auto& ps : resumed.partition()[static_cast<size_t>(r)])
+    for (const Tensor& p : ps) owned += p.numel();
+  CHECK(resumed.state_nbytes() == 8 * owned);  // only this rank's shard kept
+  // A plain optimizer's state dict loads the same way.
+  dist::ZeroRedundancyOptimizer<optim::Adam> from_plain(ddp_zero.parameters(), optim::AdamOptions{1e-3});
+  from_plain.load_state_dict(plain.state_dict());
+  CHECK(from_plain.state_nbytes() == 8 * owned);
+
+  const auto a = train(ddp_plain, plain, 5, 5), b = train(ddp_resumed, resumed, 5, 5);
+  CHECK(a == b);
+  CHECK(param_bits(*m_plain) == param_bits(*m_resumed));
+}
+
+TEST_CASE("ZeroRedundancyOptimizer: bad input throws on every rank", "[ch06][distributed][zero]") {
+  ensure_group();
+  const int N = dist::get_world_size(), r = dist::get_rank();
+  SECTION("an empty parameter list") {
+    CHECK_THROWS_WITH(dist::ZeroRedundancyOptimizer<optim::Adam>({}, optim::AdamOptions{}),
+                      "ZeroRedundancyOptimizer got an empty parameter list");
+  }
+  SECTION("parameters of two dtypes") {
+    Tensor a = tinytorch::zeros({2}).requires_grad_(), b = tinytorch::zeros({2}, tinytorch::kFloat64).requires_grad_();
+    CHECK_THROWS_WITH(dist::ZeroRedundancyOptimizer<optim::Adam>({a, b}, optim::AdamOptions{}),
+                      "ZeroRedundancyOptimizer only supports using the same dense type for all parameters but got "
+                      "both torch.FloatTensor and torch.DoubleTensor");
+  }
+  SECTION("overlap_with_ddp=true") {
+    dist::ZeroOptions zo;
+    zo.overlap_with_ddp = true;
+    CHECK_THROWS_WITH(dist::ZeroRedundancyOptimizer<optim::Adam>(make_mlp({2, 2})->parameters(), optim::AdamOptions{}, zo),
+                      Catch::StartsWith("ZeroRedundancyOptimizer: overlap_with_ddp=true is not implemented"));
+  }
+  SECTION("the optimizer's own checks") {
+    CHECK_THROWS_WITH(dist::ZeroRedundancyOptimizer<optim::Adam>(make_mlp({2, 2})->parameters(), optim::AdamOptions{-1.0}),
+                      "Invalid learning rate: -1.0");
+  }
+  if (N == 1) return;
+  SECTION("a shape that differs on the last rank: the same message everywhere") {
+    auto m = make_mlp({3, 4, r == N - 1 ? 5 : 2});
+    CHECK_THROWS_WITH(dist::ZeroRedundancyOptimizer<optim::Adam>(m->parameters(), optim::AdamOptions{}),
+                      "ZeroRedundancyOptimizer: expects the same parameters on every rank, but parameter 2 "
+                      "(\"params[2]\") has sizes [2, 4] torch.float32 on rank 0 and sizes [5, 4] torch.float32 on "
+                      "rank " + std::to_string(N - 1) +
+                          ". Every rank must build the same model and register its parameters in the same order.");
+  }
+  SECTION("a parameter count that differs") {
+    auto m = r == 0 ? make_mlp({3, 4, 2, 2}) : make_mlp({3, 4, 2});
+    CHECK_THROWS_WITH(dist::ZeroRedundancyOptimizer<optim::Adam>(m->parameters(), optim::AdamOptions{}),
+                      Catch::StartsWith("ZeroRedundancyOptimizer: expects the same parameters on every rank, but rank 0 "
+                                        "has 6 parameters while rank 1 has inconsistent 4 parameters"));
+  }
+  // The collectives still line up afterwards.
+  int64_t one = 1;
+  dist::all_reduce(&one, 1, dist::ReduceOp::SUM);
+  CHECK(one == N);
+}
