@@ -39,6 +39,8 @@
 #include <string>
 #include <vector>
 
+#include "format_bytes.hpp"
+
 #if defined(__has_include)
 #if __has_include(<CLI/CLI.hpp>)
 #include <CLI/CLI.hpp>
@@ -79,18 +81,8 @@ double ring_time(double M, int N, const Inputs& in) {
   return 2.0 * (N - 1) * in.alpha_us * 1e-6 + 2.0 * (N - 1) / N * M / beta;
 }
 
-/// Bytes in the decimal unit (B, kB, MB, GB, TB) that puts 1 <= value < 1000, e.g. "940.6 kB", "3.000 GB".
-std::string format_bytes(double bytes) {
-  const char* units[] = {"B", "kB", "MB", "GB", "TB"};
-  int u = 0;
-  while (u < 4 && bytes >= 1000.0) {
-    bytes /= 1000.0;
-    ++u;
-  }
-  char buf[64];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.3f %s", bytes, units[u]);
-  return buf;
-}
+/// Bytes in the decimal unit that puts 1 <= value < 1000, three decimals: "940.584 kB", "3.000 GB".
+std::string format_bytes(double bytes) { return examples::format_bytes(bytes, 3); }
 
 void report(const Inputs& in) {
   const double M = in.grad_gb > 0 ? in.grad_gb * 1e9 : in.params * in.bytes_per_param;

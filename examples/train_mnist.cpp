@@ -75,9 +75,14 @@
 //   reports it and ends the job (default: TINYTORCH_DIST_TIMEOUT, else 30 minutes as PyTorch).
 // Under mpirun the ranks first check that the flags that must match (--model, --epochs, --batch-size,
 //   --limit, --lr, --momentum, --hidden, --seed, --no-scale-lr, --warmup-*, --trace, --dp,
-//   --stop-after, whether --save and --resume are given) are the same on every rank; if not, every rank exits with a message naming each flag that differs.
+//   --stop-after, --zero, whether --save and --resume are given) are the same on every rank; if not, every rank exits with a message naming each flag that differs.
+// --zero 1: ZeRO stage 1 (distributed::ZeroRedundancyOptimizer): each rank keeps the momentum
+//   buffers of its shard of the parameters only and broadcasts its updated shard after the step;
+//   the same numbers as without, bit for bit. Prints each rank's optimizer-state bytes. A
+//   checkpoint (--save) first gathers the shards on rank 0 (consolidate_state_dict), so the file
+//   is the one the run without --zero writes. (--zero 2 and 3 are not implemented yet.)
 // Chapters: chapters/01-training-loop.md, 03-optimizers.md (--save/--resume), 05-data-parallel.md,
-// 06-distributed-data-parallel.md, 08-large-batch.md.
+// 06-distributed-data-parallel.md, 08-large-batch.md, 13-sharding.md (--zero).
 // Reference: PyTorch's DDP tutorial (DistributedSampler + DDP); Goyal et al., "Accurate, Large
 // Minibatch SGD: Training ImageNet in 1 Hour" (2017): linear scaling rule, gradual warmup.
 #include <unistd.h>
@@ -130,6 +135,7 @@ struct Config {
   std::string device = "cpu";  // --device: cpu, cuda (= cuda:0; under mpirun cuda:<local rank>) or cuda:N
   std::string backend = "mpi";  // --backend: mpi, or nccl (CUDA tensors, an nvcc build with NCCL)
   int64_t max_steps = 0;  // > 0: train this many iterations, print each one's loss, then stop (no evaluation)
+  int zero = 0;  // --zero 1: ZeroRedundancyOptimizer (ZeRO stage 1)
 };
 
 /// The flags every rank must agree on (all but --data-dir, --threads and --timeout, which may
@@ -162,7 +168,8 @@ std::vector<std::pair<std::string, std::string>> flags_that_must_match(const Con
           {"--save", c.save.empty() ? "(off)" : "(on)"},  // rank 0 writes, every rank waits: on or off everywhere
           {"--resume", c.resume.empty() ? "(off)" : "(on)"},
           {"--stop-after", std::to_string(c.stop_after)},
-          {"--dp", std::to_string(c.dp)}};
+          {"--dp", std::to_string(c.dp)},
+          {"--zero", std::to_string(c.zero)}};
 }
 
 constexpr double kMean = 0.2860, kStd = 0.3530;  // Fashion-MNIST training-set pixel statistics
@@ -357,7 +364,16 @@ int run(const Config& cfg) {
   // Linear scaling rule: N times the batch, N times the lr.
   const double scale = (distributed && !cfg.no_scale_lr) ? static_cast<double>(world) : 1.0;
   const double lr = cfg.lr * scale;
-  tt::optim::SGD optimizer(net->parameters(), lr, cfg.momentum);
+  // --zero 1: ZeroRedundancyOptimizer<SGD> is an SGD (derived), so everything below uses it alike.
+  TT_CHECK(cfg.zero == 0 || cfg.dp == 0, "train_mnist: --zero shards the optimizer over mpirun's ranks and cannot "
+           "be combined with --dp");
+  std::unique_ptr<tt::optim::SGD> optimizer_ptr;
+  if (cfg.zero == 1)
+    optimizer_ptr = std::make_unique<dist::ZeroRedundancyOptimizer<tt::optim::SGD>>(
+        net->parameters(), tt::optim::SGDOptions{lr, cfg.momentum});
+  else
+    optimizer_ptr = std::make_unique<tt::optim::SGD>(net->parameters(), lr, cfg.momentum);
+  tt::optim::SGD& optimizer = *optimizer_ptr;
   const int64_t total_iters = cfg.epochs * iters_per_epoch;
   std::unique_ptr<tt::optim::lr_scheduler::LRScheduler> scheduler;
   std::string schedule_text;
@@ -411,6 +427,8 @@ int run(const Config& cfg) {
     if (!schedule_text.empty()) std::printf("%s\n", schedule_text.c_str());
     if (!checkpoint.empty())
       std::printf("resumed: %s after epoch %d of %d\n", cfg.resume.c_str(), start_epoch - 1, cfg.epochs);
+    if (cfg.zero == 1)
+      std::printf("ZeRO-1: ZeroRedundancyOptimizer over %d rank(s), each steps its shard of the parameters\n", world);
     if (cnn) {  // one line: "model: Conv2d(1, 8, ...) - ReLU() - ... - Linear(...)"
       std::string layers;
       for (const auto& child : model->named_children())
@@ -497,9 +515,23 @@ int run(const Config& cfg) {
                     test_acc, seen / secs, secs);
       std::fflush(stdout);
     }
+    if (epoch == start_epoch && cfg.zero == 1) {
+      // The optimizer state each rank holds (momentum buffers: 4 bytes per element it updates).
+      std::vector<int64_t> bytes(static_cast<size_t>(world));
+      const int64_t mine = optimizer.state_nbytes();
+      if (distributed) dist::all_gather(bytes.data(), &mine, 1, tt::kInt64);
+      else bytes[0] = mine;
+      if (is_main) {
+        std::string list;
+        for (int64_t b : bytes) list += (list.empty() ? "" : ", ") + std::to_string(b);
+        std::printf("optimizer state bytes per rank: [%s]\n", list.c_str());
+      }
+    }
     if (!cfg.save.empty()) {
-      // Every rank holds the same weights and optimizer state: rank 0 writes, the others wait
-      // until the file is complete (a later --resume on any rank reads a whole file).
+      // Every rank holds the same weights; with --zero 1 the optimizer state is sharded and first
+      // gathered on rank 0 (a collective). Rank 0 writes, the others wait until the file is
+      // complete (a later --resume on any rank reads a whole file).
+      if (cfg.zero == 1) static_cast<dist::ZeroRedundancyOptimizer<tt::optim::SGD>&>(optimizer).consolidate_state_dict(0);
       if (is_main) {
         StateDict ck;
         append_prefixed(ck, "model.", model->state_dict());
@@ -581,6 +613,10 @@ int main(int argc, char** argv) {
                  "the process group's backend: mpi, or nccl (with --device cuda; needs a build with nvcc and NCCL)")
       ->check(CLI::IsMember({"mpi", "nccl"}))
       ->capture_default_str();
+  app.add_option("--zero", cfg.zero,
+                 "1: shard the optimizer state across the ranks (ZeRO stage 1, ZeroRedundancyOptimizer); "
+                 "2 and 3 are not implemented yet")
+      ->check(flags::integer_in(0, 1));
   app.add_option("--max-steps", cfg.max_steps,
                  "train only this many iterations of the first epoch, printing each loss (no evaluation)")
       ->check(flags::integer_in(1, 1000000000));

@@ -9,25 +9,7 @@
 # are byte for byte the same. LAUNCHER (e.g. `bash scripts/mpirun.sh -np 2`) runs every command
 # under mpirun. Exits 77 (ctest: Skipped) when Fashion-MNIST is not installed.
 set -uo pipefail
-launcher=()
-while [[ $# -gt 0 && "$1" != "--" ]]; do launcher+=("$1"); shift; done
-[[ $# -gt 0 ]] && shift  # the "--"
-dir="${TINYTORCH_DATA:-/usr/share/datasets/fashion-mnist}"
-if ! ls "$dir"/train-images-idx3-ubyte* >/dev/null 2>&1; then
-  echo "SKIPPED: Fashion-MNIST not found in $dir (apt-get install dataset-fashion-mnist)"
-  exit 77
-fi
-work=$(mktemp -d /tmp/tt_resume.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-run() {  # run NAME ARGS...: the output goes to $work/NAME.out; fails the test on a non-zero exit
-  local name="$1"; shift
-  "${launcher[@]}" "$@" >"$work/$name.out" 2>&1
-  local rc=$?
-  cat "$work/$name.out"
-  [[ $rc -eq 0 ]] || { echo "FAILED: '$name' exited with $rc"; exit 1; }
-}
-# The summary lines without timings: "epoch 1/2 loss=... train_acc=... test_acc=...", "test_accuracy=...".
-results() { sed -n -e 's/ samples\/s=.*//p' -e '/^test_accuracy=/p' "$@" | grep -v '^epoch .*\[' ; }
+source "$(dirname "$0")/train_mnist_runs.sh"  # launcher, work, run, results; exits 77 without the data
 run straight "$@" --epochs 2 --save "$work/A.tt"
 run first "$@" --epochs 2 --save "$work/B.tt" --stop-after 1
 run resumed "$@" --epochs 2 --save "$work/B.tt" --resume "$work/B.tt"

@@ -28,6 +28,10 @@
 // memory_allocated() / max_memory_allocated() / reset_peak_memory_stats() count the bytes of live
 // tensor storage and their peak (torch.cuda.memory_allocated and friends; chapter 09 measures
 // activation memory with them).
+// A memory limit for the process (TINYTORCH_MAX_MEMORY_MB, or set_per_process_memory_limit): a new
+// CPU storage that would take memory_allocated() past it throws an out-of-memory tinytorch::Error
+// worded as PyTorch's CUDA one, so that a lab can show a model that does not fit one rank under
+// DDP and fits under ZeRO (chapter 13).
 //
 // Chapter: chapters/01-training-loop.md ("How fast is it?"), chapters/09-gradient-accumulation.md.
 #pragma once
@@ -39,7 +43,9 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <sstream>
 #include <vector>
+#include "check.hpp"
 #include "config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN
@@ -192,9 +198,41 @@ inline void empty_cache() { detail::CpuCachingAllocator::get().empty_cache(); }
 // float32 activation). Memory outside tensors (Eigen's scratch, the graph's nodes) is not counted.
 
 namespace detail {
+/// A byte count as PyTorch's allocator prints it (c10 format_size): "512 bytes", "1.50 KiB",
+/// "20.00 MiB", "1.00 GiB" (two decimals; each unit up to and including 1024 of it).
+inline std::string format_size(uint64_t size) {
+  std::ostringstream os;
+  os.precision(2);
+  os << std::fixed;
+  if (size <= 1024) {
+    os << size << " bytes";
+  } else if (size <= 1048576) {
+    os << static_cast<double>(size) / 1024.0 << " KiB";
+  } else if (size <= 1073741824ULL) {
+    os << static_cast<double>(size) / 1048576.0 << " MiB";
+  } else {
+    os << static_cast<double>(size) / 1073741824.0 << " GiB";
+  }
+  return os.str();
+}
+
+/// TINYTORCH_MAX_MEMORY_MB as bytes (MiB: 2^20 bytes each; a decimal such as 0.5 is allowed), 0
+/// when unset or empty. Throws for anything but a positive number.
+inline size_t memory_limit_from_env() {
+  const char* v = std::getenv("TINYTORCH_MAX_MEMORY_MB");
+  if (v == nullptr || *v == '\0') return 0;
+  char* end = nullptr;
+  const double mb = std::strtod(v, &end);
+  TT_CHECK(end != v && *end == '\0' && mb > 0 && mb < 1e12, "TINYTORCH_MAX_MEMORY_MB='", v,
+           "' is not a positive number of MiB");
+  return static_cast<size_t>(mb * 1048576.0);
+}
+
 struct MemoryCounters {
   std::atomic<size_t> allocated{0};
   std::atomic<size_t> peak{0};
+  std::atomic<size_t> limit{memory_limit_from_env()};  ///< 0: none
+  std::atomic<bool> limit_from_env{limit.load() != 0};
 };
 /// Process-wide counters, never destroyed (as the allocator above): a storage freed by a static
 /// destructor after main() returns may still count.
@@ -202,10 +240,19 @@ inline MemoryCounters& memory_counters() {
   static MemoryCounters* c = new MemoryCounters();
   return *c;
 }
-/// Called by Storage's constructor.
+/// Called by Storage's constructor before it allocates; throws, counting nothing, when the
+/// process's memory limit would be passed.
 inline void count_storage_alloc(size_t nbytes) {
   MemoryCounters& c = memory_counters();
   const size_t now = c.allocated.fetch_add(nbytes, std::memory_order_relaxed) + nbytes;
+  const size_t limit = c.limit.load(std::memory_order_relaxed);
+  if (limit != 0 && now > limit) {
+    const size_t before = c.allocated.fetch_sub(nbytes, std::memory_order_relaxed) - nbytes;
+    TT_CHECK(false, "CPU out of memory. Tried to allocate ", format_size(nbytes), ". The process has a limit of ",
+             format_size(limit), c.limit_from_env ? " (TINYTORCH_MAX_MEMORY_MB)" : "", " of which ",
+             format_size(limit > before ? limit - before : 0), " is free. Of the allocated memory ",
+             format_size(before), " is allocated by tinytorch.");
+  }
   size_t peak = c.peak.load(std::memory_order_relaxed);
   while (now > peak && !c.peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
   }
@@ -223,6 +270,20 @@ inline size_t memory_allocated() { return detail::memory_counters().allocated.lo
 /// The highest memory_allocated() since the program started or since the last
 /// reset_peak_memory_stats() (PyTorch: torch.cuda.max_memory_allocated()).
 inline size_t max_memory_allocated() { return detail::memory_counters().peak.load(std::memory_order_relaxed); }
+
+/// Limits memory_allocated() to `bytes` (0: no limit) for the rest of the process; replaces
+/// TINYTORCH_MAX_MEMORY_MB. A storage that would pass it throws "CPU out of memory. Tried to allocate
+/// 2.00 MiB. The process has a limit of 8.00 MiB of which 1.50 MiB is free. Of the allocated memory
+/// 6.50 MiB is allocated by tinytorch." (the wording of PyTorch's CUDA out-of-memory error; PyTorch's
+/// nearest knob is torch.cuda.set_per_process_memory_fraction). CPU tensors only.
+inline void set_per_process_memory_limit(size_t bytes) {
+  detail::MemoryCounters& c = detail::memory_counters();
+  c.limit.store(bytes, std::memory_order_relaxed);
+  c.limit_from_env = false;
+}
+
+/// The limit in bytes (0: none).
+inline size_t per_process_memory_limit() { return detail::memory_counters().limit.load(std::memory_order_relaxed); }
 
 /// Starts a new peak: max_memory_allocated() becomes memory_allocated() (PyTorch:
 /// torch.cuda.reset_peak_memory_stats()).

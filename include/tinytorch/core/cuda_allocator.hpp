@@ -51,6 +51,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "allocator.hpp"  // detail::format_size
 #include "cuda_runtime.hpp"
 #include "check.hpp"
 #include "config.hpp"
@@ -73,23 +74,7 @@ struct CudaMemoryStats {
 
 namespace detail {
 
-/// A byte count as PyTorch's allocator prints it (c10 format_size): "512 bytes", "1.50 KiB",
-/// "20.00 MiB", "1.00 GiB" (two decimals; each unit up to and including 1024 of it).
-inline std::string format_size(uint64_t size) {
-  std::ostringstream os;
-  os.precision(2);
-  os << std::fixed;
-  if (size <= 1024) {
-    os << size << " bytes";
-  } else if (size <= 1048576) {
-    os << static_cast<double>(size) / 1024.0 << " KiB";
-  } else if (size <= 1073741824ULL) {
-    os << static_cast<double>(size) / 1048576.0 << " MiB";
-  } else {
-    os << static_cast<double>(size) / 1073741824.0 << " GiB";
-  }
-  return os.str();
-}
+// format_size (PyTorch's "20.00 MiB") is in allocator.hpp, shared with the CPU memory limit.
 
 /// True unless TINYTORCH_NO_MEMORY_CACHING is 1, true, yes or on (as core/allocator.hpp reads it), or
 /// the kernel simulator's memcheck or initcheck is on (TINYTORCH_SIM_CHECK: every tensor its own block,

@@ -51,8 +51,13 @@ class Storage {
       allocate_cuda(nbytes);
       return;
     }
-    allocate_data(nbytes);
-    detail::count_storage_alloc(nbytes);  // memory_allocated() (core/allocator.hpp)
+    detail::count_storage_alloc(nbytes);  // memory_allocated() and its limit (core/allocator.hpp)
+    try {
+      allocate_data(nbytes);
+    } catch (...) {
+      detail::count_storage_free(nbytes);
+      throw;
+    }
   }
   ~Storage() {
 #if TINYTORCH_WITH_CUDA

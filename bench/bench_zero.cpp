@@ -1,0 +1,108 @@
+// bench/bench_zero.cpp — DDP against ZeRO stage 1 (ZeroRedundancyOptimizer): bytes per rank,
+// measured by the allocator's counters, beside the formulas, and the step time in the same run.
+//
+//   scripts/mpirun.sh -np 2 build/bin/bench_zero [--layers 8] [--width 1024] [--batch 16] [--steps 5] [--reps 5]
+//   build/bin/bench_zero                 # world size 1 (ZeRO-1 then shards nothing)
+//
+// Model and measurement: examples/zero_memory.hpp (--layers x Linear(width, width) with ReLU
+// between; 8 x 1024: P = 8,396,800 parameters, 33.6 MB of float32; Adam, MSE against a random
+// target, batch --batch per rank of random data), 1 thread per rank. Memory, per rank, with P
+// parameters and N ranks:
+//   parameters 4P, gradients 4P, DDP's bucket buffers 4P (the gradients are copied into flat
+//   buckets for the all-reduce, as PyTorch's DDP without gradient_as_bucket_view), Adam's state
+//   (exp_avg, exp_avg_sq) 8P for DDP, 8 x (the elements this rank owns) for ZeRO-1 (~8P/N):
+//     DDP     20P                      ZeRO-1  12P + 8 P_r   (P_r ~ P/N: PyTorch's greedy partition)
+// Each figure is measured: the parameters', gradients' and buckets' bytes from the tensors, the
+// state from Optimizer::state_nbytes(), and "held" = memory_allocated() between two steps minus
+// what was allocated before the model was built, which must equal the sum of the parts plus the
+// batch (x, y); "peak" = max_memory_allocated() during a step on the same baseline (the parts +
+// activations and temporaries).
+// Time: the two modes alternate, each rep running --steps steps of each after one untimed step; the
+// table gives the median step time over reps (the slowest rank's) and ZeRO-1 / DDP per rep, median.
+// ZeRO-1 adds one broadcast of each rank's shard per step (PyTorch's _sync_params) after DDP's
+// all-reduce, so it sends more per step than DDP: it trades bytes on the wire for memory.
+// Rank 0 prints. Chapter: chapters/13-sharding.md.
+#include "bench_common.hpp"
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "../examples/zero_memory.hpp"
+
+namespace {
+
+namespace tt = tinytorch;
+namespace dist = tinytorch::distributed;
+using bench::Clock;
+
+int64_t max_over_ranks(int64_t v) {
+  dist::all_reduce(&v, 1, dist::ReduceOp::MAX);
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  tt::distributed::ProcessGroupGuard pg(dist::Backend::MPI);
+  int layers = 8, steps = 5, reps = 5;
+  int64_t width = 1024, batch = 16;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--layers") layers = static_cast<int>(bench::integer_flag("bench_zero", argc, argv, i, "--layers", 1, 1000));
+    else if (a == "--width") width = bench::integer_flag("bench_zero", argc, argv, i, "--width", 1, 100000);
+    else if (a == "--batch") batch = bench::integer_flag("bench_zero", argc, argv, i, "--batch", 1, 1000000);
+    else if (a == "--steps") steps = static_cast<int>(bench::integer_flag("bench_zero", argc, argv, i, "--steps", 1, 1000000));
+    else if (a == "--reps") reps = static_cast<int>(bench::integer_flag("bench_zero", argc, argv, i, "--reps", 1, 1000000));
+    else {
+      std::fprintf(stderr, "bench_zero: unknown argument '%s'\n", a.c_str());
+      return 2;
+    }
+  }
+  tt::set_num_threads(1);
+  const int N = dist::get_world_size();
+  const bool main_rank = dist::get_rank() == 0;
+  const char* names[] = {"DDP", "ZeRO-1"};
+
+  // ---- memory: the largest rank's figures ----------------------------------------------------
+  for (int zero = 0; zero < 2; ++zero) {
+    const examples::ZeroMemory m = examples::measure_zero_memory(zero, layers, width, batch);
+    if (zero == 0 && main_rank)
+      std::printf("bench_zero: %d x Linear(%lld, %lld), P = %lld parameters, Adam, batch %lld per rank, %d rank(s)\n\n"
+                  "%-7s %13s %13s %13s %13s %8s %8s\n",
+                  layers, (long long)width, (long long)width, (long long)m.P, (long long)batch, N, "mode", "optim state",
+                  "held", "formula", "peak", "held/P", "peak/P");
+    const int64_t state = max_over_ranks(m.state), held = max_over_ranks(m.held), formula = max_over_ranks(m.formula());
+    const int64_t peak = max_over_ranks(m.peak);
+    const int64_t bad = max_over_ranks(m.held == m.parts() && m.held == m.formula() ? 0 : 1);
+    if (main_rank)
+      std::printf("%-7s %13lld %13lld %13lld %13lld %8.2f %8.2f%s\n", names[zero], (long long)state, (long long)held,
+                  (long long)formula, (long long)peak, static_cast<double>(held) / m.P, static_cast<double>(peak) / m.P,
+                  bad ? "  (held != the parts or the formula on some rank)" : "");
+  }
+  if (main_rank)
+    std::printf("(bytes, the largest rank's; formula: DDP 20P, ZeRO-1 12P + 8 x owned elements, + the batch;\n"
+                " 4P less at world size 1, where DDP makes no buckets)\n\n");
+
+  // ---- time: the modes alternate; the slowest rank's step, median over reps ---------------------
+  std::vector<double> times[2], ratio;
+  for (int rep = 0; rep < reps; ++rep) {
+    double t[2];
+    for (int zero = 0; zero < 2; ++zero) {
+      examples::ZeroRun run(zero, layers, width, batch);
+      run.step();
+      bench::sleepy_barrier();
+      const auto t0 = Clock::now();
+      for (int s = 0; s < steps; ++s) run.step();
+      double secs = bench::seconds_since(t0) / steps;
+      dist::all_reduce(&secs, 1, dist::ReduceOp::MAX);
+      t[zero] = secs;
+      times[zero].push_back(secs);
+    }
+    ratio.push_back(t[1] / t[0]);
+  }
+  if (main_rank)
+    std::printf("step time (median of %d reps x %d steps): DDP %.1f ms, ZeRO-1 %.1f ms, ZeRO-1 / DDP %.2f\n", reps,
+                steps, bench::median(times[0]) * 1e3, bench::median(times[1]) * 1e3, bench::median(ratio));
+  return 0;
+}
