@@ -134,3 +134,38 @@ TEST_CASE("buffers up to Storage::kInlineBytes live in the Storage itself", "[ch
   CHECK(larger.sum().item<float>() == 0.0f);
   CHECK(tinytorch::cpu_memory_stats().allocated_bytes == before.allocated_bytes);  // small: not cached
 }
+
+TEST_CASE("a per-process memory limit: the tensor past it throws, nothing is counted", "[ch13][allocator]") {
+  namespace tt = tinytorch;
+  struct Reset {  // the limit is process-wide: leave none behind, whatever happens
+    ~Reset() { tt::set_per_process_memory_limit(0); }
+  } reset;
+  const size_t before = tt::memory_allocated();
+  tt::set_per_process_memory_limit(before + 3 * 1048576);  // 3 MiB above what is live now
+  CHECK(tt::per_process_memory_limit() == before + 3 * 1048576);
+  tt::Tensor a = tt::zeros({512, 1024});  // 2 MiB: fits
+  CHECK(tt::memory_allocated() == before + 2 * 1048576);
+  const size_t peak = tt::max_memory_allocated();
+  CHECK_THROWS_WITH(tt::zeros({512, 1024}),
+                    Catch::StartsWith("CPU out of memory. Tried to allocate 2.00 MiB. The process has a limit of ") &&
+                        Catch::Contains(" of which 1024.00 KiB is free. Of the allocated memory ") &&
+                        Catch::EndsWith(" is allocated by tinytorch."));
+  CHECK(tt::memory_allocated() == before + 2 * 1048576);  // the refused tensor counted nothing
+  CHECK(tt::max_memory_allocated() == peak);
+  tt::Tensor b = tt::zeros({256, 1024});  // exactly up to the limit: 1 MiB more
+  CHECK(tt::memory_allocated() == before + 3 * 1048576);
+  CHECK_THROWS_WITH(tt::zeros({1}), Catch::StartsWith("CPU out of memory. Tried to allocate 4 bytes."));
+  tt::set_per_process_memory_limit(0);  // no limit
+  tt::Tensor c = tt::zeros({512, 1024});
+  CHECK(tt::memory_allocated() == before + 5 * 1048576);
+}
+
+TEST_CASE("format_size prints bytes as PyTorch's allocator does", "[allocator]") {
+  using tinytorch::detail::format_size;
+  CHECK(format_size(0) == "0 bytes");
+  CHECK(format_size(1024) == "1024 bytes");
+  CHECK(format_size(1536) == "1.50 KiB");
+  CHECK(format_size(1048576) == "1024.00 KiB");
+  CHECK(format_size(20 * 1048576) == "20.00 MiB");
+  CHECK(format_size(1073741824ULL * 3 / 2) == "1.50 GiB");
+}
