@@ -19,8 +19,10 @@
 // activations and temporaries).
 // Time: the two modes alternate, each rep running --steps steps of each after one untimed step; the
 // table gives the median step time over reps (the slowest rank's) and ZeRO-1 / DDP per rep, median.
-// ZeRO-1 adds one broadcast of each rank's shard per step (PyTorch's _sync_params) after DDP's
-// all-reduce, so it sends more per step than DDP: it trades bytes on the wire for memory.
+// Bytes on the wire per step (distributed::comm_counters(): what a bandwidth-optimal algorithm
+// sends, over all ranks): DDP's all-reduce 2(N-1) x 4P; ZeRO-1 adds one broadcast of each
+// parameter from its owner (PyTorch's _sync_params), (N-1) x 4P more: it trades bytes on the
+// wire for memory.
 // Rank 0 prints. Chapter: chapters/13-sharding.md.
 #include "bench_common.hpp"
 
@@ -83,6 +85,26 @@ int main(int argc, char** argv) {
   if (main_rank)
     std::printf("(bytes, the largest rank's; formula: DDP 20P, ZeRO-1 12P + 8 x owned elements, + the batch;\n"
                 " 4P less at world size 1, where DDP makes no buckets)\n\n");
+
+  // ---- bytes on the wire per step (dist::comm_counters) ----------------------------------------
+  for (int zero = 0; zero < 2; ++zero) {
+    examples::ZeroRun run(zero, layers, width, batch);
+    run.step();
+    run.step();  // DDP rebuilds its buckets after the first backward (a broadcast of the layout, at the second)
+    dist::reset_comm_counters();
+    run.step();
+    const dist::CommCounters c = dist::comm_counters();
+    int64_t P = 0;
+    for (const tt::Tensor& p : run.model->parameters()) P += p.numel();
+    const int64_t formula = (zero ? 3 : 2) * (N - 1) * 4 * P;
+    if (main_rank)
+      std::printf("%-7s sent per step: %lld bytes over all ranks = %s (%lld), %.0f per rank; %lld all-reduce(s), "
+                  "%lld broadcast(s)\n",
+                  names[zero], (long long)c.wire_bytes, zero ? "3(N-1) x 4P" : "2(N-1) x 4P", (long long)formula,
+                  static_cast<double>(c.wire_bytes) / N, (long long)c.calls[dist::CommCounters::kAllReduce],
+                  (long long)c.calls[dist::CommCounters::kBroadcast]);
+  }
+  if (main_rank) std::printf("\n");
 
   // ---- time: the modes alternate; the slowest rank's step, median over reps ---------------------
   std::vector<double> times[2], ratio;

@@ -322,7 +322,7 @@ int run(const Config& cfg) {
 
   // Model: same initial weights on every rank anyway (same seed); DDP broadcasts rank 0's.
   // `net` is what trains: DDP (also at world size 1), or DataParallel with --dp.
-  TT_CHECK(cfg.dp == 0 || !distributed, "train_mnist: --dp ", cfg.dp, " runs DataParallel inside one process and "
+  TT_CHECK(cfg.dp == 0 || !distributed, "--dp ", cfg.dp, " runs DataParallel inside one process and "
            "cannot be combined with mpirun (world size ", world, "); use one or the other");
   std::shared_ptr<dist::Trace> trace;
   if (!cfg.trace.empty()) trace = std::make_shared<dist::Trace>(rank, dist::common_origin_us());
@@ -335,15 +335,15 @@ int run(const Config& cfg) {
   // host memory for MPI). --dp runs CPU replicas only.
   tt::Device device = examples::parse_device(cfg.device);
   if (distributed && cfg.device == "cuda") device = tt::Device::cuda(dist::get_local_rank());
-  TT_CHECK(!distributed || device.is_cpu() || device.index == dist::get_local_rank(), "train_mnist: --device ",
+  TT_CHECK(!distributed || device.is_cpu() || device.index == dist::get_local_rank(), "--device ",
            cfg.device, " on rank ", rank, ": under mpirun each rank uses the GPU of its local rank (cuda:",
            dist::get_local_rank(), "); pass --device cuda");
-  TT_CHECK(device.is_cpu() || cfg.dp == 0, "train_mnist: --device ", cfg.device,
+  TT_CHECK(device.is_cpu() || cfg.dp == 0, "--device ", cfg.device,
            " cannot be combined with --dp (DataParallel over CPU replicas)");
-  TT_CHECK(cfg.backend != "nccl" || device.is_cuda(), "train_mnist: --backend nccl moves CUDA tensors only; pass "
+  TT_CHECK(cfg.backend != "nccl" || device.is_cuda(), "--backend nccl moves CUDA tensors only; pass "
            "--device cuda (or use --backend mpi for the CPU)");
   // Conv2d / MaxPool2d have no CUDA kernels yet (ops/dispatch.hpp: conv, pooling): refuse up front.
-  TT_CHECK(device.is_cpu() || !cnn, "train_mnist: --model cnn on ", cfg.device,
+  TT_CHECK(device.is_cpu() || !cnn, "--model cnn on ", cfg.device,
            ": Conv2d and MaxPool2d have no CUDA kernels yet; use --model mlp");
   if (is_main && device.is_cuda()) std::printf("%s\n", examples::describe_device(device).c_str());
   model->to(device);
@@ -365,7 +365,7 @@ int run(const Config& cfg) {
   const double scale = (distributed && !cfg.no_scale_lr) ? static_cast<double>(world) : 1.0;
   const double lr = cfg.lr * scale;
   // --zero 1: ZeroRedundancyOptimizer<SGD> is an SGD (derived), so everything below uses it alike.
-  TT_CHECK(cfg.zero == 0 || cfg.dp == 0, "train_mnist: --zero shards the optimizer over mpirun's ranks and cannot "
+  TT_CHECK(cfg.zero == 0 || cfg.dp == 0, "--zero shards the optimizer over mpirun's ranks and cannot "
            "be combined with --dp");
   std::unique_ptr<tt::optim::SGD> optimizer_ptr;
   if (cfg.zero == 1)

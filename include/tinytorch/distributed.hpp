@@ -17,7 +17,8 @@
 // umbrella <tinytorch/tinytorch.hpp> never does, so single-process programs need neither.
 //
 //   distributed/process_group.hpp       Backend, ReduceOp, init/destroy_process_group, get_rank, new_group,
-//                                       ProcessGroup (collectives, send / recv on raw buffers)
+//                                       ProcessGroup (collectives, send / recv on raw buffers),
+//                                       comm_counters (calls and bytes of every collective)
 //   distributed/guard.hpp               ProcessGroupGuard, abort_job (a failing rank ends the job)
 //   distributed/work.hpp                Work (async handle: wait, is_completed)
 //   distributed/buffer_collectives.hpp  all_reduce/broadcast/all_gather/reduce_scatter/barrier on raw buffers

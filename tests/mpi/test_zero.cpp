@@ -13,6 +13,7 @@
 //   * consolidate_state_dict(to) + state_dict() on rank `to` = the plain Adam's state_dict, bit for
 //     bit; loading it into a fresh ZeroRedundancyOptimizer (and a plain Adam's into one) continues
 //     the run exactly; state_dict() elsewhere throws PyTorch's message;
+//   * bytes on the wire (comm_counters): DDP's step 2(N-1) x 4P over all ranks, ZeRO-1's 3(N-1) x 4P;
 //   * bad input: empty list, mixed dtypes, parameters that differ across ranks (the same message on
 //     every rank), overlap_with_ddp.
 // Chapter: chapters/06-distributed-data-parallel.md (6.12 ZeRO-1).
@@ -23,6 +24,8 @@
 #include <tinytorch/optim/lr_scheduler.hpp>
 #include <tinytorch/tinytorch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -190,6 +193,100 @@ TEST_CASE("ZeRO-1 + DDP equals DDP + the plain optimizer bit for bit", "[ch06][d
   }
 }
 
+TEST_CASE("add_param_group and a non-contiguous parameter: still DDP + the plain optimizer", "[ch06][distributed][zero]") {
+  ensure_group();
+  for (bool view : {false, true}) {
+    INFO("parameters_as_bucket_view " << view);
+    // Two leaves per run, one of them a transposed (non-contiguous) view made a leaf.
+    auto leaves = [] {
+      tinytorch::manual_seed(5);
+      Tensor w = tinytorch::randn({4, 6}).t().detach().requires_grad_();  // (6, 4), strides (1, 6)
+      Tensor b = tinytorch::randn({4}).requires_grad_();
+      Tensor extra = tinytorch::randn({4, 3}).requires_grad_();
+      return std::vector<Tensor>{w, b, extra};
+    };
+    std::vector<Tensor> p = leaves(), z = leaves();
+    REQUIRE(!z[0].is_contiguous());
+    optim::Adam plain({p[0], p[1]}, optim::AdamOptions{1e-2});
+    dist::ZeroOptions zo;
+    zo.parameters_as_bucket_view = view;
+    dist::ZeroRedundancyOptimizer<optim::Adam> zero({z[0], z[1]}, optim::AdamOptions{1e-2}, zo);
+    auto run = [](std::vector<Tensor>& t, optim::Optimizer& opt, int s) {
+      auto [x, y] = batch(s, 4);  // x (4, 6): this rank's rows; the same on every rank for both runs
+      opt.zero_grad();
+      Tensor out = tinytorch::matmul(tinytorch::matmul(x, t[0]) + t[1], t[2]);
+      Tensor loss = (out * out).mean();
+      loss.backward();
+      for (const Tensor& q : t)  // DDP's averaging, by hand
+        if (q.grad().defined()) dist::all_reduce(q.grad(), dist::ReduceOp::AVG);
+      opt.step();
+    };
+    for (int s = 0; s < 3; ++s) {
+      run(p, plain, s);
+      run(z, zero, s);
+    }
+    plain.add_param_group({p[2]}, optim::AdamOptions{5e-3});
+    zero.add_param_group({z[2]}, optim::AdamOptions{5e-3});
+    CHECK(zero.partition()[0].size() == 2);  // two groups now
+    for (int s = 3; s < 6; ++s) {
+      run(p, plain, s);
+      run(z, zero, s);
+    }
+    // Bit for bit, except the transposed leaf under parameters_as_bucket_view: the bucket gives it
+    // contiguous memory, so Adam takes its fast kernel there and the tensor-op path (adam_naive) in
+    // the plain run, which round differently (optim/adam.hpp; checked against each other in test_optim).
+    for (size_t i = 0; i < 3; ++i) {
+      if (view && i == 0) {
+        const auto a = p[i].contiguous().tolist<double>(), b = z[i].contiguous().tolist<double>();
+        double worst = 0;
+        for (size_t k = 0; k < a.size(); ++k) worst = std::max(worst, std::abs(a[k] - b[k]) / (1e-3 + std::abs(a[k])));
+        CHECK(worst < 1e-5);
+      }
+      else CHECK(same_bits(p[i], z[i]));
+    }
+    std::vector<uint32_t> bits;
+    for (const Tensor& q : z) {
+      Tensor c = q.contiguous();
+      for (int64_t k = 0; k < c.numel(); ++k) {
+        uint32_t b = 0;
+        std::memcpy(&b, c.data_ptr<float>() + k, 4);
+        bits.push_back(b);
+      }
+    }
+    CHECK(identical_on_all_ranks(bits));
+  }
+}
+
+TEST_CASE("bytes on the wire per step: DDP 2(N-1) x 4P, ZeRO-1 3(N-1) x 4P over all ranks", "[ch06][distributed][zero]") {
+  ensure_group();
+  const int N = dist::get_world_size();
+  tinytorch::manual_seed(3);
+  auto m_plain = make_mlp(kSizes);
+  auto m_zero = make_mlp(kSizes);
+  dist::DistributedDataParallel ddp_plain(m_plain), ddp_zero(m_zero);
+  optim::Adam plain(ddp_plain.parameters(), optim::AdamOptions{1e-2});
+  dist::ZeroRedundancyOptimizer<optim::Adam> zero(ddp_zero.parameters(), optim::AdamOptions{1e-2});
+  int64_t P = 0;
+  for (const Tensor& p : m_plain->parameters()) P += p.numel();
+  const int64_t n = N;
+  dist::reset_comm_counters();
+  train(ddp_plain, plain, 0, 1);
+  dist::CommCounters c = dist::comm_counters();
+  // One bucket all-reduced (the model is far below the first bucket's 1 MiB); nothing else.
+  CHECK(c.calls[dist::CommCounters::kAllReduce] == (N > 1 ? 1 : 0));
+  CHECK(c.bytes[dist::CommCounters::kAllReduce] == (N > 1 ? 4 * P : 0));
+  CHECK(c.wire_bytes == 2 * (n - 1) * 4 * P);
+  CHECK(c.calls[dist::CommCounters::kBroadcast] == 0);
+  dist::reset_comm_counters();
+  train(ddp_zero, zero, 0, 1);
+  c = dist::comm_counters();
+  // The same all-reduce, then one broadcast per parameter from its owner: (N-1) x 4P more.
+  CHECK(c.calls[dist::CommCounters::kBroadcast] == (N > 1 ? 6 : 0));
+  CHECK(c.bytes[dist::CommCounters::kBroadcast] == (N > 1 ? 4 * P : 0));
+  CHECK(c.wire_bytes == 3 * (n - 1) * 4 * P);
+  CHECK(c.p2p_bytes_sent == 0);
+}
+
 TEST_CASE("consolidate_state_dict gathers the plain optimizer's state dict on one rank", "[ch06][distributed][zero]") {
   ensure_group();
   const int N = dist::get_world_size(), r = dist::get_rank();
@@ -278,6 +375,20 @@ TEST_CASE("ZeroRedundancyOptimizer: bad input throws on every rank", "[ch06][dis
     CHECK_THROWS_WITH(dist::ZeroRedundancyOptimizer<optim::Adam>(make_mlp({2, 2})->parameters(), optim::AdamOptions{}, zo),
                       Catch::StartsWith("ZeroRedundancyOptimizer: overlap_with_ddp=true is not implemented"));
   }
+  SECTION("add_param_group of another dtype (checked before anything changes)") {
+    for (bool view : {false, true}) {
+      dist::ZeroOptions zo;
+      zo.parameters_as_bucket_view = view;
+      auto m = make_mlp({3, 4, 2});
+      dist::ZeroRedundancyOptimizer<optim::Adam> z(m->parameters(), optim::AdamOptions{}, zo);
+      Tensor d = tinytorch::zeros({1000}, tinytorch::kFloat64).requires_grad_();
+      CHECK_THROWS_WITH(z.add_param_group({d}), "ZeroRedundancyOptimizer only supports using the same dense type for "
+                                                "all parameters but got both torch.FloatTensor and torch.DoubleTensor");
+      CHECK(z.param_groups().size() == 1);
+      CHECK_THROWS_WITH(z.add_param_group({m->parameters()[0]}),
+                        "some parameters appear in more than one parameter group");
+    }
+  }
   SECTION("the optimizer's own checks") {
     CHECK_THROWS_WITH(dist::ZeroRedundancyOptimizer<optim::Adam>(make_mlp({2, 2})->parameters(), optim::AdamOptions{-1.0}),
                       "Invalid learning rate: -1.0");
@@ -296,6 +407,34 @@ TEST_CASE("ZeroRedundancyOptimizer: bad input throws on every rank", "[ch06][dis
     CHECK_THROWS_WITH(dist::ZeroRedundancyOptimizer<optim::Adam>(m->parameters(), optim::AdamOptions{}),
                       Catch::StartsWith("ZeroRedundancyOptimizer: expects the same parameters on every rank, but rank 0 "
                                         "has 6 parameters while rank 1 has inconsistent 4 parameters"));
+  }
+  SECTION("an undefined tensor on the last rank only") {
+    auto m = make_mlp({3, 4, 2});
+    std::vector<Tensor> ps = m->parameters();
+    if (r == N - 1) ps[1] = Tensor();
+    CHECK_THROWS_WITH(dist::ZeroRedundancyOptimizer<optim::Adam>(ps, optim::AdamOptions{}),
+                      "ZeroRedundancyOptimizer: parameter 1 is an undefined Tensor (on rank " + std::to_string(N - 1) +
+                          ")");
+  }
+  SECTION("a non-leaf, or a parameter twice, on the last rank only") {
+    auto m = make_mlp({3, 4, 2});
+    std::vector<Tensor> ps = m->parameters();
+    if (r == N - 1) ps[1] = ps[1] * 2.0;
+    CHECK_THROWS_WITH(dist::ZeroRedundancyOptimizer<optim::Adam>(ps, optim::AdamOptions{}),
+                      "can't optimize a non-leaf Tensor (on rank " + std::to_string(N - 1) + ")");
+    auto m4 = make_mlp({3, 4, 4});
+    ps = m4->parameters();
+    if (r == N - 1) ps[3] = ps[1];  // both [4]-shaped: the shapes still agree
+    CHECK_THROWS_WITH(dist::ZeroRedundancyOptimizer<optim::Adam>(ps, optim::AdamOptions{}),
+                      "optimizer contains a parameter group with duplicate parameters (on rank " +
+                          std::to_string(N - 1) + ")");
+  }
+  SECTION("consolidate_state_dict(to) out of range on the last rank only") {
+    auto m = make_mlp({3, 4, 2});
+    dist::ZeroRedundancyOptimizer<optim::Adam> z(m->parameters(), optim::AdamOptions{});
+    CHECK_THROWS_WITH(z.consolidate_state_dict(r == N - 1 ? 7 : 0),
+                      "ZeroRedundancyOptimizer.consolidate_state_dict: to=7 is not a rank of the process group (size " +
+                          std::to_string(N) + ") (on rank " + std::to_string(N - 1) + ")");
   }
   // The collectives still line up afterwards.
   int64_t one = 1;

@@ -216,15 +216,18 @@ inline std::string format_size(uint64_t size) {
   return os.str();
 }
 
-/// TINYTORCH_MAX_MEMORY_MB as bytes (MiB: 2^20 bytes each; a decimal such as 0.5 is allowed), 0
-/// when unset or empty. Throws for anything but a positive number.
+/// TINYTORCH_MAX_MEMORY_MB as bytes (MiB: 2^20 bytes each; a decimal such as 0.5 or 1e3 is
+/// allowed), 0 when unset or empty. Throws for anything else: text that is not a plain decimal
+/// number (spaces, hex, inf, nan), a limit under one byte, or one of 10^12 MiB and more.
 inline size_t memory_limit_from_env() {
   const char* v = std::getenv("TINYTORCH_MAX_MEMORY_MB");
   if (v == nullptr || *v == '\0') return 0;
+  const std::string text(v);
   char* end = nullptr;
   const double mb = std::strtod(v, &end);
-  TT_CHECK(end != v && *end == '\0' && mb > 0 && mb < 1e12, "TINYTORCH_MAX_MEMORY_MB='", v,
-           "' is not a positive number of MiB");
+  const bool decimal = text.find_first_not_of("0123456789.eE+-") == std::string::npos;
+  TT_CHECK(decimal && end != v && *end == '\0' && mb * 1048576.0 >= 1.0 && mb < 1e12, "TINYTORCH_MAX_MEMORY_MB='",
+           text, "' is not a number of MiB in [2^-20, 10^12)");
   return static_cast<size_t>(mb * 1048576.0);
 }
 

@@ -50,10 +50,16 @@
 
 TT_NAMESPACE_BEGIN namespace distributed::detail {
 
-/// Broadcasts a vector<int64_t> from `root` (a rank of g; length first) on group g.
+/// Broadcasts a vector<int64_t> from `root` (a rank of g; length first) on group g. A length
+/// that cannot be one (negative, or above 2^26: 512 MiB of int64) means the ranks were not in the
+/// same collective (one rank sent tensor data where the others expected this length): an error
+/// instead of an allocation of garbage size.
 inline std::vector<int64_t> broadcast_ints(ProcessGroup& g, const std::vector<int64_t>& v, int root) {
   int64_t len = static_cast<int64_t>(v.size());
   g.broadcast(&len, 1, kInt64, root, Completion::Blocking);
+  check(len >= 0 && len <= (int64_t{1} << 26), rank_prefix(), "broadcast_ints: received a length of ", len,
+        " from rank ", root, " of group \"", g.name(), "\": the ranks are not in the same collective (a rank called "
+        "more or other collectives than the others; TINYTORCH_DISTRIBUTED_DEBUG=DETAIL names the first difference)");
   std::vector<int64_t> out = v;
   out.resize(static_cast<size_t>(len));
   if (len > 0) g.broadcast(out.data(), len, kInt64, root, Completion::Blocking);
@@ -69,6 +75,26 @@ inline std::string broadcast_string(ProcessGroup& g, const std::string& s, int r
 }
 
 
+
+/// A check that may fail on some ranks only, made on every rank: each rank passes whether it
+/// failed and its message. If every rank failed, each throws its own message (a condition they
+/// share); if some did, every rank throws the same tinytorch::Error: the message of the lowest
+/// failing rank, followed by " (on rank r)". A collective (two all-reduces, and a broadcast when
+/// some failed), so a local error does not leave the other ranks waiting in the next collective.
+inline void throw_if_any_rank(ProcessGroup& g, bool failed, const std::string& message) {
+  if (g.size() == 1) {
+    if (failed) throw_error(message);
+    return;
+  }
+  int64_t v[2] = {failed ? g.rank() : g.size(), failed ? 1 : 0};  // the lowest failing rank; how many failed
+  g.all_reduce(&v[0], 1, kInt64, ReduceOp::MIN, Completion::Blocking);
+  g.all_reduce(&v[1], 1, kInt64, ReduceOp::SUM, Completion::Blocking);
+  if (v[1] == 0) return;
+  if (v[1] == g.size()) throw_error(message);
+  const int r = static_cast<int>(v[0]);
+  const std::string what = broadcast_string(g, g.rank() == r ? message : std::string(), r);
+  throw_error(::tinytorch::detail::str_cat(what, " (on rank ", r, ")"));
+}
 
 /// "[3, 4] torch.float32"
 inline std::string describe(const std::vector<int64_t>& meta, bool show_requires_grad) {

@@ -278,6 +278,81 @@ static_assert(sizeof(Fingerprint) == Fingerprint::kFields * sizeof(int64_t));
 
 }  // namespace detail
 
+/// What this process's collectives and sends moved, over every process group (DDP's own group
+/// included), since the start or reset_comm_counters(); returned by comm_counters(). A world of
+/// one rank moves nothing and counts nothing. Per collective on a group of N > 1 ranks, with M the
+/// bytes of the tensor (all_reduce, broadcast), of the output (all_gather) or of the input
+/// (reduce_scatter):
+///   calls[op]   +1
+///   bytes[op]   +M
+///   wire_bytes  +what all N ranks together send in a bandwidth-optimal algorithm: all_reduce
+///               2(N-1)M (a ring: reduce-scatter, then all-gather), reduce_scatter (N-1)M,
+///               all_gather (N-1)M, broadcast (N-1)M (each of the N-1 others must receive M).
+///               Divided by N it is the bytes each rank sends: all_reduce 2(N-1)/N M, the others
+///               (N-1)/N M, the figures of chapter 07 and of nccl-tests' bus bandwidth. It is the
+///               algorithm's cost, not a measurement of what MPI chose to send.
+///   p2p_bytes_sent  the bytes of this rank's send() calls, exactly (the ring all-reduce of
+///               algorithms.hpp is made of them).
+/// Every rank calls the same collectives, so every rank of a job counts the same wire_bytes.
+struct CommCounters {
+  enum Op { kAllReduce = 0, kBroadcast, kAllGather, kReduceScatter, kBarrier, kNumOps };
+  int64_t calls[kNumOps] = {};
+  int64_t bytes[kNumOps] = {};
+  int64_t wire_bytes = 0;
+  int64_t p2p_bytes_sent = 0;
+};
+
+namespace detail {
+struct AtomicCommCounters {
+  std::atomic<int64_t> calls[CommCounters::kNumOps] = {};
+  std::atomic<int64_t> bytes[CommCounters::kNumOps] = {};
+  std::atomic<int64_t> wire_bytes{0};
+  std::atomic<int64_t> p2p_bytes_sent{0};
+};
+/// Process-wide, never destroyed (collectives may run from DDP's thread until exit).
+inline AtomicCommCounters& comm_counters_storage() {
+  static AtomicCommCounters* c = new AtomicCommCounters();
+  return *c;
+}
+/// Counts one collective of `count` elements of `dtype` (per rank for all_gather and
+/// reduce_scatter, as the collectives take it) on a group of n ranks.
+inline void count_collective(OpType type, int64_t count, DType dtype, int n) {
+  if (n <= 1 || type > OpType::BARRIER) return;
+  const int op = static_cast<int>(type) - 1;  // OpType starts at ALLREDUCE = 1, in CommCounters::Op's order
+  const int64_t es = static_cast<int64_t>(element_size(dtype));
+  int64_t m = type == OpType::BARRIER ? 0 : count * es;
+  if (type == OpType::ALLGATHER || type == OpType::REDUCE_SCATTER) m *= n;
+  AtomicCommCounters& c = comm_counters_storage();
+  c.calls[op].fetch_add(1, std::memory_order_relaxed);
+  c.bytes[op].fetch_add(m, std::memory_order_relaxed);
+  c.wire_bytes.fetch_add((type == OpType::ALLREDUCE ? 2 : 1) * (n - 1) * m, std::memory_order_relaxed);
+}
+}  // namespace detail
+
+/// A snapshot of the counters (see CommCounters).
+inline CommCounters comm_counters() {
+  const detail::AtomicCommCounters& c = detail::comm_counters_storage();
+  CommCounters out;
+  for (int i = 0; i < CommCounters::kNumOps; ++i) {
+    out.calls[i] = c.calls[i].load(std::memory_order_relaxed);
+    out.bytes[i] = c.bytes[i].load(std::memory_order_relaxed);
+  }
+  out.wire_bytes = c.wire_bytes.load(std::memory_order_relaxed);
+  out.p2p_bytes_sent = c.p2p_bytes_sent.load(std::memory_order_relaxed);
+  return out;
+}
+
+/// Sets every counter to zero (e.g. before the step one wants to count).
+inline void reset_comm_counters() {
+  detail::AtomicCommCounters& c = detail::comm_counters_storage();
+  for (int i = 0; i < CommCounters::kNumOps; ++i) {
+    c.calls[i].store(0, std::memory_order_relaxed);
+    c.bytes[i].store(0, std::memory_order_relaxed);
+  }
+  c.wire_bytes.store(0, std::memory_order_relaxed);
+  c.p2p_bytes_sent.store(0, std::memory_order_relaxed);
+}
+
 /// One communicator and everything a collective on it needs: rank, size, timeout, sequence
 /// number (PyTorch's c10d::ProcessGroup, ProcessGroupMPI). Collectives take raw contiguous CPU
 /// buffers of `count` elements of `dtype` (the Tensor forms are in collectives.hpp):
@@ -662,10 +737,13 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
     std::vector<MPI_Request> r(1, MPI_REQUEST_NULL);
     const int n = static_cast<int>(count);
     const MPI_Datatype t = detail::mpi_datatype(dtype);
-    if (is_send)
+    if (is_send) {
       detail::mpi_check(MPI_Isend(buf, n, t, peer, tag, comm_, r.data()), "MPI_Isend", name);
-    else
+      detail::comm_counters_storage().p2p_bytes_sent.fetch_add(count * static_cast<int64_t>(element_size(dtype)),
+                                                               std::memory_order_relaxed);
+    } else {
       detail::mpi_check(MPI_Irecv(buf, n, t, peer, tag, comm_, r.data()), "MPI_Irecv", name);
+    }
     std::function<void(const std::vector<MPI_Status>&)> check_size;
     if (!is_send) {
       const std::string where = detail::rank_prefix() + name + " from " + peer_name(peer) + " (tag " +
@@ -742,6 +820,7 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
     fp.root = root;
     fp.reduce_op = has_op ? static_cast<int64_t>(op) : -1;
     fp.algorithm = algorithm;
+    detail::count_collective(type, count, dtype, size_);  // comm_counters()
 #if TINYTORCH_WITH_MPI
     if (size_ > 1 && get_debug_level() == DebugLevel::DETAIL) agree(fp, name);
 #else

@@ -43,6 +43,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -96,15 +97,20 @@ inline ParameterPartition partition_parameters(const std::vector<optim::ParamGro
 /// Every rank constructs it with the same parameters (a collective: checked, see below) and calls
 /// step() the same number of times. Gradients must already be the same on every rank (DDP's
 /// averaged ones): ZeroRedundancyOptimizer reduces nothing itself, as PyTorch's.
-/// Errors (tinytorch::Error, on every rank where the condition is shared):
+/// Errors (tinytorch::Error). The checks of the parameters are agreed across the ranks: a list that
+/// is wrong on one rank only throws the same message on every rank, with " (on rank r)" naming the
+/// first rank at fault (PyTorch does not check; its broadcasts would hang or fail later):
+///   "ZeroRedundancyOptimizer: parameter 1 is an undefined Tensor (on rank 1)"
+///   the parameters differ across ranks in count, dtype, shape or requires_grad: the message names
+///     the first parameter that differs and both ranks (as DDP's)
 ///   "ZeroRedundancyOptimizer got an empty parameter list"  (PyTorch's ValueError)
 ///   "ZeroRedundancyOptimizer only supports using the same dense type for all parameters but got
 ///    both torch.FloatTensor and torch.DoubleTensor"  (PyTorch's; a CUDA one reads torch.cuda.FloatTensor)
-///   the parameters differ across ranks in count, dtype, shape or requires_grad: the same message
-///     on every rank naming the first parameter that differs (PyTorch does not check; its
-///     broadcasts would then hang or fail)
+///   "can't optimize a non-leaf Tensor", "optimizer contains a parameter group with duplicate
+///    parameters", "some parameters appear in more than one parameter group" (add_param_group)
 ///   overlap_with_ddp=true: not implemented (needs DDP communication hooks)
-///   the optimizer's own checks (lr, betas, ..., non-leaf parameters).
+/// The optimizer's own option checks (lr, betas, ...) are local: options that differ across ranks
+/// are not detected (a rank that throws there leaves the others to the collectives' timeout).
 template <class OptimizerClass>
 class ZeroRedundancyOptimizer : public OptimizerClass {
  public:
@@ -115,6 +121,16 @@ class ZeroRedundancyOptimizer : public OptimizerClass {
       : OptimizerClass(verify_params(std::move(params), options), defaults), options_(std::move(options)),
         group_(group_of(options_)) {
     partition();  // and the buckets, with parameters_as_bucket_view
+  }
+
+  /// Adds a param group (the optimizer's add_param_group, any of its overloads) on every rank (a
+  /// collective: the new parameters are checked as the constructor's, on every rank), and
+  /// repartitions: the groups before it keep their owners (PyTorch's note in add_param_group).
+  template <class... Args>
+  void add_param_group(std::vector<Tensor> params, Args&&... args) {
+    check_new_params(group_, params, &this->param_groups_);
+    OptimizerClass::add_param_group(std::move(params), std::forward<Args>(args)...);
+    partition();
   }
 
   /// The rank's place in the optimizer's process group.
@@ -131,6 +147,15 @@ class ZeroRedundancyOptimizer : public OptimizerClass {
       layout.push_back(nullptr);  // group boundary
     }
     if (layout != layout_) {
+      // A group added through the optimizer class (a call that bypassed add_param_group above)
+      // must still be of one dense type: the buckets and the broadcasts assume it.
+      const Tensor& first = this->param_groups_.front().params.front();
+      for (const optim::ParamGroup& g : this->param_groups_)
+        for (const Tensor& p : g.params)
+          detail::check(p.dtype() == first.dtype() && p.device() == first.device(),
+                        "ZeroRedundancyOptimizer only supports using the same dense type for all parameters but got "
+                        "both ", tensor_type_name(first.dtype()), " on ", first.device().str(), " and ",
+                        tensor_type_name(p.dtype()), " on ", p.device().str());
       layout_ = std::move(layout);
       partition_ = partition_parameters(this->param_groups_, group_.size());
       owner_.clear();
@@ -159,8 +184,11 @@ class ZeroRedundancyOptimizer : public OptimizerClass {
   /// rank calls it; PyTorch's consolidate_state_dict). Afterwards state_dict() works on rank `to`
   /// and returns the state as of this call. Throws if `to` is not a rank of the group.
   void consolidate_state_dict(int to = 0) {
-    detail::check(to >= 0 && to < group_.size(), "ZeroRedundancyOptimizer.consolidate_state_dict: to=", to,
-          " is not a rank of the process group (size ", group_.size(), ")");
+    const bool bad_to = to < 0 || to >= group_.size();
+    detail::throw_if_any_rank(group_, bad_to,
+                              ::tinytorch::detail::str_cat("ZeroRedundancyOptimizer.consolidate_state_dict: to=", to,
+                                                           " is not a rank of the process group (size ", group_.size(),
+                                                           ")"));
     consolidated_.clear();
     has_consolidated_ = false;
     // Rank r sends its state entries ("state.<i>.<name>"; i is the global index) to everyone, one
@@ -277,13 +305,17 @@ class ZeroRedundancyOptimizer : public OptimizerClass {
     }
   }
 
+  /// t <- rank root's t. A non-contiguous parameter travels through a contiguous copy.
   void broadcast_from(const Tensor& t, int root) {
     if (group_.size() == 1 || t.numel() == 0) return;
-    detail::check(t.is_contiguous(), "ZeroRedundancyOptimizer.step: a parameter of sizes ", shape_str(t.sizes()),
-          " and strides ", shape_str(t.strides()), " is not contiguous; the broadcast needs contiguous memory");
-    detail::HostStage h(t, group_.rank() == root);
-    group_.broadcast(h.data(), t.numel(), t.dtype(), root, Completion::Blocking);
+    Tensor c = t.is_contiguous() ? t : t.contiguous();
+    detail::HostStage h(c, group_.rank() == root);
+    group_.broadcast(h.data(), c.numel(), c.dtype(), root, Completion::Blocking);
     h.upload();
+    if (!t.is_contiguous() && group_.rank() != root) {
+      Tensor dst = t;
+      dst.copy_(c);
+    }
   }
 
   /// bucket r <- the values of shard r, laid end to end; each parameter then views its slice
@@ -317,34 +349,62 @@ class ZeroRedundancyOptimizer : public OptimizerClass {
     return o.process_group ? *o.process_group : detail::default_group("ZeroRedundancyOptimizer");
   }
 
-  /// Before the optimizer's constructor sees the list: first what the ranks must agree on (a
-  /// collective, so that a mismatch throws on every rank instead of hanging a broadcast later),
-  /// then PyTorch's local checks (_verify_and_init_params, _verify_same_dense_param_type), which
-  /// then give the same answer everywhere.
+  /// Before the optimizer's constructor sees the list. Every check is agreed across the ranks
+  /// (model_agreement.hpp: verify_across_ranks, throw_if_any_rank), so that a list that is wrong
+  /// on one rank only throws the same error on every rank instead of leaving the others waiting
+  /// in a collective: first that every tensor is defined, then count, dtype, shape and
+  /// requires_grad against rank 0's, then PyTorch's local checks (_verify_and_init_params,
+  /// _verify_same_dense_param_type, and add_param_group's leaf and duplicate checks).
   static std::vector<Tensor> verify_params(std::vector<Tensor> params, const ZeroOptions& options) {
-    for (const Tensor& p : params)
-      detail::check(p.defined(), "ZeroRedundancyOptimizer: a parameter is an undefined Tensor");
     ProcessGroup& group = group_of(options);
+    check_new_params(group, params, nullptr);
+    std::string error;
+    if (options.overlap_with_ddp)
+      error = "ZeroRedundancyOptimizer: overlap_with_ddp=true is not implemented in tinytorch (it needs DDP "
+              "communication hooks); use the default overlap_with_ddp=false, which steps after backward";
+    else if (params.empty())
+      error = "ZeroRedundancyOptimizer got an empty parameter list";
+    detail::throw_if_any_rank(group, !error.empty(), error);
+    return params;
+  }
+
+  /// The checks of a new list of parameters (the constructor's, or add_param_group's with the
+  /// parameters already held in `existing`), agreed across the ranks as above.
+  static void check_new_params(ProcessGroup& group, const std::vector<Tensor>& params,
+                               const std::vector<optim::ParamGroup>* existing) {
+    std::string error;
+    for (size_t i = 0; i < params.size() && error.empty(); ++i)
+      if (!params[i].defined())
+        error = "ZeroRedundancyOptimizer: parameter " + std::to_string(i) + " is an undefined Tensor";
+    detail::throw_if_any_rank(group, !error.empty(), error);
     std::vector<std::pair<std::string, Tensor>> named;
     for (size_t i = 0; i < params.size(); ++i) named.emplace_back("params[" + std::to_string(i) + "]", params[i]);
     detail::verify_across_ranks(group, named, "parameter",
                                 "ZeroRedundancyOptimizer: expects the same parameters on every rank");
-    detail::check(!options.overlap_with_ddp,
-          "ZeroRedundancyOptimizer: overlap_with_ddp=true is not implemented in tinytorch (it needs DDP "
-          "communication hooks); use the default overlap_with_ddp=false, which steps after backward");
-    detail::check(!params.empty(), "ZeroRedundancyOptimizer got an empty parameter list");
     auto type_name = [](const Tensor& t) {
       const std::string n = tensor_type_name(t.dtype());
       return t.device().is_cpu() ? n : "torch.cuda." + n.substr(6);
     };
-    const std::string first = type_name(params[0]);
-    for (size_t i = 1; i < params.size(); ++i) {
-      const std::string other = type_name(params[i]);
-      detail::check(other == first && params[i].device() == params[0].device(),
-            "ZeroRedundancyOptimizer only supports using the same dense type for all parameters but got both ",
-            first, " and ", other, other == first ? " on another device" : "");
+    const Tensor* first = existing && !existing->empty() && !existing->front().params.empty()
+                              ? &existing->front().params.front()
+                              : (params.empty() ? nullptr : &params.front());
+    std::unordered_set<TensorImpl*> held, fresh;
+    if (existing)
+      for (const optim::ParamGroup& g : *existing)
+        for (const Tensor& p : g.params) held.insert(p.impl());
+    for (size_t i = 0; i < params.size() && error.empty(); ++i) {
+      const Tensor& p = params[i];
+      if (type_name(p) != type_name(*first) || p.device() != first->device())
+        error = "ZeroRedundancyOptimizer only supports using the same dense type for all parameters but got both " +
+                type_name(*first) + " and " + type_name(p) + (type_name(p) == type_name(*first) ? " on another device" : "");
+      else if (!p.is_leaf())
+        error = "can't optimize a non-leaf Tensor";
+      else if (held.count(p.impl()))
+        error = "some parameters appear in more than one parameter group";
+      else if (!fresh.insert(p.impl()).second)
+        error = "optimizer contains a parameter group with duplicate parameters";
     }
-    return params;
+    detail::throw_if_any_rank(group, !error.empty(), error);
   }
 
   ZeroOptions options_;
