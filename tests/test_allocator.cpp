@@ -159,13 +159,3 @@ TEST_CASE("a per-process memory limit: the tensor past it throws, nothing is cou
   tt::Tensor c = tt::zeros({512, 1024});
   CHECK(tt::memory_allocated() == before + 5 * 1048576);
 }
-
-TEST_CASE("format_size prints bytes as PyTorch's allocator does", "[allocator]") {
-  using tinytorch::detail::format_size;
-  CHECK(format_size(0) == "0 bytes");
-  CHECK(format_size(1024) == "1024 bytes");
-  CHECK(format_size(1536) == "1.50 KiB");
-  CHECK(format_size(1048576) == "1024.00 KiB");
-  CHECK(format_size(20 * 1048576) == "20.00 MiB");
-  CHECK(format_size(1073741824ULL * 3 / 2) == "1.50 GiB");
-}

@@ -202,7 +202,7 @@ TEST_CASE("cuda allocator on a full device frees its cache, retries once, then t
   a.deallocate(0, again, 512 * 1024);
 }
 
-TEST_CASE("cuda allocator error sizes are printed as PyTorch's format_size does", "[cuda_allocator]") {
+TEST_CASE("cuda allocator error sizes are printed as PyTorch's format_size does (also the CPU limit's: core/allocator.hpp)", "[cuda_allocator]") {
   using tinytorch::detail::format_size;
   CHECK(format_size(0) == "0 bytes");
   CHECK(format_size(1024) == "1024 bytes");
