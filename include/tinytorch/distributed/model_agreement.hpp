@@ -20,7 +20,9 @@
 //   p = min_r bad_r (an all-reduce with ReduceOp::MIN);  p == n: the ranks agree.
 // Shapes: the collectives here carry int64 vectors (length first); a string travels as one int64
 //   per character.
-// Also here, for programs: check_same_across_ranks(who, {{name, value}, ...}), the same
+// Also here: throw_if_any_rank(g, failed, message), a local check made collective (the same error
+// on every rank when it fails on some; ZeroRedundancyOptimizer's parameter checks use it), and,
+// for programs: check_same_across_ranks(who, {{name, value}, ...}), the same
 // agreement for a program's settings (train_mnist checks its flags with it at start-up): every
 // rank throws the same error naming each setting that differs, with rank 0's value and the
 // first other rank's.
