@@ -51,7 +51,11 @@
 # user CPU; 04a94a5 (chapter 12.7: test_model_parallel on 2-4 ranks, 80 s each under ASan at -O0;
 # the train_gpt --tp / --pp comparisons): 40 min 27 s wall, 60 min of user CPU; 7203a2b (the fused
 # attention, MultiheadAttention, test_cuda_transformer_sim: a GPT trained on the simulated GPU):
-# 40 min 9 s wall, 58 min of user CPU. Earlier, eb019c8 (load about 2):
+# 40 min 9 s wall, 58 min of user CPU; d6b5630 (ZeRO-1: test_zero on 2-4 ranks in both builds,
+# zero_memory and zero_calculator with their header-only twins, bench_zero, chapter 13's checks):
+# 42 min 44 s wall, 63 min of user CPU: 2 min 16 s under the 45-minute budget, so the next
+# addition must pay for itself (the header-only twins of the examples, at about a minute of CPU
+# each for the distributed ones, are the first place to look). Earlier, eb019c8 (load about 2):
 # 25 min 7 s wall, 37 min of user CPU (8552c01 earlier that day: 24 min 30 s). Steps 2-3: the
 # main build and TSan in ~13 min; steps 4+5 ~4 min of build and a 3.6-min ctest; step 6's ctest
 # 4.1 min. What keeps it there: the library's bodies are compiled once per build mode
