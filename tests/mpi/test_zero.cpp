@@ -16,8 +16,8 @@
 //   * bytes on the wire (comm_counters): DDP's step 2(N-1) x 4P over all ranks, ZeRO-1's 3(N-1) x 4P;
 //   * bad input: empty list, mixed dtypes, parameters that differ across ranks (the same message on
 //     every rank), overlap_with_ddp.
-// Chapter: chapters/06-distributed-data-parallel.md (6.12 ZeRO-1).
-// Catch2 tags: [ch06][distributed][zero]
+// Chapter: chapters/13-sharding.md (13.2, 13.6).
+// Catch2 tags: [ch13][distributed][zero]
 #include <catch2/catch.hpp>
 
 #include <tinytorch/distributed.hpp>
@@ -114,7 +114,7 @@ const std::vector<int64_t> kSizes{6, 16, 8, 3};
 
 }  // namespace
 
-TEST_CASE("the partition is PyTorch's sorted greedy one", "[ch06][distributed][zero]") {
+TEST_CASE("the partition is PyTorch's sorted greedy one", "[ch13][distributed][zero]") {
   for (const auto& c : zero_ref::partition_cases()) {
     INFO(c.name << ", world size " << c.world_size);
     std::vector<optim::ParamGroup> groups;
@@ -138,7 +138,7 @@ TEST_CASE("the partition is PyTorch's sorted greedy one", "[ch06][distributed][z
   }
 }
 
-TEST_CASE("ZeRO-1 + DDP equals DDP + the plain optimizer bit for bit", "[ch06][distributed][zero]") {
+TEST_CASE("ZeRO-1 + DDP equals DDP + the plain optimizer bit for bit", "[ch13][distributed][zero]") {
   ensure_group();
   const int N = dist::get_world_size(), r = dist::get_rank();
   tinytorch::manual_seed(7);
@@ -193,7 +193,7 @@ TEST_CASE("ZeRO-1 + DDP equals DDP + the plain optimizer bit for bit", "[ch06][d
   }
 }
 
-TEST_CASE("add_param_group and a non-contiguous parameter: still DDP + the plain optimizer", "[ch06][distributed][zero]") {
+TEST_CASE("add_param_group and a non-contiguous parameter: still DDP + the plain optimizer", "[ch13][distributed][zero]") {
   ensure_group();
   for (bool view : {false, true}) {
     INFO("parameters_as_bucket_view " << view);
@@ -257,7 +257,7 @@ TEST_CASE("add_param_group and a non-contiguous parameter: still DDP + the plain
   }
 }
 
-TEST_CASE("bytes on the wire per step: DDP 2(N-1) x 4P, ZeRO-1 3(N-1) x 4P over all ranks", "[ch06][distributed][zero]") {
+TEST_CASE("bytes on the wire per step: DDP 2(N-1) x 4P, ZeRO-1 3(N-1) x 4P over all ranks", "[ch13][distributed][zero]") {
   ensure_group();
   const int N = dist::get_world_size();
   tinytorch::manual_seed(3);
@@ -287,7 +287,7 @@ TEST_CASE("bytes on the wire per step: DDP 2(N-1) x 4P, ZeRO-1 3(N-1) x 4P over 
   CHECK(c.p2p_bytes_sent == 0);
 }
 
-TEST_CASE("consolidate_state_dict gathers the plain optimizer's state dict on one rank", "[ch06][distributed][zero]") {
+TEST_CASE("consolidate_state_dict gathers the plain optimizer's state dict on one rank", "[ch13][distributed][zero]") {
   ensure_group();
   const int N = dist::get_world_size(), r = dist::get_rank();
   tinytorch::manual_seed(11);
@@ -356,7 +356,7 @@ TEST_CASE("consolidate_state_dict gathers the plain optimizer's state dict on on
   CHECK(param_bits(*m_plain) == param_bits(*m_resumed));
 }
 
-TEST_CASE("ZeroRedundancyOptimizer: bad input throws on every rank", "[ch06][distributed][zero]") {
+TEST_CASE("ZeroRedundancyOptimizer: bad input throws on every rank", "[ch13][distributed][zero]") {
   ensure_group();
   const int N = dist::get_world_size(), r = dist::get_rank();
   SECTION("an empty parameter list") {

@@ -10,6 +10,8 @@
 //   step():  for p in S_r with a gradient: update(p, p.grad, state[p])     (the local step)
 //            for r in 0..N-1: broadcast(S_r from rank r)                    (sync the replicas)
 //   memory per rank:  4P (values) + 4P (gradients) + 8P/N (Adam's state)  = 8P + 8P/N
+//                     (+ 4P for DDP's bucket buffers, a second copy of the gradients: 12P + 8P/N
+//                     measured, chapter 13.3)
 // The numbers equal DDP + the plain optimizer bit for bit: each parameter is updated by exactly
 // one rank, from the same averaged gradient and the same state, and the others receive the bytes.
 //
@@ -32,7 +34,7 @@
 // optimizer's state_dict() would (global parameter indices, every group), loadable into a plain
 // optimizer; load_state_dict() takes such a dict (from either) and keeps this rank's shard.
 //
-// Chapter: chapters/06-distributed-data-parallel.md (memory per rank; the sharding chapter follows).
+// Chapter: chapters/13-sharding.md (13.2; DDP itself: chapters/06-distributed-data-parallel.md).
 // Reference: torch.distributed.optim.ZeroRedundancyOptimizer (PyTorch 1.13
 //   torch/distributed/optim/zero_redundancy_optimizer.py); Rajbhandari et al., "ZeRO: Memory
 //   Optimizations Toward Training Trillion Parameter Models" (SC 2020), stage P_os.
