@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "../reference/zero_ref.hpp"
+#include "mpi_test_helpers.hpp"
 
 namespace dist = tinytorch::distributed;
 namespace nn = tinytorch::nn;
@@ -41,18 +42,8 @@ using tinytorch::Tensor;
 
 namespace {
 
-void ensure_group() {
-  if (!dist::is_initialized()) dist::init_process_group(dist::Backend::MPI);
-}
-
-std::shared_ptr<nn::Sequential> make_mlp(const std::vector<int64_t>& sizes) {
-  auto m = std::make_shared<nn::Sequential>();
-  for (size_t i = 0; i + 1 < sizes.size(); ++i) {
-    m->push_back(std::make_shared<nn::Linear>(sizes[i], sizes[i + 1]));
-    if (i + 2 < sizes.size()) m->push_back(std::make_shared<nn::ReLU>());
-  }
-  return m;
-}
+using mpi_test::ensure_group;  // tests/mpi/mpi_test_helpers.hpp
+using mpi_test::make_mlp;
 
 /// The bits of every parameter, in registration order (float32: compared exactly).
 std::vector<uint32_t> param_bits(const nn::Module& m) {
