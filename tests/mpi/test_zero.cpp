@@ -173,6 +173,16 @@ TEST_CASE("ZeRO-1 + DDP equals DDP + the plain optimizer bit for bit", "[ch13][d
     CHECK(param_bits(*m_plain) == param_bits(*m_zero));
     CHECK(identical_on_all_ranks(param_bits(*m_zero)));
   }
+  SECTION("a graph built before step() cannot be differentiated after it, on every rank") {
+    dist::ZeroRedundancyOptimizer<optim::Adam> zero(ddp_zero.parameters(), optim::AdamOptions{1e-2});
+    // A graph that saves only parameters this rank does not own: their new values arrive by broadcast.
+    Tensor stale = tinytorch::zeros({});
+    for (const Tensor& p : m_zero->parameters())
+      if (zero.owner_rank(p) != r) stale = stale + (p * p).sum();
+    train(ddp_zero, zero, 0, 1);
+    if (N > 1)
+      CHECK_THROWS_WITH(stale.backward(), Catch::Contains("modified by an inplace operation"));
+  }
   SECTION("AdamW with a StepLR scheduler on the ZeRO optimizer itself") {
     optim::AdamW plain(ddp_plain.parameters(), optim::AdamWOptions{1e-2});
     dist::ZeroRedundancyOptimizer<optim::AdamW> zero(ddp_zero.parameters(), optim::AdamWOptions{1e-2});

@@ -307,16 +307,21 @@ class ZeroRedundancyOptimizer : public OptimizerClass {
     }
   }
 
-  /// t <- rank root's t. A non-contiguous parameter travels through a contiguous copy.
+  /// t <- rank root's t. A non-contiguous parameter travels through a contiguous copy. On the
+  /// receiving ranks the write counts as an in-place update (the version counter is bumped, as the
+  /// owner's update bumped it), so a backward through a graph built before step() raises there too.
   void broadcast_from(const Tensor& t, int root) {
     if (group_.size() == 1 || t.numel() == 0) return;
     Tensor c = t.is_contiguous() ? t : t.contiguous();
     detail::HostStage h(c, group_.rank() == root);
     group_.broadcast(h.data(), c.numel(), c.dtype(), root, Completion::Blocking);
     h.upload();
-    if (!t.is_contiguous() && group_.rank() != root) {
+    if (group_.rank() == root) return;
+    if (!t.is_contiguous()) {
       Tensor dst = t;
       dst.copy_(c);
+    } else {
+      autograd::increment_version(t);
     }
   }
 
