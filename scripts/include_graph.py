@@ -8,8 +8,9 @@ Run by ctest `include_graph` (tests/packaging/tests.cmake). The layers are the o
 Architecture section draws, from the bottom up; a header may include its own layer and the ones
 below it, never one above:
 
-    core -> backend -> tensor.hpp -> ops -> autograd -> functional -> autograd tools (gradcheck, dot)
-         -> nn -> optim -> data -> serialization.hpp -> utils -> parallel -> distributed -> umbrellas
+    core -> backend -> tensor.hpp -> ops -> autograd -> amp/autocast_mode.hpp -> functional
+         -> autograd tools (gradcheck, dot) -> nn -> optim -> amp/grad_scaler.hpp -> data
+         -> serialization.hpp -> utils -> parallel -> distributed -> umbrellas
 
 Two further rules from the design: backend/ never includes tensor.hpp (kernels see raw pointers and
 sizes, never a Tensor), data/ never includes nn/.
@@ -35,12 +36,15 @@ LAYERS = [
     ("tensor", r"tinytorch/tensor\.hpp$"),
     ("ops", r"tinytorch/ops/"),
     ("autograd", r"tinytorch/autograd/"),
+    # the autocast state, read by the ops on its lists in functional.ipp
+    ("autocast", r"tinytorch/amp/autocast_mode\.hpp$"),
     ("functional", r"tinytorch/functional"),
     # gradcheck and the dot printer call the differentiable API, as torch.autograd.gradcheck calls
     # torch ops: they sit above functional.hpp although they live in autograd/ (their namespace).
     ("autograd tools", r"tinytorch/autograd/(gradcheck|dot)\.hpp$"),
     ("nn", r"tinytorch/nn/"),
     ("optim", r"tinytorch/optim/"),
+    ("amp", r"tinytorch/amp/grad_scaler\.hpp$"),  # GradScaler steps an optimizer
     ("data", r"tinytorch/data/"),
     ("serialization", r"tinytorch/serialization\.(hpp|ipp)$"),
     ("utils", r"tinytorch/utils/"),

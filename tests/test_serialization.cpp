@@ -484,11 +484,18 @@ TEST_CASE("a file written by Python's safetensors loads with its exact values, a
   tinytorch::save(want, dir.file("want.safetensors"), {{"format", "pt"}}, no_digests);
   CHECK(read_bytes(dir.file("want.safetensors")) == bytes);
 
-  // python_bf16.safetensors: a dtype tinytorch does not have.
+  // python_bf16.safetensors: torch.tensor([1.5, -2.0], dtype=torch.bfloat16), saved by Python: the
+  // bits 0x3FC0, 0xC000 (chapter 11; tinytorch writes them back byte for byte)
   const std::string bf16 = test_data_dir() + "/python_bf16.safetensors";
-  CHECK_THROWS_WITH(tinytorch::load(bf16), "load: '" + bf16 +
-                                               "': tensor \"w\" has dtype \"BF16\", which tinytorch cannot load (it "
-                                               "has F32, F64 and I64 only)");
+  const auto b = tinytorch::load(bf16);
+  REQUIRE(b.size() == 1);
+  CHECK(b[0].second.dtype() == tinytorch::kBFloat16);
+  CHECK(b[0].second.tolist<double>() == std::vector<double>{1.5, -2.0});
+  uint16_t bits[2];
+  std::memcpy(bits, b[0].second.raw_data(), 4);
+  CHECK((bits[0] == 0x3FC0 && bits[1] == 0xC000));
+  tinytorch::save(b, dir.file("bf16.safetensors"), {}, no_digests);
+  CHECK(read_bytes(dir.file("bf16.safetensors")) == read_bytes(bf16));
 }
 
 TEST_CASE("load accepts what the safetensors reader accepts: any header order, unknown fields, whitespace, escapes",
@@ -611,12 +618,14 @@ TEST_CASE("load: every malformed safetensors file is an error naming the file an
         bad + "tensor \"w\": \"data_offsets\" must be two integers [begin, end]");
 
   // Dtypes, sizes, offsets (the crate's Metadata::validate), the data buffer.
-  for (const char* dt : {"BF16", "F16", "I32", "U8", "BOOL", "f32", "complex"}) {
+  for (const char* dt : {"I32", "U8", "BOOL", "f32", "complex"}) {
     INFO(dt);
     CHECK(load_error(st_file(std::string(R"({"w":{"dtype":")") + dt + R"(","shape":[1],"data_offsets":[0,4]}})",
                              four)) == "load: '" + p + "': tensor \"w\" has dtype \"" + dt +
-                                           "\", which tinytorch cannot load (it has F32, F64 and I64 only)");
+                                           "\", which tinytorch cannot load (it has F32, F64, I64, F16 and BF16 only)");
   }
+  CHECK(load_error(st_file(R"({"w":{"dtype":"BF16","shape":[1],"data_offsets":[0,4]}})", four)) ==
+        bad + "tensor \"w\" has dtype BF16 and 1-d shape of 2 bytes, but data_offsets [0, 4] span 4 bytes");
   CHECK(load_error(st_file(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[4,0]}})", four)) ==
         bad + "tensor \"w\" has data_offsets [4, 0] that end before they begin");
   CHECK(load_error(st_file(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", four + four)) ==

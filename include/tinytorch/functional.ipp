@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "functional.hpp"
+#include "amp/autocast_mode.hpp"
 #include "autograd/engine.hpp"
 #include "autograd/functions.hpp"
 #include "autograd/inplace.hpp"
@@ -23,6 +24,12 @@
 #include "core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
 
 TT_NAMESPACE_BEGIN
+
+// The ops on autocast's lists (amp/autocast_mode.hpp) start with
+//   if (Autocast ac(Fp32 or LowerPrecisionFp, {operands}); ac.active()) return op(ac.cast(operand), ...);
+// which, inside a tt::autocast guard, calls the op again with its operands cast (and autocast off).
+using amp::CastPolicy;
+using Autocast = amp::detail::Autocast;
 
 // ---- arithmetic -------------------------------------------------------------------------------
 TT_DECL Tensor sub(const Tensor& a, const Tensor& b) { return autograd::Sub::forward(a, b); }
@@ -38,18 +45,28 @@ TT_DECL Tensor sigmoid(const Tensor& x) { return autograd::sigmoid(x); }
 TT_DECL Tensor tanh(const Tensor& x) { return autograd::tanh(x); }
 
 // ---- reductions -------------------------------------------------------------------------------
-TT_DECL Tensor sum(const Tensor& x) { return autograd::SumMean::forward(x, std::nullopt, false, false); }
+TT_DECL Tensor sum(const Tensor& x) {
+  if (Autocast ac(CastPolicy::Fp32, {&x}); ac.active()) return sum(ac.cast(x));
+  return autograd::SumMean::forward(x, std::nullopt, false, false);
+}
 TT_DECL Tensor sum(const Tensor& x, int64_t dim, bool keepdim) {
+  if (Autocast ac(CastPolicy::Fp32, {&x}); ac.active()) return sum(ac.cast(x), dim, keepdim);
   return autograd::SumMean::forward(x, dim, keepdim, false);
 }
-TT_DECL Tensor mean(const Tensor& x) { return autograd::SumMean::forward(x, std::nullopt, false, true); }
+TT_DECL Tensor mean(const Tensor& x) {
+  if (Autocast ac(CastPolicy::Fp32, {&x}); ac.active()) return mean(ac.cast(x));
+  return autograd::SumMean::forward(x, std::nullopt, false, true);
+}
 TT_DECL Tensor mean(const Tensor& x, int64_t dim, bool keepdim) {
+  if (Autocast ac(CastPolicy::Fp32, {&x}); ac.active()) return mean(ac.cast(x), dim, keepdim);
   return autograd::SumMean::forward(x, dim, keepdim, true);
 }
 TT_DECL Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  if (Autocast ac(CastPolicy::Fp32, {&x}); ac.active()) return sum(ac.cast(x), dims, keepdim);
   return autograd::SumMean::forward(x, dims, keepdim, false);
 }
 TT_DECL Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  if (Autocast ac(CastPolicy::Fp32, {&x}); ac.active()) return mean(ac.cast(x), dims, keepdim);
   return autograd::SumMean::forward(x, dims, keepdim, true);
 }
 TT_DECL Tensor max(const Tensor& x) { return autograd::Max::forward_all(x); }
@@ -78,9 +95,16 @@ TT_DECL Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
 }
 
 // ---- matrix products --------------------------------------------------------------------------
-TT_DECL Tensor mm(const Tensor& a, const Tensor& b) { return autograd::Mm::forward(a, b); }
-TT_DECL Tensor bmm(const Tensor& a, const Tensor& b) { return autograd::Bmm::forward(a, b); }
+TT_DECL Tensor mm(const Tensor& a, const Tensor& b) {
+  if (Autocast ac(CastPolicy::LowerPrecisionFp, {&a, &b}); ac.active()) return mm(ac.cast(a), ac.cast(b));
+  return autograd::Mm::forward(a, b);
+}
+TT_DECL Tensor bmm(const Tensor& a, const Tensor& b) {
+  if (Autocast ac(CastPolicy::LowerPrecisionFp, {&a, &b}); ac.active()) return bmm(ac.cast(a), ac.cast(b));
+  return autograd::Bmm::forward(a, b);
+}
 TT_DECL Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (Autocast ac(CastPolicy::LowerPrecisionFp, {&a, &b}); ac.active()) return matmul(ac.cast(a), ac.cast(b));
   const int64_t da = a.dim(), db = b.dim();
   TT_CHECK(da >= 1 && db >= 1, "matmul: both arguments need at least 1 dimension, got shapes ",
            shape_str(a.sizes()), " and ", shape_str(b.sizes()));
@@ -130,6 +154,8 @@ TT_DECL Tensor matmul(const Tensor& a, const Tensor& b) {
 
 // ---- neural-network functions (torch.nn.functional) -------------------------------------------
 TT_DECL Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (Autocast ac(CastPolicy::LowerPrecisionFp, {&x, &weight, &bias}); ac.active())
+    return linear(ac.cast(x), ac.cast(weight), ac.cast(bias));
   if (x.dim() == 2) return autograd::Linear::forward(x, weight, bias);
   TT_CHECK(x.dim() >= 1, "linear: input must have at least 1 dim, got shape ", shape_str(x.sizes()));
   TT_CHECK(weight.dim() == 2, "linear: expected weight (out, in), got shape ", shape_str(weight.sizes()),
@@ -139,9 +165,17 @@ TT_DECL Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias)
   Tensor y = autograd::Linear::forward(x.reshape({-1, x.sizes().back()}), weight, bias);
   return y.view(out_shape);
 }
-TT_DECL Tensor softmax(const Tensor& x, int64_t dim) { return autograd::Softmax::forward(x, dim, false); }
-TT_DECL Tensor log_softmax(const Tensor& x, int64_t dim) { return autograd::Softmax::forward(x, dim, true); }
+TT_DECL Tensor softmax(const Tensor& x, int64_t dim) {
+  if (Autocast ac(CastPolicy::Fp32, {&x}); ac.active()) return softmax(ac.cast(x), dim);
+  return autograd::Softmax::forward(x, dim, false);
+}
+TT_DECL Tensor log_softmax(const Tensor& x, int64_t dim) {
+  if (Autocast ac(CastPolicy::Fp32, {&x}); ac.active()) return log_softmax(ac.cast(x), dim);
+  return autograd::Softmax::forward(x, dim, true);
+}
 TT_DECL Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  if (Autocast ac(CastPolicy::Fp32, {&input, &target}); ac.active())
+    return mse_loss(ac.cast(input), ac.cast(target), reduction);
   return autograd::MseLoss::forward(input, target, reduction);
 }
 namespace detail {
@@ -179,8 +213,16 @@ TT_DECL LossRows loss_rows(const Tensor& input, const Tensor& target, const char
 }  // namespace detail
 TT_DECL Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
                        Reduction reduction) {
+  if (Autocast ac(CastPolicy::Fp32, {&input, &target, &weight}); ac.active())
+    return nll_loss(ac.cast(input), target, ac.cast(weight), ignore_index, reduction);
   const detail::LossRows r = detail::loss_rows(input, target, "nll_loss");
-  Tensor out = autograd::NllLoss::forward(r.input, r.target, reduction, weight, ignore_index);
+  Tensor out;
+  if (is_reduced_floating_point(r.input.dtype())) {  // float16/bfloat16: computed in float32, rounded once
+    const Tensor w32 = weight.defined() && weight.dtype() == input.dtype() ? weight.to(kFloat32) : weight;
+    out = autograd::NllLoss::forward(r.input.to(kFloat32), r.target, reduction, w32, ignore_index).to(input.dtype());
+  } else {
+    out = autograd::NllLoss::forward(r.input, r.target, reduction, weight, ignore_index);
+  }
   return reduction == Reduction::None && input.dim() != 2 ? out.reshape(r.out_shape) : out;
 }
 TT_DECL Tensor nll_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
@@ -195,6 +237,8 @@ TT_DECL void check_label_smoothing(double label_smoothing, const char* op) {
 TT_DECL Tensor cross_entropy(const Tensor& input_nd, const Tensor& target_nd, const Tensor& weight,
                             int64_t ignore_index, Reduction reduction,
                             double label_smoothing) {
+  if (Autocast ac(CastPolicy::Fp32, {&input_nd, &target_nd, &weight}); ac.active())
+    return cross_entropy(ac.cast(input_nd), target_nd, ac.cast(weight), ignore_index, reduction, label_smoothing);
   // (C), (N, C) or (N, C, d1, ..., dk) as rows (N, C) and targets (N); reduction None's output
   // gets the target's shape back (as nll_loss)
   const detail::LossRows r = detail::loss_rows(input_nd, target_nd, "cross_entropy");
@@ -235,6 +279,9 @@ TT_DECL Tensor cross_entropy(const Tensor& input, const Tensor& target, Reductio
 TT_DECL Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
                          const Tensor& weight, const Tensor& bias, bool training,
                          double momentum, double eps) {
+  if (Autocast ac(CastPolicy::Fp32, {&input, &weight, &bias}); ac.active())  // the running stats are
+    return batch_norm(ac.cast(input), running_mean, running_var, ac.cast(weight), ac.cast(bias), training, momentum,
+                      eps);                                                 // updated in place: never cast
   ops::check_device(input, "batch_norm");
   ops::check_cpu_only(input, "batch_norm");  // CPU loops only (so far)
   TT_CHECK(input.dim() >= 2, "batch_norm: expected input of shape (N, C, *), got ", shape_str(input.sizes()));
@@ -260,8 +307,16 @@ TT_DECL Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const
     TT_CHECK(input.numel() / std::max<int64_t>(C, 1) != 1, "Expected more than 1 value per channel when training, "
              "got input size torch.Size(", shape_str(input.sizes()), ")");
   std::vector<double> batch_mean, batch_var;
-  Tensor y = autograd::NativeBatchNorm::forward(input, weight, bias, running_mean, running_var, training, eps,
-                                                &batch_mean, &batch_var);
+  Tensor y;
+  if (is_reduced_floating_point(input.dtype())) {  // float16/bfloat16: computed in float32, rounded once
+    auto f32 = [](const Tensor& t) { return t.defined() ? t.to(kFloat32) : t; };
+    y = autograd::NativeBatchNorm::forward(input.to(kFloat32), f32(weight), f32(bias), running_mean, running_var,
+                                           training, eps, &batch_mean, &batch_var)
+            .to(input.dtype());
+  } else {
+    y = autograd::NativeBatchNorm::forward(input, weight, bias, running_mean, running_var, training, eps, &batch_mean,
+                                           &batch_var);
+  }
   if (training && input.numel() > 0) {  // an empty batch leaves them alone (as PyTorch)
     NoGradGuard ng;
     for (auto [t, stat] : {std::pair<Tensor, const std::vector<double>*>{running_mean, &batch_mean},
@@ -277,6 +332,8 @@ TT_DECL Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const
 }
 TT_DECL Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
                          const Tensor& bias, double eps) {
+  if (Autocast ac(CastPolicy::Fp32, {&input, &weight, &bias}); ac.active())
+    return layer_norm(ac.cast(input), normalized_shape, ac.cast(weight), ac.cast(bias), eps);
   ops::check_device(input, "layer_norm");
   ops::check_same_device("layer_norm", input, weight, bias);
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
@@ -295,12 +352,19 @@ TT_DECL Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, co
     TT_CHECK(t->dtype() == input.dtype(), "layer_norm: expected ", name, " of dtype ", dtype_name(input.dtype()),
              " (the input's), got ", dtype_name(t->dtype()));
   }
+  if (is_reduced_floating_point(input.dtype())) {  // float16/bfloat16: computed in float32, rounded once
+    auto f32 = [](const Tensor& t) { return t.defined() ? t.to(kFloat32) : t; };
+    return autograd::NativeLayerNorm::forward(input.to(kFloat32), normalized_shape, f32(weight), f32(bias), eps)
+        .to(input.dtype());
+  }
   return autograd::NativeLayerNorm::forward(input, normalized_shape, weight, bias, eps);
 }
 
 // ---- convolution and pooling (autograd/functions/conv.hpp, ops/conv.hpp) --------------------------------
 TT_DECL Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Size2 stride,
                      Size2 padding, Size2 dilation, int64_t groups) {
+  if (Autocast ac(CastPolicy::LowerPrecisionFp, {&input, &weight, &bias}); ac.active())
+    return conv2d(ac.cast(input), ac.cast(weight), ac.cast(bias), stride, padding, dilation, groups);
   TT_CHECK(input.dim() == 3 || input.dim() == 4, "conv2d: Expected 3D (unbatched) or 4D (batched) input to conv2d, "
            "but got input of size: ", shape_str(input.sizes()));
   if (input.dim() == 3)
@@ -541,7 +605,8 @@ Tensor& scalar_inplace(Tensor& self, const Scalar& s, IntOp int_op, FloatOp floa
 inline Tensor& fill_inplace(Tensor& self, const Scalar& s, const char* op, const char* node_name) {
   const bool record = autograd::check_inplace(self, {}, op);
   auto node = record ? autograd::OverwriteInplace::make(node_name) : nullptr;
-  dispatch(self.dtype(), [&](auto tag) {
+  // float16/bfloat16: the value as a float, rounded once into self (ops::unary_)
+  dispatch(is_reduced_floating_point(self.dtype()) ? kFloat32 : self.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T v = s.to<T>(op);
     ops::unary_(self, backend::FillOp<T>{v}, op);
@@ -917,6 +982,9 @@ TT_DECL Tensor dropout(const Tensor& x, double p, bool training, Generator* gen)
 TT_DECL Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                             const Tensor& attn_mask, double dropout_p, bool is_causal,
                                             std::optional<double> scale) {
+  if (Autocast ac(CastPolicy::LowerPrecisionFp, {&q, &k, &v, &attn_mask}); ac.active())
+    return scaled_dot_product_attention(ac.cast(q), ac.cast(k), ac.cast(v), ac.cast(attn_mask), dropout_p, is_causal,
+                                        scale);
   const char* op = "scaled_dot_product_attention";
   ops::check_device(q, op);
   ops::check_device(k, op);

@@ -17,14 +17,15 @@
 //   u64 little-endian N, then N bytes of UTF-8 JSON, then the data buffer:
 //     {"__metadata__": {"k": "v", ...},                                  (optional, strings only)
 //      "name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}, ...}
-//   dtype "F32" / "F64" / "I64" (kFloat32 / kFloat64 / kInt64; tinytorch has no other dtypes, so a
-//   file with BF16, F16, I32, ... is an error naming the dtype); data_offsets are byte offsets into
-//   the buffer that follows the header; the data is C-ordered (row-major), little-endian.
+//   dtype "F32" / "F64" / "I64" / "F16" / "BF16" (kFloat32 / kFloat64 / kInt64 / kFloat16 /
+//   kBFloat16; tinytorch has no other dtypes, so a file with I32, U8, ... is an error naming the
+//   dtype); data_offsets are byte offsets into the buffer that follows the header; the data is
+//   C-ordered (row-major), little-endian.
 // save() writes exactly what the reference writer (the Rust crate behind Python's
 // safetensors.torch.save_file) writes for the same tensors and metadata (the digests below are
 // metadata), byte for byte
 // (tests/reference/gen_safetensors.py, test "[safetensors]"): compact JSON (serde_json's escapes),
-// tensors ordered by dtype (I64, then F64, then F32: the crate's "descending dtype alignment"
+// tensors ordered by dtype (I64, F64, F32, BF16, then F16: the crate's "descending dtype alignment"
 // order) and then by name (bytewise), "__metadata__" first when there is any (its keys sorted; the
 // crate's order is a hash map's), the header padded with spaces to a multiple of 8 bytes so that
 // every tensor's data is 8-byte aligned. Tensors are saved contiguous (a view saves its values).
@@ -61,7 +62,7 @@
 // "TTSD" is tinytorch's own format (a safetensors file cannot begin so: as a header length those
 // bytes are over 1.1e9, more than the 1e8 limit):
 //   "TTSD", u32 version = 2, u64 count, then per entry:
-//   u64 name length, name bytes, u8 dtype (0 float32, 1 float64, 2 int64), u64 ndim,
+//   u64 name length, name bytes, u8 dtype (0 float32, 1 float64, 2 int64, 3 float16, 4 bfloat16), u64 ndim,
 //   ndim x i64 sizes, numel * element_size bytes of contiguous data;
 //   then u32 CRC-32 (zlib's crc32) of every byte before it; all in native (little-endian) order.
 // Version 1 files (the same without the CRC-32) load unchecked. Entries come back in file order.

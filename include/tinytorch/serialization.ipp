@@ -224,7 +224,7 @@ inline std::vector<std::pair<std::string, Tensor>> load_ttsd(const std::string& 
     std::string name(buf.data() + pos, static_cast<size_t>(len));
     pos += static_cast<size_t>(len);
     get(&dt, 1);
-    TT_CHECK(dt <= static_cast<uint8_t>(DType::Int64), "load: '", path, "': entry '", name, "' has bad dtype ",
+    TT_CHECK(dt <= static_cast<uint8_t>(DType::BFloat16), "load: '", path, "': entry '", name, "' has bad dtype ",
              int(dt));
     get(&ndim, 8);
     TT_CHECK(ndim <= 64 && ndim * 8 <= left(), "load: '", path, "': entry '", name, "' has bad ndim ", ndim);
@@ -251,19 +251,21 @@ inline std::vector<std::pair<std::string, Tensor>> load_ttsd(const std::string& 
 
 // ---- safetensors: the JSON header ----------------------------------------------------------
 
-/// A safetensors dtype name for a tinytorch dtype ("F32", "F64", "I64").
+/// A safetensors dtype name for a tinytorch dtype ("F32", "F64", "I64", "F16", "BF16").
 inline const char* safetensors_dtype(DType d) {
   switch (d) {
     case DType::Float32: return "F32";
     case DType::Float64: return "F64";
     case DType::Int64: return "I64";
+    case DType::Float16: return "F16";
+    case DType::BFloat16: return "BF16";
   }
   return "?";
 }
 
-/// True if `name` is "F32", "F64" or "I64"; then *d (if not null) is the tinytorch dtype.
+/// True if `name` is "F32", "F64", "I64", "F16" or "BF16"; then *d (if not null) is the tinytorch dtype.
 inline bool safetensors_dtype_of(const std::string& name, DType* d) {
-  for (const DType x : {DType::Float32, DType::Float64, DType::Int64})
+  for (const DType x : {DType::Float32, DType::Float64, DType::Int64, DType::Float16, DType::BFloat16})
     if (name == safetensors_dtype(x)) {
       if (d) *d = x;
       return true;
@@ -271,9 +273,17 @@ inline bool safetensors_dtype_of(const std::string& name, DType* d) {
   return false;
 }
 
-/// The rank of a dtype in the Rust crate's `Dtype` enum order (F32 < F64 < I64); its writer
-/// puts higher ranks first.
-inline int safetensors_dtype_rank(DType d) { return d == DType::Float32 ? 0 : d == DType::Float64 ? 1 : 2; }
+/// The rank of a dtype in the Rust crate's `Dtype` enum order (F16 < BF16 < F32 < F64 < I64); its
+/// writer puts higher ranks first.
+inline int safetensors_dtype_rank(DType d) {
+  switch (d) {
+    case DType::Float16: return 0;
+    case DType::BFloat16: return 1;
+    case DType::Float32: return 2;
+    case DType::Float64: return 3;
+    default: return 4;  // Int64
+  }
+}
 
 /// True if `s` is valid UTF-8 (as Rust's str::from_utf8: no overlong forms, no surrogates, nothing
 /// above U+10FFFF). On failure `*bad` is the offset of the first invalid byte.
@@ -695,7 +705,7 @@ inline SafetensorsHeader parse_safetensors(const std::string& path, const std::s
   });
   for (const SafetensorsEntry& e : h.entries)  // first, as the crate's JSON parser knows its dtypes
     TT_CHECK(safetensors_dtype_of(e.dtype, nullptr), "load: '", path, "': tensor ", json_quote(e.name),
-             " has dtype ", json_quote(e.dtype), ", which tinytorch cannot load (it has F32, F64 and I64 only)");
+             " has dtype ", json_quote(e.dtype), ", which tinytorch cannot load (it has F32, F64, I64, F16 and BF16 only)");
   uint64_t covered = 0;
   for (const size_t i : order) {
     const SafetensorsEntry& e = h.entries[i];

@@ -32,6 +32,8 @@
 #include "optim/sgd.hpp"
 #include "optim/adam.hpp"
 #include "optim/lr_scheduler.hpp"
+#include "amp/autocast_mode.hpp"  // tt::autocast (torch.autocast), chapter 11
+#include "amp/grad_scaler.hpp"    // amp::GradScaler (torch.amp.GradScaler), chapter 11
 #include "data/dataset.hpp"
 #include "data/sampler.hpp"
 #include "data/dataloader.hpp"

@@ -19,6 +19,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -304,4 +305,36 @@ TEST_CASE("device errors: mixed devices, a GPU that is not there", "[cuda][tenso
                                                        1, false, (const int64_t*)nullptr, 1, false, int64_t(0),
                                                        (int64_t*)nullptr, 1),
                     Contains("\"addmm_cuda\" not implemented for 'Long'"));
+}
+
+TEST_CASE("float16/bfloat16 on a GPU: every pattern converts as on the CPU; ops are float32 rounded once",
+          "[cuda][tensor][half][ch11]") {
+  using namespace test_cuda_tensor;
+  REQUIRE(devices() >= 1);
+  namespace tt = tinytorch;
+  for (const tt::DType dt : {tt::kFloat16, tt::kBFloat16}) {
+    INFO(tt::dtype_name(dt));
+    // all 65,536 bit patterns, converted to float32 by the device's copy kernel and back
+    Tensor patterns = tt::empty({65536}, dt);
+    auto* p = static_cast<uint16_t*>(patterns.raw_data());
+    for (uint32_t i = 0; i < 65536; ++i) p[i] = static_cast<uint16_t>(i);
+    const Tensor f_cpu = patterns.to(tt::kFloat32), f_gpu = patterns.cuda(0).to(tt::kFloat32).cpu();
+    CHECK(std::memcmp(f_cpu.raw_data(), f_gpu.raw_data(), 65536 * 4) == 0);
+    const Tensor back_cpu = f_cpu.to(dt), back_gpu = f_cpu.cuda(0).to(dt).cpu();
+    CHECK(std::memcmp(back_cpu.raw_data(), back_gpu.raw_data(), 65536 * 2) == 0);
+    // ops on the device: the float32 op on the device, rounded once; elementwise ones also equal the CPU's
+    tt::manual_seed(0);
+    const Tensor x = tt::randn({8, 8}).to(dt).cuda(0), y = tt::randn({8, 8}).to(dt).cuda(0);
+    const Tensor x32 = x.to(tt::kFloat32), y32 = y.to(tt::kFloat32);
+    auto vals = [](const Tensor& t) { return t.cpu().to(tt::kFloat32).tolist<float>(); };  // exact: no NaN here
+    CHECK(vals(x + y) == vals((x32 + y32).to(dt)));
+    CHECK(vals(x * y) == vals((x32 * y32).to(dt)));
+    CHECK(vals(x + y) == vals(x.cpu() + y.cpu()));
+    CHECK(vals(x.exp()) == vals(x32.exp().to(dt)));
+    CHECK(vals(x.sum()) == vals(x32.sum().to(dt)));
+    CHECK(vals(x.matmul(y)) == vals(x32.matmul(y32).to(dt)));
+    CHECK(vals(x.softmax(1)) == vals(x32.softmax(1).to(dt)));
+    CHECK(x.matmul(y).dtype() == dt);
+    CHECK(x.matmul(y).is_cuda());
+  }
 }

@@ -12,7 +12,7 @@ venv). The output is committed; the tests never need Python. Written with safete
 
 python_written.safetensors: every dtype tinytorch has (F32, F64, I64), a 0-d tensor, an empty
   tensor, a name that JSON must escape, and metadata {"format": "pt"} (what transformers expects).
-python_bf16.safetensors: one BF16 tensor, a dtype tinytorch cannot load (an error naming it).
+python_bf16.safetensors: one BF16 tensor (tinytorch loads it and writes it back byte for byte).
 python_digested.safetensors: TENSORS again, with tinytorch's integrity digests computed here by
   Python's zlib (metadata "tinytorch.crc32:<name>" = CRC-32 of "<dtype>[<shape>]" + the bytes,
   include/tinytorch/serialization.hpp): tinytorch::load verifies digests it did not write.

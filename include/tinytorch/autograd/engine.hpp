@@ -110,9 +110,9 @@ inline void run_backward(const Tensor& root, const Tensor& gradient, bool retain
              "(this tensor has shape ", shape_str(root.sizes()), "); pass a gradient of that shape");
     // ones_like(root): on the root's device (a GPU root gets its seed from the fill kernel)
     seed = ops::make_tensor(root.sizes(), root.dtype(), root.device());
-    dispatch(root.dtype(), [&](auto tag) {
+    dispatch_all(root.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      backend::dispatch::fill_kernel(root.device(), seed.data_ptr<T>(), seed.numel(), T(1));
+      backend::dispatch::fill_kernel(root.device(), seed.data_ptr<T>(), seed.numel(), static_cast<T>(1.0));
     });
   } else {
     TT_CHECK(seed.sizes() == root.sizes(), "backward: Mismatch in shape: grad_output[0] has a shape of ",

@@ -1,10 +1,17 @@
 // tinytorch/core/dtype.hpp — element types and the dtype switch.
 //
-// Three dtypes, as the course needs them:
-//   kFloat32 (default; parameters, activations), kFloat64 (gradient checks), kInt64 (labels, indices).
+// Five dtypes, as the course needs them:
+//   kFloat32 (default; parameters, activations), kFloat64 (gradient checks), kInt64 (labels, indices),
+//   kFloat16 and kBFloat16 (mixed precision, chapter 11; core/half.hpp has their formats).
 // dispatch(dtype, f) calls f with a tag whose ::type is the C++ scalar type, so a kernel is written
 // once as a template and instantiated per dtype without a macro:
 //   dispatch(t.dtype(), [&](auto tag) { using T = typename decltype(tag)::type; ... });
+// dispatch covers the three compute dtypes. The two 16-bit ones are storage formats: an op on them
+// converts to float32, runs the float32 kernel and rounds the result once (ops/dispatch.hpp,
+// "float16 and bfloat16"; PyTorch's CPU kernels compute them in float, their "opmath" type), so no
+// kernel is compiled twice more. dispatch_all(dtype, f) covers all five, for what moves or converts
+// elements without arithmetic (copies, casts, fill, reading an element); dispatch and
+// dispatch_floating on a 16-bit dtype throw PyTorch's "<op>" not implemented for 'Half'.
 // Names follow PyTorch: torch.float32 prints as "torch.float32".
 #pragma once
 
@@ -14,10 +21,12 @@
 
 #include "check.hpp"
 #include "config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "half.hpp"
 
 TT_NAMESPACE_BEGIN
 
-enum class DType : uint8_t { Float32, Float64, Int64 };
+// The order is part of tinytorch's own checkpoint format (serialization.ipp writes the value): append.
+enum class DType : uint8_t { Float32, Float64, Int64, Float16, BFloat16 };
 
 constexpr DType kFloat32 = DType::Float32;
 constexpr DType kFloat64 = DType::Float64;
@@ -25,27 +34,45 @@ constexpr DType kInt64 = DType::Int64;
 constexpr DType kFloat = DType::Float32;
 constexpr DType kDouble = DType::Float64;
 constexpr DType kLong = DType::Int64;
+constexpr DType kFloat16 = DType::Float16;
+constexpr DType kHalf = DType::Float16;
+constexpr DType kBFloat16 = DType::BFloat16;
 
-inline size_t element_size(DType d) { return d == DType::Float32 ? 4 : 8; }
+/// Bytes per element: 4, 8, 8, 2, 2.
+inline size_t element_size(DType d) {
+  switch (d) {
+    case DType::Float32: return 4;
+    case DType::Float16:
+    case DType::BFloat16: return 2;
+    default: return 8;
+  }
+}
 inline bool is_floating_point(DType d) { return d != DType::Int64; }
+/// float16 and bfloat16 (PyTorch's at::isReducedFloatingType): stored in 16 bits, computed in float32.
+inline bool is_reduced_floating_point(DType d) { return d == DType::Float16 || d == DType::BFloat16; }
 
-/// "torch.float32", "torch.float64", "torch.int64" (as PyTorch prints them).
+/// "torch.float32", "torch.float64", "torch.int64", "torch.float16", "torch.bfloat16" (as PyTorch
+/// prints them).
 inline std::string dtype_name(DType d) {
   switch (d) {
     case DType::Float32: return "torch.float32";
     case DType::Float64: return "torch.float64";
     case DType::Int64: return "torch.int64";
+    case DType::Float16: return "torch.float16";
+    case DType::BFloat16: return "torch.bfloat16";
   }
   return "?";
 }
 
-/// "Float", "Double", "Long": PyTorch's scalar type names, as some of its error messages print them
-/// ("result type Float can't be cast to the desired output type Long").
+/// "Float", "Double", "Long", "Half", "BFloat16": PyTorch's scalar type names, as some of its error
+/// messages print them ("result type Float can't be cast to the desired output type Long").
 inline std::string scalar_type_name(DType d) {
   switch (d) {
     case DType::Float32: return "Float";
     case DType::Float64: return "Double";
     case DType::Int64: return "Long";
+    case DType::Float16: return "Half";
+    case DType::BFloat16: return "BFloat16";
   }
   return "?";
 }
@@ -60,16 +87,41 @@ template <typename T> constexpr DType dtype_of();
 template <> constexpr DType dtype_of<float>() { return DType::Float32; }
 template <> constexpr DType dtype_of<double>() { return DType::Float64; }
 template <> constexpr DType dtype_of<int64_t>() { return DType::Int64; }
+template <> constexpr DType dtype_of<Half>() { return DType::Float16; }
+template <> constexpr DType dtype_of<BFloat16>() { return DType::BFloat16; }
 
-/// Calls f(TypeTag<T>{}) for the scalar type T of `d`.
+namespace detail {
+/// PyTorch's error for a kernel without a 16-bit instantiation: "<op>" not implemented for 'Half'.
+[[noreturn]] inline void throw_not_implemented_for(const char* op, DType d) {
+  throw Error(str_cat("\"", op, "\" not implemented for '", scalar_type_name(d), "'"));
+}
+}  // namespace detail
+
+/// Calls f(TypeTag<T>{}) for the scalar type T of `d`: float32, float64 or int64. A 16-bit float
+/// throws (the op should have converted it to float32 first; `op` names it in the error).
 template <typename F>
-decltype(auto) dispatch(DType d, F&& f) {
+decltype(auto) dispatch(DType d, F&& f, const char* op = "dispatch") {
   switch (d) {
     case DType::Float32: return f(TypeTag<float>{});
     case DType::Float64: return f(TypeTag<double>{});
     case DType::Int64: return f(TypeTag<int64_t>{});
+    default: break;
   }
-  throw Error("dispatch: unknown dtype");
+  detail::throw_not_implemented_for(op, d);
+}
+
+/// Like dispatch, over all five dtypes (float16 as Half, bfloat16 as BFloat16), for code that moves
+/// or converts elements and does no arithmetic on them (PyTorch's AT_DISPATCH_ALL_TYPES_AND2).
+template <typename F>
+decltype(auto) dispatch_all(DType d, F&& f) {
+  switch (d) {
+    case DType::Float32: return f(TypeTag<float>{});
+    case DType::Float64: return f(TypeTag<double>{});
+    case DType::Int64: return f(TypeTag<int64_t>{});
+    case DType::Float16: return f(TypeTag<Half>{});
+    case DType::BFloat16: return f(TypeTag<BFloat16>{});
+  }
+  throw Error("dispatch_all: unknown dtype");
 }
 
 /// Like dispatch, but only for float32/float64; `op` names the caller in the error.
@@ -78,6 +130,8 @@ decltype(auto) dispatch_floating(DType d, const char* op, F&& f) {
   switch (d) {
     case DType::Float32: return f(TypeTag<float>{});
     case DType::Float64: return f(TypeTag<double>{});
+    case DType::Float16:
+    case DType::BFloat16: detail::throw_not_implemented_for(op, d);
     default: break;
   }
   throw Error(detail::str_cat(op, ": expected a floating point tensor (float32 or float64), got ",

@@ -56,9 +56,9 @@ inline void copy_bytes(Device d, void* dst, const void* src, size_t bytes) {
 /// dst[k] = 0 for k < n (n elements of dtype on device d).
 inline void zero_fill(Device d, void* dst, int64_t n, DType dtype) {
   if (n <= 0) return;
-  dispatch(dtype, [&](auto tag) {
+  dispatch_all(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    backend::dispatch::fill_kernel(d, static_cast<T*>(dst), n, T(0));
+    backend::dispatch::fill_kernel(d, static_cast<T*>(dst), n, static_cast<T>(0.0));
   });
 }
 

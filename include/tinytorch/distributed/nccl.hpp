@@ -56,6 +56,8 @@ inline ncclDataType_t nccl_datatype(DType d) {
     case DType::Float32: return ncclFloat32;
     case DType::Float64: return ncclFloat64;
     case DType::Int64: return ncclInt64;
+    case DType::Float16: return ncclFloat16;
+    case DType::BFloat16: return ncclBfloat16;
   }
   throw_error("nccl_datatype: unknown dtype");
 }

@@ -182,12 +182,15 @@ inline DebugLevel debug_level_from_env() {
 }
 
 #if TINYTORCH_WITH_MPI
-/// MPI's name for a tinytorch dtype.
+/// MPI's name for a tinytorch dtype. MPI has no 16-bit float: float16/bfloat16 move as
+/// MPI_UINT16_T (broadcast, all_gather copy bits; reductions refuse them: check_reduce_op).
 inline MPI_Datatype mpi_datatype(DType d) {
   switch (d) {
     case DType::Float32: return MPI_FLOAT;
     case DType::Float64: return MPI_DOUBLE;
     case DType::Int64: return MPI_INT64_T;
+    case DType::Float16:
+    case DType::BFloat16: return MPI_UINT16_T;
   }
   throw_error("mpi_datatype: unknown dtype");
 }
@@ -208,6 +211,9 @@ inline void check_buffer_args(const char* op, const void* buf, int64_t count, co
 }
 
 inline void check_reduce_op(const char* op, ReduceOp rop, DType dtype) {
+  check(!is_reduced_floating_point(dtype), rank_prefix(), op, ": reductions of ", dtype_name(dtype),
+        " are not implemented yet (the MPI process group and tinytorch's ring algorithms reduce float32, "
+        "float64 and int64); reduce a float32 copy");
   check(!(rop == ReduceOp::AVG && dtype == DType::Int64), rank_prefix(), op,
         ": ReduceOp::AVG is not supported for ", dtype_name(dtype),
         " (the average of integers would be truncated; PyTorch's gloo and NCCL backends refuse it "

@@ -40,6 +40,10 @@ inline Sizes sizes(const Tensor& q, const Tensor& k, const Tensor& v) {
 /// (out, lse) of the fused attention; see the top of the file.
 inline std::pair<Tensor, Tensor> attention(const Tensor& q0, const Tensor& k0, const Tensor& v0, double scale,
                                            bool causal) {
+  if (is_reduced_floating_point(q0.dtype())) {  // computed in float32, out rounded once; lse stays float64
+    auto [out, lse] = attention(to_dtype(q0, kFloat32), to_dtype(k0, kFloat32), to_dtype(v0, kFloat32), scale, causal);
+    return {to_dtype(out, q0.dtype()), lse};
+  }
   const Tensor q = contiguous(q0), k = contiguous(k0), v = contiguous(v0);
   const auto z = attention_detail::sizes(q, k, v);
   Shape out_shape = q.sizes(), lse_shape(q.sizes().begin(), q.sizes().end() - 1);
@@ -58,6 +62,12 @@ inline std::pair<Tensor, Tensor> attention(const Tensor& q0, const Tensor& k0, c
 inline std::tuple<Tensor, Tensor, Tensor> attention_backward(const Tensor& dout0, const Tensor& q0, const Tensor& k0,
                                                              const Tensor& v0, const Tensor& out0, const Tensor& lse,
                                                              double scale, bool causal) {
+  if (is_reduced_floating_point(q0.dtype())) {  // computed in float32, each gradient rounded once
+    const DType dt = q0.dtype();
+    auto f32 = [](const Tensor& t) { return to_dtype(t, kFloat32); };
+    auto [dq, dk, dv] = attention_backward(f32(dout0), f32(q0), f32(k0), f32(v0), f32(out0), lse, scale, causal);
+    return {to_dtype(dq, dt), to_dtype(dk, dt), to_dtype(dv, dt)};
+  }
   const Tensor dout = contiguous(dout0), q = contiguous(q0), k = contiguous(k0), v = contiguous(v0),
                out = contiguous(out0);
   const auto z = attention_detail::sizes(q, k, v);

@@ -109,6 +109,10 @@ inline backend::cpu::Conv2dGeometry conv2d_geometry(const Tensor& x, const Tenso
 
 inline Tensor conv2d_impl(const Tensor& x0, const Tensor& w0, const Tensor& b0, Size2 stride, Size2 padding,
                           Size2 dilation, int64_t groups, bool naive) {
+  if (is_reduced_floating_point(x0.dtype())) {  // computed in float32, rounded once (as PyTorch 2.x)
+    auto f32 = [](const Tensor& t) { return t.defined() ? ops::to_dtype(t, kFloat32) : t; };
+    return ops::to_dtype(conv2d_impl(f32(x0), f32(w0), f32(b0), stride, padding, dilation, groups, naive), x0.dtype());
+  }
   const auto g = conv2d_geometry(x0, w0, b0, stride, padding, dilation, groups);
   const Tensor x = contiguous(x0), w = contiguous(w0), b = b0.defined() ? contiguous(b0) : b0;
   Tensor y = make_tensor({g.N, g.C_out, g.H_out, g.W_out}, x.dtype());
@@ -126,6 +130,14 @@ inline std::tuple<Tensor, Tensor, Tensor> conv2d_backward_impl(const Tensor& dy0
                                                                Size2 stride, Size2 padding, Size2 dilation,
                                                                int64_t groups, bool need_dx, bool need_dw,
                                                                bool need_db, bool naive) {
+  if (is_reduced_floating_point(x0.dtype())) {  // computed in float32, each gradient rounded once
+    const DType dt = x0.dtype();
+    auto [dx, dw, db] = conv2d_backward_impl(ops::to_dtype(dy0, kFloat32), ops::to_dtype(x0, kFloat32),
+                                             ops::to_dtype(w0, kFloat32), stride, padding, dilation, groups, need_dx,
+                                             need_dw, need_db, naive);
+    auto back = [dt](const Tensor& t) { return t.defined() ? ops::to_dtype(t, dt) : t; };
+    return {back(dx), back(dw), back(db)};
+  }
   const auto g = conv2d_geometry(x0, w0, Tensor(), stride, padding, dilation, groups);
   TT_CHECK(dy0.sizes() == Shape({g.N, g.C_out, g.H_out, g.W_out}), "conv2d_backward: grad_output of size ",
            shape_str(dy0.sizes()), " does not match the output size ", shape_str({g.N, g.C_out, g.H_out, g.W_out}));
@@ -238,6 +250,11 @@ inline Shape pool_out_shape(const Tensor& x, const backend::cpu::Pool2dGeometry&
 
 inline std::tuple<Tensor, Tensor> max_pool2d_impl(const Tensor& x0, Size2 kernel_size, std::optional<Size2> stride,
                                                   Size2 padding, Size2 dilation, bool ceil_mode, bool naive) {
+  if (is_reduced_floating_point(x0.dtype())) {  // a selection: float32 and back is exact (NaN payloads aside)
+    auto [y, idx] = max_pool2d_impl(ops::to_dtype(x0, kFloat32), kernel_size, stride, padding, dilation, ceil_mode,
+                                    naive);
+    return {ops::to_dtype(y, x0.dtype()), idx};
+  }
   const auto g = pool2d_geometry(x0, kernel_size, stride.value_or(kernel_size), padding, dilation, ceil_mode);
   const Tensor x = contiguous(x0);
   const Shape out_shape = pool_out_shape(x, g);
@@ -271,6 +288,8 @@ inline std::tuple<Tensor, Tensor> max_pool2d_with_indices_naive(const Tensor& x,
 
 /// dx of max pooling: dy (shape of the output) routed to `indices`; dx has `input_shape`.
 inline Tensor max_pool2d_backward(const Tensor& dy0, const Tensor& indices, const Shape& input_shape, DType dtype) {
+  if (is_reduced_floating_point(dtype))  // summed in float32, rounded once
+    return to_dtype(max_pool2d_backward(dy0, indices, input_shape, kFloat32), dtype);
   TT_CHECK(dy0.sizes() == indices.sizes(), "max_pool2d_backward: grad_output of size ", shape_str(dy0.sizes()),
            " does not match indices of size ", shape_str(indices.sizes()));
   const Tensor dy = contiguous(to_dtype(dy0, dtype)), idx = contiguous(indices);

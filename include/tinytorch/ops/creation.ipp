@@ -47,7 +47,7 @@ Tensor fill_with(const Shape& shape, const TensorOptions& o, const char* op, F f
     return finish(ops::to_device(host, o.device_), o, op);
   }
   Tensor t = ops::make_tensor(shape, o.dtype_, o.device_);
-  dispatch(o.dtype_, [&](auto tag) {
+  dispatch_all(o.dtype_, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = t.data_ptr<T>();
     const int64_t n = t.numel();
@@ -62,9 +62,16 @@ TT_DECL Tensor empty(const Shape& shape, TensorOptions o) {
 }
 /// An int64 tensor gets the exact integer (full({1}, INT64_MAX, kInt64)); a floating value is
 /// truncated toward zero for int64, and one beyond int64's range throws (Scalar::to_int64).
+/// float16/bfloat16: a finite value beyond the type's largest (65504; 3.39e38) throws PyTorch's
+/// "value cannot be converted to type at::Half without overflow" (inf and NaN are kept).
 TT_DECL Tensor full(const Shape& shape, Scalar value, TensorOptions o) {
+  if (is_reduced_floating_point(o.dtype_)) {
+    const double v = value.to_double(), max = o.dtype_ == kFloat16 ? 65504.0 : 3.3895313892515355e38;
+    TT_CHECK(!std::isfinite(v) || std::abs(v) <= max, "full: value cannot be converted to type at::",
+             scalar_type_name(o.dtype_), " without overflow (got ", v, ")");
+  }
   Tensor t = ops::make_tensor(shape, o.dtype_, o.device_);
-  dispatch(o.dtype_, [&](auto tag) {
+  dispatch_all(o.dtype_, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T v = value.to<T>("full");
     backend::dispatch::fill_kernel(o.device_, t.data_ptr<T>(), t.numel(), v);

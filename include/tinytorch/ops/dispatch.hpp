@@ -18,8 +18,15 @@
 // Pointers passed with a CUDA device are device pointers: nothing here reads them on the host.
 // copy_bytes() moves raw bytes between any two devices; ops::to_host() gives a CPU copy of a tensor
 // (item, tolist, printing and at() read through it).
-// Type promotion follows PyTorch for the three dtypes:
-//   same dtype -> that dtype; int64 with float -> the float; float32 with float64 -> float64.
+// Type promotion follows PyTorch (promote_types, result_type below):
+//   same dtype -> that dtype; int64 with float -> the float; float32 with float64 -> float64;
+//   float16 or bfloat16 with float32 -> float32; float16 with bfloat16 -> float32.
+// float16 and bfloat16 are storage formats: each op on them converts its operands to float32, runs
+// the float32 kernel and rounds the result once to the 16-bit dtype (a branch at the top of the op:
+// `if (is_reduced_floating_point(dt)) return to_dtype(op(to_dtype(x, kFloat32)), dt);`), as
+// PyTorch's CPU kernels compute them in float (their "opmath" type) and round once per op. Ops that
+// only move elements (copies, casts, where, embedding's row gather, fill) handle them directly
+// (dispatch_all). So no kernel is compiled for them, and a reduction accumulates in float32.
 // Chapter: chapters/10-gpu-kernels.md. Reference: PyTorch's dispatcher (one kernel per backend,
 // chosen by the tensors' device), c10::cuda::CUDAGuard.
 #pragma once
@@ -438,9 +445,13 @@ inline Tensor make_view(const Tensor& t, Shape shape, Strides strides, int64_t o
   return Tensor(std::move(impl));
 }
 
-/// torch.promote_types: the smallest dtype both convert to (int64 < float32 < float64).
+/// torch.promote_types: the smallest dtype both convert to. int64 with any float -> that float;
+/// float64 with any float -> float64; float32 with float16 or bfloat16 -> float32; float16 with
+/// bfloat16 -> float32 (neither holds the other: bfloat16 has the range, float16 the precision).
 inline DType promote_types(DType a, DType b) {
   if (a == b) return a;
+  if (a == kInt64) return b;
+  if (b == kInt64) return a;
   if (a == kFloat64 || b == kFloat64) return kFloat64;
   return kFloat32;
 }
@@ -475,7 +486,7 @@ inline Tensor to_host(const Tensor& t) {
   Tensor src = t;
   if (!t.is_contiguous()) {
     src = make_tensor(t.sizes(), t.dtype(), d);
-    dispatch(t.dtype(), [&](auto tag) {
+    dispatch_all(t.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       backend::dispatch::copy_kernel(d, t.data_ptr<T>(), t.strides(), src.data_ptr<T>(), t.sizes());
     });

@@ -124,6 +124,10 @@ Tensor binary(const Tensor& a0, const Tensor& b0, F f, const char* op, bool comp
   const Device dev = detail::common_device(op, {&a0, &b0});
   detail::check_functor<F>(dev, op);
   DType dt = result_type(a0, b0);  // torch.result_type: a 0-d operand ranks below a dimensioned one
+  if (is_reduced_floating_point(dt)) {  // float16/bfloat16: computed in float32, rounded once
+    Tensor r = binary(to_dtype(a0, kFloat32), to_dtype(b0, kFloat32), f, op, compare);
+    return compare ? r : to_dtype(r, dt);
+  }
   const Tensor a = to_dtype(a0, dt), b = to_dtype(b0, dt);
   Shape shape = broadcast_shapes(a.sizes(), b.sizes(), op);
   Tensor out = make_tensor(shape, compare ? kInt64 : dt, dev);
@@ -146,6 +150,8 @@ template <class F>
 Tensor unary(const Tensor& x0, F f, const char* op, bool float_only = false) {
   check_device(x0, op);
   detail::check_functor<F>(x0.device(), op);
+  if (is_reduced_floating_point(x0.dtype()))  // computed in float32, rounded once
+    return to_dtype(unary(to_dtype(x0, kFloat32), f, op, float_only), x0.dtype());
   const Tensor x = contiguous(float_only && x0.dtype() == kInt64 ? to_dtype(x0, kFloat32) : x0);
   Tensor out = make_tensor(x.sizes(), x.dtype(), x.device());
   dispatch(x.dtype(), [&](auto tag) {
@@ -160,6 +166,13 @@ template <class F>
 Tensor scalar(const Tensor& a0, double s, F f, const char* op) {
   check_device(a0, op);
   detail::check_functor<F>(a0.device(), op);
+  if (is_reduced_floating_point(a0.dtype())) {
+    // computed in float32 and rounded once, with s first rounded to a0's dtype: the number joins
+    // the op as a 0-d tensor of that dtype would (PyTorch 1.13's kernels; 2.x keeps s as a float
+    // in mul and div, so x * 0.1 can differ there by one unit in the last place)
+    const double sn = a0.dtype() == kFloat16 ? static_cast<float>(Half(s)) : static_cast<float>(BFloat16(s));
+    return to_dtype(scalar(to_dtype(a0, kFloat32), sn, f, op), a0.dtype());
+  }
   bool to_float = a0.dtype() == kInt64 && s != std::floor(s);
   const Tensor a = contiguous(to_float ? to_dtype(a0, kFloat32) : a0);
   Tensor out = make_tensor(a.sizes(), a.dtype(), a.device());
@@ -268,6 +281,11 @@ void binary_(Tensor& self, const Tensor& other0, F f, const char* op) {
   TT_CHECK(dev.is_cpu() || has_internal_overlap(self) != MemOverlap::Yes, op, ": not implemented for CUDA tensors "
            "yet: the written-to tensor repeats a memory location (shape ", shape_str(self.sizes()), ", strides ",
            shape_str(self.strides()), ")");
+  if (is_reduced_floating_point(self.dtype())) {  // computed in float32, rounded once into self
+    const Tensor r = binary(to_dtype(self, kFloat32), to_dtype(other0, kFloat32), f, op);
+    copy_into_strided(to_dtype(r, self.dtype()), self);
+    return;
+  }
   Tensor other = to_dtype(other0, self.dtype());
   if (other.impl()->storage == self.impl()->storage) {
     const MemOverlapStatus st = get_overlap_status(self, other);
@@ -286,6 +304,10 @@ template <class F>
 void unary_(Tensor& self, F f, const char* op) {
   check_device(self, op);
   detail::check_functor<F>(self.device(), op);
+  if (is_reduced_floating_point(self.dtype())) {  // computed in float32, rounded once into self
+    copy_into_strided(to_dtype(unary(to_dtype(self, kFloat32), f, op), self.dtype()), self);
+    return;
+  }
   dispatch(self.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* s = self.data_ptr<T>();
@@ -316,7 +338,7 @@ inline DType scalar_result_type(DType t, double s) {
 /// scalar_result_type). Made on the CPU and copied to a CUDA device.
 inline Tensor scalar_as_tensor(double s, DType dt, Device device = Device::cpu()) {
   Tensor t = make_tensor({}, dt);
-  dispatch(dt, [&](auto tag) {
+  dispatch_all(dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
     *t.data_ptr<T>() = static_cast<T>(s);
   });
@@ -398,6 +420,8 @@ inline Tensor clamp_scalar(const Tensor& x0, std::optional<double> lo, std::opti
                            const char* op = "clamp") {
   check_device(x0, op);
   TT_CHECK(lo || hi, op, ": At least one of 'min' or 'max' must not be None");
+  if (is_reduced_floating_point(x0.dtype()))  // computed in float32, rounded once
+    return to_dtype(clamp_scalar(to_dtype(x0, kFloat32), lo, hi, op), x0.dtype());
   DType dt = x0.dtype();
   if (lo) dt = scalar_result_type(dt, *lo) == kFloat32 ? kFloat32 : dt;
   if (hi) dt = scalar_result_type(dt, *hi) == kFloat32 ? kFloat32 : dt;
@@ -437,6 +461,10 @@ inline Tensor clamp_tensor(const Tensor& x, const Tensor& lo, const Tensor& hi, 
   const Tensor& l = lo.defined() ? lo : x;  // an absent bound is read (and ignored) as x
   const Tensor& h = hi.defined() ? hi : x;
   const DType dt = result_type({&x, &l, &h});
+  if (is_reduced_floating_point(dt)) {  // computed in float32, rounded once
+    auto f32 = [](const Tensor& t) { return t.defined() ? to_dtype(t, kFloat32) : t; };
+    return to_dtype(clamp_tensor(f32(x), f32(lo), f32(hi), op), dt);
+  }
   const Shape shape = broadcast_shapes3(x.sizes(), l.sizes(), h.sizes(), op, "input", lo.defined() ? "min" : "input",
                                         hi.defined() ? "max" : "input");
   const Tensor xc = to_dtype(x, dt), lc = to_dtype(l, dt), hc = to_dtype(h, dt);
@@ -469,7 +497,7 @@ inline Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   const Shape shape = broadcast_shapes3(cond.sizes(), a.sizes(), b.sizes(), "where", "condition", "input", "other");
   const Tensor ac = to_dtype(a, dt), bc = to_dtype(b, dt);
   Tensor out = make_tensor(shape, dt, dev);
-  dispatch(dt, [&](auto tag) {
+  dispatch_all(dt, [&](auto tag) {  // a selection, no arithmetic: float16/bfloat16 bits are copied
     using T = typename decltype(tag)::type;
     backend::dispatch::ternary_kernel(
         dev, cond.data_ptr<int64_t>(), broadcast_strides(cond.sizes(), cond.strides(), shape), ac.data_ptr<T>(),

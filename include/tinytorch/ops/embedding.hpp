@@ -48,7 +48,7 @@ inline Tensor embedding(const Tensor& weight0, const Tensor& indices0) {
   Shape out_shape = indices.sizes();
   out_shape.push_back(D);
   Tensor out = make_tensor(out_shape, weight.dtype(), weight.device());
-  dispatch(weight.dtype(), [&](auto tag) {
+  dispatch_all(weight.dtype(), [&](auto tag) {  // a row copy: float16/bfloat16 bits are copied
     using T = typename decltype(tag)::type;
     backend::dispatch::embedding_kernel(weight.device(), indices.data_ptr<int64_t>(), weight.data_ptr<T>(),
                                         out.data_ptr<T>(), indices.numel(), D);
@@ -59,6 +59,8 @@ inline Tensor embedding(const Tensor& weight0, const Tensor& indices0) {
 /// dW (num_weights, D) from dy (*S, D) and the forward's indices S (already checked by the
 /// forward); padding_idx < 0: no padding row.
 inline Tensor embedding_backward(const Tensor& dy0, const Tensor& indices0, int64_t num_weights, int64_t padding_idx) {
+  if (is_reduced_floating_point(dy0.dtype()))  // summed in float32, rounded once
+    return to_dtype(embedding_backward(to_dtype(dy0, kFloat32), indices0, num_weights, padding_idx), dy0.dtype());
   const Tensor dy = contiguous(dy0), indices = contiguous(indices0);
   const int64_t D = dy.sizes().back();
   Tensor dw = make_tensor({num_weights, D}, dy.dtype(), dy.device());

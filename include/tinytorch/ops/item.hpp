@@ -36,7 +36,7 @@ TT_DECL Tensor host_contiguous(const Tensor& t);
 /// The element read_element copied, converted to T with static_cast (as torch's item()).
 template <typename T> T element_as(const Tensor& t, int64_t offset, const char* op) {
   const ElementBytes b = read_element(t, offset, op);
-  return dispatch(t.dtype(), [&](auto tag) -> T {
+  return dispatch_all(t.dtype(), [&](auto tag) -> T {
     using S = typename decltype(tag)::type;
     S v;
     std::memcpy(&v, b.bytes, sizeof(S));
@@ -63,7 +63,7 @@ template <typename T> T Tensor::item() const {
 template <typename T> std::vector<T> Tensor::tolist() const {
   const Tensor c = detail::host_contiguous(*this);  // a GPU tensor is read through a host copy
   std::vector<T> out(static_cast<size_t>(numel()));
-  dispatch(dtype(), [&](auto tag) {
+  dispatch_all(dtype(), [&](auto tag) {
     using S = typename decltype(tag)::type;
     const S* p = c.data_ptr<S>();
     for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(p[i]);

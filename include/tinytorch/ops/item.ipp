@@ -18,7 +18,7 @@ namespace detail {
 TT_DECL ElementBytes read_element(const Tensor& t, int64_t offset, const char* op) {
   ops::check_device(t, op);
   ElementBytes b{};
-  dispatch(t.dtype(), [&](auto tag) {
+  dispatch_all(t.dtype(), [&](auto tag) {
     using S = typename decltype(tag)::type;
     const S* p = t.data_ptr<S>() + offset;
     if (t.device().is_cpu()) std::memcpy(b.bytes, p, sizeof(S));

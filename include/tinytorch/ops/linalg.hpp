@@ -38,7 +38,15 @@ inline GemmOperand gemm_operand(const Tensor& t) {
 }  // namespace detail
 
 /// out = beta * out + alpha * a @ b for 2-D a (M, K), b (K, N) and a dense out (M, N).
+/// float16/bfloat16: computed in float32 (accumulated in float32) and rounded once into out.
 inline void gemm_into(const Tensor& a, const Tensor& b, Tensor& out, double alpha = 1.0, double beta = 0.0) {
+  if (is_reduced_floating_point(out.dtype())) {
+    Tensor out32 = to_dtype(out, kFloat32);
+    if (out32.impl() == out.impl()) out32 = contiguous(out32);
+    gemm_into(to_dtype(a, kFloat32), to_dtype(b, kFloat32), out32, alpha, beta);
+    copy_into_dense(out32, out);
+    return;
+  }
   auto A = detail::gemm_operand(a), B = detail::gemm_operand(b);
   const int64_t M = a.sizes()[0], K = a.sizes()[1], N = b.sizes()[1];
   dispatch(out.dtype(), [&](auto tag) {

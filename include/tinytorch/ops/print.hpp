@@ -9,7 +9,8 @@
 //   tensor([1, 2, 3])                                  int64 (no dtype suffix: it is a default dtype)
 //   tensor(3.5000)                                     0-d
 //   tensor([], size=(0, 3))                            empty: size= unless 1-D, dtype= unless float32
-//   tensor([0.1000, 0.2000], dtype=torch.float64)      float64 is not the default dtype
+//   tensor([0.1000, 0.2000], dtype=torch.float64)      float64 is not the default dtype (nor are
+//   tensor([0.1000, 0.2000], dtype=torch.float16)      float16 and bfloat16: values printed as floats)
 //   tensor([   0,    1,    2,  ..., 1997, 1998, 1999]) numel > 1000: 3 edge items per dim + "..."
 //
 // The pieces, named after their Python originals:
@@ -316,7 +317,7 @@ std::string format_tensor_impl(const Shape& shape, const std::vector<V>& values,
     body = "[]";
   } else {
     // float32 (default dtype) and int64 are "default dtypes" and are never named.
-    if (dtype == DType::Float64) suffixes.push_back("dtype=" + dtype_name(dtype));
+    if (dtype != DType::Float32 && dtype != DType::Int64) suffixes.push_back("dtype=" + dtype_name(dtype));
     body = format_tensor_body_impl(shape, values, dtype, indent);
   }
   if (!suffix_kwargs.empty()) suffixes.push_back(suffix_kwargs);
@@ -326,8 +327,8 @@ std::string format_tensor_impl(const Shape& shape, const std::vector<V>& values,
 /// _str_intern for a dense CPU tensor (format_tensor_impl<V>, V = double or int64_t): what print(t) / repr(t) shows, e.g.
 ///   format_tensor({2}, {0.1, 0.2}, kFloat64, "requires_grad=True")
 ///     == "tensor([0.1000, 0.2000], dtype=torch.float64, requires_grad=True)"
-/// Suffix order follows PyTorch: size= (empty, non-1-D only), dtype= (float64 always; int64 only
-/// when empty), then suffix_kwargs -- the caller's already formatted "grad_fn=<MulBackward0>" or
+/// Suffix order follows PyTorch: size= (empty, non-1-D only), dtype= (float64, float16, bfloat16
+/// always; int64 only when empty), then suffix_kwargs -- the caller's already formatted "grad_fn=<MulBackward0>" or
 /// "requires_grad=True" (empty string for none), treated as one suffix. device_kwarg: "" for a CPU
 /// tensor, else "device='cuda:0'", which PyTorch puts before every other suffix.
 /// Throws tinytorch::Error when values.size() != numel(shape).

@@ -57,6 +57,8 @@ inline Tensor sum_dim(const Tensor& x0, int64_t dim, bool keepdim, bool mean = f
   check_device(x0, op);
   TT_CHECK(!mean || x0.is_floating_point(), "mean(): could not infer output dtype. Input dtype must be "
            "either a floating point or complex dtype. Got: ", dtype_name(x0.dtype()));
+  if (is_reduced_floating_point(x0.dtype()))  // accumulated in float32, rounded once
+    return to_dtype(sum_dim(to_dtype(x0, kFloat32), dim, keepdim, mean), x0.dtype());
   const Tensor x = contiguous(x0);
   dim = wrap_dim(dim, x.dim(), op);  // a 0-d tensor accepts dim 0 and -1 only
   if (x.dim() == 0) return clone(x);
@@ -121,6 +123,8 @@ inline Tensor sum_dims(const Tensor& x, const std::vector<int64_t>& dims, bool k
   check_device(x, op);
   TT_CHECK(!mean || x.is_floating_point(), "mean(): could not infer output dtype. Input dtype must be "
            "either a floating point or complex dtype. Got: ", dtype_name(x.dtype()));
+  if (is_reduced_floating_point(x.dtype()))  // accumulated in float32, rounded once
+    return to_dtype(sum_dims(to_dtype(x, kFloat32), dims, keepdim, mean), x.dtype());
   const std::vector<int64_t> red = reduction_dims(dims, x.dim(), op);
   if (red.size() == 1 && x.dim() > 0) return sum_dim(x, red[0], keepdim, mean);
   if (x.dim() == 0) return clone(x);
@@ -146,6 +150,10 @@ inline Tensor sum_all(const Tensor& x, bool mean = false) {
 /// NaN wins (torch.max(x, dim) / torch.min(x, dim)). `op` names the caller in errors.
 inline std::tuple<Tensor, Tensor> extreme_dim(const Tensor& x0, int64_t dim, bool keepdim, bool is_max, const char* op) {
   check_device(x0, op);
+  if (is_reduced_floating_point(x0.dtype())) {  // a selection: float32 and back is exact (NaN payloads aside)
+    auto [values, indices] = extreme_dim(to_dtype(x0, kFloat32), dim, keepdim, is_max, op);
+    return {to_dtype(values, x0.dtype()), indices};
+  }
   const Tensor x = contiguous(x0);
   dim = wrap_dim(dim, x.dim(), op);  // a 0-d tensor accepts dim 0 and -1 only
   if (x.dim() == 0) {
@@ -196,6 +204,8 @@ inline std::tuple<Tensor, Tensor> min_dim(const Tensor& x, int64_t dim, bool kee
 inline Tensor amax_amin(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, bool is_max) {
   const char* op = is_max ? "amax" : "amin";
   check_device(x, op);
+  if (is_reduced_floating_point(x.dtype()))  // a selection: float32 and back is exact (NaN payloads aside)
+    return to_dtype(amax_amin(to_dtype(x, kFloat32), dims, keepdim, is_max), x.dtype());
   const std::vector<int64_t> red = reduction_dims(dims, x.dim(), op);
   if (x.dim() == 0) return clone(x);
   TT_CHECK(x.numel() > 0 || !dims.empty(), op, "(): Expected reduction dim to be specified for input.numel() == 0. "

@@ -92,9 +92,9 @@ inline void copy_into_dense(const Tensor& src, Tensor& dst) {
   TT_CHECK(src.device() == dst.device(), "copy: source on ", src.device().str(), " and destination on ",
            dst.device().str(), " (copy_into_dense copies within one device)");
   const Device d = dst.device();
-  dispatch(src.dtype(), [&](auto s) {
+  dispatch_all(src.dtype(), [&](auto s) {  // all 25 pairs: a float16 <-> bfloat16 cast goes through float
     using S = typename decltype(s)::type;
-    dispatch(dst.dtype(), [&](auto t) {
+    dispatch_all(dst.dtype(), [&](auto t) {
       using D = typename decltype(t)::type;
       backend::dispatch::copy_kernel(d, src.data_ptr<S>(), src.strides(), dst.data_ptr<D>(), src.sizes());
     });

@@ -31,6 +31,8 @@ TT_NAMESPACE_BEGIN namespace ops {
 inline Tensor softmax(const Tensor& x0, int64_t dim, bool log) {
   const char* op = log ? "log_softmax" : "softmax";
   check_device(x0, op);
+  if (is_reduced_floating_point(x0.dtype()))  // computed in float32, rounded once
+    return to_dtype(softmax(to_dtype(x0, kFloat32), dim, log), x0.dtype());
   const Tensor x = contiguous(x0.dtype() == kInt64 ? to_dtype(x0, kFloat32) : x0);
   Tensor out = make_tensor(x.sizes(), x.dtype(), x.device());
   const int64_t d = wrap_dim(dim, x.dim(), op);  // a 0-d x takes dim -1 or 0, as PyTorch
@@ -46,6 +48,8 @@ inline Tensor softmax(const Tensor& x0, int64_t dim, bool log) {
 /// wrapped, as the node stores it), given the upstream gradient dy and the forward's output y
 /// (both of one shape, on one device). Returns dx, contiguous, of dy's shape.
 inline Tensor softmax_backward(const Tensor& dy0, const Tensor& y, int64_t dim, bool log) {
+  if (is_reduced_floating_point(dy0.dtype()))  // computed in float32, rounded once
+    return to_dtype(softmax_backward(to_dtype(dy0, kFloat32), to_dtype(y, kFloat32), dim, log), dy0.dtype());
   const Tensor dy = contiguous(dy0);
   Tensor dx = make_tensor(dy.sizes(), dy.dtype(), dy.device());
   const auto sp = detail::split_dim(dy.sizes(), dy.dim() ? dim : -1, true);

@@ -237,7 +237,9 @@ class Optimizer {
 
   /// True when the update can run as a raw loop: a CPU float32/float64 parameter and a grad of
   /// the same dtype, both dense and row-major (the usual case: nn:: parameters and the grads
-  /// autograd accumulates). Otherwise optimizers fall back to their *_naive tensor-op version.
+  /// autograd accumulates). Otherwise optimizers fall back to their *_naive tensor-op version,
+  /// which float16/bfloat16 parameters always take: each tensor op rounds once, as PyTorch's
+  /// single-tensor (foreach=False) loop does.
   static bool fast_path_ok(const Tensor& param, const Tensor& grad);
 
  private:

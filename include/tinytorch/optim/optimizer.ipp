@@ -189,7 +189,8 @@ TT_DECL void Optimizer::add_group(ParamGroup group) {
 
 TT_DECL bool Optimizer::fast_path_ok(const Tensor& param, const Tensor& grad) {
   return param.device() == grad.device() && param.dtype() == grad.dtype() &&
-         param.dtype() != kInt64 && param.is_contiguous() && grad.is_contiguous() &&
+         param.dtype() != kInt64 && !is_reduced_floating_point(param.dtype()) && param.is_contiguous() &&
+         grad.is_contiguous() &&
          param.sizes() == grad.sizes();
 }
 

@@ -11,6 +11,7 @@
 
 #include <Eigen/Core>
 
+#include "../amp/autocast_mode.hpp"  // tt::autocast
 #include "../ops/dispatch.hpp"  // backend::dispatch::DeviceGuard
 #include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
 
@@ -38,9 +39,17 @@ TT_DECL std::vector<Tensor> parallel_apply(const std::vector<Device>& devices, c
   std::vector<Tensor> outputs(n);
   std::vector<std::exception_ptr> errors(n);
   const bool grad_mode = GradMode::is_enabled();
+  // autocast is per thread: each replica's thread runs under the caller's setting (PyTorch's
+  // parallel_apply enters autocast(enabled=torch.is_autocast_enabled()) in every worker)
+  const amp::detail::AutocastState& caller = amp::detail::state();
+  const bool autocast_on[2] = {caller.enabled[0], caller.enabled[1]};
+  const DType autocast_dtype[2] = {caller.dtype[0], caller.dtype[1]};
   auto run = [&](size_t i) {
     try {
       GradMode::set_enabled(grad_mode);
+      std::optional<autocast> cpu_autocast, cuda_autocast;
+      if (autocast_on[0]) cpu_autocast.emplace("cpu", autocast_dtype[0]);
+      if (autocast_on[1]) cuda_autocast.emplace("cuda", autocast_dtype[1]);
       GeneratorGuard generator(generators.empty() ? nullptr : generators[i]);
 #if TINYTORCH_WITH_CUDA
       // The replica's device is this thread's current CUDA device (PyTorch's parallel_apply sets

@@ -227,11 +227,17 @@ struct Pointwise : Node {
     return out;
   }
   std::vector<Tensor> backward(const Tensor& dy0) override {
+    if (is_reduced_floating_point(dy0.dtype()))  // float16/bfloat16: computed in float32, rounded once
+      return {ops::to_dtype(backward_in(ops::to_dtype(dy0, kFloat32), kFloat32), dy0.dtype())};
+    return {backward_in(dy0, dy0.dtype())};
+  }
+  /// dx = Deriv(dy, x, y) with every operand in dtype dt.
+  Tensor backward_in(const Tensor& dy0, DType dt) {
     const Tensor dy = ops::contiguous(dy0);
     Tensor dx = ops::make_tensor(dy.sizes(), dy.dtype(), dy.device());
     // A value the node did not save is never read by its Deriv: dy stands in for it.
-    const Tensor& xs = x.defined() ? x : dy;
-    const Tensor& ys = y.defined() ? y : dy;
+    const Tensor xs = x.defined() ? ops::to_dtype(x, dt) : dy;
+    const Tensor ys = y.defined() ? ops::to_dtype(y, dt) : dy;
     const Strides st = contiguous_strides(dy.sizes());
     dispatch(dy.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -239,7 +245,7 @@ struct Pointwise : Node {
                                         ys.template data_ptr<T>(), st, dx.data_ptr<T>(), dy.sizes(),
                                         backend::CastTo<T, Deriv>{deriv});
     });
-    return {dx};
+    return dx;
   }
   void release_saved() override { x = y = Tensor(); }
 };
@@ -543,7 +549,8 @@ struct ClampScalar : Node {
   }
   std::vector<Tensor> backward(const Tensor& dy0) override {
     const Tensor dy = ops::contiguous(dy0), xc = ops::contiguous(ops::to_dtype(x, dy.dtype()));
-    dispatch_floating(dy.dtype(), "clamp_backward", [](auto) {});  // float only (int64 has no gradient)
+    if (!is_reduced_floating_point(dy.dtype()))
+      dispatch_floating(dy.dtype(), "clamp_backward", [](auto) {});  // float only (int64 has no gradient)
     const Tensor dx = ops::binary(dy, xc, backend::ClampScalarGradOp{lo.has_value(), hi.has_value(), lo ? *lo : 0.0,
                                                                      hi ? *hi : 0.0}, "clamp_backward");
     return {dx};

@@ -41,7 +41,7 @@ TT_NAMESPACE_BEGIN namespace autograd {
 namespace norm_detail {
 /// The elements of a floating-point tensor, row-major, as doubles.
 inline std::vector<double> values(const Tensor& t) {
-  const Tensor c = ops::contiguous(t);
+  const Tensor c = ops::contiguous(is_reduced_floating_point(t.dtype()) ? ops::to_dtype(t, kFloat32) : t);
   std::vector<double> out;
   dispatch_floating(c.dtype(), "normalization", [&](auto tag) {
     using T = typename decltype(tag)::type;

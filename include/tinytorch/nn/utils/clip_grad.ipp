@@ -56,7 +56,14 @@ inline double vector_norm(const Tensor& g, double p) {
 }
 
 /// v rounded to dtype d (a float32 result is a float32 number, as PyTorch's tensors are).
-inline double round_to(double v, DType d) { return d == kFloat32 ? static_cast<double>(static_cast<float>(v)) : v; }
+inline double round_to(double v, DType d) {
+  switch (d) {
+    case kFloat32: return static_cast<float>(v);
+    case kFloat16: return static_cast<float>(Half(v));
+    case kBFloat16: return static_cast<float>(BFloat16(v));
+    default: return v;
+  }
+}
 
 }  // namespace detail
 TT_DECL Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type,
@@ -93,9 +100,10 @@ TT_DECL Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max
            "`error_if_nonfinite=False`");
   // coef = min(max_norm / (total + 1e-6), 1), computed in the norm's dtype as PyTorch does
   double coef = 0;
-  dispatch_floating(dt, "clip_grad_norm_", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T c = static_cast<T>(max_norm) / (static_cast<T>(total) + static_cast<T>(1e-6));
+  dispatch_floating(is_reduced_floating_point(dt) ? kFloat32 : dt, "clip_grad_norm_", [&](auto tag) {
+    using T = typename decltype(tag)::type;  // float16/bfloat16: in float, each op's result rounded to dt
+    const T d = static_cast<T>(detail::round_to(static_cast<T>(total) + static_cast<T>(1e-6), dt));
+    const T c = static_cast<T>(detail::round_to(static_cast<T>(max_norm) / d, dt));
     coef = static_cast<double>(c < T(1) || std::isnan(c) ? c : T(1));  // torch.clamp(max=1): nan stays nan
   });
   NoGradGuard ng;
