@@ -75,12 +75,19 @@
 //   reports it and ends the job (default: TINYTORCH_DIST_TIMEOUT, else 30 minutes as PyTorch).
 // Under mpirun the ranks first check that the flags that must match (--model, --epochs, --batch-size,
 //   --limit, --lr, --momentum, --hidden, --seed, --no-scale-lr, --warmup-*, --trace, --dp,
-//   --stop-after, --zero, whether --save and --resume are given) are the same on every rank; if not, every rank exits with a message naming each flag that differs.
+//   --stop-after, --zero, --amp, whether --save and --resume are given) are the same on every rank; if not,
+//   every rank exits with a message naming each flag that differs.
 // --zero 1: ZeRO stage 1 (distributed::ZeroRedundancyOptimizer): each rank keeps the momentum
 //   buffers of its shard of the parameters only and broadcasts its updated shard after the step;
 //   the same numbers as without, bit for bit. Prints each rank's optimizer-state bytes. A
 //   checkpoint (--save) first gathers the shards on rank 0 (consolidate_state_dict), so the file
 //   is the one the run without --zero writes. (--zero 2 and 3 are not implemented yet.)
+// --amp bf16|fp16: mixed precision (chapter 11): the forward and the loss run under
+//   tt::autocast (the matrix products in bfloat16/float16, the loss in float32) while the
+//   parameters, their gradients and the optimizer stay float32 (the master weights). fp16 also
+//   scales the loss with amp::GradScaler (a step whose gradients overflowed is skipped, on every
+//   rank alike: DDP's all-reduce spreads an inf); bf16, with float32's range, needs no scaler (as
+//   PyTorch's recipes). The scaler's state is saved as scaler.<key> (0-d float64) with --save.
 // Chapters: chapters/01-training-loop.md, 03-optimizers.md (--save/--resume), 05-data-parallel.md,
 // 06-distributed-data-parallel.md, 08-large-batch.md, 13-sharding.md (--zero).
 // Reference: PyTorch's DDP tutorial (DistributedSampler + DDP); Goyal et al., "Accurate, Large
@@ -94,6 +101,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <optional>
@@ -136,6 +144,7 @@ struct Config {
   std::string backend = "mpi";  // --backend: mpi, or nccl (CUDA tensors, an nvcc build with NCCL)
   int64_t max_steps = 0;  // > 0: train this many iterations, print each one's loss, then stop (no evaluation)
   int zero = 0;  // --zero 1: ZeroRedundancyOptimizer (ZeRO stage 1)
+  std::string amp;  // --amp bf16|fp16: autocast (and GradScaler for fp16); "" off
 };
 
 /// The flags every rank must agree on (all but --data-dir, --threads and --timeout, which may
@@ -169,7 +178,8 @@ std::vector<std::pair<std::string, std::string>> flags_that_must_match(const Con
           {"--resume", c.resume.empty() ? "(off)" : "(on)"},
           {"--stop-after", std::to_string(c.stop_after)},
           {"--dp", std::to_string(c.dp)},
-          {"--zero", std::to_string(c.zero)}};
+          {"--zero", std::to_string(c.zero)},
+          {"--amp", c.amp.empty() ? "(off)" : c.amp}};
 }
 
 constexpr double kMean = 0.2860, kStd = 0.3530;  // Fashion-MNIST training-set pixel statistics
@@ -395,9 +405,18 @@ int run(const Config& cfg) {
     scheduler = std::make_unique<tt::optim::lr_scheduler::CosineAnnealingLR>(optimizer, total_iters);
   }
   tt::nn::CrossEntropyLoss loss_fn;
+  // --amp: autocast's device type and dtype; a GradScaler for fp16 (disabled, a pass-through, else)
+  const std::string amp_device = device.is_cpu() ? "cpu" : "cuda";
+  const tt::DType amp_dtype = cfg.amp == "fp16" ? tt::kFloat16 : tt::kBFloat16;
+  tt::amp::GradScaler scaler(tt::amp::GradScalerOptions{65536.0, 2.0, 0.5, 2000, /*enabled=*/cfg.amp == "fp16"});
   if (!checkpoint.empty()) {
     optimizer.load_state_dict(with_prefix(checkpoint, "optimizer."));
     scheduler->load_state_dict(with_prefix(checkpoint, "scheduler."));
+    if (scaler.is_enabled()) {
+      std::map<std::string, double> sd;
+      for (const auto& [key, t] : with_prefix(checkpoint, "scaler.")) sd[key] = t.item<double>();
+      scaler.load_state_dict(sd);  // an empty one (a checkpoint without --amp fp16) is an error
+    }
     set_generator_state(tt::default_generator(), checkpoint, "generator.default", cfg.resume);
     if (!distributed) set_generator_state(loader_generator, checkpoint, "generator.loader", cfg.resume);
   }
@@ -451,16 +470,19 @@ int run(const Config& cfg) {
       const tt::Tensor target = batch.target.to(device);  // (B) int64
       {
         dist::Trace::Scope s(trace.get(), "forward");
+        std::optional<tt::autocast> ac;  // --amp: the forward and the loss only (PyTorch's recipe)
+        if (!cfg.amp.empty()) ac.emplace(amp_device, amp_dtype);
         logits = net->forward(batch.data.to(device));  // (B, 10)
-        loss = loss_fn(logits, target);                // scalar
+        loss = loss_fn(logits, target);                // scalar (float32 under autocast too)
       }
       {
         dist::Trace::Scope s(trace.get(), "backward");
-        loss.backward();  // with N > 1: returns with gradients averaged over the ranks
+        scaler.scale(loss).backward();  // with N > 1: returns with gradients averaged over the ranks
       }
       {
         dist::Trace::Scope s(trace.get(), "optimizer step");
-        optimizer.step();
+        scaler.step(optimizer);  // optimizer.step() unless fp16 gradients overflowed
+        scaler.update();
         scheduler->step();
       }
 
@@ -537,6 +559,8 @@ int run(const Config& cfg) {
         append_prefixed(ck, "model.", model->state_dict());
         append_prefixed(ck, "optimizer.", optimizer.state_dict());
         append_prefixed(ck, "scheduler.", scheduler->state_dict());
+        for (const auto& [key, v] : scaler.state_dict())  // empty unless --amp fp16
+          ck.emplace_back("scaler." + key, tt::scalar_tensor(v, tt::kFloat64));
         const auto int_scalar = [](int64_t v) { return tt::scalar_tensor(static_cast<double>(v), tt::kInt64); };
         ck.emplace_back("epoch", int_scalar(epoch));
         ck.emplace_back("epochs", int_scalar(cfg.epochs));
@@ -617,6 +641,10 @@ int main(int argc, char** argv) {
                  "1: shard the optimizer state across the ranks (ZeRO stage 1, ZeroRedundancyOptimizer); "
                  "2 and 3 are not implemented yet")
       ->check(flags::integer_in(0, 1));
+  app.add_option("--amp", cfg.amp,
+                 "mixed precision: bf16 (autocast to bfloat16) or fp16 (autocast to float16 with a GradScaler); "
+                 "parameters stay float32")
+      ->check(CLI::IsMember({"bf16", "fp16"}));
   app.add_option("--max-steps", cfg.max_steps,
                  "train only this many iterations of the first epoch, printing each loss (no evaluation)")
       ->check(flags::integer_in(1, 1000000000));

@@ -1,4 +1,4 @@
-# tests/examples/train_mnist_runs.sh — what check_resume.sh and check_zero.sh share; sourced, not run.
+# tests/examples/train_mnist_runs.sh — what check_resume.sh, check_zero.sh and check_amp.sh share; sourced, not run.
 # Call: source it with the script's arguments "[LAUNCHER...] -- TRAIN_MNIST [ARGS...]"; it sets
 #   launcher   the words before "--" (e.g. bash scripts/mpirun.sh -np 2), empty for one process
 #   work       a scratch directory, removed on exit
