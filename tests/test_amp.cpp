@@ -71,6 +71,13 @@ TEST_CASE("GradScaler: unscale_ divides the gradients once; the errors are PyTor
   tt::amp::GradScaler s3;
   s3.scale(h.sum()).backward();
   CHECK_THROWS_WITH(s3.step(hopt), "Attempting to unscale FP16 gradients.");
+  // a float32 and a float16 parameter: the error comes before any gradient is unscaled
+  tt::Tensor a32 = tt::ones({2}).requires_grad_(), a16 = tt::ones({2}, tt::kFloat16).requires_grad_();
+  tt::optim::SGD mixed({a32, a16}, 0.1);
+  tt::amp::GradScaler s4;
+  s4.scale(a32.sum() * 3.0 + a16.sum().to(tt::kFloat32)).backward();
+  CHECK_THROWS_WITH(s4.step(mixed), "Attempting to unscale FP16 gradients.");
+  CHECK(a32.grad().tolist<double>() == std::vector<double>{196608.0, 196608.0});
   CHECK_THROWS_WITH(tt::amp::GradScaler({65536.0, 1.0}), "The growth factor must be > 1.0. (GradScaler got 1)");
   CHECK_THROWS_WITH(tt::amp::GradScaler({65536.0, 2.0, 1.5}), "The backoff factor must be < 1.0. (GradScaler got 1.5)");
 }
@@ -115,6 +122,14 @@ TEST_CASE("GradScaler: disabled is a pass-through; state_dict as PyTorch's", "[c
   CHECK(b.get_growth_interval() == 1);
   CHECK_THROWS_WITH(b.load_state_dict({}), "The source state dict is empty, possibly because it was saved from a "
                                            "disabled instance of GradScaler.");
+  auto bad = sd;
+  bad["_growth_tracker"] = 1e30;
+  CHECK_THROWS_WITH(b.load_state_dict(bad),
+                    "GradScaler.load_state_dict: '_growth_tracker' must be a non-negative integer, got 1e+30");
+  bad = sd;
+  bad["growth_interval"] = NAN;
+  CHECK_THROWS_WITH(b.load_state_dict(bad),
+                    "GradScaler.load_state_dict: 'growth_interval' must be a non-negative integer, got nan");
 }
 
 TEST_CASE("autocast: matmul/linear in bfloat16, softmax/losses/sums in float32, grads to float32 leaves",

@@ -273,3 +273,19 @@ TEST_CASE("float16/bfloat16: safetensors F16 and BF16 round trip", "[ch11][half]
   CHECK(patterns(loaded[2].second) == patterns(h));
   std::remove(path.c_str());
 }
+
+TEST_CASE("float16/bfloat16: the operands' dtypes are checked before the float32 detour", "[ch11][half]") {
+  const tt::Tensor x = tt::arange(0.0, 32.0, 1.0, tt::kFloat16).view({1, 2, 4, 4});
+  CHECK_THROWS_WITH(tt::conv2d(x, tt::full({3, 2, 2, 2}, 1.0, tt::kInt64)),
+                    "conv2d: Input type (torch.HalfTensor) and weight type (torch.LongTensor) should be the same");
+  CHECK_THROWS_WITH(tt::conv2d(x, tt::ones({3, 2, 2, 2}, tt::kFloat16), tt::ones({3})),
+                    "conv2d: Input type (c10::Half) and bias type (float) should be the same");
+  CHECK(tt::conv2d(x, tt::ones({3, 2, 2, 2}, tt::kFloat16), tt::ones({3}, tt::kFloat16)).dtype() == tt::kFloat16);
+  const tt::Tensor logits = tt::randn({4, 3}).to(tt::kFloat16), target = tt::tensor({0.0, 1.0, 2.0, 1.0}, tt::kInt64);
+  CHECK_THROWS_WITH(tt::nll_loss(logits, target, tt::ones({3}), -100, tt::Reduction::Mean),
+                    "nll_loss: expected weight of dtype torch.float16 (the input's), got torch.float32");
+  CHECK(tt::nll_loss(logits, target, tt::ones({3}, tt::kFloat16), -100, tt::Reduction::Mean).dtype() == tt::kFloat16);
+  tt::Tensor h = tt::zeros({2}, tt::kFloat16);
+  CHECK_THROWS_WITH(h.fill_(1e6), "fill_: value cannot be converted to type at::Half without overflow (got 1e+06)");
+  CHECK(std::isinf(h.fill_(INFINITY)[0].item<double>()));
+}

@@ -218,7 +218,9 @@ TT_DECL Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor&
   const detail::LossRows r = detail::loss_rows(input, target, "nll_loss");
   Tensor out;
   if (is_reduced_floating_point(r.input.dtype())) {  // float16/bfloat16: computed in float32, rounded once
-    const Tensor w32 = weight.defined() && weight.dtype() == input.dtype() ? weight.to(kFloat32) : weight;
+    TT_CHECK(!weight.defined() || weight.dtype() == input.dtype(), "nll_loss: expected weight of dtype ",
+             dtype_name(input.dtype()), " (the input's), got ", dtype_name(weight.dtype()));
+    const Tensor w32 = weight.defined() ? weight.to(kFloat32) : weight;
     out = autograd::NllLoss::forward(r.input.to(kFloat32), r.target, reduction, w32, ignore_index).to(input.dtype());
   } else {
     out = autograd::NllLoss::forward(r.input, r.target, reduction, weight, ignore_index);
@@ -604,13 +606,18 @@ Tensor& scalar_inplace(Tensor& self, const Scalar& s, IntOp int_op, FloatOp floa
 // (a value beyond int64's range throws).
 inline Tensor& fill_inplace(Tensor& self, const Scalar& s, const char* op, const char* node_name) {
   const bool record = autograd::check_inplace(self, {}, op);
+  tinytorch::detail::check_fits(op, s.to_double(), self.dtype());
   auto node = record ? autograd::OverwriteInplace::make(node_name) : nullptr;
-  // float16/bfloat16: the value as a float, rounded once into self (ops::unary_)
-  dispatch(is_reduced_floating_point(self.dtype()) ? kFloat32 : self.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T v = s.to<T>(op);
-    ops::unary_(self, backend::FillOp<T>{v}, op);
-  });
+  if (is_reduced_floating_point(self.dtype())) {  // the value rounded once, copied everywhere (self is not read)
+    const Tensor v = ops::scalar_as_tensor(s.to_double(), self.dtype(), self.device());
+    ops::copy_into_strided(ops::expand(v, self.sizes()), self);
+  } else {
+    dispatch(self.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T v = s.to<T>(op);
+      ops::unary_(self, backend::FillOp<T>{v}, op);
+    });
+  }
   autograd::finish_inplace(self, std::move(node), {});
   return self;
 }

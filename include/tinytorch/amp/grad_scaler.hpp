@@ -151,6 +151,11 @@ class GradScaler {
              "of GradScaler.");
     for (const char* key : {"scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker"})
       TT_CHECK(sd.count(key), "GradScaler.load_state_dict: missing key '", key, "'");
+    for (const char* key : {"growth_interval", "_growth_tracker"}) {  // integers (PyTorch keeps them as ints)
+      const double v = sd.at(key);
+      TT_CHECK(v >= 0 && v <= 9007199254740992.0 && v == std::floor(v), "GradScaler.load_state_dict: '", key,
+               "' must be a non-negative integer, got ", v);
+    }
     o_.init_scale = sd.at("scale");
     o_.growth_factor = sd.at("growth_factor");
     o_.backoff_factor = sd.at("backoff_factor");
@@ -181,17 +186,21 @@ class GradScaler {
   /// kernel), and true when any element of any gradient is inf or NaN. *checked: some gradient seen.
   static bool unscale_grads(optim::Optimizer& opt, double inv_scale, bool* checked) {
     NoGradGuard ng;
-    bool found_inf = false;
+    std::vector<Tensor> grads;  // all checked before any is changed, so an error leaves them as they were
     for (optim::ParamGroup& group : opt.param_groups())
       for (Tensor& p : group.params) {
         Tensor g = p.grad();
         if (!g.defined()) continue;
         TT_CHECK(g.dtype() != kFloat16, "Attempting to unscale FP16 gradients.");
-        *checked = true;
-        // finite iff its largest |value| is (max propagates NaN)
-        if (g.numel() > 0 && !std::isfinite(g.abs().max().item<double>())) found_inf = true;
-        if (inv_scale != 1.0) g.mul_(scalar_tensor(inv_scale, TensorOptions(kFloat32).device(g.device())));
+        grads.push_back(g);
       }
+    bool found_inf = false;
+    for (Tensor& g : grads) {
+      *checked = true;
+      // finite iff its largest |value| is (max propagates NaN)
+      if (g.numel() > 0 && !std::isfinite(g.abs().max().item<double>())) found_inf = true;
+      if (inv_scale != 1.0) g.mul_(scalar_tensor(inv_scale, TensorOptions(kFloat32).device(g.device())));
+    }
     return found_inf;
   }
 

@@ -91,6 +91,18 @@ template <> constexpr DType dtype_of<Half>() { return DType::Float16; }
 template <> constexpr DType dtype_of<BFloat16>() { return DType::BFloat16; }
 
 namespace detail {
+/// PyTorch's check when a number becomes a float16/bfloat16 value (full, fill_; c10's
+/// checked_convert): a finite value beyond the type's largest (65504; 3.3895e38) throws
+/// "<op>: value cannot be converted to type at::Half without overflow"; inf and NaN are kept.
+/// Other dtypes: no check.
+inline void check_fits(const char* op, double v, DType d) {
+  if (!is_reduced_floating_point(d) || !(v == v) || v == 1.0 / 0.0 || v == -1.0 / 0.0) return;
+  const double max = d == DType::Float16 ? 65504.0 : 3.3895313892515355e38;
+  if (v > max || v < -max)
+    throw Error(str_cat(op, ": value cannot be converted to type at::", scalar_type_name(d), " without overflow (got ",
+                        v, ")"));
+}
+
 /// PyTorch's error for a kernel without a 16-bit instantiation: "<op>" not implemented for 'Half'.
 [[noreturn]] inline void throw_not_implemented_for(const char* op, DType d) {
   throw Error(str_cat("\"", op, "\" not implemented for '", scalar_type_name(d), "'"));

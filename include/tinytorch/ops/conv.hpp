@@ -80,7 +80,15 @@ inline backend::cpu::Conv2dGeometry conv2d_geometry(const Tensor& x, const Tenso
   TT_CHECK(w.dtype() == x.dtype(), "conv2d: Input type (", tensor_type_name(x.dtype()), ") and weight type (",
            tensor_type_name(w.dtype()), ") should be the same");
   if (b.defined()) {
-    auto lower = [](DType d) { return d == kFloat64 ? "double" : d == kFloat32 ? "float" : "long int"; };
+    auto lower = [](DType d) {  // PyTorch's C++ type names in this message
+      switch (d) {
+        case kFloat64: return "double";
+        case kFloat32: return "float";
+        case kFloat16: return "c10::Half";
+        case kBFloat16: return "c10::BFloat16";
+        default: return "long int";
+      }
+    };
     TT_CHECK(b.dtype() == x.dtype(), "conv2d: Input type (", lower(x.dtype()), ") and bias type (", lower(b.dtype()),
              ") should be the same");
   }
@@ -109,11 +117,11 @@ inline backend::cpu::Conv2dGeometry conv2d_geometry(const Tensor& x, const Tenso
 
 inline Tensor conv2d_impl(const Tensor& x0, const Tensor& w0, const Tensor& b0, Size2 stride, Size2 padding,
                           Size2 dilation, int64_t groups, bool naive) {
+  const auto g = conv2d_geometry(x0, w0, b0, stride, padding, dilation, groups);  // checks the dtypes too
   if (is_reduced_floating_point(x0.dtype())) {  // computed in float32, rounded once (as PyTorch 2.x)
     auto f32 = [](const Tensor& t) { return t.defined() ? ops::to_dtype(t, kFloat32) : t; };
     return ops::to_dtype(conv2d_impl(f32(x0), f32(w0), f32(b0), stride, padding, dilation, groups, naive), x0.dtype());
   }
-  const auto g = conv2d_geometry(x0, w0, b0, stride, padding, dilation, groups);
   const Tensor x = contiguous(x0), w = contiguous(w0), b = b0.defined() ? contiguous(b0) : b0;
   Tensor y = make_tensor({g.N, g.C_out, g.H_out, g.W_out}, x.dtype());
   dispatch_floating(x.dtype(), "conv2d", [&](auto tag) {

@@ -65,11 +65,7 @@ TT_DECL Tensor empty(const Shape& shape, TensorOptions o) {
 /// float16/bfloat16: a finite value beyond the type's largest (65504; 3.39e38) throws PyTorch's
 /// "value cannot be converted to type at::Half without overflow" (inf and NaN are kept).
 TT_DECL Tensor full(const Shape& shape, Scalar value, TensorOptions o) {
-  if (is_reduced_floating_point(o.dtype_)) {
-    const double v = value.to_double(), max = o.dtype_ == kFloat16 ? 65504.0 : 3.3895313892515355e38;
-    TT_CHECK(!std::isfinite(v) || std::abs(v) <= max, "full: value cannot be converted to type at::",
-             scalar_type_name(o.dtype_), " without overflow (got ", v, ")");
-  }
+  tinytorch::detail::check_fits("full", value.to_double(), o.dtype_);
   Tensor t = ops::make_tensor(shape, o.dtype_, o.device_);
   dispatch_all(o.dtype_, [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -41,8 +41,8 @@ inline GemmOperand gemm_operand(const Tensor& t) {
 /// float16/bfloat16: computed in float32 (accumulated in float32) and rounded once into out.
 inline void gemm_into(const Tensor& a, const Tensor& b, Tensor& out, double alpha = 1.0, double beta = 0.0) {
   if (is_reduced_floating_point(out.dtype())) {
-    Tensor out32 = to_dtype(out, kFloat32);
-    if (out32.impl() == out.impl()) out32 = contiguous(out32);
+    // out is read only when beta != 0 (with beta 0 it may be uninitialised: never convert it)
+    Tensor out32 = beta != 0.0 ? to_dtype(out, kFloat32) : make_tensor(out.sizes(), kFloat32, out.device());
     gemm_into(to_dtype(a, kFloat32), to_dtype(b, kFloat32), out32, alpha, beta);
     copy_into_dense(out32, out);
     return;
