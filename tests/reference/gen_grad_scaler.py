@@ -18,9 +18,10 @@
 # scale only, another at any scale, a NaN follows (two skips in a row), and the scale grows back.
 # Run: /usr/bin/python3 tests/reference/gen_grad_scaler.py  (Debian's python3-torch; writes atomically)
 import os
-import tempfile
 
 import torch
+
+from refgen import write_atomically
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -103,12 +104,7 @@ def main():
         out.append("    {{%s}, %r, %d, %s, {%s}},\n" % (xs, s, t, "true" if st else "false",
                                                       ", ".join("%.9gf" % v for v in wv)))
     out.append("};\n}  // namespace grad_scaler_ref\n")
-    dest = os.path.join(HERE, "grad_scaler_ref.hpp")
-    fd, tmp = tempfile.mkstemp(dir=HERE)
-    with os.fdopen(fd, "w") as f:
-        f.write("".join(out))
-    os.replace(tmp, dest)
-    print("wrote", dest)
+    write_atomically(os.path.join(HERE, "grad_scaler_ref.hpp"), "".join(out))
 
 
 if __name__ == "__main__":

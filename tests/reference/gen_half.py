@@ -17,11 +17,12 @@
 # Run: /usr/bin/python3 tests/reference/gen_half.py  (Debian's python3-torch 1.13; writes atomically)
 import os
 import struct
-import tempfile
 import zlib
 
 import numpy as np
 import torch
+
+from refgen import write_atomically
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUCKET = 4096
@@ -168,12 +169,7 @@ def main():
     out.append(arr("specials_f32", SPECIALS_F32, "uint32_t"))
     out.append("inline constexpr double from_double[] = {%s};\n" % ", ".join(repr(x) for x in FROM_DOUBLE))
     out.append("}  // namespace half_ref\n")
-    dest = os.path.join(HERE, "half_ref.hpp")
-    fd, tmp = tempfile.mkstemp(dir=HERE)
-    with os.fdopen(fd, "w") as f:
-        f.write("".join(out))
-    os.replace(tmp, dest)
-    print("wrote", dest)
+    write_atomically(os.path.join(HERE, "half_ref.hpp"), "".join(out))
 
 
 if __name__ == "__main__":

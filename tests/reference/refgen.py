@@ -10,7 +10,9 @@
 #       the very float32), then `extra` C++ text; atomically (a .tmp file, then os.replace).
 #   rnd(*shape, lo, hi): uniform values rounded to 4 decimals, so float32 holds them exactly enough
 #       that the C++ side reads the numbers PyTorch used; leaf(t): a copy that requires grad.
+#   write_atomically(path, text): what gen_half.py and gen_grad_scaler.py write their headers with.
 import os
+import tempfile
 
 import torch
 
@@ -22,6 +24,15 @@ def rnd(*shape, lo=-2.0, hi=2.0, dtype=torch.float32):
 
 def leaf(t):
     return t.detach().clone().requires_grad_(True)
+
+
+def write_atomically(path, text):
+    """Writes text to path through a temporary file beside it and os.replace (a crash leaves the old file)."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path))
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+    print("wrote", path)
 
 
 class Recorder:
