@@ -213,3 +213,19 @@ TEST_CASE("autocast: nesting, enabled=false, the weight cast cache, the device t
   CHECK(!tt::amp::is_autocast_enabled("cpu"));
   CHECK(st.nesting == 0);
 }
+
+TEST_CASE("autocast: DataParallel's replica threads run under the caller's autocast", "[ch11][amp][autocast]") {
+  tt::manual_seed(0);
+  auto model = std::make_shared<tt::nn::Linear>(3, 2);
+  tt::nn::DataParallel dp(model, {tt::Device::cpu(), tt::Device::cpu()});
+  const tt::Tensor x = tt::randn({4, 3});
+  CHECK(dp.forward(x).dtype() == tt::kFloat32);
+  tt::Tensor y;
+  {
+    tt::autocast ac("cpu");
+    y = dp.forward(x);  // each replica's linear ran in its own thread, in bfloat16
+  }
+  CHECK(y.dtype() == tt::kBFloat16);
+  const tt::Tensor want = tt::linear(x.to(tt::kBFloat16), model->weight.to(tt::kBFloat16), model->bias.to(tt::kBFloat16));
+  CHECK(y.to(tt::kFloat32).tolist<float>() == want.to(tt::kFloat32).tolist<float>());
+}

@@ -10,8 +10,9 @@
 // more mantissa bits and gives up range: a gradient below 2^-25 becomes 0 (the reason for loss
 // scaling, chapter 11).
 //
-// Conversions follow PyTorch's c10/util/Half.h and BFloat16.h bit for bit (tests/test_half.cpp
-// checks all 65,536 patterns of each type, and every rounding boundary, against PyTorch):
+// Conversions follow PyTorch's c10/util/Half.h and BFloat16.h bit for bit
+// (tests/test_half_conversion.cpp checks all 65,536 patterns of each type, and every rounding
+// boundary, against PyTorch):
 //   to float:    exact (every float16 and bfloat16 value is a float32 value). A float16 NaN keeps
 //                its payload and comes out quiet (bit 22 set, as c10's); a bfloat16 NaN is unchanged.
 //   from float:  round to nearest, ties to even. float16: NaN -> 0x7E00 with the sign kept,
