@@ -75,7 +75,7 @@
 //   reports it and ends the job (default: TINYTORCH_DIST_TIMEOUT, else 30 minutes as PyTorch).
 // Under mpirun the ranks first check that the flags that must match (--model, --epochs, --batch-size,
 //   --limit, --lr, --momentum, --hidden, --seed, --no-scale-lr, --warmup-*, --trace, --dp,
-//   --stop-after, --zero, --amp, whether --save and --resume are given) are the same on every rank; if not,
+//   --stop-after, --zero, --amp, --comm-hook, whether --save and --resume are given) are the same on every rank; if not,
 //   every rank exits with a message naming each flag that differs.
 // --zero 1: ZeRO stage 1 (distributed::ZeroRedundancyOptimizer): each rank keeps the momentum
 //   buffers of its shard of the parameters only and broadcasts its updated shard after the step;
@@ -88,6 +88,9 @@
 //   scales the loss with amp::GradScaler (a step whose gradients overflowed is skipped, on every
 //   rank alike: DDP's all-reduce spreads an inf); bf16, with float32's range, needs no scaler (as
 //   PyTorch's recipes). The scaler's state is saved as scaler.<key> (0-d float64) with --save.
+// --comm-hook fp16|bf16 (under mpirun): DDP all-reduces its buckets in float16 / bfloat16
+//   (dist::default_hooks::fp16_compress_hook / bf16_compress_hook: half the bytes on the wire; the
+//   float32 gradients are rounded to 16 bits, divided by N there, summed, and cast back).
 // Chapters: chapters/01-training-loop.md, 03-optimizers.md (--save/--resume), 05-data-parallel.md,
 // 06-distributed-data-parallel.md, 08-large-batch.md, 13-sharding.md (--zero).
 // Reference: PyTorch's DDP tutorial (DistributedSampler + DDP); Goyal et al., "Accurate, Large
@@ -145,6 +148,7 @@ struct Config {
   int64_t max_steps = 0;  // > 0: train this many iterations, print each one's loss, then stop (no evaluation)
   int zero = 0;  // --zero 1: ZeroRedundancyOptimizer (ZeRO stage 1)
   std::string amp;  // --amp bf16|fp16: autocast (and GradScaler for fp16); "" off
+  std::string comm_hook;  // --comm-hook fp16|bf16: DDP's compression hook; "" none
 };
 
 /// The flags every rank must agree on (all but --data-dir, --threads and --timeout, which may
@@ -179,7 +183,8 @@ std::vector<std::pair<std::string, std::string>> flags_that_must_match(const Con
           {"--stop-after", std::to_string(c.stop_after)},
           {"--dp", std::to_string(c.dp)},
           {"--zero", std::to_string(c.zero)},
-          {"--amp", c.amp.empty() ? "(off)" : c.amp}};
+          {"--amp", c.amp.empty() ? "(off)" : c.amp},
+          {"--comm-hook", c.comm_hook.empty() ? "(none)" : c.comm_hook}};
 }
 
 constexpr double kMean = 0.2860, kStd = 0.3530;  // Fashion-MNIST training-set pixel statistics
@@ -368,7 +373,10 @@ int run(const Config& cfg) {
     // (copy in, ncclAllReduce on the GPU, copy out). It is the one-GPU check of the NCCL bucket path
     // (scripts/gpu_check.sh); with --backend mpi world size 1 skips the buckets (nothing to average).
     ddp_options.force_bucket_path_single_rank = cfg.backend == "nccl";
-    net = std::make_shared<dist::DistributedDataParallel>(model, ddp_options);
+    auto ddp = std::make_shared<dist::DistributedDataParallel>(model, ddp_options);
+    if (cfg.comm_hook == "fp16") ddp->register_comm_hook(nullptr, dist::default_hooks::fp16_compress_hook);
+    if (cfg.comm_hook == "bf16") ddp->register_comm_hook(nullptr, dist::default_hooks::bf16_compress_hook);
+    net = ddp;
   }
 
   // Linear scaling rule: N times the batch, N times the lr.
@@ -645,6 +653,10 @@ int main(int argc, char** argv) {
                  "mixed precision: bf16 (autocast to bfloat16) or fp16 (autocast to float16 with a GradScaler); "
                  "parameters stay float32")
       ->check(CLI::IsMember({"bf16", "fp16"}));
+  app.add_option("--comm-hook", cfg.comm_hook,
+                 "under mpirun: DDP all-reduces the gradients in fp16 or bf16 (fp16_compress_hook / "
+                 "bf16_compress_hook; parameters and gradients stay float32)")
+      ->check(CLI::IsMember({"fp16", "bf16"}));
   app.add_option("--max-steps", cfg.max_steps,
                  "train only this many iterations of the first epoch, printing each loss (no evaluation)")
       ->check(flags::integer_in(1, 1000000000));

@@ -13,6 +13,7 @@
 
 #include <tinytorch/distributed/algorithms.hpp>  // (the umbrella <tinytorch/distributed.hpp> works too)
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -92,6 +93,47 @@ TEST_CASE("algorithms equal MPI_Allreduce for float64", "[distributed][algorithm
 TEST_CASE("algorithms equal MPI_Allreduce for int64", "[distributed][algorithms]") {
   ensure_group();
   check_all<int64_t>({ReduceOp::SUM, ReduceOp::MAX, ReduceOp::MIN}, awkward_counts(), {});
+}
+
+TEST_CASE("algorithms equal MPI_Allreduce for float16 and bfloat16", "[ch11][distributed][algorithms]") {
+  ensure_group();
+  const std::vector<ReduceOp> all = {ReduceOp::SUM, ReduceOp::AVG, ReduceOp::MAX, ReduceOp::MIN};
+  check_all<tinytorch::Half>(all, awkward_counts(), {});
+  check_all<tinytorch::BFloat16>(all, awkward_counts(), {});
+}
+
+// MPI has no 16-bit float: the process group reduces float16/bfloat16 with a user-defined
+// MPI_Op that adds in float32 and rounds each hop. On integer data (|sum| <= 200: exact in both
+// types) the result is the exact sum, and AVG the sum / N rounded once.
+template <typename H>
+void check_16bit_exact() {
+  const int N = dist::get_world_size(), r = dist::get_rank();
+  const int64_t count = 1000;
+  for (ReduceOp op : {ReduceOp::SUM, ReduceOp::AVG, ReduceOp::MAX, ReduceOp::MIN}) {
+    INFO("op " << dist::reduce_op_name(op) << ", dtype " << tinytorch::dtype_name(tinytorch::dtype_of<H>()));
+    std::vector<H> x = make_data<H>(count, r);
+    dist::all_reduce(x.data(), count, op);
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t sum = 0, mx = -1000, mn = 1000;
+      for (int q = 0; q < N; ++q) {
+        const int64_t v = static_cast<int64_t>(static_cast<float>(make_data<H>(count, q)[i]));
+        sum += v;
+        mx = std::max(mx, v);
+        mn = std::min(mn, v);
+      }
+      const float want = op == ReduceOp::SUM   ? static_cast<float>(sum)
+                         : op == ReduceOp::MAX ? static_cast<float>(mx)
+                         : op == ReduceOp::MIN ? static_cast<float>(mn)
+                                               : static_cast<float>(H(static_cast<float>(sum) / static_cast<float>(N)));
+      REQUIRE(static_cast<float>(x[i]) == want);
+    }
+  }
+}
+
+TEST_CASE("float16 and bfloat16 all-reduce: exact sums of integers, AVG rounded once", "[ch11][distributed][algorithms]") {
+  ensure_group();
+  check_16bit_exact<tinytorch::Half>();
+  check_16bit_exact<tinytorch::BFloat16>();
 }
 
 TEST_CASE("algorithms with tiny pipeline segments and deep receive windows", "[distributed][algorithms]") {

@@ -33,6 +33,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <string>
@@ -637,4 +638,236 @@ TEST_CASE("bad DDPOptions throw on every rank before any message", "[ch06][distr
   int64_t one = 1;  // nothing in flight
   dist::all_reduce(&one, 1);
   CHECK(one == dist::get_world_size());
+}
+
+// ---- mixed precision (chapter 11): 16-bit buckets, communication hooks, GradScaler -------------
+
+namespace {
+
+/// Gradients of `local` (rank 0's weights, the same as the DDP replica's after the broadcast) on
+/// this rank's shard of step 0's batch, and the same for the replica through `ddp`. Inputs are
+/// cast to the model's dtype.
+void backward_both(dist::DistributedDataParallel& ddp, nn::Module& local, tinytorch::DType dtype, int64_t B) {
+  const int N = dist::get_world_size(), r = dist::get_rank();
+  auto [x, y] = global_batch(0, N * B, 6, 3);
+  Tensor xs = x.narrow(0, r * B, B).to(dtype), ys = y.narrow(0, r * B, B).to(dtype);
+  nn::MSELoss loss_fn;
+  loss_fn(ddp.forward(xs), ys).backward();
+  loss_fn(local.forward(xs), ys).backward();
+}
+
+/// |got - exact sum| within the roundings of N - 1 hops of a 16-bit sum: each hop rounds to
+/// nearest, an error of at most eps/2 of the partial sum's magnitude (<= sum of |terms|), plus
+/// half the smallest subnormal per hop. `terms`: this rank's 16-bit terms; got: the reduced ones.
+void check_16bit_sum(const Tensor& got, const Tensor& terms, double eps, double tiny) {
+  const int N = dist::get_world_size();
+  Tensor exact = terms.to(tinytorch::kFloat64).contiguous();
+  Tensor mag = terms.to(tinytorch::kFloat64).abs().contiguous();
+  dist::all_reduce(exact);
+  dist::all_reduce(mag);
+  const auto g = got.to(tinytorch::kFloat64).contiguous().tolist<double>();
+  const auto e = exact.tolist<double>(), m = mag.tolist<double>();
+  for (size_t i = 0; i < g.size(); ++i) {
+    INFO("element " << i << ": got " << g[i] << ", exact sum " << e[i]);
+    CHECK(std::abs(g[i] - e[i]) <= (N - 1) * (eps / 2 * m[i] + tiny));
+  }
+}
+
+bool bitwise_equal(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.numel() == b.numel() &&
+         std::memcmp(a.contiguous().raw_data(), b.contiguous().raw_data(), a.numel() * tinytorch::element_size(a.dtype())) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("DDP with float16 and bfloat16 parameters averages their gradients in their dtype",
+          "[ch11][distributed][ddp][amp]") {
+  ensure_group();
+  const int N = dist::get_world_size(), r = dist::get_rank();
+  for (tinytorch::DType dtype : {tinytorch::kFloat16, tinytorch::kBFloat16}) {
+    INFO(tinytorch::dtype_name(dtype));
+    tinytorch::manual_seed(42 + static_cast<uint64_t>(r));
+    auto replica = make_mlp({6, 16, 8, 3});
+    replica->to(dtype);
+    tinytorch::manual_seed(42);
+    auto local = make_mlp({6, 16, 8, 3});
+    local->to(dtype);
+    dist::DDPOptions o;
+    o.bucket_cap_mb = o.first_bucket_mb = 1e-6;  // a bucket per parameter: the comm thread reduces 16-bit ones
+    auto ddp = std::make_shared<dist::DistributedDataParallel>(replica, o);
+    CHECK(ddp->bucket_bytes().back() == 16 * 6 * 2);  // 16-bit buckets: 2 bytes per element
+    backward_both(*ddp, *local, dtype, 4);
+    const auto got = replica->parameters(), mine = local->parameters();
+    for (size_t i = 0; i < got.size(); ++i) {
+      REQUIRE(got[i].grad().dtype() == dtype);
+      // DDP's bucket slice on this rank: g_r / N rounded once; then a 16-bit SUM over the ranks.
+      const Tensor term = mine[i].grad().div(static_cast<int64_t>(N));
+      Tensor want = term.clone();
+      dist::all_reduce(want);  // the same MPI_Op DDP uses
+      CHECK(bitwise_equal(got[i].grad(), want));
+      if (dtype == tinytorch::kFloat16) check_16bit_sum(got[i].grad(), term, 0x1p-10, 0x1p-25);
+      else check_16bit_sum(got[i].grad(), term, 0x1p-7, 0x1p-134);
+    }
+    CHECK(identical_on_all_ranks(flat_params(*replica)));
+  }
+}
+
+TEST_CASE("fp16_compress_hook and bf16_compress_hook all-reduce float32 gradients in 16 bits",
+          "[ch11][distributed][ddp][amp]") {
+  ensure_group();
+  const int N = dist::get_world_size(), r = dist::get_rank();
+  using Hook = Tensor (*)(std::shared_ptr<dist::ProcessGroup>, dist::GradBucket&);
+  const std::vector<std::pair<Hook, tinytorch::DType>> hooks = {
+      {&dist::default_hooks::fp16_compress_hook, tinytorch::kFloat16},
+      {&dist::default_hooks::bf16_compress_hook, tinytorch::kBFloat16}};
+  for (auto [hook, low] : hooks) {
+    INFO(tinytorch::dtype_name(low));
+    tinytorch::manual_seed(42 + static_cast<uint64_t>(r));
+    auto replica = make_mlp({6, 16, 8, 3});
+    tinytorch::manual_seed(42);
+    auto local = make_mlp({6, 16, 8, 3});
+    dist::DDPOptions o;
+    o.force_bucket_path_single_rank = true;       // (run as one process too: the hook still runs)
+    o.bucket_cap_mb = o.first_bucket_mb = 1e-6;  // a bucket per parameter: `want` below has its layout
+    auto ddp = std::make_shared<dist::DistributedDataParallel>(replica, o);
+    ddp->register_comm_hook(nullptr, hook);
+    backward_both(*ddp, *local, tinytorch::kFloat32, 4);
+    const auto got = replica->parameters(), mine = local->parameters();
+    for (size_t i = 0; i < got.size(); ++i) {
+      REQUIRE(got[i].grad().dtype() == tinytorch::kFloat32);
+      // PyTorch's hook: bucket.to(low).div_(N), all-reduce SUM in `low`, copied back as float32.
+      // (With N > 2 the order of the hops is MPI's, which may depend on the buffer's length and
+      // an element's position in it: hence one bucket per parameter, the layout of `want`.)
+      const Tensor term = mine[i].grad().to(low).div(static_cast<int64_t>(N));
+      Tensor want = term.clone();
+      dist::all_reduce(want);
+      CHECK(bitwise_equal(got[i].grad(), want.to(tinytorch::kFloat32)));
+      if (low == tinytorch::kFloat16) check_16bit_sum(got[i].grad(), term, 0x1p-10, 0x1p-25);
+      else check_16bit_sum(got[i].grad(), term, 0x1p-7, 0x1p-134);
+    }
+  }
+  SECTION("allreduce_hook gives DDP's own average, bit for bit") {
+    std::vector<std::vector<double>> grads;
+    for (bool with_hook : {false, true}) {
+      tinytorch::manual_seed(42);
+      auto replica = make_mlp({6, 16, 8, 3});
+      auto ddp = std::make_shared<dist::DistributedDataParallel>(replica);
+      if (with_hook) ddp->register_comm_hook(nullptr, dist::default_hooks::allreduce_hook);
+      tinytorch::manual_seed(42);
+      auto local = make_mlp({6, 16, 8, 3});
+      backward_both(*ddp, *local, tinytorch::kFloat32, 3);
+      std::vector<double> g;
+      for (const Tensor& p : replica->parameters()) {
+        auto v = p.grad().tolist<double>();
+        g.insert(g.end(), v.begin(), v.end());
+      }
+      grads.push_back(g);
+    }
+    CHECK(grads[0] == grads[1]);
+  }
+}
+
+TEST_CASE("a custom communication hook sees undivided buckets in reduction order", "[ch11][distributed][ddp][amp]") {
+  ensure_group();
+  const int r = dist::get_rank();
+  tinytorch::manual_seed(7);
+  auto replica = make_mlp({6, 16, 8, 3});
+  tinytorch::manual_seed(7);
+  auto local = make_mlp({6, 16, 8, 3});
+  dist::DDPOptions o;
+  o.bucket_cap_mb = o.first_bucket_mb = 1e-6;  // six buckets, one per parameter
+  o.force_bucket_path_single_rank = true;       // (run as one process too: the hook still runs)
+  auto ddp = std::make_shared<dist::DistributedDataParallel>(replica, o);
+  struct Seen {
+    std::vector<size_t> index;
+    std::vector<bool> last;
+    bool views_ok = true;
+  };
+  auto seen = std::make_shared<Seen>();
+  // A hook that communicates nothing (PyTorch's "noop" example): .grad becomes the local gradient.
+  ddp->register_comm_hook(seen, [](std::shared_ptr<Seen> s, dist::GradBucket& b) {
+    s->index.push_back(b.index());
+    s->last.push_back(b.is_last());
+    const auto grads = b.gradients();
+    s->views_ok = s->views_ok && grads.size() == b.parameters().size() &&
+                  grads[0].sizes() == b.parameters()[0].sizes() && grads[0].raw_data() == b.buffer().raw_data();
+    return b.buffer();
+  });
+  backward_both(*ddp, *local, tinytorch::kFloat32, 2 + r);  // different batch sizes: grads differ by rank
+  CHECK(seen->index == std::vector<size_t>{0, 1, 2, 3, 4, 5});
+  CHECK(seen->last == std::vector<bool>{false, false, false, false, false, true});
+  CHECK(seen->views_ok);
+  const auto got = replica->parameters(), mine = local->parameters();
+  for (size_t i = 0; i < got.size(); ++i) CHECK(bitwise_equal(got[i].grad(), mine[i].grad()));  // not divided by N
+}
+
+TEST_CASE("register_comm_hook errors: twice, with another algorithm, a wrong result, different hooks",
+          "[ch11][distributed][ddp][amp]") {
+  ensure_group();
+  const int N = dist::get_world_size(), r = dist::get_rank();
+  {
+    auto ddp = std::make_shared<dist::DistributedDataParallel>(make_mlp({3, 2}));
+    ddp->register_comm_hook(nullptr, dist::default_hooks::fp16_compress_hook);
+    CHECK_THROWS_WITH(ddp->register_comm_hook(nullptr, dist::default_hooks::fp16_compress_hook),
+                      "register_comm_hook or register_builtin_comm_hook can only be called once.");
+  }
+  {
+    dist::DDPOptions o;
+    o.algorithm = dist::Algorithm::Ring;
+    auto ddp = std::make_shared<dist::DistributedDataParallel>(make_mlp({3, 2}), o);
+    CHECK_THROWS_WITH(ddp->register_comm_hook(nullptr, dist::default_hooks::allreduce_hook),
+                      Catch::StartsWith("DistributedDataParallel::register_comm_hook: DDPOptions::algorithm is ring; "));
+  }
+  if (N > 1) {
+    auto ddp = std::make_shared<dist::DistributedDataParallel>(make_mlp({3, 2}));
+    auto hook = r == 0 ? &dist::default_hooks::fp16_compress_hook : &dist::default_hooks::bf16_compress_hook;
+    CHECK_THROWS_WITH(ddp->register_comm_hook(nullptr, hook),
+                      "DistributedDataParallel::register_comm_hook: every rank must register the same hook, but "
+                      "rank 0 registers fp16_compress_hook and rank 1 bf16_compress_hook");
+  }
+  if (N > 1) {  // the hook runs on every rank and every rank gets the error from backward
+    auto ddp = std::make_shared<dist::DistributedDataParallel>(make_mlp({3, 2}));
+    ddp->register_comm_hook(0, [](int, dist::GradBucket& b) { return b.buffer().narrow(0, 0, 1); });
+    Tensor x = tinytorch::ones({1, 3});
+    CHECK_THROWS_WITH(ddp->forward(x).sum().backward(),
+                      Catch::Contains("DistributedDataParallel: the communication hook must return a tensor of the "
+                                      "bucket's 8 elements on cpu (bucket 0), got 1 elements on cpu"));
+  }
+  int64_t one = 1;  // nothing in flight
+  dist::all_reduce(&one, 1);
+  CHECK(one == N);
+}
+
+TEST_CASE("GradScaler with DDP: an inf on one rank makes every rank skip the same step", "[ch11][distributed][ddp][amp]") {
+  ensure_group();
+  const int N = dist::get_world_size(), r = dist::get_rank();
+  for (bool compress : {false, true}) {
+    INFO((compress ? "fp16_compress_hook" : "no hook"));
+    tinytorch::manual_seed(42 + static_cast<uint64_t>(r));
+    auto replica = make_mlp({6, 16, 8, 3});
+    auto ddp = std::make_shared<dist::DistributedDataParallel>(replica);
+    if (compress) ddp->register_comm_hook(nullptr, dist::default_hooks::fp16_compress_hook);
+    tinytorch::optim::SGD opt(ddp->parameters(), 0.1);
+    tinytorch::amp::GradScalerOptions so;
+    so.init_scale = 1024;
+    tinytorch::amp::GradScaler scaler(so);
+    nn::MSELoss loss_fn;
+    std::vector<bool> stepped;
+    std::vector<double> scales;
+    for (int s = 0; s < 3; ++s) {
+      auto [x, y] = global_batch(s, N * 4, 6, 3);
+      Tensor xs = x.narrow(0, r * 4, 4).clone();
+      if (s == 1 && r == N - 1) xs.fill_(std::numeric_limits<double>::infinity());  // only the last rank
+      const auto before = flat_params(*replica);
+      opt.zero_grad();
+      scaler.scale(loss_fn(ddp->forward(xs), y.narrow(0, r * 4, 4))).backward();
+      stepped.push_back(scaler.step(opt));
+      scaler.update();
+      scales.push_back(scaler.get_scale());
+      if (s == 1) CHECK(flat_params(*replica) == before);  // skipped: the weights did not move
+      CHECK(identical_on_all_ranks(flat_params(*replica)));
+    }
+    CHECK(stepped == std::vector<bool>{true, false, true});
+    CHECK(scales == std::vector<double>{1024, 512, 512});
+  }
 }

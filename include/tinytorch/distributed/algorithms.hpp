@@ -52,6 +52,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../core/dtype.hpp"
@@ -139,28 +140,32 @@ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /// dst[i] = dst[i] (op) src[i]. Written in blocks of 16 with a fixed-length inner loop so that
 /// the compiler vectorises it even at -O2; SUM and AVG add (AVG divides at the end).
+/// float16/bfloat16: each element in float32, rounded once (process_group.hpp's reduce_16bit).
 template <typename T>
 inline void reduce_into(T* __restrict dst, const T* __restrict src, int64_t n, ReduceOp op) {
-  int64_t i = 0;
-  if (op == ReduceOp::MAX) {
-    for (; i + 16 <= n; i += 16)
-      for (int j = 0; j < 16; ++j) dst[i + j] = dst[i + j] < src[i + j] ? src[i + j] : dst[i + j];
-    for (; i < n; ++i) dst[i] = dst[i] < src[i] ? src[i] : dst[i];
-  } else if (op == ReduceOp::MIN) {
-    for (; i + 16 <= n; i += 16)
-      for (int j = 0; j < 16; ++j) dst[i + j] = src[i + j] < dst[i + j] ? src[i + j] : dst[i + j];
-    for (; i < n; ++i) dst[i] = src[i] < dst[i] ? src[i] : dst[i];
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+    reduce_16bit(src, dst, n, op);
   } else {
-    for (; i + 16 <= n; i += 16)
-      for (int j = 0; j < 16; ++j) dst[i + j] += src[i + j];
-    for (; i < n; ++i) dst[i] += src[i];
+    int64_t i = 0;
+    if (op == ReduceOp::MAX) {
+      for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; ++j) dst[i + j] = dst[i + j] < src[i + j] ? src[i + j] : dst[i + j];
+      for (; i < n; ++i) dst[i] = dst[i] < src[i] ? src[i] : dst[i];
+    } else if (op == ReduceOp::MIN) {
+      for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; ++j) dst[i + j] = src[i + j] < dst[i + j] ? src[i + j] : dst[i + j];
+      for (; i < n; ++i) dst[i] = src[i] < dst[i] ? src[i] : dst[i];
+    } else {
+      for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; ++j) dst[i + j] += src[i + j];
+      for (; i < n; ++i) dst[i] += src[i];
+    }
   }
 }
 
 template <typename T>
 inline void divide_all(T* x, int64_t n, int world) {
-  const T d = static_cast<T>(world);
-  for (int64_t i = 0; i < n; ++i) x[i] /= d;
+  divide_by(x, n, dtype_of<T>(), world);
 }
 
 /// Scratch memory for received segments: one 64-byte aligned block per thread, grown on demand
@@ -475,7 +480,7 @@ inline CommStats all_reduce(void* buf, int64_t count, DType dtype, ReduceOp op, 
     st.messages_sent = st.steps = -1;
     return st;
   }
-  return dispatch(dtype, [&](auto tag) {
+  return dispatch_all(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* x = static_cast<T*>(buf);
     switch (algo) {

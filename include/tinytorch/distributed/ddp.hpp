@@ -41,12 +41,17 @@
 //   locally in .grad; the first synced forward+backward after it all-reduces the accumulated sum
 //   (the hook copies .grad, which already holds the sum). Scale the loss by 1/k yourself.
 // World size 1: no communication, no thread, no copies; the same errors.
+// Mixed precision (chapter 11.7): a model converted with model->to(tt::kBFloat16) has 16-bit
+//   buckets, all-reduced in 16 bits; register_comm_hook(nullptr, default_hooks::fp16_compress_hook)
+//   all-reduces a float32 model's gradients in float16 (half the bytes); with a GradScaler, an
+//   inf on one rank reaches every rank through the sum, so every rank skips the same step.
 //
 // Checkpoints (tinytorch::save / load; rank 0 saves, then barrier) are in ../serialization.hpp,
 // included here for DDP programs.
 //
 // Chapter: chapters/06-distributed-data-parallel.md (and 08-large-batch.md).
-// Reference: torch.nn.parallel.DistributedDataParallel (docs/source/notes/ddp.rst);
+// Reference: torch.nn.parallel.DistributedDataParallel (docs/source/notes/ddp.rst; register_comm_hook,
+//   torch/distributed/algorithms/ddp_comm_hooks/default_hooks.py);
 //   Li et al., "PyTorch Distributed: Experiences on Accelerating Data Parallel Training",
 //   VLDB 2020. Chapter: chapters/06-distributed-data-parallel.md.
 #pragma once
@@ -60,6 +65,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -68,6 +74,7 @@
 #include "../nn/module.hpp"
 #include "../serialization.hpp"
 #include "algorithms.hpp"
+#include "collectives.hpp"
 #include "errors.hpp"
 #include "model_agreement.hpp"
 #include "mpi_include.hpp"
@@ -77,6 +84,57 @@
 #include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace distributed {
+
+// =============================================================================================
+// Built-in communication hooks (torch/distributed/algorithms/ddp_comm_hooks/default_hooks.py)
+// =============================================================================================
+
+namespace default_hooks {
+
+/// PyTorch's allreduce_hook: buffer /= N, all-reduce SUM on `process_group` (nullptr: the group
+/// DDP reduces on), in place; what DDP does without a hook (the division rounds in the bucket's
+/// dtype first, as in PyTorch).
+inline Tensor allreduce_hook(std::shared_ptr<ProcessGroup> process_group, GradBucket& bucket) {
+  ProcessGroup& g = process_group ? *process_group : bucket.process_group();
+  Tensor t = bucket.buffer();
+  t.div_(static_cast<int64_t>(g.size()));
+  all_reduce(t, ReduceOp::SUM, g);
+  return t;
+}
+
+}  // namespace default_hooks
+
+namespace detail {
+/// The two compression hooks: buffer -> `low` (rounded), / N in `low`, all-reduce SUM in `low`
+/// (each hop rounds), and back into the buffer ("decompress in place to reduce the peak memory").
+inline Tensor compress_hook(const std::shared_ptr<ProcessGroup>& process_group, GradBucket& bucket, DType low) {
+  ProcessGroup& g = process_group ? *process_group : bucket.process_group();
+  Tensor compressed = bucket.buffer().to(low);  // the buffer itself when it is already `low`
+  compressed.div_(static_cast<int64_t>(g.size()));
+  all_reduce(compressed, ReduceOp::SUM, g);
+  Tensor out = bucket.buffer();
+  if (compressed.impl() != out.impl()) out.copy_(compressed);
+  return out;
+}
+}  // namespace detail
+
+namespace default_hooks {
+
+/// PyTorch's fp16_compress_hook: the bucket is cast to float16, divided by N there, all-reduced
+/// in float16 (half the bytes of float32), and cast back into the bucket. Gradients below
+/// float16's range (|g| / N < 2^-24) flush to zero and above 65504 overflow to inf: use a
+/// GradScaler with it when training in float32 (chapter 11).
+inline Tensor fp16_compress_hook(std::shared_ptr<ProcessGroup> process_group, GradBucket& bucket) {
+  return detail::compress_hook(process_group, bucket, kFloat16);
+}
+
+/// PyTorch's bf16_compress_hook: as fp16_compress_hook with bfloat16 (float32's range, 8 bits of
+/// mantissa: no overflow, coarser rounding).
+inline Tensor bf16_compress_hook(std::shared_ptr<ProcessGroup> process_group, GradBucket& bucket) {
+  return detail::compress_hook(process_group, bucket, kBFloat16);
+}
+
+}  // namespace default_hooks
 
 // =============================================================================================
 // DistributedDataParallel
@@ -348,6 +406,43 @@ class DistributedDataParallel : public nn::Module {
     if (reducer.expect_hooks && reducer.require_finalize) reducer.ensure_prior_reduction_finished();
   }
 
+  /// PyTorch's DistributedDataParallel.register_comm_hook(state, hook): from the next backward
+  /// on, DDP hands each bucket to hook(state, bucket) instead of reducing it itself (divide by N,
+  /// all-reduce SUM). The hook gets a GradBucket whose buffer() is *not* divided by the world
+  /// size and returns the reduced (numel,) tensor (its bucket's buffer, or a tensor that is copied
+  /// into it); DDP then writes the slices into .grad as usual. The built-in hooks are in
+  /// dist::default_hooks (allreduce_hook, fp16_compress_hook, bf16_compress_hook; their state is a
+  /// std::shared_ptr<ProcessGroup>, nullptr = the group DDP reduces on).
+  ///   ddp->register_comm_hook(nullptr, dist::default_hooks::fp16_compress_hook);
+  ///   ddp->register_comm_hook(my_state, [](MyState& s, dist::GradBucket& b) { ...; return b.buffer(); });
+  /// `hook` is called as hook(state, bucket) with a copy of `state` kept here (pass a pointer or a
+  /// shared_ptr for state the caller must see).
+  /// Where tinytorch differs from PyTorch: the hook returns the tensor itself, not a Future of it;
+  /// it runs on DDP's communication thread (the last bucket's on the main thread), so a hook that
+  /// blocks in its all-reduce still overlaps with backward, as the Future does in PyTorch. A
+  /// collective on DDP's group: every rank must call it, with the same built-in hook (a custom
+  /// hook cannot be compared and is trusted to be the same). At world size 1 nothing is reduced
+  /// and the hook is not called (PyTorch runs it on its one rank).
+  /// Throws tinytorch::Error (on every rank): a second registration (PyTorch's "register_comm_hook
+  /// or register_builtin_comm_hook can only be called once."), a call between a synced forward and
+  /// the end of its backward, different built-in hooks on different ranks, DDPOptions::algorithm
+  /// other than MPI (both would decide how a bucket is reduced), CUDA buckets on Backend::NCCL (not
+  /// implemented: the hook's collectives would need NCCL's stream ordering).
+  template <typename State, typename Hook>
+  void register_comm_hook(State state, Hook hook) {
+    int64_t id = 4;  // a custom hook
+    if constexpr (std::is_convertible_v<Hook, Tensor (*)(std::shared_ptr<ProcessGroup>, GradBucket&)>) {
+      Tensor (*f)(std::shared_ptr<ProcessGroup>, GradBucket&) = hook;
+      id = f == &default_hooks::allreduce_hook        ? 1
+           : f == &default_hooks::fp16_compress_hook ? 2
+           : f == &default_hooks::bf16_compress_hook ? 3
+                                                      : 4;
+    }
+    install_comm_hook([state = std::move(state), hook = std::move(hook)](GradBucket& b) mutable {
+      return hook(state, b);
+    }, id);
+  }
+
   /// The wrapped module (PyTorch's ddp.module). Calling its forward directly skips DDP: no
   /// gradient synchronisation.
   const std::shared_ptr<nn::Module>& module() const { return module_; }
@@ -376,6 +471,34 @@ class DistributedDataParallel : public nn::Module {
   std::string name() const override { return "DistributedDataParallel"; }
 
  private:
+  /// register_comm_hook's checks (the file comment of reducer.hpp: all ranks agree) and install.
+  void install_comm_hook(CommHook hook, int64_t id) {
+    auto& reducer = *reducer_;
+    ProcessGroup& g = *reducer.main_pg;
+    const char* op = "DistributedDataParallel::register_comm_hook";
+    detail::throw_if_any_rank(g, static_cast<bool>(reducer.comm_hook),
+                              "register_comm_hook or register_builtin_comm_hook can only be called once.");
+    detail::throw_if_any_rank(g, reducer.expect_hooks,
+                              ::tinytorch::detail::str_cat(op, ": called between a synced forward and the end of "
+                                                           "its backward; register the hook before training"));
+    static const char* const names[] = {"", "allreduce_hook", "fp16_compress_hook", "bf16_compress_hook",
+                                        "a custom hook"};
+    if (g.size() > 1) {
+      std::vector<int64_t> ids(static_cast<size_t>(g.size()));
+      g.all_gather(ids.data(), &id, 1, kInt64, Completion::Blocking);
+      for (int r = 1; r < g.size(); ++r)
+        detail::check(ids[static_cast<size_t>(r)] == ids[0], op, ": every rank must register the same hook, but rank 0 registers ",
+                      names[ids[0]], " and rank ", r, " ", names[ids[static_cast<size_t>(r)]]);
+    }
+    detail::check(options_.algorithm == Algorithm::MPI, op, ": DDPOptions::algorithm is ",
+                  algorithm_name(options_.algorithm),
+                  "; a communication hook replaces the algorithm (both decide how a bucket is reduced): keep "
+                  "Algorithm::MPI, or call ring_all_reduce etc. inside the hook");
+    detail::check(!reducer.nccl, op, ": communication hooks on CUDA buckets with Backend::NCCL are not implemented; "
+                  "use Backend::MPI (the buckets are staged through host memory)");
+    reducer.comm_hook = std::move(hook);
+  }
+
   std::shared_ptr<nn::Module> module_;
   DDPOptions options_;
   std::vector<Tensor> buffers_;
@@ -383,5 +506,6 @@ class DistributedDataParallel : public nn::Module {
   int64_t training_forwards_ = 0;  ///< grad-enabled forwards so far (the DETAIL check compares them)
   std::shared_ptr<detail::Reducer> reducer_;
 };
+
 
 }  TT_NAMESPACE_END  // namespace tinytorch::distributed

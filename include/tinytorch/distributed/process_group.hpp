@@ -69,6 +69,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -79,6 +80,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -100,10 +102,12 @@ enum class Backend { MPI, NCCL };
 
 /// How all_reduce / reduce_scatter combine the ranks' values (torch.distributed.ReduceOp).
 ///   SUM  x = x_0 + x_1 + ... + x_{N-1}
-///   AVG  x = SUM / N          (float32/float64 only: an int64 AVG throws, as PyTorch's
+///   AVG  x = SUM / N          (floating dtypes only: an int64 AVG throws, as PyTorch's
 ///                              gloo/NCCL backends do, because the division would truncate)
 ///   MAX  x = max_r x_r
 ///   MIN  x = min_r x_r        (MPI_MIN, as MAX is MPI_MAX)
+/// float16/bfloat16 (which MPI lacks) reduce with a user-defined MPI_Op that adds in float32 and
+/// rounds after each hop (reduce_16bit below), as NCCL and gloo do.
 enum class ReduceOp { SUM, AVG, MAX, MIN };
 
 /// How a ProcessGroup collective returns: Blocking (the data has moved when it returns; the
@@ -181,9 +185,48 @@ inline DebugLevel debug_level_from_env() {
   throw_error("init_process_group: TINYTORCH_DISTRIBUTED_DEBUG='" + s + "' is not one of OFF, INFO, DETAIL");
 }
 
+/// dst[i] <- dst[i] (op) src[i] for float16/bfloat16 (H = Half or BFloat16): each element is
+/// converted to float32, combined, and rounded back once, so a SUM over N ranks rounds once per
+/// hop, as NCCL's and gloo's half-precision sums do (the order of the hops is the MPI library's,
+/// or the algorithm's). MAX and MIN keep dst where the comparison is false (NaN: as reduce_into).
+template <typename H>
+inline void reduce_16bit(const H* src, H* dst, int64_t n, ReduceOp op) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float a = static_cast<float>(dst[i]), b = static_cast<float>(src[i]);
+    if (op == ReduceOp::MAX) {
+      if (a < b) dst[i] = src[i];
+    } else if (op == ReduceOp::MIN) {
+      if (b < a) dst[i] = src[i];
+    } else {
+      dst[i] = H(a + b);
+    }
+  }
+}
+
 #if TINYTORCH_WITH_MPI
+/// The body of the user-defined MPI_Op for 16-bit floats (MPI has no 16-bit float type or
+/// reduction; MPI_Op_create's signature: inout[i] = in[i] op inout[i], len elements).
+template <typename H, ReduceOp kOp>
+inline void mpi_reduce_16bit(void* in, void* inout, int* len, MPI_Datatype*) {
+  reduce_16bit(static_cast<const H*>(in), static_cast<H*>(inout), *len, kOp);
+}
+
+/// The user-defined MPI_Op of (H, op), created once per process on first use (MPI_Op_create is
+/// local, no communication; commutative: MPI may combine in any order). Freed by MPI_Finalize.
+template <typename H>
+inline MPI_Op mpi_op_16bit(ReduceOp op) {
+  static const std::array<MPI_Op, 3> ops = [] {
+    std::array<MPI_Op, 3> o{};
+    MPI_Op_create(&mpi_reduce_16bit<H, ReduceOp::SUM>, 1, &o[0]);
+    MPI_Op_create(&mpi_reduce_16bit<H, ReduceOp::MAX>, 1, &o[1]);
+    MPI_Op_create(&mpi_reduce_16bit<H, ReduceOp::MIN>, 1, &o[2]);
+    return o;
+  }();
+  return op == ReduceOp::MAX ? ops[1] : op == ReduceOp::MIN ? ops[2] : ops[0];
+}
+
 /// MPI's name for a tinytorch dtype. MPI has no 16-bit float: float16/bfloat16 move as
-/// MPI_UINT16_T (broadcast, all_gather copy bits; reductions refuse them: check_reduce_op).
+/// MPI_UINT16_T (broadcast, all_gather copy bits; reductions use mpi_op(op, dtype)'s own MPI_Op).
 inline MPI_Datatype mpi_datatype(DType d) {
   switch (d) {
     case DType::Float32: return MPI_FLOAT;
@@ -196,8 +239,10 @@ inline MPI_Datatype mpi_datatype(DType d) {
 }
 
 /// MPI's reduction: MAX and MIN are MPI's own; SUM and AVG are MPI_SUM (AVG divides by N after:
-/// MPI has no average).
-inline MPI_Op mpi_op(ReduceOp op) {
+/// MPI has no average). float16/bfloat16: tinytorch's user-defined ops (mpi_op_16bit).
+inline MPI_Op mpi_op(ReduceOp op, DType dtype) {
+  if (dtype == DType::Float16) return mpi_op_16bit<Half>(op);
+  if (dtype == DType::BFloat16) return mpi_op_16bit<BFloat16>(op);
   return op == ReduceOp::MAX ? MPI_MAX : op == ReduceOp::MIN ? MPI_MIN : MPI_SUM;
 }
 #endif
@@ -211,9 +256,6 @@ inline void check_buffer_args(const char* op, const void* buf, int64_t count, co
 }
 
 inline void check_reduce_op(const char* op, ReduceOp rop, DType dtype) {
-  check(!is_reduced_floating_point(dtype), rank_prefix(), op, ": reductions of ", dtype_name(dtype),
-        " are not implemented yet (the MPI process group and tinytorch's ring algorithms reduce float32, "
-        "float64 and int64); reduce a float32 copy");
   check(!(rop == ReduceOp::AVG && dtype == DType::Int64), rank_prefix(), op,
         ": ReduceOp::AVG is not supported for ", dtype_name(dtype),
         " (the average of integers would be truncated; PyTorch's gloo and NCCL backends refuse it "
@@ -226,13 +268,18 @@ inline void check_not_null(const char* op, const void* buf, int64_t count, const
         " elements");
 }
 
-/// x[i] /= n for the AVG reduction (float32 / float64 only; checked before).
+/// x[i] /= n for the AVG reduction (floating dtypes only; checked before). float16/bfloat16:
+/// computed in float32, rounded once.
 inline void divide_by(void* x, int64_t count, DType dtype, int n) {
-  dispatch(dtype, [&](auto tag) {
+  dispatch_all(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = static_cast<T*>(x);
-    const T d = static_cast<T>(n);
-    for (int64_t i = 0; i < count; ++i) p[i] /= d;
+    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      for (int64_t i = 0; i < count; ++i) p[i] = T(static_cast<float>(p[i]) / static_cast<float>(n));
+    } else {
+      const T d = static_cast<T>(n);
+      for (int64_t i = 0; i < count; ++i) p[i] /= d;
+    }
   });
 }
 
@@ -507,7 +554,7 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
 #if TINYTORCH_WITH_MPI
     const int n = static_cast<int>(count);
     const MPI_Datatype t = detail::mpi_datatype(dtype);
-    const MPI_Op mop = detail::mpi_op(op);
+    const MPI_Op mop = detail::mpi_op(op, dtype);
     return issue(fp, name, how, average_after(op, buf, count, dtype), "MPI_Allreduce",
                  [&] { return MPI_Allreduce(MPI_IN_PLACE, buf, n, t, mop, comm_); }, "MPI_Iallreduce",
                  [&](MPI_Request* r) { return MPI_Iallreduce(MPI_IN_PLACE, buf, n, t, mop, comm_, r); });
@@ -582,7 +629,7 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
 #if TINYTORCH_WITH_MPI
     const int n = static_cast<int>(count);
     const MPI_Datatype t = detail::mpi_datatype(dtype);
-    const MPI_Op mop = detail::mpi_op(op);
+    const MPI_Op mop = detail::mpi_op(op, dtype);
     return issue(fp, name, how, average_after(op, out, count, dtype), "MPI_Reduce_scatter_block",
                  [&] { return MPI_Reduce_scatter_block(in, out, n, t, mop, comm_); }, "MPI_Ireduce_scatter_block",
                  [&](MPI_Request* r) { return MPI_Ireduce_scatter_block(in, out, n, t, mop, comm_, r); });

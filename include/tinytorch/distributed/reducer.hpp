@@ -60,14 +60,25 @@
 //   bucket (nccl.hpp; no communication thread: NCCL calls only enqueue), and finalize makes the
 //   compute stream wait for every bucket before the copies back. DDPOptions::
 //   force_bucket_path_single_rank runs all of this at world size 1 (the one-GPU check).
+// Communication hooks (DistributedDataParallel::register_comm_hook, PyTorch's): with a hook the
+//   slices hold g_r,i undivided and the hook reduces the bucket (its GradBucket: buffer(),
+//   gradients(), index(), is_last()) on the thread that would have all-reduced it; its result is
+//   the averaged bucket (run_comm_hook). default_hooks (ddp.hpp): allreduce_hook (what DDP does
+//   anyway), fp16_compress_hook / bf16_compress_hook (the all-reduce in 16 bits: half the bytes).
+// 16-bit parameters: their buckets are float16/bfloat16 (one bucket never mixes dtypes); the
+//   slice is g / N computed in float32 and rounded once, and the all-reduce sums in 16 bits,
+//   rounding after each hop (process_group.hpp's user-defined MPI_Op; the ring/tree/PS
+//   algorithms the same way), as PyTorch's gloo and NCCL do.
 // The math: on rank r the slice of parameter i in its bucket holds g_r,i / N (copy_into_bucket);
 //   the SUM all-reduce of the bucket makes it sum_r g_r,i / N, the average, on every rank, which
 //   write_average copies into .grad (the whole derivation: ddp.hpp).
 // Shapes: buckets are 1-D (numel,) tensors of the parameters' dtype; param i occupies
 //   contents[offset_i, offset_i + numel_i) viewed as param i's shape.
-// Chapter: chapters/06-distributed-data-parallel.md (6.5 steps 3-4, 6.6, 6.10).
+// Chapter: chapters/06-distributed-data-parallel.md (6.5 steps 3-4, 6.6, 6.10); hooks and 16-bit
+//   buckets: chapters/11-mixed-precision.md (11.7).
 // Reference: torch/csrc/distributed/c10d/reducer.cpp (mark_variable_ready, mark_bucket_ready,
-//   finalize_backward, ensure_prior_reduction_finished), compute_bucket_assignment_by_size.
+//   finalize_backward, ensure_prior_reduction_finished), compute_bucket_assignment_by_size;
+//   torch/csrc/distributed/c10d/comm.hpp (GradBucket).
 #pragma once
 
 #include <algorithm>
@@ -183,6 +194,51 @@ struct DDPIterationStats {
 };
 
 // =============================================================================================
+// GradBucket: what a communication hook sees
+// =============================================================================================
+
+/// One bucket, handed to a communication hook (PyTorch's torch.distributed.GradBucket).
+/// buffer(): the flat (numel,) tensor of the bucket's gradients, concatenated in slot order, on
+/// the parameters' device and in their dtype, *not* divided by the world size (with a hook, the
+/// hook averages). gradients(): views of buffer() shaped as each parameter. parameters(): the
+/// parameters, in the same order. index(): 0 = the first bucket reduced. is_last(): the last
+/// bucket of the backward (PyTorch: index() == 0 of the reversed order; the same bucket).
+class GradBucket {
+ public:
+  GradBucket(size_t index, bool is_last, Tensor buffer, std::vector<Tensor> parameters,
+             std::vector<int64_t> offsets, ProcessGroup* group)
+      : index_(index), is_last_(is_last), buffer_(std::move(buffer)), parameters_(std::move(parameters)),
+        offsets_(std::move(offsets)), group_(group) {}
+  size_t index() const { return index_; }
+  bool is_last() const { return is_last_; }
+  const Tensor& buffer() const { return buffer_; }
+  const std::vector<Tensor>& parameters() const { return parameters_; }
+  std::vector<Tensor> gradients() const {
+    std::vector<Tensor> out;
+    for (size_t s = 0; s < parameters_.size(); ++s)
+      out.push_back(buffer_.narrow(0, offsets_[s], parameters_[s].numel()).view(parameters_[s].sizes()));
+    return out;
+  }
+  /// tinytorch: the group DDP reduces its buckets on, the group a hook with no state of its own
+  /// uses (the ranks of DDPOptions::process_group, or all, on a communicator of DDP's own so that
+  /// the hook, which runs on DDP's communication thread, never meets the main thread's
+  /// collectives). PyTorch's hooks fall back to dist.group.WORLD instead.
+  ProcessGroup& process_group() const { return *group_; }
+
+ private:
+  size_t index_;
+  bool is_last_;
+  Tensor buffer_;
+  std::vector<Tensor> parameters_;
+  std::vector<int64_t> offsets_;
+  ProcessGroup* group_;
+};
+
+/// A communication hook with its state bound: returns the reduced bucket, a (numel,) tensor
+/// (PyTorch's hooks return a Future of it; see DistributedDataParallel::register_comm_hook).
+using CommHook = std::function<Tensor(GradBucket&)>;
+
+// =============================================================================================
 // Reducer
 // =============================================================================================
 
@@ -224,6 +280,7 @@ struct Reducer {
   Algorithm algorithm = Algorithm::MPI;
   std::shared_ptr<Trace> trace;
   std::vector<int64_t> limits;      ///< bucket size limits in bytes: {first bucket, cap}
+  CommHook comm_hook;               ///< register_comm_hook's (empty: divide by N, all-reduce SUM)
   bool rebuilt = false;             ///< buckets already rebuilt in gradient-arrival order
   std::vector<size_t> arrival;      ///< the order the hooks readied params (until rebuilt)
 
@@ -470,13 +527,18 @@ struct Reducer {
       zero_fill(device, dst, n, b.dtype);
       return;
     }
-    if (g.dtype() != b.dtype || !g.is_contiguous()) {
-      NoGradGuard no_grad;
-      g = g.to(b.dtype).contiguous();
-    }
+    NoGradGuard no_grad;
+    if (g.dtype() != b.dtype || !g.is_contiguous()) g = g.to(b.dtype).contiguous();
     check(g.device() == device, "DistributedDataParallel: the gradient of parameter \"", names[i], "\" is on ",
           g.device().str(), " but the parameter is on ", device.str());
-    scale_copy(device, dst, g.raw_data(), n, b.dtype, world);
+    if (comm_hook) {  // the hook averages (PyTorch: buckets are not predivided with a hook)
+      copy_bytes(device, dst, g.raw_data(), static_cast<size_t>(n) * element_size(b.dtype));
+    } else if (is_reduced_floating_point(b.dtype)) {  // g / N computed in float32, rounded once
+      const Tensor q = g.div(static_cast<int64_t>(world));
+      copy_bytes(device, dst, q.raw_data(), static_cast<size_t>(n) * element_size(b.dtype));
+    } else {
+      scale_copy(device, dst, g.raw_data(), n, b.dtype, world);
+    }
   }
 
   /// Starts bucket bi's all-reduce. Buckets before the last go to the communication thread and
@@ -524,17 +586,10 @@ struct Reducer {
       return;
     }
 #endif
-    AlgorithmOptions ao;
-    ao.group = pg.get();
-    if (device.is_cpu()) {
-      all_reduce(b.contents.raw_data(), b.numel, b.dtype, ReduceOp::SUM, algorithm, ao);
+    if (comm_hook) {
+      run_comm_hook(bi);
     } else {
-      // The MPI backend moves host memory: stage the CUDA bucket through its host buffer
-      // (runtime copies, ordered after the hook's kernels on the compute stream), as gloo does.
-      const size_t bytes = b.host.size();
-      copy_to_host(device, b.host.data(), b.contents.raw_data(), bytes);
-      all_reduce(b.host.data(), b.numel, b.dtype, ReduceOp::SUM, algorithm, ao);
-      copy_from_host(device, b.contents.raw_data(), b.host.data(), bytes);
+      reduce_bucket(b);
     }
     const double t1 = Trace::steady_us();
     stats.buckets[bi].start_us = t0;  // from the comm thread: read by the main thread after wait_all()
@@ -547,6 +602,42 @@ struct Reducer {
     (void)bi;
     (void)tid;
 #endif
+  }
+
+  /// Without a hook: bucket <- SUM over ranks (it holds the g_r / N: the average), with
+  /// DDPOptions::algorithm.
+  void reduce_bucket(Bucket& b) {
+    AlgorithmOptions ao;
+    ao.group = pg.get();
+    if (device.is_cpu()) {
+      all_reduce(b.contents.raw_data(), b.numel, b.dtype, ReduceOp::SUM, algorithm, ao);
+    } else {
+      // The MPI backend moves host memory: stage the CUDA bucket through its host buffer
+      // (runtime copies, ordered after the hook's kernels on the compute stream), as gloo does.
+      const size_t bytes = b.host.size();
+      copy_to_host(device, b.host.data(), b.contents.raw_data(), bytes);
+      all_reduce(b.host.data(), b.numel, b.dtype, ReduceOp::SUM, algorithm, ao);
+      copy_from_host(device, b.contents.raw_data(), b.host.data(), bytes);
+    }
+  }
+
+  /// With a hook: bucket <- hook(GradBucket of bi), run on the thread that reduces bi (the
+  /// communication thread, or the main thread for the last bucket). The result must have the
+  /// bucket's numel and device; it is copied (converted to the bucket's dtype) unless it is the
+  /// bucket's own buffer.
+  void run_comm_hook(size_t bi) {
+    Bucket& b = buckets[bi];
+    std::vector<Tensor> ps;
+    for (size_t i : b.params) ps.push_back(params[i]);
+    GradBucket gb(bi, bi + 1 == buckets.size(), b.contents, std::move(ps), b.offsets, pg.get());
+    NoGradGuard no_grad;
+    const Tensor r = comm_hook(gb);
+    check(r.defined() && r.numel() == b.numel && r.device() == device, rank_prefix(),
+          "DistributedDataParallel: the communication hook must return a tensor of the bucket's ", b.numel,
+          " elements on ", device.str(), " (bucket ", bi, "), got ",
+          r.defined() ? ::tinytorch::detail::str_cat(r.numel(), " elements on ", r.device().str())
+                      : std::string("an undefined tensor"));
+    if (r.impl() != b.contents.impl()) b.contents.copy_(r.reshape({b.numel}));
   }
 
   /// All buckets launched (called from the hook that readied the last parameter): wait for the

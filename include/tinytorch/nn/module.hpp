@@ -137,6 +137,13 @@ class Module : public std::enable_shared_from_this<Module> {
   /// stays where it was. Returns *this. Errors: those of Tensor::to(Device) (no CUDA backend in
   /// this build, a device index out of range).
   Module& to(Device device);
+  /// Converts every floating-point parameter, buffer and parameter gradient to `dtype` (a
+  /// floating dtype: float32, float64, float16, bfloat16), IN PLACE as to(Device) above
+  /// (torch.nn.Module.to(dtype), .half(), .bfloat16()); integer buffers stay as they are. Values
+  /// round to nearest even. Build the optimizer afterwards. Returns *this.
+  /// Throws tinytorch::Error for an integer dtype (PyTorch's "nn.Module.to only accepts floating
+  /// point or complex dtypes, but got desired dtype=torch.int64").
+  Module& to(DType dtype);
   /// to(Device::cuda(index)) (torch.nn.Module.cuda).
   Module& cuda(int index = 0) { return to(Device::cuda(index)); }
   /// to(Device::cpu()) (torch.nn.Module.cpu).

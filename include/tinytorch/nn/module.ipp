@@ -102,6 +102,26 @@ TT_DECL Module& Module::to(Device device) {
   return *this;
 }
 
+TT_DECL Module& Module::to(DType dtype) {
+  TT_CHECK(is_floating_point(dtype), "nn.Module.to only accepts floating point or complex dtypes, but got desired dtype=",
+           dtype_name(dtype));
+  NoGradGuard no_grad;
+  auto convert = [&](Tensor& t) {
+    if (!t.defined() || !is_floating_point(t.dtype()) || t.dtype() == dtype) return;
+    Tensor converted = t.detach().to(dtype).contiguous();
+    TensorImpl& impl = *t.impl();
+    impl.storage = converted.impl()->storage;
+    impl.strides = converted.strides();
+    impl.offset = converted.storage_offset();
+    impl.dtype = dtype;
+    if (impl.grad) impl.grad = Tensor(impl.grad).to(dtype).contiguous().impl_ptr();
+  };
+  for (auto& e : params_) convert(e.second);
+  for (auto& e : buffers_) convert(e.second);
+  for (auto& c : children_) c.second->to(dtype);
+  return *this;
+}
+
 TT_DECL void Module::zero_grad(bool set_to_none) {
   for (Tensor& p : parameters()) {
     if (set_to_none || !p.grad().defined()) {
