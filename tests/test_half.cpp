@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <tinytorch/ops/dispatch.hpp>  // ops::promote_types (not part of the umbrella in separate compilation)
 #include <tinytorch/tinytorch.hpp>
 
 #include "reference/half_ref.hpp"

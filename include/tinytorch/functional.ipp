@@ -28,8 +28,13 @@ TT_NAMESPACE_BEGIN
 // The ops on autocast's lists (amp/autocast_mode.hpp) start with
 //   if (Autocast ac(Fp32 or LowerPrecisionFp, {operands}); ac.active()) return op(ac.cast(operand), ...);
 // which, inside a tt::autocast guard, calls the op again with its operands cast (and autocast off).
-using amp::CastPolicy;
-using Autocast = amp::detail::Autocast;
+// (Spelt out in full, amp::detail::Autocast and amp::CastPolicy: a using-declaration here would put
+// both names in namespace tinytorch for every header-only program.)
+
+namespace detail {
+/// t.to(kFloat32) (recorded by autograd), an undefined t (an absent weight or bias) unchanged.
+inline Tensor to_float32(const Tensor& t) { return t.defined() ? t.to(kFloat32) : t; }
+}  // namespace detail
 
 // ---- arithmetic -------------------------------------------------------------------------------
 TT_DECL Tensor sub(const Tensor& a, const Tensor& b) { return autograd::Sub::forward(a, b); }
@@ -46,27 +51,27 @@ TT_DECL Tensor tanh(const Tensor& x) { return autograd::tanh(x); }
 
 // ---- reductions -------------------------------------------------------------------------------
 TT_DECL Tensor sum(const Tensor& x) {
-  if (Autocast ac(CastPolicy::Fp32, {&x}); ac.active()) return sum(ac.cast(x));
+  if (amp::detail::Autocast ac(amp::CastPolicy::Fp32, {&x}); ac.active()) return sum(ac.cast(x));
   return autograd::SumMean::forward(x, std::nullopt, false, false);
 }
 TT_DECL Tensor sum(const Tensor& x, int64_t dim, bool keepdim) {
-  if (Autocast ac(CastPolicy::Fp32, {&x}); ac.active()) return sum(ac.cast(x), dim, keepdim);
+  if (amp::detail::Autocast ac(amp::CastPolicy::Fp32, {&x}); ac.active()) return sum(ac.cast(x), dim, keepdim);
   return autograd::SumMean::forward(x, dim, keepdim, false);
 }
 TT_DECL Tensor mean(const Tensor& x) {
-  if (Autocast ac(CastPolicy::Fp32, {&x}); ac.active()) return mean(ac.cast(x));
+  if (amp::detail::Autocast ac(amp::CastPolicy::Fp32, {&x}); ac.active()) return mean(ac.cast(x));
   return autograd::SumMean::forward(x, std::nullopt, false, true);
 }
 TT_DECL Tensor mean(const Tensor& x, int64_t dim, bool keepdim) {
-  if (Autocast ac(CastPolicy::Fp32, {&x}); ac.active()) return mean(ac.cast(x), dim, keepdim);
+  if (amp::detail::Autocast ac(amp::CastPolicy::Fp32, {&x}); ac.active()) return mean(ac.cast(x), dim, keepdim);
   return autograd::SumMean::forward(x, dim, keepdim, true);
 }
 TT_DECL Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
-  if (Autocast ac(CastPolicy::Fp32, {&x}); ac.active()) return sum(ac.cast(x), dims, keepdim);
+  if (amp::detail::Autocast ac(amp::CastPolicy::Fp32, {&x}); ac.active()) return sum(ac.cast(x), dims, keepdim);
   return autograd::SumMean::forward(x, dims, keepdim, false);
 }
 TT_DECL Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
-  if (Autocast ac(CastPolicy::Fp32, {&x}); ac.active()) return mean(ac.cast(x), dims, keepdim);
+  if (amp::detail::Autocast ac(amp::CastPolicy::Fp32, {&x}); ac.active()) return mean(ac.cast(x), dims, keepdim);
   return autograd::SumMean::forward(x, dims, keepdim, true);
 }
 TT_DECL Tensor max(const Tensor& x) { return autograd::Max::forward_all(x); }
@@ -96,15 +101,15 @@ TT_DECL Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
 
 // ---- matrix products --------------------------------------------------------------------------
 TT_DECL Tensor mm(const Tensor& a, const Tensor& b) {
-  if (Autocast ac(CastPolicy::LowerPrecisionFp, {&a, &b}); ac.active()) return mm(ac.cast(a), ac.cast(b));
+  if (amp::detail::Autocast ac(amp::CastPolicy::LowerPrecisionFp, {&a, &b}); ac.active()) return mm(ac.cast(a), ac.cast(b));
   return autograd::Mm::forward(a, b);
 }
 TT_DECL Tensor bmm(const Tensor& a, const Tensor& b) {
-  if (Autocast ac(CastPolicy::LowerPrecisionFp, {&a, &b}); ac.active()) return bmm(ac.cast(a), ac.cast(b));
+  if (amp::detail::Autocast ac(amp::CastPolicy::LowerPrecisionFp, {&a, &b}); ac.active()) return bmm(ac.cast(a), ac.cast(b));
   return autograd::Bmm::forward(a, b);
 }
 TT_DECL Tensor matmul(const Tensor& a, const Tensor& b) {
-  if (Autocast ac(CastPolicy::LowerPrecisionFp, {&a, &b}); ac.active()) return matmul(ac.cast(a), ac.cast(b));
+  if (amp::detail::Autocast ac(amp::CastPolicy::LowerPrecisionFp, {&a, &b}); ac.active()) return matmul(ac.cast(a), ac.cast(b));
   const int64_t da = a.dim(), db = b.dim();
   TT_CHECK(da >= 1 && db >= 1, "matmul: both arguments need at least 1 dimension, got shapes ",
            shape_str(a.sizes()), " and ", shape_str(b.sizes()));
@@ -154,7 +159,7 @@ TT_DECL Tensor matmul(const Tensor& a, const Tensor& b) {
 
 // ---- neural-network functions (torch.nn.functional) -------------------------------------------
 TT_DECL Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  if (Autocast ac(CastPolicy::LowerPrecisionFp, {&x, &weight, &bias}); ac.active())
+  if (amp::detail::Autocast ac(amp::CastPolicy::LowerPrecisionFp, {&x, &weight, &bias}); ac.active())
     return linear(ac.cast(x), ac.cast(weight), ac.cast(bias));
   if (x.dim() == 2) return autograd::Linear::forward(x, weight, bias);
   TT_CHECK(x.dim() >= 1, "linear: input must have at least 1 dim, got shape ", shape_str(x.sizes()));
@@ -166,15 +171,15 @@ TT_DECL Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias)
   return y.view(out_shape);
 }
 TT_DECL Tensor softmax(const Tensor& x, int64_t dim) {
-  if (Autocast ac(CastPolicy::Fp32, {&x}); ac.active()) return softmax(ac.cast(x), dim);
+  if (amp::detail::Autocast ac(amp::CastPolicy::Fp32, {&x}); ac.active()) return softmax(ac.cast(x), dim);
   return autograd::Softmax::forward(x, dim, false);
 }
 TT_DECL Tensor log_softmax(const Tensor& x, int64_t dim) {
-  if (Autocast ac(CastPolicy::Fp32, {&x}); ac.active()) return log_softmax(ac.cast(x), dim);
+  if (amp::detail::Autocast ac(amp::CastPolicy::Fp32, {&x}); ac.active()) return log_softmax(ac.cast(x), dim);
   return autograd::Softmax::forward(x, dim, true);
 }
 TT_DECL Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
-  if (Autocast ac(CastPolicy::Fp32, {&input, &target}); ac.active())
+  if (amp::detail::Autocast ac(amp::CastPolicy::Fp32, {&input, &target}); ac.active())
     return mse_loss(ac.cast(input), ac.cast(target), reduction);
   return autograd::MseLoss::forward(input, target, reduction);
 }
@@ -213,7 +218,7 @@ TT_DECL LossRows loss_rows(const Tensor& input, const Tensor& target, const char
 }  // namespace detail
 TT_DECL Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
                        Reduction reduction) {
-  if (Autocast ac(CastPolicy::Fp32, {&input, &target, &weight}); ac.active())
+  if (amp::detail::Autocast ac(amp::CastPolicy::Fp32, {&input, &target, &weight}); ac.active())
     return nll_loss(ac.cast(input), target, ac.cast(weight), ignore_index, reduction);
   const detail::LossRows r = detail::loss_rows(input, target, "nll_loss");
   Tensor out;
@@ -239,7 +244,7 @@ TT_DECL void check_label_smoothing(double label_smoothing, const char* op) {
 TT_DECL Tensor cross_entropy(const Tensor& input_nd, const Tensor& target_nd, const Tensor& weight,
                             int64_t ignore_index, Reduction reduction,
                             double label_smoothing) {
-  if (Autocast ac(CastPolicy::Fp32, {&input_nd, &target_nd, &weight}); ac.active())
+  if (amp::detail::Autocast ac(amp::CastPolicy::Fp32, {&input_nd, &target_nd, &weight}); ac.active())
     return cross_entropy(ac.cast(input_nd), target_nd, ac.cast(weight), ignore_index, reduction, label_smoothing);
   // (C), (N, C) or (N, C, d1, ..., dk) as rows (N, C) and targets (N); reduction None's output
   // gets the target's shape back (as nll_loss)
@@ -281,7 +286,7 @@ TT_DECL Tensor cross_entropy(const Tensor& input, const Tensor& target, Reductio
 TT_DECL Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
                          const Tensor& weight, const Tensor& bias, bool training,
                          double momentum, double eps) {
-  if (Autocast ac(CastPolicy::Fp32, {&input, &weight, &bias}); ac.active())  // the running stats are
+  if (amp::detail::Autocast ac(amp::CastPolicy::Fp32, {&input, &weight, &bias}); ac.active())  // the running stats are
     return batch_norm(ac.cast(input), running_mean, running_var, ac.cast(weight), ac.cast(bias), training, momentum,
                       eps);                                                 // updated in place: never cast
   ops::check_device(input, "batch_norm");
@@ -311,8 +316,8 @@ TT_DECL Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const
   std::vector<double> batch_mean, batch_var;
   Tensor y;
   if (is_reduced_floating_point(input.dtype())) {  // float16/bfloat16: computed in float32, rounded once
-    auto f32 = [](const Tensor& t) { return t.defined() ? t.to(kFloat32) : t; };
-    y = autograd::NativeBatchNorm::forward(input.to(kFloat32), f32(weight), f32(bias), running_mean, running_var,
+    y = autograd::NativeBatchNorm::forward(input.to(kFloat32), detail::to_float32(weight), detail::to_float32(bias),
+                                           running_mean, running_var,
                                            training, eps, &batch_mean, &batch_var)
             .to(input.dtype());
   } else {
@@ -334,7 +339,7 @@ TT_DECL Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const
 }
 TT_DECL Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
                          const Tensor& bias, double eps) {
-  if (Autocast ac(CastPolicy::Fp32, {&input, &weight, &bias}); ac.active())
+  if (amp::detail::Autocast ac(amp::CastPolicy::Fp32, {&input, &weight, &bias}); ac.active())
     return layer_norm(ac.cast(input), normalized_shape, ac.cast(weight), ac.cast(bias), eps);
   ops::check_device(input, "layer_norm");
   ops::check_same_device("layer_norm", input, weight, bias);
@@ -355,8 +360,8 @@ TT_DECL Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, co
              " (the input's), got ", dtype_name(t->dtype()));
   }
   if (is_reduced_floating_point(input.dtype())) {  // float16/bfloat16: computed in float32, rounded once
-    auto f32 = [](const Tensor& t) { return t.defined() ? t.to(kFloat32) : t; };
-    return autograd::NativeLayerNorm::forward(input.to(kFloat32), normalized_shape, f32(weight), f32(bias), eps)
+    return autograd::NativeLayerNorm::forward(input.to(kFloat32), normalized_shape, detail::to_float32(weight),
+                                              detail::to_float32(bias), eps)
         .to(input.dtype());
   }
   return autograd::NativeLayerNorm::forward(input, normalized_shape, weight, bias, eps);
@@ -365,7 +370,7 @@ TT_DECL Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, co
 // ---- convolution and pooling (autograd/functions/conv.hpp, ops/conv.hpp) --------------------------------
 TT_DECL Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Size2 stride,
                      Size2 padding, Size2 dilation, int64_t groups) {
-  if (Autocast ac(CastPolicy::LowerPrecisionFp, {&input, &weight, &bias}); ac.active())
+  if (amp::detail::Autocast ac(amp::CastPolicy::LowerPrecisionFp, {&input, &weight, &bias}); ac.active())
     return conv2d(ac.cast(input), ac.cast(weight), ac.cast(bias), stride, padding, dilation, groups);
   TT_CHECK(input.dim() == 3 || input.dim() == 4, "conv2d: Expected 3D (unbatched) or 4D (batched) input to conv2d, "
            "but got input of size: ", shape_str(input.sizes()));
@@ -989,7 +994,7 @@ TT_DECL Tensor dropout(const Tensor& x, double p, bool training, Generator* gen)
 TT_DECL Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                             const Tensor& attn_mask, double dropout_p, bool is_causal,
                                             std::optional<double> scale) {
-  if (Autocast ac(CastPolicy::LowerPrecisionFp, {&q, &k, &v, &attn_mask}); ac.active())
+  if (amp::detail::Autocast ac(amp::CastPolicy::LowerPrecisionFp, {&q, &k, &v, &attn_mask}); ac.active())
     return scaled_dot_product_attention(ac.cast(q), ac.cast(k), ac.cast(v), ac.cast(attn_mask), dropout_p, is_causal,
                                         scale);
   const char* op = "scaled_dot_product_attention";

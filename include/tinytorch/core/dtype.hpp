@@ -103,6 +103,18 @@ inline void check_fits(const char* op, double v, DType d) {
                         v, ")"));
 }
 
+/// v as a number of dtype d: rounded to nearest even for float32, float16 and bfloat16 (the value
+/// a 0-d tensor of that dtype would hold); float64 and int64: v unchanged. Used where a number
+/// joins a 16-bit op (ops/elementwise.hpp's scalar ops) and for clip_grad_norm_'s intermediates.
+inline double round_to(double v, DType d) {
+  switch (d) {
+    case DType::Float32: return static_cast<float>(v);
+    case DType::Float16: return static_cast<float>(Half(v));
+    case DType::BFloat16: return static_cast<float>(BFloat16(v));
+    default: return v;
+  }
+}
+
 /// PyTorch's error for a kernel without a 16-bit instantiation: "<op>" not implemented for 'Half'.
 [[noreturn]] inline void throw_not_implemented_for(const char* op, DType d) {
   throw Error(str_cat("\"", op, "\" not implemented for '", scalar_type_name(d), "'"));

@@ -37,7 +37,7 @@
 #include "init.hpp"
 #include "linear.hpp"
 #include "module.hpp"
-#include "../ops/dispatch.hpp"  // ops::check_same_device
+#include "../ops/same_device.hpp"  // ops::check_same_device (not dispatch.hpp: no Eigen here)
 #include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace nn {

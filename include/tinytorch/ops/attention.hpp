@@ -64,8 +64,8 @@ inline std::tuple<Tensor, Tensor, Tensor> attention_backward(const Tensor& dout0
                                                              double scale, bool causal) {
   if (is_reduced_floating_point(q0.dtype())) {  // computed in float32, each gradient rounded once
     const DType dt = q0.dtype();
-    auto f32 = [](const Tensor& t) { return to_dtype(t, kFloat32); };
-    auto [dq, dk, dv] = attention_backward(f32(dout0), f32(q0), f32(k0), f32(v0), f32(out0), lse, scale, causal);
+    auto [dq, dk, dv] = attention_backward(to_float32(dout0), to_float32(q0), to_float32(k0), to_float32(v0),
+                                           to_float32(out0), lse, scale, causal);
     return {to_dtype(dq, dt), to_dtype(dk, dt), to_dtype(dv, dt)};
   }
   const Tensor dout = contiguous(dout0), q = contiguous(q0), k = contiguous(k0), v = contiguous(v0),

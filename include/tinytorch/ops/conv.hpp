@@ -119,8 +119,9 @@ inline Tensor conv2d_impl(const Tensor& x0, const Tensor& w0, const Tensor& b0, 
                           Size2 dilation, int64_t groups, bool naive) {
   const auto g = conv2d_geometry(x0, w0, b0, stride, padding, dilation, groups);  // checks the dtypes too
   if (is_reduced_floating_point(x0.dtype())) {  // computed in float32, rounded once (as PyTorch 2.x)
-    auto f32 = [](const Tensor& t) { return t.defined() ? ops::to_dtype(t, kFloat32) : t; };
-    return ops::to_dtype(conv2d_impl(f32(x0), f32(w0), f32(b0), stride, padding, dilation, groups, naive), x0.dtype());
+    using ops::to_float32;
+    return ops::to_dtype(conv2d_impl(to_float32(x0), to_float32(w0), to_float32(b0), stride, padding, dilation, groups, naive),
+                         x0.dtype());
   }
   const Tensor x = contiguous(x0), w = contiguous(w0), b = b0.defined() ? contiguous(b0) : b0;
   Tensor y = make_tensor({g.N, g.C_out, g.H_out, g.W_out}, x.dtype());

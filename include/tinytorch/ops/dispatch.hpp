@@ -51,6 +51,7 @@
 #include "../core/check.hpp"
 #include "../core/config.hpp"
 #include "../tensor.hpp"
+#include "same_device.hpp"
 #if TINYTORCH_WITH_CUDA
 #include "../backend/cuda/attention.cuh"
 #include "../backend/cuda/elementwise.cuh"
@@ -392,21 +393,7 @@ inline void check_cpu_only(const Tensor& t, const char* op) {
   if (!t.device().is_cpu()) backend::dispatch::throw_not_on_cuda(op, t.device());
 }
 
-/// Throws PyTorch's error unless every defined tensor is on one device:
-///   "<op>: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
-/// (the first tensor's device, then the first that differs). Undefined tensors are skipped.
-/// PyTorch lets a 0-d CPU tensor join a CUDA op as a scalar; tinytorch does not (yet).
-template <class... Ts>
-void check_same_device(const char* op, const Ts&... tensors) {
-  std::optional<Device> first;
-  auto one = [&](const Tensor& t) {
-    if (!t.defined()) return;
-    if (!first) { first = t.device(); return; }
-    TT_CHECK(t.device() == *first, op, ": Expected all tensors to be on the same device, but found at least two "
-             "devices, ", first->str(), " and ", t.device().str(), "!");
-  };
-  (one(tensors), ...);
-}
+// check_same_device(op, tensors...): ops/same_device.hpp.
 
 
 

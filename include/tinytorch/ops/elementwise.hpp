@@ -170,8 +170,7 @@ Tensor scalar(const Tensor& a0, double s, F f, const char* op) {
     // computed in float32 and rounded once, with s first rounded to a0's dtype: the number joins
     // the op as a 0-d tensor of that dtype would (PyTorch 1.13's kernels; 2.x keeps s as a float
     // in mul and div, so x * 0.1 can differ there by one unit in the last place)
-    const double sn = a0.dtype() == kFloat16 ? static_cast<float>(Half(s)) : static_cast<float>(BFloat16(s));
-    return to_dtype(scalar(to_dtype(a0, kFloat32), sn, f, op), a0.dtype());
+    return to_dtype(scalar(to_float32(a0), ::tinytorch::detail::round_to(s, a0.dtype()), f, op), a0.dtype());
   }
   bool to_float = a0.dtype() == kInt64 && s != std::floor(s);
   const Tensor a = contiguous(to_float ? to_dtype(a0, kFloat32) : a0);
@@ -462,8 +461,7 @@ inline Tensor clamp_tensor(const Tensor& x, const Tensor& lo, const Tensor& hi, 
   const Tensor& h = hi.defined() ? hi : x;
   const DType dt = result_type({&x, &l, &h});
   if (is_reduced_floating_point(dt)) {  // computed in float32, rounded once
-    auto f32 = [](const Tensor& t) { return t.defined() ? to_dtype(t, kFloat32) : t; };
-    return to_dtype(clamp_tensor(f32(x), f32(lo), f32(hi), op), dt);
+    return to_dtype(clamp_tensor(to_float32(x), to_float32(lo), to_float32(hi), op), dt);
   }
   const Shape shape = broadcast_shapes3(x.sizes(), l.sizes(), h.sizes(), op, "input", lo.defined() ? "min" : "input",
                                         hi.defined() ? "max" : "input");

@@ -178,6 +178,10 @@ inline Tensor to_dtype(const Tensor& t, DType dtype) {
   return out;
 }
 
+/// to_dtype(t, kFloat32), and an undefined t (an absent bias or bound) stays undefined: how a
+/// float16/bfloat16 op hands its operands to the float32 kernel (ops/dispatch.hpp).
+inline Tensor to_float32(const Tensor& t) { return t.defined() ? to_dtype(t, kFloat32) : t; }
+
 /// The same values on `device` (Tensor::to(Device), not differentiable here): `t` itself when it is
 /// already there, as PyTorch's to() returns self; else a dense copy: a strided source is made
 /// contiguous on its own device first (copy kernel), then one runtime memcpy (host to device,

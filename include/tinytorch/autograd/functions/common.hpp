@@ -51,8 +51,8 @@ Tensor pointwise3(const Tensor& a, const Tensor& b, const Tensor& c, F f, const 
   const Shape shape = shape0 ? *shape0 : a.sizes();
   const DType odt = out_dtype ? *out_dtype : a.dtype();
   if (is_reduced_floating_point(a.dtype())) {  // float16/bfloat16: computed in float32, rounded once
-    auto f32 = [](const Tensor& t) { return ops::to_dtype(t, kFloat32); };
-    const Tensor r = pointwise3(f32(a), f32(b), f32(c), f, op, shape, odt == kInt64 ? kInt64 : kFloat32);
+    using ops::to_float32;
+    const Tensor r = pointwise3(to_float32(a), to_float32(b), to_float32(c), f, op, shape, odt == kInt64 ? kInt64 : kFloat32);
     return odt == kInt64 ? r : ops::to_dtype(r, odt);
   }
   Tensor out = ops::make_tensor(shape, odt, dev);

@@ -55,15 +55,7 @@ inline double vector_norm(const Tensor& g, double p) {
   return std::pow(s, 1.0 / p);
 }
 
-/// v rounded to dtype d (a float32 result is a float32 number, as PyTorch's tensors are).
-inline double round_to(double v, DType d) {
-  switch (d) {
-    case kFloat32: return static_cast<float>(v);
-    case kFloat16: return static_cast<float>(Half(v));
-    case kBFloat16: return static_cast<float>(BFloat16(v));
-    default: return v;
-  }
-}
+// round_to(v, dtype): core/dtype.hpp.
 
 }  // namespace detail
 TT_DECL Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type,
@@ -88,11 +80,11 @@ TT_DECL Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max
       Tensor np = norm_type == 1 ? n : n.pow(norm_type);
       acc = acc.defined() ? acc + np : np;
     }
-    total = detail::round_to(acc.pow(1.0 / norm_type).item<double>(), dt);
+    total = ::tinytorch::detail::round_to(acc.pow(1.0 / norm_type).item<double>(), dt);
   } else {
     std::vector<double> norms;  // one per gradient, each rounded to its tensor's dtype
-    for (const Tensor& g : grads) norms.push_back(detail::round_to(detail::vector_norm(g, norm_type), g.dtype()));
-    total = detail::round_to(detail::vector_norm(tensor(norms, kFloat64), norm_type), dt);
+    for (const Tensor& g : grads) norms.push_back(::tinytorch::detail::round_to(detail::vector_norm(g, norm_type), g.dtype()));
+    total = ::tinytorch::detail::round_to(detail::vector_norm(tensor(norms, kFloat64), norm_type), dt);
   }
   TT_CHECK(!error_if_nonfinite || std::isfinite(total), "clip_grad_norm_: The total norm of order ",
            detail::python_float(norm_type), " for gradients from `parameters` is non-finite, so it cannot be "
@@ -102,8 +94,8 @@ TT_DECL Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max
   double coef = 0;
   dispatch_floating(is_reduced_floating_point(dt) ? kFloat32 : dt, "clip_grad_norm_", [&](auto tag) {
     using T = typename decltype(tag)::type;  // float16/bfloat16: in float, each op's result rounded to dt
-    const T d = static_cast<T>(detail::round_to(static_cast<T>(total) + static_cast<T>(1e-6), dt));
-    const T c = static_cast<T>(detail::round_to(static_cast<T>(max_norm) / d, dt));
+    const T d = static_cast<T>(::tinytorch::detail::round_to(static_cast<T>(total) + static_cast<T>(1e-6), dt));
+    const T c = static_cast<T>(::tinytorch::detail::round_to(static_cast<T>(max_norm) / d, dt));
     coef = static_cast<double>(c < T(1) || std::isnan(c) ? c : T(1));  // torch.clamp(max=1): nan stays nan
   });
   NoGradGuard ng;
