@@ -90,7 +90,8 @@
 //   PyTorch's recipes). The scaler's state is saved as scaler.<key> (0-d float64) with --save.
 // --comm-hook fp16|bf16 (under mpirun): DDP all-reduces its buckets in float16 / bfloat16
 //   (dist::default_hooks::fp16_compress_hook / bf16_compress_hook: half the bytes on the wire; the
-//   float32 gradients are rounded to 16 bits, divided by N there, summed, and cast back).
+//   float32 gradients are rounded to 16 bits, divided by N there, summed, and cast back). An error
+//   at world size 1 and with --dp, where there is no all-reduce to compress.
 // Chapters: chapters/01-training-loop.md, 03-optimizers.md (--save/--resume), 05-data-parallel.md,
 // 06-distributed-data-parallel.md, 08-large-batch.md, 13-sharding.md (--zero).
 // Reference: PyTorch's DDP tutorial (DistributedSampler + DDP); Goyal et al., "Accurate, Large
@@ -362,6 +363,10 @@ int run(const Config& cfg) {
            ": Conv2d and MaxPool2d have no CUDA kernels yet; use --model mlp");
   if (is_main && device.is_cuda()) std::printf("%s\n", examples::describe_device(device).c_str());
   model->to(device);
+  // --comm-hook changes how DDP reduces its buckets: with nothing to reduce it would do nothing.
+  TT_CHECK(cfg.comm_hook.empty() || (distributed && cfg.dp == 0), "--comm-hook ", cfg.comm_hook,
+           " compresses DDP's all-reduces and needs mpirun with at least 2 ranks (world size here: ", world,
+           cfg.dp > 0 ? "; not with --dp" : "", ")");
   std::shared_ptr<tt::nn::Module> net;
   if (cfg.dp > 0) {
     net = std::make_shared<tt::nn::DataParallel>(model, std::vector<tt::Device>(cfg.dp, tt::Device::cpu()));

@@ -143,7 +143,7 @@ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 /// float16/bfloat16: each element in float32, rounded once (process_group.hpp's reduce_16bit).
 template <typename T>
 inline void reduce_into(T* __restrict dst, const T* __restrict src, int64_t n, ReduceOp op) {
-  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {  // (is_16bit_v, below)
     reduce_16bit(src, dst, n, op);
   } else {
     int64_t i = 0;
@@ -166,6 +166,20 @@ inline void reduce_into(T* __restrict dst, const T* __restrict src, int64_t n, R
 template <typename T>
 inline void divide_all(T* x, int64_t n, int world) {
   divide_by(x, n, dtype_of<T>(), world);
+}
+
+/// ReduceOp::AVG: float32/float64 divide the sum by N at the end (avg_after); float16/bfloat16
+/// divide each rank's values by N before the sum (avg_before), as the process group and NCCL's
+/// ncclAvg do, so that a sum beyond the type's range still averages to a number in it.
+template <typename T>
+constexpr bool is_16bit_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+template <typename T>
+inline void avg_before(T* x, int64_t n, ReduceOp op, int world) {
+  if (is_16bit_v<T> && op == ReduceOp::AVG) divide_all(x, n, world);
+}
+template <typename T>
+inline bool avg_after(ReduceOp op) {
+  return !is_16bit_v<T> && op == ReduceOp::AVG;
 }
 
 /// Scratch memory for received segments: one 64-byte aligned block per thread, grown on demand
@@ -345,6 +359,7 @@ CommStats ring_all_reduce(T* x, int64_t count, ReduceOp op = ReduceOp::SUM, cons
   CommStats st;
   const int N = ch.world, r = ch.rank;
   if (N == 1 || count == 0) return st;
+  detail::avg_before(x, count, op, N);
 
   const std::vector<int64_t> off = detail::chunk_offsets(count, N);  // chunk c: [off[c], off[c+1])
   auto len = [&](int c) { return off[c + 1] - off[c]; };
@@ -362,7 +377,7 @@ CommStats ring_all_reduce(T* x, int64_t count, ReduceOp op = ReduceOp::SUM, cons
     st.steps += 1;
   }
   const int mine = (r + 1) % N;  // the chunk this rank has completed
-  if (op == ReduceOp::AVG) detail::divide_all(x + off[mine], len(mine), N);
+  if (detail::avg_after<T>(op)) detail::divide_all(x + off[mine], len(mine), N);
 
   // Phase 2, all-gather: pass the completed chunks around; each step overwrites one chunk.
   for (int s = 0; s < N - 1; ++s) {
@@ -392,6 +407,7 @@ CommStats parameter_server_all_reduce(T* x, int64_t count, ReduceOp op = ReduceO
   CommStats st;
   const int N = ch.world;
   if (N == 1 || count == 0) return st;
+  detail::avg_before(x, count, op, N);
 
 #if TINYTORCH_WITH_MPI
   constexpr int server = 0;
@@ -400,7 +416,7 @@ CommStats parameter_server_all_reduce(T* x, int64_t count, ReduceOp op = ReduceO
       detail::recv_reduce(ch, x, count, w, op, st);
       st.steps += 1;
     }
-    if (op == ReduceOp::AVG) detail::divide_all(x, count, N);
+    if (detail::avg_after<T>(op)) detail::divide_all(x, count, N);
     for (int w = 1; w < N; ++w) {  // broadcast, point-to-point
       detail::send_all(ch, x, count, w, ch.copy_seg, st);
       st.steps += 1;
@@ -427,6 +443,7 @@ CommStats tree_all_reduce(T* x, int64_t count, ReduceOp op = ReduceOp::SUM, cons
   CommStats st;
   const int N = ch.world, r = ch.rank;
   if (N == 1 || count == 0) return st;
+  detail::avg_before(x, count, op, N);
 
   // Reduce. Round k (mask = 2^k): a rank whose bit k is set sends its partial sum to its parent
   // r - mask and is done; a rank whose bit k is clear adds in the partial sum of child r + mask.
@@ -443,7 +460,7 @@ CommStats tree_all_reduce(T* x, int64_t count, ReduceOp op = ReduceOp::SUM, cons
       st.steps += 1;
     }
   }
-  if (r == 0 && op == ReduceOp::AVG) detail::divide_all(x, count, N);
+  if (r == 0 && detail::avg_after<T>(op)) detail::divide_all(x, count, N);
 
   // Broadcast back down the same edges: receive from the parent r - lowbit(r), then send to the
   // children r + mask for every power of two mask below lowbit(r), the farthest first.

@@ -477,15 +477,16 @@ class DistributedDataParallel : public nn::Module {
     ProcessGroup& g = *reducer.main_pg;
     const char* op = "DistributedDataParallel::register_comm_hook";
     detail::throw_if_any_rank(g, static_cast<bool>(reducer.comm_hook),
-                              "register_comm_hook or register_builtin_comm_hook can only be called once.");
+                              "register_comm_hook or register_builtin_comm_hook can only be called once.", op);
     detail::throw_if_any_rank(g, reducer.expect_hooks,
                               ::tinytorch::detail::str_cat(op, ": called between a synced forward and the end of "
-                                                           "its backward; register the hook before training"));
+                                                           "its backward; register the hook before training"),
+                              op);
     static const char* const names[] = {"", "allreduce_hook", "fp16_compress_hook", "bf16_compress_hook",
                                         "a custom hook"};
     if (g.size() > 1) {
       std::vector<int64_t> ids(static_cast<size_t>(g.size()));
-      g.all_gather(ids.data(), &id, 1, kInt64, Completion::Blocking);
+      g.all_gather(ids.data(), &id, 1, kInt64, Completion::Blocking, op);
       for (int r = 1; r < g.size(); ++r)
         detail::check(ids[static_cast<size_t>(r)] == ids[0], op, ": every rank must register the same hook, but rank 0 registers ",
                       names[ids[0]], " and rank ", r, " ", names[ids[static_cast<size_t>(r)]]);

@@ -83,14 +83,16 @@ inline std::string broadcast_string(ProcessGroup& g, const std::string& s, int r
 /// share); if some did, every rank throws the same tinytorch::Error: the message of the lowest
 /// failing rank, followed by " (on rank r)". A collective (two all-reduces, and a broadcast when
 /// some failed), so a local error does not leave the other ranks waiting in the next collective.
-inline void throw_if_any_rank(ProcessGroup& g, bool failed, const std::string& message) {
+/// `op` names the check in a timeout report (a rank that never made it).
+inline void throw_if_any_rank(ProcessGroup& g, bool failed, const std::string& message,
+                              const char* op = "throw_if_any_rank") {
   if (g.size() == 1) {
     if (failed) throw_error(message);
     return;
   }
   int64_t v[2] = {failed ? g.rank() : g.size(), failed ? 1 : 0};  // the lowest failing rank; how many failed
-  g.all_reduce(&v[0], 1, kInt64, ReduceOp::MIN, Completion::Blocking);
-  g.all_reduce(&v[1], 1, kInt64, ReduceOp::SUM, Completion::Blocking);
+  g.all_reduce(&v[0], 1, kInt64, ReduceOp::MIN, Completion::Blocking, op);
+  g.all_reduce(&v[1], 1, kInt64, ReduceOp::SUM, Completion::Blocking, op);
   if (v[1] == 0) return;
   if (v[1] == g.size()) throw_error(message);
   const int r = static_cast<int>(v[0]);

@@ -107,7 +107,11 @@ enum class Backend { MPI, NCCL };
 ///   MAX  x = max_r x_r
 ///   MIN  x = min_r x_r        (MPI_MIN, as MAX is MPI_MAX)
 /// float16/bfloat16 (which MPI lacks) reduce with a user-defined MPI_Op that adds in float32 and
-/// rounds after each hop (reduce_16bit below), as NCCL and gloo do.
+/// rounds after each hop (reduce_16bit below), as NCCL and gloo do. Their AVG divides each rank's
+/// value by N *before* the sum (rounded once), as NCCL's ncclAvg (a pre-multiplied sum) does: the
+/// average of values whose sum would overflow (2 x 60000 > 65504 in float16) stays in range.
+/// (Both ranks' dtypes travel as 16-bit words: a rank passing float16 where another passes
+/// bfloat16 reduces garbage; TINYTORCH_DISTRIBUTED_DEBUG=DETAIL names the mismatch instead.)
 enum class ReduceOp { SUM, AVG, MAX, MIN };
 
 /// How a ProcessGroup collective returns: Blocking (the data has moved when it returns; the
@@ -307,7 +311,8 @@ struct Fingerprint {
     static const char* algorithms[] = {"", "ring", "parameter_server", "tree"};
     const std::string seqs = "sequence number " + std::to_string(seq);
     const std::string elems = std::to_string(count) + " " +
-                              (dtype >= 0 && dtype <= 2 ? dtype_name(static_cast<DType>(dtype)) : std::string("?")) +
+                              (dtype >= 0 && dtype <= static_cast<int64_t>(DType::BFloat16) ? dtype_name(static_cast<DType>(dtype))
+                                                                     : std::string("?")) +
                               " elements";
     const std::string rop = reduce_op >= 0 && reduce_op <= 3 ? reduce_op_name(static_cast<ReduceOp>(reduce_op)) : "?";
     switch (static_cast<OpType>(type)) {
@@ -555,6 +560,7 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
     const int n = static_cast<int>(count);
     const MPI_Datatype t = detail::mpi_datatype(dtype);
     const MPI_Op mop = detail::mpi_op(op, dtype);
+    if (premultiplied_avg(op, dtype)) detail::divide_by(buf, count, dtype, size_);
     return issue(fp, name, how, average_after(op, buf, count, dtype), "MPI_Allreduce",
                  [&] { return MPI_Allreduce(MPI_IN_PLACE, buf, n, t, mop, comm_); }, "MPI_Iallreduce",
                  [&](MPI_Request* r) { return MPI_Iallreduce(MPI_IN_PLACE, buf, n, t, mop, comm_, r); });
@@ -630,9 +636,18 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
     const int n = static_cast<int>(count);
     const MPI_Datatype t = detail::mpi_datatype(dtype);
     const MPI_Op mop = detail::mpi_op(op, dtype);
-    return issue(fp, name, how, average_after(op, out, count, dtype), "MPI_Reduce_scatter_block",
-                 [&] { return MPI_Reduce_scatter_block(in, out, n, t, mop, comm_); }, "MPI_Ireduce_scatter_block",
-                 [&](MPI_Request* r) { return MPI_Ireduce_scatter_block(in, out, n, t, mop, comm_, r); });
+    std::shared_ptr<std::vector<char>> scaled;  // 16-bit AVG: a copy of the input divided by N
+    if (premultiplied_avg(op, dtype)) {
+      scaled = std::make_shared<std::vector<char>>(static_cast<const char*>(in),
+                                                   static_cast<const char*>(in) + bytes * static_cast<size_t>(size_));
+      detail::divide_by(scaled->data(), count * size_, dtype, size_);
+      in = scaled->data();
+    }
+    Work w = issue(fp, name, how, average_after(op, out, count, dtype), "MPI_Reduce_scatter_block",
+                   [&] { return MPI_Reduce_scatter_block(in, out, n, t, mop, comm_); }, "MPI_Ireduce_scatter_block",
+                   [&](MPI_Request* r) { return MPI_Ireduce_scatter_block(in, out, n, t, mop, comm_, r); });
+    if (scaled) w.attach(scaled);  // alive until an asynchronous reduce-scatter completes
+    return w;
 #else
     (void)how, (void)fp;
     return Work();
@@ -885,8 +900,13 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
 #if TINYTORCH_WITH_MPI
   /// The step after the data has arrived: AVG is MPI's SUM, then x[i] /= N (MPI has no
   /// average); nothing for the other ops.
+  /// AVG of float16/bfloat16: each rank divides by N before the SUM (see ReduceOp), nothing after.
+  static bool premultiplied_avg(ReduceOp op, DType dtype) {
+    return op == ReduceOp::AVG && is_reduced_floating_point(dtype);
+  }
+
   std::function<void()> average_after(ReduceOp op, void* x, int64_t count, DType dtype) const {
-    if (op != ReduceOp::AVG) return nullptr;
+    if (op != ReduceOp::AVG || premultiplied_avg(op, dtype)) return nullptr;
     return [x, count, dtype, n = size_] { detail::divide_by(x, count, dtype, n); };
   }
 

@@ -741,6 +741,12 @@ struct Reducer {
       pnames += (pnames.empty() ? "" : ", ") + names[i];
     }
     if (find_unused) std::fill(local_used.begin(), local_used.end(), 0);
+    if (indices.empty())  // every gradient arrived: the reduction itself failed (a hook's error, ...)
+      detail::throw_error(::tinytorch::detail::str_cat(
+          "DistributedDataParallel: Expected to have finished reduction in the prior iteration before starting a "
+          "new one. Every parameter received its gradient on rank ", rank, ", but the reduction of the previous "
+          "backward did not complete: it failed with the error that backward threw (on this rank or another). "
+          "The next iteration starts afresh."));
     detail::throw_error(::tinytorch::detail::str_cat(
         "DistributedDataParallel: Expected to have finished reduction in the prior iteration before starting a "
         "new one. This error indicates that your module has parameters that were not used in producing loss. "
