@@ -366,7 +366,8 @@ int run(const Config& cfg) {
   // --comm-hook changes how DDP reduces its buckets: with nothing to reduce it would do nothing.
   TT_CHECK(cfg.comm_hook.empty() || (distributed && cfg.dp == 0), "--comm-hook ", cfg.comm_hook,
            " compresses DDP's all-reduces and needs mpirun with at least 2 ranks (world size here: ", world,
-           cfg.dp > 0 ? "; not with --dp" : "", ")");
+           cfg.dp > 0 ? "; not with --dp" : "", "), e.g. scripts/mpirun.sh -np 2 build/bin/train_mnist --comm-hook ",
+           cfg.comm_hook);
   std::shared_ptr<tt::nn::Module> net;
   if (cfg.dp > 0) {
     net = std::make_shared<tt::nn::DataParallel>(model, std::vector<tt::Device>(cfg.dp, tt::Device::cpu()));
@@ -381,6 +382,9 @@ int run(const Config& cfg) {
     auto ddp = std::make_shared<dist::DistributedDataParallel>(model, ddp_options);
     if (cfg.comm_hook == "fp16") ddp->register_comm_hook(nullptr, dist::default_hooks::fp16_compress_hook);
     if (cfg.comm_hook == "bf16") ddp->register_comm_hook(nullptr, dist::default_hooks::bf16_compress_hook);
+    if (is_main && !cfg.comm_hook.empty())
+      std::printf("DDP communication hook: %s_compress_hook (gradients all-reduced in %s)\n", cfg.comm_hook.c_str(),
+                  cfg.comm_hook == "fp16" ? "float16" : "bfloat16");
     net = ddp;
   }
 
