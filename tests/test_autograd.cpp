@@ -299,6 +299,8 @@ TEST_CASE("gradients accumulate over two backward calls", "[ch02][autograd]") {
   x.sum().backward();
   CHECK(vals(x.grad()) == std::vector<double>{1, 1, 1});
   REQUIRE_THROWS_WITH(x.set_grad(ones({2})), Contains("assigned grad has data of a different size ([2] vs [3])"));
+  REQUIRE_THROWS_WITH(x.set_grad(ones({3}, kFloat64)),  // PyTorch: "assigned grad has data of a different type"
+                      Contains("assigned grad has data of a different type (torch.float64 vs torch.float32)"));
 }
 
 TEST_CASE("diamonds and reused leaves get every contribution", "[ch02][autograd]") {

@@ -17,10 +17,12 @@
 #include <zlib.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -250,6 +252,16 @@ TEST_CASE("int64 with a floating scalar: float32 out of place, PyTorch's error i
   CHECK_THROWS_WITH(g.fill_(std::nan("")), Contains(ref::error_fill_overflow));
   CHECK_THROWS_WITH(full({1}, 1e30, kInt64), Contains("full: value cannot be converted to type int64_t without overflow (got 1e+30)"));
   CHECK_THROWS_WITH(tensor({1e30}, kInt64), Contains("tensor: value cannot be converted to type int64_t without overflow (got 1e+30)"));
+  // float32: a finite number beyond 3.4028e38 is PyTorch's error too, not a silent inf
+  CHECK_THROWS_WITH(full({1}, 1e39), "full: value cannot be converted to type float without overflow (got 1e+39)");
+  CHECK_THROWS_WITH(zeros({2}).fill_(-1e39), "fill_: value cannot be converted to type float without overflow (got -1e+39)");
+  CHECK(std::isinf(full({1}, std::numeric_limits<double>::infinity()).item<float>()));
+  CHECK(full({1}, 3.4028234663852886e38).item<float>() == std::numeric_limits<float>::max());
+  // item<int64_t>() of a float that int64 cannot hold: PyTorch's checked_convert error, not UB
+  CHECK_THROWS_WITH(tensor({std::nan("")}).item<int64_t>(), "item: value cannot be converted to type int64_t without overflow (got nan)");
+  CHECK_THROWS_WITH(tensor({0x1p63}, kFloat64).item<int64_t>(), Contains("item: value cannot be converted to type int64_t without overflow"));
+  CHECK(tensor({-0x1p63}, kFloat64).item<int64_t>() == std::numeric_limits<int64_t>::min());
+  CHECK(tensor({-2.9}).item<int64_t>() == -2);
   // float tensors are unchanged by all this
   Tensor h = tensor({1.5});
   h.add_(1);

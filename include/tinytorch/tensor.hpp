@@ -158,6 +158,9 @@ class Tensor {
   Tensor& requires_grad_(bool requires_grad = true);
   /// The accumulated gradient (undefined until a backward reaches this leaf).
   Tensor grad() const;
+  /// Sets .grad (PyTorch's `x.grad = g`); an undefined g clears it. Throws tinytorch::Error when g
+  /// differs from this tensor in shape, device or dtype (PyTorch's "assigned grad has data of a
+  /// different size / type", "... located on a different device").
   void set_grad(const Tensor& g);
   const std::shared_ptr<autograd::Node>& grad_fn() const;
   /// Leaves are tensors the user created (no grad_fn). Gradients accumulate in leaves' .grad.

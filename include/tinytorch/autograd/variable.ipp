@@ -46,6 +46,8 @@ TT_DECL void Tensor::set_grad(const Tensor& g) {
              shape_str(g.sizes()), " vs ", shape_str(sizes()), ")");
     TT_CHECK(g.device() == device(), "set_grad: assigned grad has data located on a different device (",
              g.device().str(), " vs ", device().str(), ")");
+    TT_CHECK(g.dtype() == dtype(), "set_grad: assigned grad has data of a different type (", dtype_name(g.dtype()),
+             " vs ", dtype_name(dtype()), ")");
   }
   checked()->grad = g.impl_ptr();
 }

@@ -91,16 +91,18 @@ template <> constexpr DType dtype_of<Half>() { return DType::Float16; }
 template <> constexpr DType dtype_of<BFloat16>() { return DType::BFloat16; }
 
 namespace detail {
-/// PyTorch's check when a number becomes a float16/bfloat16 value (full, fill_; c10's
-/// checked_convert): a finite value beyond the type's largest (65504; 3.3895e38) throws
-/// "<op>: value cannot be converted to type at::Half without overflow"; inf and NaN are kept.
-/// Other dtypes: no check.
+/// PyTorch's check when a number becomes a float32/float16/bfloat16 value (full, fill_; c10's
+/// checked_convert): a finite value beyond the type's largest (3.4028e38; 65504; 3.3895e38)
+/// throws "<op>: value cannot be converted to type float without overflow" (at::Half,
+/// at::BFloat16 for the 16-bit types); inf and NaN are kept. float64 and int64: no check here.
 inline void check_fits(const char* op, double v, DType d) {
-  if (!is_reduced_floating_point(d) || !(v == v) || v == 1.0 / 0.0 || v == -1.0 / 0.0) return;
-  const double max = d == DType::Float16 ? 65504.0 : 3.3895313892515355e38;
+  if (!(is_reduced_floating_point(d) || d == DType::Float32) || !(v == v) || v == 1.0 / 0.0 || v == -1.0 / 0.0)
+    return;
+  const double max = d == DType::Float16 ? 65504.0 : d == DType::BFloat16 ? 3.3895313892515355e38 : 3.4028234663852886e38;
   if (v > max || v < -max)
-    throw Error(str_cat(op, ": value cannot be converted to type at::", scalar_type_name(d), " without overflow (got ",
-                        v, ")"));
+    throw Error(str_cat(op, ": value cannot be converted to type ",
+                        d == DType::Float32 ? std::string("float") : "at::" + std::string(scalar_type_name(d)),
+                        " without overflow (got ", v, ")"));
 }
 
 /// v as a number of dtype d: rounded to nearest even for float32, float16 and bfloat16 (the value

@@ -62,8 +62,9 @@ TT_DECL Tensor empty(const Shape& shape, TensorOptions o) {
 }
 /// An int64 tensor gets the exact integer (full({1}, INT64_MAX, kInt64)); a floating value is
 /// truncated toward zero for int64, and one beyond int64's range throws (Scalar::to_int64).
-/// float16/bfloat16: a finite value beyond the type's largest (65504; 3.39e38) throws PyTorch's
-/// "value cannot be converted to type at::Half without overflow" (inf and NaN are kept).
+/// float32/float16/bfloat16: a finite value beyond the type's largest (3.40e38; 65504; 3.39e38)
+/// throws PyTorch's "value cannot be converted to type float (at::Half) without overflow" (inf
+/// and NaN are kept).
 TT_DECL Tensor full(const Shape& shape, Scalar value, TensorOptions o) {
   tinytorch::detail::check_fits("full", value.to_double(), o.dtype_);
   Tensor t = ops::make_tensor(shape, o.dtype_, o.device_);

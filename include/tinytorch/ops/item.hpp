@@ -15,6 +15,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "../tensor.hpp"
@@ -33,13 +35,24 @@ struct ElementBytes {
 TT_DECL ElementBytes read_element(const Tensor& t, int64_t offset, const char* op);
 /// t's elements in row-major order in a contiguous CPU tensor (t itself when it already is one).
 TT_DECL Tensor host_contiguous(const Tensor& t);
-/// The element read_element copied, converted to T with static_cast (as torch's item()).
+/// The element read_element copied, converted to T with static_cast (as torch's item()). A
+/// floating value read as an integer type must fit it (NaN, inf and 1e30 do not): PyTorch's
+/// checked_convert error, "<op>: value cannot be converted to type int64_t without overflow",
+/// instead of an out-of-range conversion (undefined behaviour in C++).
 template <typename T> T element_as(const Tensor& t, int64_t offset, const char* op) {
   const ElementBytes b = read_element(t, offset, op);
   return dispatch_all(t.dtype(), [&](auto tag) -> T {
     using S = typename decltype(tag)::type;
     S v;
     std::memcpy(&v, b.bytes, sizeof(S));
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_integral_v<S>) {
+      const double d = static_cast<double>(v);
+      // T's range as [lo, hi): min (0 or -2^(bits-1)) and max + 1 (a power of two), exact doubles
+      constexpr double lo = static_cast<double>(std::numeric_limits<T>::min());
+      constexpr double hi = (static_cast<double>(std::numeric_limits<T>::max() / 2) + 1.0) * 2.0;
+      TT_CHECK(d >= lo && d < hi, op, ": value cannot be converted to type ",  // false for NaN too
+               std::is_same_v<T, int64_t> ? "int64_t" : "an integer type", " without overflow (got ", d, ")");
+    }
     return static_cast<T>(v);
   });
 }
