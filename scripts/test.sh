@@ -57,9 +57,16 @@
 # 11: float16/bfloat16, autocast, GradScaler, train_mnist --amp on 1 and 2 ranks, bench_amp in
 # chapter 11's checks; the examples' header-only twins cut from 13 to 3, about 2.5 min of CPU
 # saved): 44 min 52 s wall, 64 min 46 s of user CPU, TSan 25/25, ASan+fuzz 68/68, main 264/264,
-# with about a minute of another compile of mine on the cores meanwhile. That is the budget: the
-# next addition must first take time out (candidates: the nvcc compile of tinytorch.cu and
-# test_cuda_nvcc, which only prove that nvcc compiles here; the TSan stage's simulator suite). Earlier, eb019c8 (load about 2):
+# with about a minute of another compile of mine on the cores meanwhile: at the budget. Then, with
+# each TU's CPU measured by a compiler launcher (the largest: the simulator's library, 208 s at
+# -O3; tinytorch.cu under nvcc 134 s; test_cuda_nvcc 82 s; the consumer projects' -O2 builds
+# inside ctest, about 130 s), time was taken out: the simulator's library at -O1, nvcc without a
+# GPU PTX-only with the host side at -O0 (nvcc_args below), the consumers at -O0. 12eaf4c (chapter
+# 11.7: 16-bit collectives, DDP comm hooks, 5 more MPI test cases): 41 min 54 s wall, 59 min 38 s
+# of user CPU, TSan 25/25, ASan+fuzz 69/69, main 267/267 (a nice'd helper compiled about 3 min of
+# CPU alongside); 4949849 (also: the header checks with -fsyntax-only, three errors PyTorch raises):
+# 40 min 56 s wall, 59 min 16 s of user CPU, TSan 25/25, ASan+fuzz 69/69, main 267/267, idle
+# machine. Earlier, eb019c8 (load about 2):
 # 25 min 7 s wall, 37 min of user CPU (8552c01 earlier that day: 24 min 30 s). Steps 2-3: the
 # main build and TSan in ~13 min; steps 4+5 ~4 min of build and a 3.6-min ctest; step 6's ctest
 # 4.1 min. What keeps it there: the library's bodies are compiled once per build mode
