@@ -658,8 +658,11 @@ void backward_both(dist::DistributedDataParallel& ddp, nn::Module& local, tinyto
 
 /// |got - exact sum| within the roundings of N - 1 hops of a 16-bit sum: each hop rounds to
 /// nearest, an error of at most eps/2 of the partial sum's magnitude (<= sum of |terms|), plus
-/// half the smallest subnormal per hop. `terms`: this rank's 16-bit terms; got: the reduced ones.
-void check_16bit_sum(const Tensor& got, const Tensor& terms, double eps, double tiny) {
+/// half the smallest subnormal per hop (eps and that subnormal: float16 2^-10 and 2^-24, bfloat16
+/// 2^-7 and 2^-133). `terms`: this rank's 16-bit terms; got: the reduced ones.
+void check_16bit_sum(const Tensor& got, const Tensor& terms) {
+  const bool fp16 = terms.dtype() == tinytorch::kFloat16;
+  const double eps = fp16 ? 0x1p-10 : 0x1p-7, tiny = fp16 ? 0x1p-25 : 0x1p-134;
   const int N = dist::get_world_size();
   Tensor exact = terms.to(tinytorch::kFloat64).contiguous();
   Tensor mag = terms.to(tinytorch::kFloat64).abs().contiguous();
@@ -705,8 +708,7 @@ TEST_CASE("DDP with float16 and bfloat16 parameters averages their gradients in 
       Tensor want = term.clone();
       dist::all_reduce(want);  // the same MPI_Op DDP uses
       CHECK(bitwise_equal(got[i].grad(), want));
-      if (dtype == tinytorch::kFloat16) check_16bit_sum(got[i].grad(), term, 0x1p-10, 0x1p-25);
-      else check_16bit_sum(got[i].grad(), term, 0x1p-7, 0x1p-134);
+      check_16bit_sum(got[i].grad(), term);
     }
     CHECK(identical_on_all_ranks(flat_params(*replica)));
   }
@@ -742,8 +744,7 @@ TEST_CASE("fp16_compress_hook and bf16_compress_hook all-reduce float32 gradient
       Tensor want = term.clone();
       dist::all_reduce(want);
       CHECK(bitwise_equal(got[i].grad(), want.to(tinytorch::kFloat32)));
-      if (low == tinytorch::kFloat16) check_16bit_sum(got[i].grad(), term, 0x1p-10, 0x1p-25);
-      else check_16bit_sum(got[i].grad(), term, 0x1p-7, 0x1p-134);
+      check_16bit_sum(got[i].grad(), term);
     }
   }
   SECTION("allreduce_hook gives DDP's own average, bit for bit") {

@@ -143,7 +143,7 @@ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 /// float16/bfloat16: each element in float32, rounded once (process_group.hpp's reduce_16bit).
 template <typename T>
 inline void reduce_into(T* __restrict dst, const T* __restrict src, int64_t n, ReduceOp op) {
-  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {  // (is_16bit_v, below)
+  if constexpr (is_16bit_float_v<T>) {
     reduce_16bit(src, dst, n, op);
   } else {
     int64_t i = 0;
@@ -168,18 +168,17 @@ inline void divide_all(T* x, int64_t n, int world) {
   divide_by(x, n, dtype_of<T>(), world);
 }
 
-/// ReduceOp::AVG: float32/float64 divide the sum by N at the end (avg_after); float16/bfloat16
-/// divide each rank's values by N before the sum (avg_before), as the process group and NCCL's
-/// ncclAvg do, so that a sum beyond the type's range still averages to a number in it.
-template <typename T>
-constexpr bool is_16bit_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+/// ReduceOp::AVG, the process group's rule (premultiplied_avg): float32/float64 divide the sum by
+/// N at the end (avg_after); float16/bfloat16 divide each rank's values by N before the sum
+/// (avg_before), as NCCL's ncclAvg does, so that a sum beyond the type's range still averages to
+/// a number in it.
 template <typename T>
 inline void avg_before(T* x, int64_t n, ReduceOp op, int world) {
-  if (is_16bit_v<T> && op == ReduceOp::AVG) divide_all(x, n, world);
+  if (premultiplied_avg(op, dtype_of<T>())) divide_all(x, n, world);
 }
 template <typename T>
 inline bool avg_after(ReduceOp op) {
-  return !is_16bit_v<T> && op == ReduceOp::AVG;
+  return op == ReduceOp::AVG && !premultiplied_avg(op, dtype_of<T>());
 }
 
 /// Scratch memory for received segments: one 64-byte aligned block per thread, grown on demand

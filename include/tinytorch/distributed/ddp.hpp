@@ -508,5 +508,4 @@ class DistributedDataParallel : public nn::Module {
   std::shared_ptr<detail::Reducer> reducer_;
 };
 
-
 }  TT_NAMESPACE_END  // namespace tinytorch::distributed

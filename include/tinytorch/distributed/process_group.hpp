@@ -189,6 +189,16 @@ inline DebugLevel debug_level_from_env() {
   throw_error("init_process_group: TINYTORCH_DISTRIBUTED_DEBUG='" + s + "' is not one of OFF, INFO, DETAIL");
 }
 
+/// True for the 16-bit float element types (Half, BFloat16): the ones reduced in float32.
+template <typename T>
+constexpr bool is_16bit_float_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+/// AVG of float16/bfloat16 divides each rank's value by N before the SUM (see ReduceOp), and
+/// nothing after; other dtypes divide the sum after. The process group and the algorithms ask this.
+inline bool premultiplied_avg(ReduceOp op, DType dtype) {
+  return op == ReduceOp::AVG && is_reduced_floating_point(dtype);
+}
+
 /// dst[i] <- dst[i] (op) src[i] for float16/bfloat16 (H = Half or BFloat16): each element is
 /// converted to float32, combined, and rounded back once, so a SUM over N ranks rounds once per
 /// hop, as NCCL's and gloo's half-precision sums do (the order of the hops is the MPI library's,
@@ -278,7 +288,7 @@ inline void divide_by(void* x, int64_t count, DType dtype, int n) {
   dispatch_all(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = static_cast<T*>(x);
-    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+    if constexpr (is_16bit_float_v<T>) {
       for (int64_t i = 0; i < count; ++i) p[i] = T(static_cast<float>(p[i]) / static_cast<float>(n));
     } else {
       const T d = static_cast<T>(n);
@@ -560,7 +570,7 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
     const int n = static_cast<int>(count);
     const MPI_Datatype t = detail::mpi_datatype(dtype);
     const MPI_Op mop = detail::mpi_op(op, dtype);
-    if (premultiplied_avg(op, dtype)) detail::divide_by(buf, count, dtype, size_);
+    if (detail::premultiplied_avg(op, dtype)) detail::divide_by(buf, count, dtype, size_);
     return issue(fp, name, how, average_after(op, buf, count, dtype), "MPI_Allreduce",
                  [&] { return MPI_Allreduce(MPI_IN_PLACE, buf, n, t, mop, comm_); }, "MPI_Iallreduce",
                  [&](MPI_Request* r) { return MPI_Iallreduce(MPI_IN_PLACE, buf, n, t, mop, comm_, r); });
@@ -637,7 +647,7 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
     const MPI_Datatype t = detail::mpi_datatype(dtype);
     const MPI_Op mop = detail::mpi_op(op, dtype);
     std::shared_ptr<std::vector<char>> scaled;  // 16-bit AVG: a copy of the input divided by N
-    if (premultiplied_avg(op, dtype)) {
+    if (detail::premultiplied_avg(op, dtype)) {
       scaled = std::make_shared<std::vector<char>>(static_cast<const char*>(in),
                                                    static_cast<const char*>(in) + bytes * static_cast<size_t>(size_));
       detail::divide_by(scaled->data(), count * size_, dtype, size_);
@@ -900,13 +910,8 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
 #if TINYTORCH_WITH_MPI
   /// The step after the data has arrived: AVG is MPI's SUM, then x[i] /= N (MPI has no
   /// average); nothing for the other ops.
-  /// AVG of float16/bfloat16: each rank divides by N before the SUM (see ReduceOp), nothing after.
-  static bool premultiplied_avg(ReduceOp op, DType dtype) {
-    return op == ReduceOp::AVG && is_reduced_floating_point(dtype);
-  }
-
   std::function<void()> average_after(ReduceOp op, void* x, int64_t count, DType dtype) const {
-    if (op != ReduceOp::AVG || premultiplied_avg(op, dtype)) return nullptr;
+    if (op != ReduceOp::AVG || detail::premultiplied_avg(op, dtype)) return nullptr;
     return [x, count, dtype, n = size_] { detail::divide_by(x, count, dtype, n); };
   }
 
