@@ -13,6 +13,12 @@
 //                C = A B is column-major C^T = B^T A^T, so cuBLAS gets (B, A) with m = N, n = M.
 //                GFLOP/s = 2 n^3 / t; ratio_to_cublas = t_cublas / t_ours. Target: register-blocked
 //                >= 0.5 at n = 4096. Each of our results is also compared with cuBLAS's C (max_rel_err).
+//   16-bit       through the Tensor API on cuda:0 (chapter 11.2): out = a + b at n = 2^24 and C = A B at
+//                n = 2048 in float32, in bfloat16 with the 16-bit kernels (load 16 bits, compute in float,
+//                store 16 bits), and in bfloat16 through float32 copies (the CPU's way: convert both
+//                operands, run the float32 op, convert the result). The add moves 6n bytes in bfloat16
+//                against 12n in float32, so ratio_to_f32 = t_f32 / t_bf16 should approach 2; the copies
+//                add 4 passes over memory. No target: the figures are what chapter 11 cites.
 //   MLP step     one training step of bench/bench_mlp.cpp's MLP on cuda:0 through the Tensor API:
 //                784-256-128-10, ReLU, float, batch 64, CrossEntropyLoss, SGD(lr=0.02, momentum=0.9):
 //                zero_grad, forward, loss, backward, step (64.45 MFLOP; host launch costs dominate at
@@ -189,6 +195,36 @@ void BM_add(benchmark::State& state) {
     state.counters["ratio_to_copy"] = median_ms(copy_name(n)) / median_ms(add_name(n));
 }
 
+// ---- 16-bit ops through the Tensor API -----------------------------------------------------------
+enum class Half16 { f32, bf16, bf16_via_f32 };
+const char* half16_label(Half16 h) {
+  switch (h) {
+    case Half16::f32: return "float32";
+    case Half16::bf16: return "bf16";
+    case Half16::bf16_via_f32: return "bf16_via_f32";
+  }
+  return "?";
+}
+std::string half16_name(const char* op, Half16 h, int64_t n) {
+  return std::string(op) + "_" + half16_label(h) + "/" + std::to_string(n);
+}
+/// a + b (matmul false, n elements) or A B (matmul true, n x n) on cuda:0 in the given form.
+void BM_half16(benchmark::State& state, bool matmul, Half16 h) {
+  namespace tt = tinytorch;
+  const int64_t n = state.range(0);
+  const tt::Shape shape = matmul ? tt::Shape{n, n} : tt::Shape{n};
+  tt::manual_seed(0);
+  const tt::DType dt = h == Half16::f32 ? tt::kFloat32 : tt::kBFloat16;
+  const tt::Tensor a = tt::randn(shape).to(dt).cuda(0), b = tt::randn(shape).to(dt).cuda(0);
+  tt::Tensor out;
+  auto op = [&](const tt::Tensor& x, const tt::Tensor& y) { return matmul ? x.matmul(y) : x + y; };
+  run_timed(state, half16_name(matmul ? "matmul" : "add", h, n), [&] {
+    if (h == Half16::bf16_via_f32) out = op(a.to(tt::kFloat32), b.to(tt::kFloat32)).to(tt::kBFloat16);
+    else out = op(a, b);
+  });
+  if (!matmul) state.SetBytesProcessed(state.iterations() * 3 * n * (h == Half16::f32 ? 4 : 2));
+}
+
 // ---- matmul ------------------------------------------------------------------------------------
 enum class Gemm { cublas, naive, tiled, register_blocked };
 const char* gemm_label(Gemm g) {
@@ -278,6 +314,7 @@ void BM_mlp_step(benchmark::State& state) {
 // ---- the Markdown report -----------------------------------------------------------------------
 const std::vector<int64_t> kAddSizes = {int64_t(1) << 24, int64_t(1) << 25, int64_t(1) << 26};
 const std::vector<int64_t> kGemmSizes = {1024, 2048, 4096, 8192};
+constexpr int64_t kHalf16AddSize = int64_t(1) << 24, kHalf16MatmulSize = 2048;
 
 std::string fmt(const char* f, double v) {
   char buf[64];
@@ -321,6 +358,16 @@ bool write_markdown(const char* path, const std::string& device, const std::stri
                    2.0 * n * n * n / t * 1e-6, g == Gemm::cublas ? "1" : fmt("%.3f", tref / t).c_str(),
                    g == Gemm::cublas ? "-" : fmt("%.1e", max_rel_errors()[name]).c_str());
     }
+  }
+  std::fprintf(f, "\n## 16-bit ops on cuda:0 through the Tensor API (chapter 11.2)\n\n");
+  std::fprintf(f, "| op | n | float32 ms | bfloat16 ms | bfloat16 via float32 copies ms | float32 / bfloat16 | "
+                  "copies / bfloat16 |\n|---|---|---|---|---|---|---|\n");
+  for (const char* op : {"add", "matmul"}) {
+    const int64_t n = std::strcmp(op, "add") == 0 ? kHalf16AddSize : kHalf16MatmulSize;
+    const double t32 = median_ms(half16_name(op, Half16::f32, n)), t16 = median_ms(half16_name(op, Half16::bf16, n)),
+                 tvia = median_ms(half16_name(op, Half16::bf16_via_f32, n));
+    std::fprintf(f, "| %s | %lld | %.3f | %.3f | %.3f | %.2f | %.2f |\n", op, static_cast<long long>(n), t32, t16,
+                 tvia, t32 / t16, tvia / t16);
   }
   const double r4096 = median_ms(gemm_name(Gemm::cublas, 4096)) / median_ms(gemm_name(Gemm::register_blocked, 4096));
   const bool gemm_pass = r4096 >= 0.5;
@@ -405,6 +452,14 @@ int main(int argc, char** argv) {
       benchmark::RegisterBenchmark((std::string("matmul_") + gemm_label(g)).c_str(), BM_matmul, g)
           ->Arg(n)->UseManualTime()->Iterations(n >= 4096 ? 1 : 3)->Repetitions(10)->ReportAggregatesOnly(true)
           ->Unit(benchmark::kMillisecond);
+    }
+  }
+  for (const bool matmul : {false, true}) {
+    for (Half16 h : {Half16::f32, Half16::bf16, Half16::bf16_via_f32}) {
+      benchmark::RegisterBenchmark((std::string(matmul ? "matmul_" : "add_") + half16_label(h)).c_str(), BM_half16,
+                                   matmul, h)
+          ->Arg(matmul ? kHalf16MatmulSize : kHalf16AddSize)->UseManualTime()->Iterations(10)->Repetitions(10)
+          ->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
     }
   }
   benchmark::RegisterBenchmark(kMlpName, BM_mlp_step)

@@ -338,3 +338,99 @@ TEST_CASE("float16/bfloat16 on a GPU: every pattern converts as on the CPU; ops 
     CHECK(x.matmul(y).is_cuda());
   }
 }
+
+namespace test_cuda_tensor {
+/// The 16-bit words of a float16/bfloat16 tensor (NaN compared by its bits too).
+inline std::vector<uint16_t> words(const Tensor& t) {
+  const Tensor c = t.cpu().contiguous();
+  const auto* p = static_cast<const uint16_t*>(c.raw_data());
+  return std::vector<uint16_t>(p, p + c.numel());
+}
+/// n values of dtype dt on `d` with NaN, +-inf, -0.0, 0, the dtype's extremes and subnormals planted.
+inline Tensor planted(const tinytorch::Shape& shape, tinytorch::DType dt, Device d, uint64_t seed) {
+  namespace tt = tinytorch;
+  tt::manual_seed(seed);
+  Tensor x = (tt::randn(shape) * 3.0).contiguous();
+  auto* p = static_cast<float*>(x.raw_data());
+  const float specials[] = {NAN, INFINITY, -INFINITY, -0.0f, 0.0f, 65504.0f, -60000.0f, 6e-8f, -1e-6f, 3e38f};
+  for (size_t i = 0; i < sizeof(specials) / sizeof(float) && static_cast<int64_t>(i * 7) < x.numel(); ++i)
+    p[i * 7] = specials[i];
+  return x.to(dt).to(d);
+}
+}  // namespace test_cuda_tensor
+
+TEST_CASE("float16/bfloat16 CUDA kernels read and write 16 bits and equal the float32 kernels rounded once",
+          "[cuda][tensor][half][ch11]") {
+  // The CUDA backend runs float16/bfloat16 elementwise ops, matrix products and sums in 16-bit
+  // kernels (backend::Opmath, gemm.cuh, reduce.cuh); their naive twin is the float32 op on float32
+  // copies of the operands, rounded once: bit for bit the same, NaN included.
+  using namespace test_cuda_tensor;
+  REQUIRE(devices() >= 1);
+  namespace tt = tinytorch;
+  const Device d = Device::cuda(0);
+  for (const tt::DType dt : {tt::kFloat16, tt::kBFloat16}) {
+    INFO(tt::dtype_name(dt));
+    const Tensor x = planted({33, 40}, dt, d, 1), y = planted({33, 40}, dt, d, 2);
+    const Tensor row = planted({1, 40}, dt, d, 3);                   // broadcast: the strided kernel
+    const Tensor xt = planted({40, 33}, dt, d, 4).t();               // a transposed view
+    auto f32 = [](const Tensor& t) { return t.to(tt::kFloat32); };
+    auto same = [&](const Tensor& native, const Tensor& via_float32, const char* what) {
+      INFO(what);
+      CHECK(native.dtype() == dt);
+      CHECK(native.is_cuda());
+      CHECK(words(native) == words(via_float32.to(dt)));
+    };
+    for (const Tensor& b : {y, row, xt}) {
+      same(x + b, f32(x) + f32(b), "add");
+      same(x - b, f32(x) - f32(b), "sub");
+      same(x * b, f32(x) * f32(b), "mul");
+      same(x / b, f32(x) / f32(b), "div");
+      same(tt::maximum(x, b), tt::maximum(f32(x), f32(b)), "maximum");
+      same(tt::pow(x, b), tt::pow(f32(x), f32(b)), "pow");
+      same(x.clone().add_(b), f32(x).add_(f32(b)), "add_");
+      CHECK(x.lt(b).cpu().tolist<int64_t>() == f32(x).lt(f32(b)).cpu().tolist<int64_t>());
+      CHECK(x.eq(b).cpu().tolist<int64_t>() == f32(x).eq(f32(b)).cpu().tolist<int64_t>());
+    }
+    for (const Tensor& a : {x, xt}) {
+      same(a.exp(), f32(a).exp(), "exp");
+      same(a.log(), f32(a).log(), "log");
+      same(a.sqrt(), f32(a).sqrt(), "sqrt");
+      same(a.tanh(), f32(a).tanh(), "tanh");
+      same(a.sigmoid(), f32(a).sigmoid(), "sigmoid");
+      same(a.relu(), f32(a).relu(), "relu");
+      same(tt::gelu(a), tt::gelu(f32(a)), "gelu");
+      same(-a, -f32(a), "neg");
+      same(a.abs(), f32(a).abs(), "abs");
+      // a number joins a 16-bit op rounded to the op's dtype (ops::scalar)
+      same(a * 0.1, f32(a) * tt::detail::round_to(0.1, dt), "mul 0.1");
+      same(a + 3.0, f32(a) + 3.0, "add 3");
+      same(a.pow(2), f32(a).pow(2), "pow 2");
+      same(a.clone().mul_(0.5), f32(a).mul_(0.5), "mul_");
+      same(a.sum(), f32(a).sum(), "sum");
+      same(a.sum(0), f32(a).sum(0), "sum(0)");
+      same(a.sum(1), f32(a).sum(1), "sum(1)");
+      same(a.mean(1), f32(a).mean(1), "mean(1)");
+    }
+    // matrix products: odd shapes, a transposed operand, bias (addmm's beta = 1), batches, and the
+    // shapes where float32 takes the register-blocked kernel (the 16-bit gemm stays tiled)
+    const Tensor w = planted({17, 40}, dt, d, 5), bias = planted({17}, dt, d, 6);
+    const Tensor m = tt::randn({40, 17}).to(dt).to(d), a128 = tt::randn({128, 128}).to(dt).to(d);
+    same(x.matmul(m), f32(x).matmul(f32(m)), "mm");
+    same(xt.matmul(m), f32(xt).matmul(f32(m)), "mm of a transposed view");
+    same(tt::linear(x, w, bias), tt::linear(f32(x), f32(w), f32(bias)), "linear (addmm)");
+    same(a128.matmul(a128), f32(a128).matmul(f32(a128)), "mm 128");
+    const Tensor b3 = tt::randn({3, 5, 8}).to(dt).to(d), c3 = tt::randn({3, 8, 6}).to(dt).to(d);
+    same(tt::bmm(b3, c3), tt::bmm(f32(b3), f32(c3)), "bmm");
+    same(b3.sum(std::vector<int64_t>{0, 2}), f32(b3).sum(std::vector<int64_t>{0, 2}), "sum over (0, 2)");
+    // 16 bits in, 16 bits out: the op allocates its 16-bit result and nothing else (the float32
+    // detour would peak at three float32 buffers more)
+    for (int op = 0; op < 3; ++op) {
+      INFO("op " << op);
+      tt::cuda::reset_peak_memory_stats(0);
+      const size_t before = tt::cuda::memory_allocated(0);
+      const Tensor r = op == 0 ? x * y : op == 1 ? x.exp() : x.matmul(m);
+      CHECK(tt::cuda::memory_allocated(0) > before);
+      CHECK(tt::cuda::max_memory_allocated(0) == tt::cuda::memory_allocated(0));
+    }
+  }
+}

@@ -11,7 +11,7 @@
 # fibers of the block run), and the locals hold the values the math gives: row 0, col 37, acc after
 # the first K tile = sum_{k<32} k (k - 37) = -7936, C[0, 37] = -7936 + 32 * (32 - 37) = -8096.
 # Skipped (77) like gdb_pretty_printer: no gdb, or ptrace not permitted. sim_session.gdb names line
-# 137 of gemm.cuh (the store of C): if that file changes, update the line there and in chapter 10.
+# 146 of gemm.cuh (the store of C): if that file changes, update the line there and in chapter 10.
 set -euo pipefail
 demo="${1:?usage: run_gdb_sim_test.sh <gdb_sim_demo executable>}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"

@@ -38,6 +38,7 @@
 #include <type_traits>
 
 #include "../core/config.hpp"
+#include "../core/half.hpp"    // is_reduced_floating_point_v (Opmath, ElementOp)
 #include "../core/scalar.hpp"  // wrapping_add/sub/mul/pow, Scalar::wrapping_neg: int64 modulo 2^64
 
 TT_NAMESPACE_BEGIN namespace backend {
@@ -288,6 +289,21 @@ struct CastTo {
   template <class... A> TT_HOST_DEVICE T operator()(A... a) const { return static_cast<T>(f(a...)); }
 };
 template <class T, class F> struct kernel_functor<CastTo<T, F>> : kernel_functor<F> {};
+/// f computed in float on float16/bfloat16 operands and converted once to Out (the 16-bit type, or
+/// int64 for a comparison): what the CUDA backend's 16-bit kernels run per element, PyTorch's
+/// "opmath" rule (load 16 bits, compute in float32, round once when storing).
+template <class Out, class F>
+struct Opmath {
+  F f;
+  template <class... A> TT_HOST_DEVICE Out operator()(A... a) const {
+    return static_cast<Out>(f(static_cast<float>(a)...));
+  }
+};
+template <class Out, class F> struct kernel_functor<Opmath<Out, F>> : kernel_functor<F> {};
+/// The functor a kernel over T elements runs for the op f, writing Out: CastTo<Out, F> (f in T),
+/// or Opmath<Out, F> when T is Half or BFloat16 (f in float).
+template <class T, class Out, class F>
+using ElementOp = std::conditional_t<is_reduced_floating_point_v<T>, Opmath<Out, F>, CastTo<Out, F>>;
 /// f(x), ignoring a second operand (ops::unary_ runs on the in-place binary kernel).
 template <class F>
 struct FirstOnly {

@@ -6,12 +6,14 @@
 // dispatch(dtype, f) calls f with a tag whose ::type is the C++ scalar type, so a kernel is written
 // once as a template and instantiated per dtype without a macro:
 //   dispatch(t.dtype(), [&](auto tag) { using T = typename decltype(tag)::type; ... });
-// dispatch covers the three compute dtypes. The two 16-bit ones are storage formats: an op on them
-// converts to float32, runs the float32 kernel and rounds the result once (ops/dispatch.hpp,
-// "float16 and bfloat16"; PyTorch's CPU kernels compute them in float, their "opmath" type), so no
-// kernel is compiled twice more. dispatch_all(dtype, f) covers all five, for what moves or converts
-// elements without arithmetic (copies, casts, fill, reading an element); dispatch and
-// dispatch_floating on a 16-bit dtype throw PyTorch's "<op>" not implemented for 'Half'.
+// dispatch covers the three compute dtypes. The two 16-bit ones are storage formats: on the CPU an
+// op on them converts to float32, runs the float32 kernel and rounds the result once
+// (ops/dispatch.hpp, "float16 and bfloat16"; PyTorch's kernels compute them in float, their
+// "opmath" type), so no CPU kernel is compiled twice more; the CUDA backend's elementwise, gemm and
+// sum kernels also take Half and BFloat16 (reading 16 bits, computing in float). dispatch_all(dtype,
+// f) covers all five, for what moves or converts elements (copies, casts, fill, reading an element)
+// and for those CUDA kernels; dispatch and dispatch_floating on a 16-bit dtype throw PyTorch's
+// "<op>" not implemented for 'Half'.
 // Names follow PyTorch: torch.float32 prints as "torch.float32".
 #pragma once
 

@@ -34,6 +34,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "config.hpp"  // TT_HOST_DEVICE, TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
@@ -46,6 +47,19 @@
 #define TT_HALF_F16C 1
 #else
 #define TT_HALF_F16C 0
+#endif
+
+// In CUDA device code compiled by nvcc the conversions use the GPU's conversion instructions
+// through cuda_fp16.h / cuda_bf16.h (__float2half_rn, __half2float, __float2bfloat16_rn: one cvt
+// each, as c10::Half and c10::BFloat16 do on CUDA), the same results: round to nearest even is
+// exact IEEE behaviour, and NaN (whose bits the instructions choose differently) keeps the paths
+// below. The kernel simulator compiles device code as host code, so it runs the bit manipulation.
+#if defined(__CUDACC__) && defined(__CUDA_ARCH__)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#define TT_HALF_CUDA 1
+#else
+#define TT_HALF_CUDA 0
 #endif
 
 TT_NAMESPACE_BEGIN
@@ -67,6 +81,9 @@ TT_HOST_DEVICE inline float half_bits_to_float(uint16_t h) {
 #if TT_HALF_F16C
   return _cvtsh_ss(h);  // a NaN comes out quiet with its payload, as below
 #endif
+#if TT_HALF_CUDA
+  if ((h & 0x7C00u) != 0x7C00u) return __half2float(__ushort_as_half(h));  // finite: exact
+#endif
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1Fu, mant = h & 0x3FFu;
   if (exp == 0x1F) {  // inf; a NaN keeps its payload and comes out quiet (as c10's, whose float math quiets it)
@@ -87,6 +104,9 @@ TT_HOST_DEVICE inline uint16_t float_to_half_bits(float f) {
   if (a > 0x7F800000u) return sign | 0x7E00u;  // NaN
 #if TT_HALF_F16C
   return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#endif
+#if TT_HALF_CUDA
+  return __half_as_ushort(__float2half_rn(f));
 #endif
   if (a >= 0x47800000u) return sign | 0x7C00u;  // >= 65536 (and inf): inf; 65520..65536 rounds up below
   const uint32_t e = a >> 23;                   // biased float exponent
@@ -113,6 +133,9 @@ TT_HOST_DEVICE inline float bfloat16_bits_to_float(uint16_t b) { return bits_flo
 TT_HOST_DEVICE inline uint16_t float_to_bfloat16_bits(float f) {
   const uint32_t u = float_bits(f);
   if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0xFFFFu;
+#if TT_HALF_CUDA
+  return __bfloat16_as_ushort(__float2bfloat16_rn(f));
+#endif
   return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
 }  // namespace detail
@@ -124,6 +147,7 @@ struct Half {
   TT_HOST_DEVICE explicit Half(float f) : x(detail::float_to_half_bits(f)) {}
   TT_HOST_DEVICE explicit Half(double d) : Half(static_cast<float>(d)) {}
   TT_HOST_DEVICE explicit Half(int64_t i) : Half(static_cast<float>(i)) {}
+  TT_HOST_DEVICE explicit Half(int i) : Half(static_cast<float>(i)) {}  // T(0) in a kernel templated on T
   TT_HOST_DEVICE operator float() const { return detail::half_bits_to_float(x); }
   TT_HOST_DEVICE static Half from_bits(uint16_t bits) {
     Half h;
@@ -139,6 +163,7 @@ struct BFloat16 {
   TT_HOST_DEVICE explicit BFloat16(float f) : x(detail::float_to_bfloat16_bits(f)) {}
   TT_HOST_DEVICE explicit BFloat16(double d) : BFloat16(static_cast<float>(d)) {}
   TT_HOST_DEVICE explicit BFloat16(int64_t i) : BFloat16(static_cast<float>(i)) {}
+  TT_HOST_DEVICE explicit BFloat16(int i) : BFloat16(static_cast<float>(i)) {}  // T(0) in a kernel templated on T
   TT_HOST_DEVICE operator float() const { return detail::bfloat16_bits_to_float(x); }
   TT_HOST_DEVICE static BFloat16 from_bits(uint16_t bits) {
     BFloat16 b;
@@ -146,5 +171,15 @@ struct BFloat16 {
     return b;
   }
 };
+
+/// True for the 16-bit float element types, Half and BFloat16 (c10's is_reduced_floating_point;
+/// the DType twin is is_reduced_floating_point(DType) in core/dtype.hpp).
+template <class T>
+constexpr bool is_reduced_floating_point_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+/// The type a kernel computes a T element in (PyTorch's at::opmath_type): float for Half and
+/// BFloat16 (load 16 bits, compute in float32, round once when storing), T itself otherwise.
+template <class T>
+using opmath_type = std::conditional_t<is_reduced_floating_point_v<T>, float, T>;
 
 TT_NAMESPACE_END  // namespace tinytorch

@@ -143,7 +143,7 @@ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 /// float16/bfloat16: each element in float32, rounded once (process_group.hpp's reduce_16bit).
 template <typename T>
 inline void reduce_into(T* __restrict dst, const T* __restrict src, int64_t n, ReduceOp op) {
-  if constexpr (is_16bit_float_v<T>) {
+  if constexpr (is_reduced_floating_point_v<T>) {
     reduce_16bit(src, dst, n, op);
   } else {
     int64_t i = 0;

@@ -189,10 +189,6 @@ inline DebugLevel debug_level_from_env() {
   throw_error("init_process_group: TINYTORCH_DISTRIBUTED_DEBUG='" + s + "' is not one of OFF, INFO, DETAIL");
 }
 
-/// True for the 16-bit float element types (Half, BFloat16): the ones reduced in float32.
-template <typename T>
-constexpr bool is_16bit_float_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
-
 /// AVG of float16/bfloat16 divides each rank's value by N before the SUM (see ReduceOp), and
 /// nothing after; other dtypes divide the sum after. The process group and the algorithms ask this.
 inline bool premultiplied_avg(ReduceOp op, DType dtype) {
@@ -288,7 +284,7 @@ inline void divide_by(void* x, int64_t count, DType dtype, int n) {
   dispatch_all(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = static_cast<T*>(x);
-    if constexpr (is_16bit_float_v<T>) {
+    if constexpr (is_reduced_floating_point_v<T>) {
       for (int64_t i = 0; i < count; ++i) p[i] = T(static_cast<float>(p[i]) / static_cast<float>(n));
     } else {
       const T d = static_cast<T>(n);

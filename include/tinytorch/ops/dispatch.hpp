@@ -21,12 +21,17 @@
 // Type promotion follows PyTorch (promote_types, result_type below):
 //   same dtype -> that dtype; int64 with float -> the float; float32 with float64 -> float64;
 //   float16 or bfloat16 with float32 -> float32; float16 with bfloat16 -> float32.
-// float16 and bfloat16 are storage formats: each op on them converts its operands to float32, runs
-// the float32 kernel and rounds the result once to the 16-bit dtype (a branch at the top of the op:
-// `if (is_reduced_floating_point(dt)) return to_dtype(op(to_dtype(x, kFloat32)), dt);`), as
-// PyTorch's CPU kernels compute them in float (their "opmath" type) and round once per op. Ops that
-// only move elements (copies, casts, where, embedding's row gather, fill) handle them directly
-// (dispatch_all). So no kernel is compiled for them, and a reduction accumulates in float32.
+// float16 and bfloat16 are storage formats: each op on them computes in float32 and rounds the
+// result once to the 16-bit dtype, as PyTorch's kernels compute them in float (their "opmath" type).
+// On the CPU, and for most ops on CUDA, the op converts its operands to float32, runs the float32
+// kernel and converts the result (a branch at the top of the op:
+// `if (is_reduced_floating_point(dt)) return to_dtype(op(to_dtype(x, kFloat32)), dt);`), so no CPU
+// kernel is compiled for them. On a CUDA device the elementwise ops (ops/elementwise.hpp), matrix
+// products (ops/linalg.hpp) and sums (ops/reduce.hpp) run CUDA kernels compiled for Half and
+// BFloat16 that load 16 bits, compute in float and store 16 bits (backend::Opmath, gemm.cuh's
+// opmath_type), with the same results bit for bit and half the memory traffic; the primitives
+// below never compile a CPU twin for them (has_cpu_twin). Ops that only move elements (copies,
+// casts, where, embedding's row gather, fill) handle them directly (dispatch_all).
 // Chapter: chapters/10-gpu-kernels.md. Reference: PyTorch's dispatcher (one kernel per backend,
 // chosen by the tensors' device), c10::cuda::CUDAGuard.
 #pragma once
@@ -105,6 +110,16 @@ class DeviceGuard {
 #endif
 
 // Each primitive below: `if (d.is_cpu()) cpu twin; else (under a DeviceGuard) the cuda twin`.
+// float16/bfloat16 elements (T = Half, BFloat16) reach the elementwise, gemm and sum primitives
+// on CUDA devices only: there the CUDA backend's 16-bit kernels run them (backend::Opmath), while
+// the CPU computes them through float32 copies (the ops convert first). So those primitives never
+// compile a CPU twin for a 16-bit T (has_cpu_twin), and a CPU device there is a caller's bug.
+template <class T>
+inline constexpr bool has_cpu_twin = !is_reduced_floating_point_v<T>;
+[[noreturn]] inline void throw_16bit_on_cpu(const char* fn) {
+  throw Error(::tinytorch::detail::str_cat(fn, ": float16/bfloat16 kernels run on CUDA devices only; on the CPU "
+                                           "the op computes in float32 (internal error: the op did not convert)"));
+}
 // TT_DISPATCH_CUDA(name, call) is the CUDA branch: the call in a CUDA build, an Error otherwise.
 #if TINYTORCH_WITH_CUDA
 #define TT_DISPATCH_CUDA(name, d, ...) \
@@ -121,20 +136,32 @@ class DeviceGuard {
 /// y[i] = f(x[i]) over n dense elements.
 template <class T, class U, class F>
 void unary_kernel(Device d, const T* x, U* y, int64_t n, F f) {
-  if (d.is_cpu()) return backend::cpu::unary_kernel(x, y, n, f);
+  if constexpr (has_cpu_twin<T>) {
+    if (d.is_cpu()) return backend::cpu::unary_kernel(x, y, n, f);
+  } else if (d.is_cpu()) {
+    throw_16bit_on_cpu("unary_kernel");
+  }
   TT_DISPATCH_CUDA("unary_kernel", d, backend::cuda::unary_kernel(x, y, n, f));
 }
 /// out[i] = f(a[.], b[.]) through (broadcast) strides, out dense; comparisons are this with EqOp, ...
 template <class T, class U, class F>
 void binary_kernel(Device d, const T* a, const Strides& sa, const T* b, const Strides& sb, U* out,
                    const Shape& shape, bool contiguous, F f) {
-  if (d.is_cpu()) return backend::cpu::binary_kernel(a, sa, b, sb, out, shape, contiguous, f);
+  if constexpr (has_cpu_twin<T>) {
+    if (d.is_cpu()) return backend::cpu::binary_kernel(a, sa, b, sb, out, shape, contiguous, f);
+  } else if (d.is_cpu()) {
+    throw_16bit_on_cpu("binary_kernel");
+  }
   TT_DISPATCH_CUDA("binary_kernel", d, backend::cuda::binary_kernel(a, sa, b, sb, out, shape, contiguous, f));
 }
 /// out[i] = f(a[i], s) for a scalar s.
 template <class T, class U, class F>
 void scalar_kernel(Device d, const T* a, T s, U* out, int64_t n, F f) {
-  if (d.is_cpu()) return backend::cpu::scalar_kernel(a, s, out, n, f);
+  if constexpr (has_cpu_twin<T>) {
+    if (d.is_cpu()) return backend::cpu::scalar_kernel(a, s, out, n, f);
+  } else if (d.is_cpu()) {
+    throw_16bit_on_cpu("scalar_kernel");
+  }
   TT_DISPATCH_CUDA("scalar_kernel", d, backend::cuda::scalar_kernel(a, s, out, n, f));
 }
 /// out[i] = f(a[.], b[.], c[.]) through (broadcast) strides (where, clamp with tensor bounds).
@@ -156,7 +183,11 @@ void copy_kernel(Device d, const S* src, const Strides& ss, D* dst, const Shape&
 template <class T, class F>
 void binary_inplace_kernel(Device d, T* self, const Strides& ss, const T* o, const Strides& so, const Shape& shape,
                            F f) {
-  if (d.is_cpu()) return backend::cpu::binary_inplace_kernel(self, ss, o, so, shape, f);
+  if constexpr (has_cpu_twin<T>) {
+    if (d.is_cpu()) return backend::cpu::binary_inplace_kernel(self, ss, o, so, shape, f);
+  } else if (d.is_cpu()) {
+    throw_16bit_on_cpu("binary_inplace_kernel");
+  }
   TT_DISPATCH_CUDA("binary_inplace_kernel", d, backend::cuda::binary_inplace_kernel(self, ss, o, so, shape, f));
 }
 /// out[i] = value for i < n (zeros, ones, full, fill_, zero_).
@@ -172,7 +203,11 @@ void fill_kernel(Device d, T* out, int64_t n, T value) {
 /// out[o, i] = scale * sum_k x[o, k, i].
 template <class T>
 void sum_dim_kernel(Device d, const T* x, T* out, int64_t outer, int64_t n, int64_t inner, double scale) {
-  if (d.is_cpu()) return backend::cpu::sum_dim_kernel(x, out, outer, n, inner, scale);
+  if constexpr (has_cpu_twin<T>) {
+    if (d.is_cpu()) return backend::cpu::sum_dim_kernel(x, out, outer, n, inner, scale);
+  } else if (d.is_cpu()) {
+    throw_16bit_on_cpu("sum_dim_kernel");
+  }
   TT_DISPATCH_CUDA("sum_dim_kernel", d, backend::cuda::sum_dim_kernel(x, out, outer, n, inner, scale));
 }
 /// values/indices[o, i] = the best x[o, k, i] by `better` (std::greater: max, std::less: min), first
@@ -273,12 +308,17 @@ void attention_backward_kernel(Device d, const T* dout, const T* q, const T* k, 
 // ---- gemm (backend/cpu/gemm.hpp, backend/cuda/gemm.cuh) ----------------------------------------
 
 /// C = alpha * op(A) op(B) + beta * C (row-major, leading dimensions; see backend/cpu/gemm.hpp).
-/// CUDA: float and double only; int64 throws PyTorch's "addmm_cuda" not implemented for 'Long'.
+/// CUDA: float, double, and float16/bfloat16 (accumulated in float32, alpha and beta float32);
+/// int64 throws PyTorch's "addmm_cuda" not implemented for 'Long'.
 template <class T>
-void gemm(Device d, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, bool trans_a, const T* B,
-          int64_t ldb, bool trans_b, T beta, T* C, int64_t ldc) {
-  if (d.is_cpu()) return backend::cpu::gemm(M, N, K, alpha, A, lda, trans_a, B, ldb, trans_b, beta, C, ldc);
-  if constexpr (std::is_floating_point_v<T>) {
+void gemm(Device d, int64_t M, int64_t N, int64_t K, opmath_type<T> alpha, const T* A, int64_t lda, bool trans_a,
+          const T* B, int64_t ldb, bool trans_b, opmath_type<T> beta, T* C, int64_t ldc) {
+  if constexpr (has_cpu_twin<T>) {
+    if (d.is_cpu()) return backend::cpu::gemm(M, N, K, alpha, A, lda, trans_a, B, ldb, trans_b, beta, C, ldc);
+  } else if (d.is_cpu()) {
+    throw_16bit_on_cpu("gemm");
+  }
+  if constexpr (!std::is_same_v<T, int64_t>) {
     TT_DISPATCH_CUDA("gemm", d, backend::cuda::gemm(M, N, K, alpha, A, lda, trans_a, B, ldb, trans_b, beta, C, ldc));
   } else {
     throw Error("gemm: \"addmm_cuda\" not implemented for 'Long' (int64 matrix products on CUDA tensors)");

@@ -13,6 +13,11 @@
 // type) and passed by value to the kernel, so on CUDA it must be a named TT_HOST_DEVICE functor
 // (backend/functors.hpp); a lambda still works on the CPU and throws "not implemented for CUDA
 // tensors yet" on a GPU (backend::is_kernel_functor_v).
+// float16/bfloat16 (chapter 11): each element is computed in float32 and rounded once. On a CUDA
+// device the kernels do that themselves (backend::Opmath: load 16 bits, compute in float, store 16
+// bits, half the memory traffic of float32); on the CPU, and when an operand has another dtype, the
+// op converts its operands to float32, runs the float32 kernel and rounds the result: the same
+// numbers, bit for bit (tests/cuda/test_cuda_elementwise.cpp).
 // In place (binary_, unary_) and PyTorch's memory-overlap rules for them (ATen/MemoryOverlap.cpp),
 // which Tensor's in-place methods apply before writing:
 //   the written-to tensor may not repeat a location (an expanded tensor: stride 0, size > 1):
@@ -112,6 +117,25 @@ void run_binary_inplace(Device d, T* self, const Strides& ss, const T* o, const 
   if constexpr (backend::is_kernel_functor_v<F>) backend::dispatch::binary_inplace_kernel(d, self, ss, o, so, shape, f);
   else backend::cpu::binary_inplace_kernel(self, ss, o, so, shape, f);
 }
+
+/// dispatch(dt, k), and for a named kernel functor F also float16/bfloat16: the dtypes an
+/// elementwise op's kernels are compiled for (a lambda runs on the CPU only, where a 16-bit op
+/// has been converted to float32 before this).
+template <class F, class K>
+void dispatch_kernel_dtypes(DType dt, K&& k) {
+  if constexpr (backend::is_kernel_functor_v<F>) dispatch_all(dt, k);
+  else dispatch(dt, k);
+}
+/// True when a float16/bfloat16 op computes through float32 copies: on the CPU, or when an operand
+/// has another dtype than the op's (a 0-d float32 operand, say: it joins unrounded, as in the
+/// float32 op). Otherwise the CUDA backend's 16-bit kernels compute it in place of the copies.
+inline bool via_float32(Device d, DType dt, std::initializer_list<const Tensor*> operands) {
+  if (!is_reduced_floating_point(dt)) return false;
+  if (d.is_cpu()) return true;
+  for (const Tensor* t : operands)
+    if (t->dtype() != dt) return true;
+  return false;
+}
 }  // namespace detail
 
 /// out = f(a, b) elementwise with broadcasting; out dtype = result_type(a, b) (int64 for compare).
@@ -124,7 +148,7 @@ Tensor binary(const Tensor& a0, const Tensor& b0, F f, const char* op, bool comp
   const Device dev = detail::common_device(op, {&a0, &b0});
   detail::check_functor<F>(dev, op);
   DType dt = result_type(a0, b0);  // torch.result_type: a 0-d operand ranks below a dimensioned one
-  if (is_reduced_floating_point(dt)) {  // float16/bfloat16: computed in float32, rounded once
+  if (detail::via_float32(dev, dt, {&a0, &b0})) {  // float16/bfloat16: computed in float32, rounded once
     Tensor r = binary(to_dtype(a0, kFloat32), to_dtype(b0, kFloat32), f, op, compare);
     return compare ? r : to_dtype(r, dt);
   }
@@ -134,13 +158,14 @@ Tensor binary(const Tensor& a0, const Tensor& b0, F f, const char* op, bool comp
   bool dense = detail::dense_as(a, shape) && detail::dense_as(b, shape);
   Strides sa = broadcast_strides(a.sizes(), a.strides(), shape);
   Strides sb = broadcast_strides(b.sizes(), b.strides(), shape);
-  dispatch(dt, [&](auto tag) {
+  detail::dispatch_kernel_dtypes<F>(dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (compare)
-      detail::run_binary(dev, a.data_ptr<T>(), sa, b.data_ptr<T>(), sb, out.data_ptr<int64_t>(), shape, dense, f);
+      detail::run_binary(dev, a.data_ptr<T>(), sa, b.data_ptr<T>(), sb, out.data_ptr<int64_t>(), shape, dense,
+                         backend::ElementOp<T, int64_t, F>{f});
     else
       detail::run_binary(dev, a.data_ptr<T>(), sa, b.data_ptr<T>(), sb, out.data_ptr<T>(), shape, dense,
-                         backend::CastTo<T, F>{f});
+                         backend::ElementOp<T, T, F>{f});
   });
   return out;
 }
@@ -150,13 +175,13 @@ template <class F>
 Tensor unary(const Tensor& x0, F f, const char* op, bool float_only = false) {
   check_device(x0, op);
   detail::check_functor<F>(x0.device(), op);
-  if (is_reduced_floating_point(x0.dtype()))  // computed in float32, rounded once
+  if (detail::via_float32(x0.device(), x0.dtype(), {}))  // computed in float32, rounded once
     return to_dtype(unary(to_dtype(x0, kFloat32), f, op, float_only), x0.dtype());
   const Tensor x = contiguous(float_only && x0.dtype() == kInt64 ? to_dtype(x0, kFloat32) : x0);
   Tensor out = make_tensor(x.sizes(), x.dtype(), x.device());
-  dispatch(x.dtype(), [&](auto tag) {
+  detail::dispatch_kernel_dtypes<F>(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    detail::run_unary(x.device(), x.data_ptr<T>(), out.data_ptr<T>(), x.numel(), backend::CastTo<T, F>{f});
+    detail::run_unary(x.device(), x.data_ptr<T>(), out.data_ptr<T>(), x.numel(), backend::ElementOp<T, T, F>{f});
   });
   return out;
 }
@@ -166,19 +191,19 @@ template <class F>
 Tensor scalar(const Tensor& a0, double s, F f, const char* op) {
   check_device(a0, op);
   detail::check_functor<F>(a0.device(), op);
-  if (is_reduced_floating_point(a0.dtype())) {
-    // computed in float32 and rounded once, with s first rounded to a0's dtype: the number joins
-    // the op as a 0-d tensor of that dtype would (PyTorch 1.13's kernels; 2.x keeps s as a float
-    // in mul and div, so x * 0.1 can differ there by one unit in the last place)
+  // float16/bfloat16: s is first rounded to a0's dtype: the number joins the op as a 0-d tensor of
+  // that dtype would (PyTorch 1.13's kernels; 2.x keeps s as a float in mul and div, so x * 0.1
+  // can differ there by one unit in the last place); then computed in float32 and rounded once
+  if (detail::via_float32(a0.device(), a0.dtype(), {})) {
     return to_dtype(scalar(to_float32(a0), ::tinytorch::detail::round_to(s, a0.dtype()), f, op), a0.dtype());
   }
   bool to_float = a0.dtype() == kInt64 && s != std::floor(s);
   const Tensor a = contiguous(to_float ? to_dtype(a0, kFloat32) : a0);
   Tensor out = make_tensor(a.sizes(), a.dtype(), a.device());
-  dispatch(a.dtype(), [&](auto tag) {
+  detail::dispatch_kernel_dtypes<F>(a.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     detail::run_scalar(a.device(), a.data_ptr<T>(), static_cast<T>(s), out.data_ptr<T>(), a.numel(),
-                       backend::CastTo<T, F>{f});
+                       backend::ElementOp<T, T, F>{f});
   });
   return out;
 }
@@ -280,7 +305,7 @@ void binary_(Tensor& self, const Tensor& other0, F f, const char* op) {
   TT_CHECK(dev.is_cpu() || has_internal_overlap(self) != MemOverlap::Yes, op, ": not implemented for CUDA tensors "
            "yet: the written-to tensor repeats a memory location (shape ", shape_str(self.sizes()), ", strides ",
            shape_str(self.strides()), ")");
-  if (is_reduced_floating_point(self.dtype())) {  // computed in float32, rounded once into self
+  if (detail::via_float32(dev, self.dtype(), {&other0})) {  // computed in float32, rounded once into self
     const Tensor r = binary(to_dtype(self, kFloat32), to_dtype(other0, kFloat32), f, op);
     copy_into_strided(to_dtype(r, self.dtype()), self);
     return;
@@ -291,10 +316,10 @@ void binary_(Tensor& self, const Tensor& other0, F f, const char* op) {
     if (st == MemOverlapStatus::Partial || st == MemOverlapStatus::TooHard) other = clone(other);
   }
   Strides so = broadcast_strides(other.sizes(), other.strides(), shape);
-  dispatch(self.dtype(), [&](auto tag) {
+  detail::dispatch_kernel_dtypes<F>(self.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     detail::run_binary_inplace(dev, self.data_ptr<T>(), self.strides(), other.data_ptr<T>(), so, shape,
-                               backend::CastTo<T, F>{f});
+                               backend::ElementOp<T, T, F>{f});
   });
 }
 
@@ -303,15 +328,15 @@ template <class F>
 void unary_(Tensor& self, F f, const char* op) {
   check_device(self, op);
   detail::check_functor<F>(self.device(), op);
-  if (is_reduced_floating_point(self.dtype())) {  // computed in float32, rounded once into self
+  if (detail::via_float32(self.device(), self.dtype(), {})) {  // computed in float32, rounded once into self
     copy_into_strided(to_dtype(unary(to_dtype(self, kFloat32), f, op), self.dtype()), self);
     return;
   }
-  dispatch(self.dtype(), [&](auto tag) {
+  detail::dispatch_kernel_dtypes<F>(self.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* s = self.data_ptr<T>();
     detail::run_binary_inplace(self.device(), s, self.strides(), s, self.strides(), self.sizes(),
-                               backend::CastTo<T, backend::FirstOnly<F>>{{f}});
+                               backend::ElementOp<T, T, backend::FirstOnly<F>>{{f}});
   });
 }
 

@@ -8,7 +8,7 @@
 // transposed view of one); anything else is made contiguous first.
 // Devices: both operands (and addmm's c) must be on one device; the output is allocated there.
 // On CUDA, float and double run backend::cuda::gemm (the register-blocked kernel when the shapes
-// allow it, else the 32x32 tiled one); int64 has no CUDA kernel (as PyTorch, whose CUDA addmm has
+// allow it, else the 32x32 tiled one), float16/bfloat16 its tiled kernel in 16 bits; int64 has no CUDA kernel (as PyTorch, whose CUDA addmm has
 // none either) and throws PyTorch's message: mm: "addmm_cuda" not implemented for 'Long'.
 // Reference: torch.mm / torch.addmm / torch.bmm.
 #pragma once
@@ -38,9 +38,11 @@ inline GemmOperand gemm_operand(const Tensor& t) {
 }  // namespace detail
 
 /// out = beta * out + alpha * a @ b for 2-D a (M, K), b (K, N) and a dense out (M, N).
-/// float16/bfloat16: computed in float32 (accumulated in float32) and rounded once into out.
+/// float16/bfloat16: computed in float32 (accumulated in float32) and rounded once into out: on a
+/// CUDA device by the 16-bit gemm kernel itself (backend/cuda/gemm.cuh), on the CPU through float32
+/// copies of a, b (and out when beta != 0); the same bits either way on one device.
 inline void gemm_into(const Tensor& a, const Tensor& b, Tensor& out, double alpha = 1.0, double beta = 0.0) {
-  if (is_reduced_floating_point(out.dtype())) {
+  if (is_reduced_floating_point(out.dtype()) && out.device().is_cpu()) {
     // out is read only when beta != 0 (with beta 0 it may be uninitialised: never convert it)
     Tensor out32 = beta != 0.0 ? to_dtype(out, kFloat32) : make_tensor(out.sizes(), kFloat32, out.device());
     gemm_into(to_dtype(a, kFloat32), to_dtype(b, kFloat32), out32, alpha, beta);
@@ -49,10 +51,11 @@ inline void gemm_into(const Tensor& a, const Tensor& b, Tensor& out, double alph
   }
   auto A = detail::gemm_operand(a), B = detail::gemm_operand(b);
   const int64_t M = a.sizes()[0], K = a.sizes()[1], N = b.sizes()[1];
-  dispatch(out.dtype(), [&](auto tag) {
+  dispatch_all(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    backend::dispatch::gemm<T>(out.device(), M, N, K, static_cast<T>(alpha), A.keep.template data_ptr<T>(), A.ld,
-                               A.trans, B.keep.template data_ptr<T>(), B.ld, B.trans, static_cast<T>(beta),
+    using Acc = opmath_type<T>;  // float for float16/bfloat16
+    backend::dispatch::gemm<T>(out.device(), M, N, K, static_cast<Acc>(alpha), A.keep.template data_ptr<T>(), A.ld,
+                               A.trans, B.keep.template data_ptr<T>(), B.ld, B.trans, static_cast<Acc>(beta),
                                out.data_ptr<T>(), N);
   });
 }

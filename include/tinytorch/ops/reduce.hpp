@@ -57,14 +57,16 @@ inline Tensor sum_dim(const Tensor& x0, int64_t dim, bool keepdim, bool mean = f
   check_device(x0, op);
   TT_CHECK(!mean || x0.is_floating_point(), "mean(): could not infer output dtype. Input dtype must be "
            "either a floating point or complex dtype. Got: ", dtype_name(x0.dtype()));
-  if (is_reduced_floating_point(x0.dtype()))  // accumulated in float32, rounded once
+  // float16/bfloat16: accumulated as float32 is (in double), rounded once; on a CUDA device the
+  // sum kernel reads the 16-bit values itself, on the CPU the op sums a float32 copy
+  if (is_reduced_floating_point(x0.dtype()) && x0.device().is_cpu())
     return to_dtype(sum_dim(to_dtype(x0, kFloat32), dim, keepdim, mean), x0.dtype());
   const Tensor x = contiguous(x0);
   dim = wrap_dim(dim, x.dim(), op);  // a 0-d tensor accepts dim 0 and -1 only
   if (x.dim() == 0) return clone(x);
   auto sp = detail::split_dim(x.sizes(), dim, keepdim);
   Tensor out = make_tensor(sp.out_shape, x.dtype(), x.device());
-  dispatch(x.dtype(), [&](auto tag) {
+  dispatch_all(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     double scale = mean ? 1.0 / static_cast<double>(sp.n) : 1.0;
     backend::dispatch::sum_dim_kernel(x.device(), x.data_ptr<T>(), out.data_ptr<T>(), sp.outer, sp.n, sp.inner, scale);
@@ -123,7 +125,7 @@ inline Tensor sum_dims(const Tensor& x, const std::vector<int64_t>& dims, bool k
   check_device(x, op);
   TT_CHECK(!mean || x.is_floating_point(), "mean(): could not infer output dtype. Input dtype must be "
            "either a floating point or complex dtype. Got: ", dtype_name(x.dtype()));
-  if (is_reduced_floating_point(x.dtype()))  // accumulated in float32, rounded once
+  if (is_reduced_floating_point(x.dtype()) && x.device().is_cpu())  // as sum_dim
     return to_dtype(sum_dims(to_dtype(x, kFloat32), dims, keepdim, mean), x.dtype());
   const std::vector<int64_t> red = reduction_dims(dims, x.dim(), op);
   if (red.size() == 1 && x.dim() > 0) return sum_dim(x, red[0], keepdim, mean);
@@ -131,7 +133,7 @@ inline Tensor sum_dims(const Tensor& x, const std::vector<int64_t>& dims, bool k
   const ReducedLast r = reduced_last(x, red, keepdim);
   Tensor out = make_tensor(r.out_shape, x.dtype(), x.device());
   if (r.rows == 0) return out;
-  dispatch(x.dtype(), [&](auto tag) {
+  dispatch_all(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const double scale = mean ? 1.0 / static_cast<double>(r.cols) : 1.0;
     backend::dispatch::sum_dim_kernel(x.device(), r.x.data_ptr<T>(), out.data_ptr<T>(), r.rows, r.cols, 1, scale);

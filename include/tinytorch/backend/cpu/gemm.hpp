@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "../../core/half.hpp"  // opmath_type (alpha and beta)
 #include "../../core/parallel.hpp"
 
 TT_NAMESPACE_BEGIN namespace backend::cpu {
@@ -121,8 +122,8 @@ void gemm_serial(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t l
 /// C = alpha * op(A) op(B) + beta * C (see the top of this file), on up to get_num_threads()
 /// threads.
 template <class T>
-void gemm(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, bool trans_a,
-          const T* B, int64_t ldb, bool trans_b, T beta, T* C, int64_t ldc) {
+void gemm(int64_t M, int64_t N, int64_t K, opmath_type<T> alpha, const T* A, int64_t lda, bool trans_a,
+          const T* B, int64_t ldb, bool trans_b, opmath_type<T> beta, T* C, int64_t ldc) {
   const double work = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
   const int threads = get_num_threads();
   if (threads <= 1 || work < 2.0 * kGemmGrain || in_parallel_region()) {
@@ -160,8 +161,8 @@ void gemm(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, boo
 
 /// The reference triple loop (accumulates in double).
 template <class T>
-void gemm_naive(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, bool trans_a,
-                const T* B, int64_t ldb, bool trans_b, T beta, T* C, int64_t ldc) {
+void gemm_naive(int64_t M, int64_t N, int64_t K, opmath_type<T> alpha, const T* A, int64_t lda, bool trans_a,
+                const T* B, int64_t ldb, bool trans_b, opmath_type<T> beta, T* C, int64_t ldc) {
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
       double acc = 0;

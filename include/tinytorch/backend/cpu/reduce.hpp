@@ -3,7 +3,8 @@
 // A contiguous tensor reduced over dim d is viewed as (outer, n, inner) with
 //   outer = prod(shape[:d]), n = shape[d], inner = prod(shape[d+1:]);
 //   out[o, i] = reduce_{k < n} x[o, k, i]          out: (outer, inner)
-// Sums accumulate in double for float32 (and in the type itself otherwise), so a long sum of
+// Sums accumulate in double for float32 and the 16-bit types (whose CUDA sums read 16-bit
+// elements: ops/reduce.hpp), and in the type itself otherwise, so a long sum of
 // float32 stays close to PyTorch's pairwise-summed result. max/argmax and min/argmin are one
 // kernel (extreme_dim_kernel) with std::greater or std::less: values[o, i] is the extreme,
 // indices[o, i] the first k that attains it, and a NaN wins (the first NaN), as PyTorch does.
@@ -18,12 +19,14 @@
 #include <functional>
 #include <type_traits>
 
+#include "../../core/half.hpp"    // is_reduced_floating_point_v (acc_t)
 #include "../../core/scalar.hpp"  // wrapping_add: int64 sums wrap modulo 2^64, as PyTorch's
 #include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace backend::cpu {
 
-template <class T> using acc_t = std::conditional_t<std::is_same_v<T, float>, double, T>;
+template <class T>
+using acc_t = std::conditional_t<std::is_same_v<T, float> || is_reduced_floating_point_v<T>, double, T>;
 
 /// acc + v; for int64 modulo 2^64 (an overflowing sum wraps as in PyTorch, without the undefined
 /// behaviour of a signed overflow).

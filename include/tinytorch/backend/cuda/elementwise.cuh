@@ -15,6 +15,9 @@
 // Both are grid-stride loops over int64 indices, so any n runs on a capped grid (grid_1d).
 // Shapes reach the kernels by value in a backend::Indexer, the index-math struct the CPU's strided
 // loop walks too (trivially copyable; at most 25 dims).
+// float16/bfloat16 (T = Half, BFloat16) use the same kernels: the ops wrap the functor in
+// backend::Opmath, so each element is loaded in 16 bits, computed in float and stored rounded once
+// (chapter 11.2); the CPU computes these dtypes through float32 copies instead.
 // Chapter: chapters/10-gpu-kernels.md. Reference: PyTorch aten/src/ATen/native/cuda/Loops.cuh and
 // OffsetCalculator.cuh (the same split: contiguous fast path, offset calculator otherwise).
 #pragma once

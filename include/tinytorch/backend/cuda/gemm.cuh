@@ -4,7 +4,7 @@
 //   op(A): (M, K), op(B): (K, N), C: (M, N) with leading dimension ldc.
 //   trans_a: A is stored (K, M) row-major with leading dimension lda, and op(A) = A^T (likewise B).
 //   beta = 0 never reads C (C may be uninitialised storage holding NaN, and 0 * NaN = NaN).
-// T is float or double.
+// T is float or double, or Half / BFloat16 (read and written in 16 bits, computed in float: below).
 //
 // Three kernels, each one idea more than the last (siboehm's SGEMM worklog numbers them 1, 3, 6):
 //  1. gemm_naive_kernel — one thread per C element, a dot product over k accumulated in double.
@@ -16,7 +16,7 @@
 //     of op(B) into shared memory (each thread loads one element of each, coalesced), waits, and
 //     every thread does 32 multiply-adds from shared memory. Global traffic falls 32x. General:
 //     any M, N, K (loads past the edge write 0 into the tile), any trans flags and leading
-//     dimensions, float and double (~13-18% of cuBLAS).
+//     dimensions, every T (~13-18% of cuBLAS).
 //  3. gemm_register_blocked_kernel — 2-D register blocking with vector loads (siboehm kernel 6):
 //     a block of 256 threads owns a BM x BN = 128x128 tile of C and steps over K by BK = 8. Each
 //     thread computes a TM x TN = 8x8 sub-tile of C held in 64 registers: per k it reads 8
@@ -32,6 +32,12 @@
 //   gemm                   register-blocked when gemm_register_blocked_applies(...), else tiled
 //   gemm_naive             kernel 1;   gemm_tiled  kernel 2;   gemm_register_blocked  kernel 3
 //                          (throws tinytorch::Error when its conditions do not hold)
+// 16-bit T (chapter 11.2): kernels 1 and 2 load float16/bfloat16 elements, multiply them as float
+// (Half * Half converts both operands), accumulate in opmath_type<T> = float (kernel 1 in double)
+// and round C once when they store it; alpha and beta are float. So a 16-bit product has the bits
+// of kernel 2 run in float32 on float32 copies of A and B, rounded once, with half the bytes read
+// and written (PyTorch's CUDA matmul of half/bfloat16 accumulates in float the same way; cuBLAS's
+// cublasGemmEx with CUBLAS_COMPUTE_32F). Kernel 3 is float only: gemm takes kernel 2 for them.
 // Summation order: kernels 2 and 3 each sum a C element's products over k = 0, 1, ..., K-1 into
 // one accumulator of type T, so for the same inputs they give the same bits (with the same FMA
 // contraction); kernel 1 sums in double.
@@ -46,6 +52,7 @@
 
 #include "../../core/check.hpp"
 #include "../../core/config.hpp"
+#include "../../core/half.hpp"  // Half, BFloat16, opmath_type
 #include "launch.hpp"
 
 #if !TINYTORCH_WITH_CUDA
@@ -63,8 +70,9 @@ TT_NAMESPACE_BEGIN namespace backend::cuda {
 /// not transposed) and their writes of C are coalesced (siboehm kernel 2's point). Grid-stride
 /// loops in both directions, so any M, N fit in a capped grid.
 template <class T>
-__global__ void gemm_naive_kernel(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, bool trans_a,
-                                  const T* B, int64_t ldb, bool trans_b, T beta, T* C, int64_t ldc) {
+__global__ void gemm_naive_kernel(int64_t M, int64_t N, int64_t K, opmath_type<T> alpha, const T* A, int64_t lda,
+                                  bool trans_a, const T* B, int64_t ldb, bool trans_b, opmath_type<T> beta, T* C,
+                                  int64_t ldc) {
   for (int64_t i = blockIdx.y * (int64_t)blockDim.y + threadIdx.y; i < M; i += gridDim.y * (int64_t)blockDim.y) {
     for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < N; j += gridDim.x * (int64_t)blockDim.x) {
       double acc = 0;
@@ -99,14 +107,15 @@ constexpr int BM = 128, BN = 128, BK = 8, TM = 8, TN = 8;
 /// have TILE + 1 columns so that such a transposed write (As[tx][ty]: a warp writes a column)
 /// hits 32 different shared-memory banks instead of one bank 32 times.
 template <class T, int TILE>
-__global__ void gemm_tiled_kernel(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, bool trans_a,
-                                  const T* B, int64_t ldb, bool trans_b, T beta, T* C, int64_t ldc) {
+__global__ void gemm_tiled_kernel(int64_t M, int64_t N, int64_t K, opmath_type<T> alpha, const T* A, int64_t lda,
+                                  bool trans_a, const T* B, int64_t ldb, bool trans_b, opmath_type<T> beta, T* C,
+                                  int64_t ldc) {
   __shared__ T As[TILE][TILE + 1];
   __shared__ T Bs[TILE][TILE + 1];
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int64_t row0 = blockIdx.y * (int64_t)TILE, col0 = blockIdx.x * (int64_t)TILE;  // the block's C tile
   const int64_t row = row0 + ty, col = col0 + tx;                                       // this thread's C element
-  T acc = 0;
+  opmath_type<T> acc = 0;  // T, or float for a 16-bit T
   for (int64_t k0 = 0; k0 < K; k0 += TILE) {
     // Tile of op(A). Not transposed: A[i, k] at i*lda + k, consecutive tx take consecutive k.
     // Transposed: op(A)[i, k] = A[k, i] at k*lda + i, consecutive tx take consecutive i.
@@ -134,7 +143,7 @@ __global__ void gemm_tiled_kernel(int64_t M, int64_t N, int64_t K, T alpha, cons
   }
   if (row < M && col < N) {
     T& c = C[row * ldc + col];
-    c = beta == T(0) ? alpha * acc : alpha * acc + beta * c;
+    c = static_cast<T>(beta == T(0) ? alpha * acc : alpha * acc + beta * c);
   }
 }
 
@@ -228,7 +237,7 @@ namespace detail {
 template <class T>
 void gemm_check_args(const char* name, int64_t M, int64_t N, int64_t K, int64_t lda, bool trans_a, int64_t ldb,
                      bool trans_b, int64_t ldc) {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "CUDA gemm: T must be float or double");
+  static_assert(std::is_floating_point_v<opmath_type<T>>, "CUDA gemm: T must be float, double, Half or BFloat16");
   TT_CHECK(M >= 0 && N >= 0 && K >= 0, name, ": negative size M=", M, " N=", N, " K=", K);
   // The smallest leading dimension each stored array allows (BLAS's lda >= max(1, rows' length)).
   const int64_t min_lda = trans_a ? M : K, min_ldb = trans_b ? K : N;
@@ -256,8 +265,8 @@ bool gemm_register_blocked_applies(int64_t M, int64_t N, int64_t K, const T* A, 
 /// (= backend::cpu::gemm_naive). Shapes as backend::cpu::gemm; pointers on the current device.
 /// Throws tinytorch::Error for negative sizes or too small leading dimensions.
 template <class T>
-void gemm_naive(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, bool trans_a, const T* B,
-                int64_t ldb, bool trans_b, T beta, T* C, int64_t ldc) {
+void gemm_naive(int64_t M, int64_t N, int64_t K, opmath_type<T> alpha, const T* A, int64_t lda, bool trans_a,
+                const T* B, int64_t ldb, bool trans_b, opmath_type<T> beta, T* C, int64_t ldc) {
   detail::gemm_check_args<T>("gemm_naive", M, N, K, lda, trans_a, ldb, trans_b, ldc);
   if (M == 0 || N == 0) return;  // an empty grid is an invalid launch
   const dim3 block(32, 8);       // 32 consecutive columns per warp
@@ -271,8 +280,8 @@ void gemm_naive(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t ld
 /// flags and leading dimensions. Throws tinytorch::Error for negative sizes, too small leading
 /// dimensions, or M > 65535 * 32 (grid.y's limit).
 template <class T>
-void gemm_tiled(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, bool trans_a, const T* B,
-                int64_t ldb, bool trans_b, T beta, T* C, int64_t ldc) {
+void gemm_tiled(int64_t M, int64_t N, int64_t K, opmath_type<T> alpha, const T* A, int64_t lda, bool trans_a,
+                const T* B, int64_t ldb, bool trans_b, opmath_type<T> beta, T* C, int64_t ldc) {
   detail::gemm_check_args<T>("gemm_tiled", M, N, K, lda, trans_a, ldb, trans_b, ldc);
   using gemm_shape::TILE;
   if (M == 0 || N == 0) return;
@@ -287,8 +296,9 @@ void gemm_tiled(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t ld
 /// tinytorch::Error unless gemm_register_blocked_applies(...) (float, untransposed, M and N
 /// multiples of 128, K of 8, aligned) or if M / 128 > 65535.
 template <class T>
-void gemm_register_blocked(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, bool trans_a,
-                           const T* B, int64_t ldb, bool trans_b, T beta, T* C, int64_t ldc) {
+void gemm_register_blocked(int64_t M, int64_t N, int64_t K, opmath_type<T> alpha, const T* A, int64_t lda,
+                           bool trans_a, const T* B, int64_t ldb, bool trans_b, opmath_type<T> beta, T* C,
+                           int64_t ldc) {
   detail::gemm_check_args<T>("gemm_register_blocked", M, N, K, lda, trans_a, ldb, trans_b, ldc);
   using namespace gemm_shape;
   TT_CHECK(gemm_register_blocked_applies(M, N, K, A, lda, trans_a, B, ldb, trans_b, C, ldc),
@@ -308,8 +318,8 @@ void gemm_register_blocked(int64_t M, int64_t N, int64_t K, T alpha, const T* A,
 /// gemm_register_blocked_applies(...), else kernel 2. Shapes, trans flags, leading dimensions and
 /// beta = 0 as backend::cpu::gemm; pointers on the current device. Errors as gemm_tiled.
 template <class T>
-void gemm(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, bool trans_a, const T* B, int64_t ldb,
-          bool trans_b, T beta, T* C, int64_t ldc) {
+void gemm(int64_t M, int64_t N, int64_t K, opmath_type<T> alpha, const T* A, int64_t lda, bool trans_a, const T* B,
+          int64_t ldb, bool trans_b, opmath_type<T> beta, T* C, int64_t ldc) {
   if (gemm_register_blocked_applies(M, N, K, A, lda, trans_a, B, ldb, trans_b, C, ldc) && M / gemm_shape::BM <= 65535)
     gemm_register_blocked(M, N, K, alpha, A, lda, trans_a, B, ldb, trans_b, beta, C, ldc);
   else
