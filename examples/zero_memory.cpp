@@ -33,8 +33,10 @@ int main(int argc, char** argv) {
   int zero = 0, layers = 8, steps = 3;
   int64_t width = 1024, batch = 16;
   CLI::App app{"Bytes per rank of DDP + Adam and of ZeRO stage 1, measured (chapters/13-sharding.md)"};
-  app.add_option("--zero", zero, "0: DDP + Adam; 1: DDP + ZeroRedundancyOptimizer<Adam>")
-      ->check(flags::integer_in(0, 1));
+  app.add_option("--zero", zero,
+                 "0: DDP + Adam; 1: DDP + ZeroRedundancyOptimizer<Adam>; 2: FullyShardedDataParallel "
+                 "(SHARD_GRAD_OP) + Adam")
+      ->check(flags::integer_in(0, 2));
   app.add_option("--layers", layers, "Linear(width, width) layers")->check(flags::integer_in(1, 1000));
   app.add_option("--width", width, "features of every layer")->check(flags::integer_in(1, 100000));
   app.add_option("--batch", batch, "rows of random data per rank")->check(flags::integer_in(1, 1000000));
@@ -60,12 +62,15 @@ int main(int argc, char** argv) {
     if (rank == 0) {
       std::printf("zero_memory: %d x Linear(%lld, %lld), P = %lld parameters, Adam, batch %lld, %d rank(s), %s\n",
                   layers, (long long)width, (long long)width, (long long)m.P, (long long)batch, N,
-                  zero ? "ZeRO-1 (ZeroRedundancyOptimizer<Adam>)" : "DDP + Adam");
+                  zero == 2   ? "ZeRO-2 (FullyShardedDataParallel SHARD_GRAD_OP + Adam)"
+                  : zero == 1 ? "ZeRO-1 (ZeroRedundancyOptimizer<Adam>)"
+                              : "DDP + Adam");
       std::printf("%4s %10s %11s %11s %11s %11s %8s %11s %11s %11s %7s\n", "rank", "owned", "params", "grads",
                   "buckets", "optim", "batch", "held", "formula", "peak", "held/P");
       for (int r = 0; r < N; ++r) {
         const int64_t* v = &all[static_cast<size_t>(r) * K];
         examples::ZeroMemory q;
+        q.zero = zero;
         q.P = m.P;
         q.world = N;
         q.owned = v[0];
@@ -76,8 +81,9 @@ int main(int argc, char** argv) {
                     static_cast<double>(q.held) / static_cast<double>(m.P),
                     q.held == q.parts() && q.held == q.formula() ? "" : "  (held != the parts or the formula)");
       }
-      std::printf("formula: %s + batch, bytes%s\n", zero ? "12P + 8 x owned" : "20P",
-                  N > 1 ? "" : " (minus DDP's 4P of buckets: none at world size 1)");
+      std::printf("formula: %s + batch, bytes%s\n",
+                  zero == 2 ? "4 x N x S (parameters) + 12 x S (S = owned)" : zero ? "12P + 8 x owned" : "20P",
+                  N > 1 || zero == 2 ? "" : " (minus DDP's 4P of buckets: none at world size 1)");
       std::fflush(stdout);
     }
     if (steps > 0) {

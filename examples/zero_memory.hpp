@@ -3,13 +3,18 @@
 //
 // Model: `layers` x Linear(width, width) with ReLU between (8 x 1024: P = 8,396,800 parameters),
 // Adam (lr 1e-3), MSE against a random target, a batch of random data per rank, wrapped in
-// DistributedDataParallel. With --zero 1 the optimizer is ZeroRedundancyOptimizer<Adam>.
+// DistributedDataParallel. With --zero 1 the optimizer is ZeroRedundancyOptimizer<Adam>; with
+// --zero 2 the model is wrapped in FullyShardedDataParallel (SHARD_GRAD_OP) instead of DDP and Adam
+// steps the rank's shard of its flat parameter (S = ceil(P / N) elements).
 // Bytes per rank between two steps (zero_grad(set_to_none=false) keeps the gradients):
 //   parameters 4P, gradients 4P, DDP's bucket buffers 4P (the gradients are copied into flat
 //   buckets for the all-reduce, as PyTorch's DDP without gradient_as_bucket_view; none at world
 //   size 1, where there is nothing to all-reduce), Adam's state 8P (DDP) or 8 x the elements this
 //   rank owns (ZeRO-1, ~8P/N), and the batch x, y.
 //     DDP: 20P + batch            ZeRO-1: 12P + 8 P_r + batch        (N > 1; 4P less at N = 1)
+//     ZeRO-2 (FSDP SHARD_GRAD_OP): 4NS (the flat parameters, P + padding) + 4S (the shard's
+//     gradient) + 8S (Adam) + batch = 4P + 12P/N: no bucket copy, and the parameters' own
+//     gradients are freed once reduce-scattered
 // measure_zero_memory() builds the model, takes two steps and returns each part (from the
 // tensors and Optimizer::state_nbytes()), "held" = memory_allocated() after the second step minus
 // memory_allocated() before the model was built (the parts must add up to it exactly), and "peak"
@@ -27,11 +32,12 @@
 
 namespace examples {
 
-/// The model, its DDP wrapper, the optimizer and one batch, for `zero` = 0 (DDP + Adam) or 1
-/// (DDP + ZeroRedundancyOptimizer<Adam>).
+/// The model, its DDP (or FSDP) wrapper, the optimizer and one batch, for `zero` = 0 (DDP + Adam),
+/// 1 (DDP + ZeroRedundancyOptimizer<Adam>) or 2 (FullyShardedDataParallel SHARD_GRAD_OP + Adam).
 struct ZeroRun {
   std::shared_ptr<tinytorch::nn::Sequential> model;
-  std::shared_ptr<tinytorch::distributed::DistributedDataParallel> ddp;
+  std::shared_ptr<tinytorch::distributed::DistributedDataParallel> ddp;    // zero 0 and 1
+  std::shared_ptr<tinytorch::distributed::FullyShardedDataParallel> fsdp;  // zero 2
   std::unique_ptr<tinytorch::optim::Adam> opt;
   tinytorch::Tensor x, y;  // (batch, width) each
   tinytorch::nn::MSELoss loss_fn;
@@ -44,12 +50,19 @@ struct ZeroRun {
       model->push_back(std::make_shared<tt::nn::Linear>(width, width));
       if (l + 1 < layers) model->push_back(std::make_shared<tt::nn::ReLU>());
     }
-    ddp = std::make_shared<tt::distributed::DistributedDataParallel>(model);
-    if (zero == 1)
+    if (zero == 2) {  // Adam over this rank's shard of the flat parameter
+      tt::distributed::FSDPOptions fo;
+      fo.sharding_strategy = tt::distributed::ShardingStrategy::SHARD_GRAD_OP;
+      fsdp = std::make_shared<tt::distributed::FullyShardedDataParallel>(model, fo);
+      opt = std::make_unique<tt::optim::Adam>(fsdp->parameters(), tt::optim::AdamOptions{});
+    } else if (zero == 1) {
+      ddp = std::make_shared<tt::distributed::DistributedDataParallel>(model);
       opt = std::make_unique<tt::distributed::ZeroRedundancyOptimizer<tt::optim::Adam>>(ddp->parameters(),
                                                                                           tt::optim::AdamOptions{});
-    else
+    } else {
+      ddp = std::make_shared<tt::distributed::DistributedDataParallel>(model);
       opt = std::make_unique<tt::optim::Adam>(ddp->parameters(), tt::optim::AdamOptions{});
+    }
     tt::Generator g(7 + static_cast<uint64_t>(tt::distributed::get_rank()));
     x = tt::randn({batch, width}, {}, &g);
     y = tt::randn({batch, width}, {}, &g);
@@ -57,7 +70,7 @@ struct ZeroRun {
   /// One training step; returns the loss.
   float step() {
     opt->zero_grad(/*set_to_none=*/false);  // the gradients stay allocated between steps: part of the bill
-    tinytorch::Tensor loss = loss_fn(ddp->forward(x), y);
+    tinytorch::Tensor loss = loss_fn(fsdp ? fsdp->forward(x) : ddp->forward(x), y);
     loss.backward();
     opt->step();
     return loss.item<float>();
@@ -72,13 +85,20 @@ struct ZeroMemory {
   int64_t params = 0, grads = 0, buckets = 0, state = 0, batch = 0;
   int64_t held = 0;        ///< memory_allocated() between steps, above the baseline
   int64_t peak = 0;        ///< max_memory_allocated() during a step, above the baseline
+  int zero = 0;            ///< the --zero mode measured
   int64_t parts() const { return params + grads + buckets + state + batch; }
-  int64_t formula() const { return (world > 1 ? 12 : 8) * P + 8 * owned + batch; }
+  /// zero 0/1: 12P + 8 x owned + batch (8P at world size 1: no buckets); zero 2 (owned = S):
+  /// 4 N S + 12 S + batch
+  int64_t formula() const {
+    if (zero == 2) return 4 * world * owned + 12 * owned + batch;
+    return (world > 1 ? 12 : 8) * P + 8 * owned + batch;
+  }
 };
 
 inline ZeroMemory measure_zero_memory(int zero, int layers, int64_t width, int64_t batch) {
   namespace tt = tinytorch;
   ZeroMemory m;
+  m.zero = zero;
   m.world = tt::distributed::get_world_size();
   const int64_t base = static_cast<int64_t>(tt::memory_allocated());
   ZeroRun run(zero, layers, width, batch);
@@ -92,11 +112,16 @@ inline ZeroMemory measure_zero_memory(int zero, int layers, int64_t width, int64
     m.params += p.numel() * 4;
     if (p.grad().defined()) m.grads += p.grad().numel() * 4;
   }
-  if (m.world > 1)  // at world size 1 DDP lays its buckets out but allocates none
+  if (run.fsdp) {  // the parameters view the flat buffer (N x S, padding included); one gradient, S
+    m.params = run.fsdp->flat_buffer().numel() * 4;
+    m.grads = run.fsdp->parameters()[0].grad().numel() * 4;
+    m.owned = run.fsdp->shard_numel();
+  }
+  if (m.world > 1 && run.ddp)  // at world size 1 DDP lays its buckets out but allocates none
     for (int64_t b : run.ddp->bucket_bytes()) m.buckets += b;
   m.state = run.opt->state_nbytes();
   m.batch = (run.x.numel() + run.y.numel()) * 4;
-  m.owned = m.P;
+  if (zero != 2) m.owned = m.P;
   if (zero == 1) {
     auto& z = static_cast<tt::distributed::ZeroRedundancyOptimizer<tt::optim::Adam>&>(*run.opt);
     m.owned = 0;

@@ -40,6 +40,8 @@
 //   distributed/clip_grad.hpp           clip_grad_norm_across_: clipping a model spread over ranks
 //   distributed/zero_redundancy_optimizer.hpp  ZeroRedundancyOptimizer (ZeRO-1): optimizer state sharded
 //                                       across ranks, partition_parameters
+//   distributed/fully_sharded_data_parallel.hpp  FullyShardedDataParallel: one flat parameter,
+//                                       SHARD_GRAD_OP (ZeRO-2: gradients reduce-scattered) and NO_SHARD
 //
 // Chapter: chapters/07-all-reduce.md, chapters/06-distributed-data-parallel.md.
 // Reference: torch.distributed; karpathy/llm.c (MPI -> NCCL bootstrap); nccl-tests (busbw).
@@ -67,3 +69,4 @@
 #include "distributed/trace.hpp"
 #include "distributed/work.hpp"
 #include "distributed/zero_redundancy_optimizer.hpp"
+#include "distributed/fully_sharded_data_parallel.hpp"

@@ -1,5 +1,5 @@
-// tests/mpi/test_zero.cpp — ZeroRedundancyOptimizer (ZeRO stage 1) against DDP with the plain
-// optimizer, and its error paths.
+// tests/mpi/test_zero.cpp — ZeroRedundancyOptimizer (ZeRO stage 1) and FullyShardedDataParallel (stage 2)
+// against DDP with the plain optimizer, and their error paths.
 //
 // Run by ctest on 2, 3 and 4 ranks (scripts/mpirun.sh -np N build/bin/test_zero); it also passes
 // as a single process (world size 1: every parameter is rank 0's).
@@ -16,8 +16,11 @@
 //   * bytes on the wire (comm_counters): DDP's step 2(N-1) x 4P over all ranks, ZeRO-1's 3(N-1) x 4P;
 //   * bad input: empty list, mixed dtypes, parameters that differ across ranks (the same message on
 //     every rank), overlap_with_ddp.
-// Chapter: chapters/13-sharding.md (13.2, 13.6).
-// Catch2 tags: [ch13][distributed][zero]
+// Chapter: chapters/13-sharding.md (13.2, 13.6, 13.7).
+// FullyShardedDataParallel ([fsdp]): SHARD_GRAD_OP (ZeRO-2) and NO_SHARD against DDP + Adam (bit for
+// bit on 2 ranks, within 1e-6 on more), gradients and Adam state of the shard only, the bytes on the
+// wire, and its errors (FULL_SHARD, a parameter without a gradient, options or models that differ).
+// Catch2 tags: [ch13][distributed][zero], [fsdp]
 #include <catch2/catch.hpp>
 
 #include <tinytorch/distributed.hpp>
@@ -84,8 +87,10 @@ std::pair<Tensor, Tensor> batch(int s, int64_t B) {
   return {x.narrow(0, r * B, B), y.narrow(0, r * B, B)};
 }
 
-/// `steps` DDP steps of `opt` on `ddp`, from step `first`; returns the losses.
-std::vector<float> train(dist::DistributedDataParallel& ddp, optim::Optimizer& opt, int first, int steps,
+/// `steps` steps of `opt` on `ddp` (a DistributedDataParallel or a FullyShardedDataParallel), from
+/// step `first`; returns the losses.
+template <class Wrapper>
+std::vector<float> train(Wrapper& ddp, optim::Optimizer& opt, int first, int steps,
                          optim::lr_scheduler::LRScheduler* sched = nullptr) {
   std::vector<float> losses;
   nn::MSELoss loss_fn;
@@ -441,4 +446,109 @@ TEST_CASE("ZeroRedundancyOptimizer: bad input throws on every rank", "[ch13][dis
   int64_t one = 1;
   dist::all_reduce(&one, 1, dist::ReduceOp::SUM);
   CHECK(one == N);
+}
+
+// ---- FullyShardedDataParallel: SHARD_GRAD_OP (ZeRO-2) and NO_SHARD --------------------------
+
+namespace {
+/// The largest |a_i - b_i| / max(1, |a_i|) (bit patterns read back as floats).
+double max_rel_diff(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
+  double worst = a.size() == b.size() ? 0.0 : INFINITY;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    float x = 0, y = 0;
+    std::memcpy(&x, &a[i], 4);
+    std::memcpy(&y, &b[i], 4);
+    worst = std::max(worst, std::abs(static_cast<double>(x) - y) / std::max(1.0, std::abs(static_cast<double>(x))));
+  }
+  return worst;
+}
+/// A module with a parameter its forward never uses.
+struct WithUnused : nn::Module {
+  std::shared_ptr<nn::Linear> used = register_module("used", std::make_shared<nn::Linear>(6, 3));
+  std::shared_ptr<nn::Linear> unused = register_module("unused", std::make_shared<nn::Linear>(2, 2));
+  Tensor forward(const Tensor& x) override { return used->forward(x); }
+};
+}  // namespace
+
+TEST_CASE("FSDP SHARD_GRAD_OP (ZeRO-2) and NO_SHARD train as DDP + Adam", "[ch13][distributed][zero][fsdp]") {
+  ensure_group();
+  const int N = dist::get_world_size();
+  for (const dist::ShardingStrategy strategy : {dist::ShardingStrategy::SHARD_GRAD_OP, dist::ShardingStrategy::NO_SHARD}) {
+    INFO(dist::sharding_strategy_name(strategy) << " on " << N << " rank(s)");
+    tinytorch::manual_seed(7);
+    auto m_ddp = make_mlp(kSizes);
+    tinytorch::manual_seed(7);
+    auto m_fsdp = make_mlp(kSizes);
+    dist::DistributedDataParallel ddp(m_ddp);
+    dist::FSDPOptions fo;
+    fo.sharding_strategy = strategy;
+    dist::FullyShardedDataParallel fsdp(m_fsdp, fo);
+    int64_t P = 0;
+    for (const Tensor& p : m_fsdp->parameters()) P += p.numel();
+    const int64_t S = (P + N - 1) / N;
+    const bool sharded = strategy == dist::ShardingStrategy::SHARD_GRAD_OP;
+    REQUIRE(fsdp.parameters().size() == 1);
+    CHECK(fsdp.numel() == P);
+    CHECK(fsdp.shard_numel() == S);
+    CHECK(fsdp.flat_buffer().numel() == N * S);
+    CHECK(fsdp.parameters()[0].numel() == (sharded ? S : P));
+    for (const Tensor& p : m_fsdp->parameters())  // every parameter views the flat buffer
+      CHECK(p.impl()->storage == fsdp.flat_buffer().impl()->storage);
+
+    optim::Adam plain(ddp.parameters(), optim::AdamOptions{1e-2});
+    optim::Adam adam(fsdp.parameters(), optim::AdamOptions{1e-2});
+    const auto a = train(ddp, plain, 0, 20), b = train(fsdp, adam, 0, 20);
+    fsdp.summon_full_params();
+    if (N <= 2) {  // a sum of two terms is the same in any order: bit for bit
+      CHECK(a == b);
+      CHECK(param_bits(*m_ddp) == param_bits(*m_fsdp));
+    } else {  // MPI's reduce-scatter may add the N terms in another order than its all-reduce
+      CHECK(max_rel_diff(param_bits(*m_ddp), param_bits(*m_fsdp)) < 1e-6);
+    }
+    CHECK(identical_on_all_ranks(param_bits(*m_fsdp)));
+    // Between steps a rank holds its shard's gradient and Adam's state for its shard only.
+    for (const Tensor& p : m_fsdp->parameters()) CHECK(!p.grad().defined());
+    CHECK(fsdp.parameters()[0].grad().numel() == (sharded ? S : P));
+    CHECK(adam.state_nbytes() == 8 * (sharded ? S : P));
+    // Bytes on the wire per step: a reduce-scatter and an all-gather of the N x S flat buffer
+    // (NO_SHARD: its all-reduce), 2(N-1) x 4NS over all ranks: DDP's 2(N-1) x 4P plus the padding.
+    dist::reset_comm_counters();
+    train(fsdp, adam, 20, 1);
+    const dist::CommCounters c = dist::comm_counters();
+    CHECK(c.wire_bytes == 2 * (N - 1) * 4 * N * S);
+    CHECK(c.calls[dist::CommCounters::kReduceScatter] == (sharded && N > 1 ? 1 : 0));
+    CHECK(c.calls[dist::CommCounters::kAllGather] == (sharded && N > 1 ? 1 : 0));
+  }
+}
+
+TEST_CASE("FSDP: bad input throws on every rank", "[ch13][distributed][zero][fsdp]") {
+  ensure_group();
+  const int N = dist::get_world_size(), r = dist::get_rank();
+  SECTION("FULL_SHARD, PyTorch's default, is not implemented yet") {
+    CHECK_THROWS_WITH(dist::FullyShardedDataParallel(make_mlp({2, 2})),
+                      Catch::StartsWith("FullyShardedDataParallel: ShardingStrategy::FULL_SHARD"));
+  }
+  SECTION("a parameter without a gradient: the next forward says so") {
+    dist::FSDPOptions fo;
+    fo.sharding_strategy = dist::ShardingStrategy::SHARD_GRAD_OP;
+    dist::FullyShardedDataParallel fsdp(std::make_shared<WithUnused>(), fo);
+    Tensor x = tinytorch::ones({2, 6});
+    fsdp.forward(x).sum().backward();
+    CHECK_THROWS_WITH(fsdp.forward(x), Catch::Contains("Expected to have finished reduction in the prior iteration") &&
+                                           Catch::Contains("unused.weight, unused.bias"));
+  }
+  if (N == 1) return;
+  SECTION("different strategies on different ranks") {
+    dist::FSDPOptions fo;
+    fo.sharding_strategy = r == 0 ? dist::ShardingStrategy::SHARD_GRAD_OP : dist::ShardingStrategy::NO_SHARD;
+    CHECK_THROWS_WITH(dist::FullyShardedDataParallel(make_mlp({2, 2}), fo),
+                      "FullyShardedDataParallel: FSDPOptions::sharding_strategy differs across ranks (SHARD_GRAD_OP "
+                      "and NO_SHARD)");
+  }
+  SECTION("a shape that differs on the last rank") {
+    dist::FSDPOptions fo;
+    fo.sharding_strategy = dist::ShardingStrategy::SHARD_GRAD_OP;
+    CHECK_THROWS_WITH(dist::FullyShardedDataParallel(make_mlp({3, 4, r == N - 1 ? 5 : 2}), fo),
+                      Catch::StartsWith("FullyShardedDataParallel: FSDP expects the same model across all ranks"));
+  }
 }

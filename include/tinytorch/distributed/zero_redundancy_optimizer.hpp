@@ -66,8 +66,9 @@ struct ZeroOptions {
   /// Pack each rank's shard into one flat tensor that the parameters view, and broadcast it in one
   /// message per rank instead of one per parameter (PyTorch's parameters_as_bucket_view).
   bool parameters_as_bucket_view = false;
-  /// PyTorch overlaps the step with DDP's bucket all-reduces through a DDP communication hook;
-  /// tinytorch has no comm hooks yet, so true throws (the default, false, is PyTorch's default).
+  /// PyTorch overlaps the step with DDP's bucket all-reduces through a DDP communication hook
+  /// (ddp_zero_hook.py's hook_with_zero_step); tinytorch has DDP's register_comm_hook but not that
+  /// hook yet, so true throws (the default, false, is PyTorch's default).
   bool overlap_with_ddp = false;
 };
 
@@ -110,7 +111,7 @@ inline ParameterPartition partition_parameters(const std::vector<optim::ParamGro
 ///    both torch.FloatTensor and torch.DoubleTensor"  (PyTorch's; a CUDA one reads torch.cuda.FloatTensor)
 ///   "can't optimize a non-leaf Tensor", "optimizer contains a parameter group with duplicate
 ///    parameters", "some parameters appear in more than one parameter group" (add_param_group)
-///   overlap_with_ddp=true: not implemented (needs DDP communication hooks)
+///   overlap_with_ddp=true: not implemented (PyTorch's hook_with_zero_step is not written yet)
 /// The optimizer's own option checks (lr, betas, ...) are local: options that differ across ranks
 /// are not detected (a rank that throws there leaves the others to the collectives' timeout).
 template <class OptimizerClass>
@@ -367,8 +368,9 @@ class ZeroRedundancyOptimizer : public OptimizerClass {
     check_new_params(group, params, nullptr);
     std::string error;
     if (options.overlap_with_ddp)
-      error = "ZeroRedundancyOptimizer: overlap_with_ddp=true is not implemented in tinytorch (it needs DDP "
-              "communication hooks); use the default overlap_with_ddp=false, which steps after backward";
+      error = "ZeroRedundancyOptimizer: overlap_with_ddp=true is not implemented in tinytorch (PyTorch's "
+              "hook_with_zero_step, a DDP communication hook, is not written yet); use the default "
+              "overlap_with_ddp=false, which steps after backward";
     else if (params.empty())
       error = "ZeroRedundancyOptimizer got an empty parameter list";
     detail::throw_if_any_rank(group, !error.empty(), error);
