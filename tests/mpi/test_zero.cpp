@@ -462,6 +462,22 @@ double max_rel_diff(const std::vector<uint32_t>& a, const std::vector<uint32_t>&
   }
   return worst;
 }
+/// Two copies of the kSizes MLP from one seed: one in DDP, one in FSDP with `strategy`.
+struct DdpAndFsdp {
+  std::shared_ptr<nn::Sequential> m_ddp, m_fsdp;
+  std::unique_ptr<dist::DistributedDataParallel> ddp;
+  std::unique_ptr<dist::FullyShardedDataParallel> fsdp;
+  explicit DdpAndFsdp(dist::ShardingStrategy strategy) {
+    tinytorch::manual_seed(7);
+    m_ddp = make_mlp(kSizes);
+    tinytorch::manual_seed(7);
+    m_fsdp = make_mlp(kSizes);
+    ddp = std::make_unique<dist::DistributedDataParallel>(m_ddp);
+    dist::FSDPOptions fo;
+    fo.sharding_strategy = strategy;
+    fsdp = std::make_unique<dist::FullyShardedDataParallel>(m_fsdp, fo);
+  }
+};
 /// A module with a parameter its forward never uses.
 struct WithUnused : nn::Module {
   std::shared_ptr<nn::Linear> used = register_module("used", std::make_shared<nn::Linear>(6, 3));
@@ -475,14 +491,10 @@ TEST_CASE("FSDP SHARD_GRAD_OP (ZeRO-2) and NO_SHARD train as DDP + Adam", "[ch13
   const int N = dist::get_world_size();
   for (const dist::ShardingStrategy strategy : {dist::ShardingStrategy::SHARD_GRAD_OP, dist::ShardingStrategy::NO_SHARD}) {
     INFO(dist::sharding_strategy_name(strategy) << " on " << N << " rank(s)");
-    tinytorch::manual_seed(7);
-    auto m_ddp = make_mlp(kSizes);
-    tinytorch::manual_seed(7);
-    auto m_fsdp = make_mlp(kSizes);
-    dist::DistributedDataParallel ddp(m_ddp);
-    dist::FSDPOptions fo;
-    fo.sharding_strategy = strategy;
-    dist::FullyShardedDataParallel fsdp(m_fsdp, fo);
+    DdpAndFsdp both(strategy);
+    auto &m_ddp = both.m_ddp, &m_fsdp = both.m_fsdp;
+    dist::DistributedDataParallel& ddp = *both.ddp;
+    dist::FullyShardedDataParallel& fsdp = *both.fsdp;
     int64_t P = 0;
     for (const Tensor& p : m_fsdp->parameters()) P += p.numel();
     const int64_t S = (P + N - 1) / N;
@@ -512,13 +524,45 @@ TEST_CASE("FSDP SHARD_GRAD_OP (ZeRO-2) and NO_SHARD train as DDP + Adam", "[ch13
     CHECK(adam.state_nbytes() == 8 * (sharded ? S : P));
     // Bytes on the wire per step: a reduce-scatter and an all-gather of the N x S flat buffer
     // (NO_SHARD: its all-reduce), 2(N-1) x 4NS over all ranks: DDP's 2(N-1) x 4P plus the padding.
-    dist::reset_comm_counters();
+    // (A step first: summon_full_params above gathered, and an unchanged flat buffer is not sent again.)
     train(fsdp, adam, 20, 1);
+    dist::reset_comm_counters();
+    train(fsdp, adam, 21, 1);
     const dist::CommCounters c = dist::comm_counters();
     CHECK(c.wire_bytes == 2 * (N - 1) * 4 * N * S);
     CHECK(c.calls[dist::CommCounters::kReduceScatter] == (sharded && N > 1 ? 1 : 0));
     CHECK(c.calls[dist::CommCounters::kAllGather] == (sharded && N > 1 ? 1 : 0));
   }
+}
+
+TEST_CASE("FSDP: evaluation between forward and backward, and clip_grad_norm_ over the shards", "[ch13][distributed][zero][fsdp]") {
+  ensure_group();
+  DdpAndFsdp both(dist::ShardingStrategy::SHARD_GRAD_OP);
+  auto &m_ddp = both.m_ddp, &m_fsdp = both.m_fsdp;
+  dist::DistributedDataParallel& ddp = *both.ddp;
+  dist::FullyShardedDataParallel& fsdp = *both.fsdp;
+  optim::SGD plain(ddp.parameters(), 0.1), sgd(fsdp.parameters(), 0.1);
+  nn::MSELoss loss_fn;
+  for (int s = 0; s < 3; ++s) {
+    auto [x, y] = batch(s, 4);
+    plain.zero_grad();
+    sgd.zero_grad();
+    Tensor a = loss_fn(ddp.forward(x), y), b = loss_fn(fsdp.forward(x), y);
+    {
+      tinytorch::NoGradGuard no_grad;  // evaluation in between: no gather, nothing armed
+      ddp.forward(x);
+      fsdp.forward(x);
+    }
+    a.backward();
+    b.backward();
+    const double n_ddp = tinytorch::nn::utils::clip_grad_norm_(ddp.parameters(), 0.05).item<double>();
+    const double n_fsdp = fsdp.clip_grad_norm_(0.05).item<double>();
+    CHECK(std::abs(n_ddp - n_fsdp) <= 1e-6 * n_ddp);
+    plain.step();
+    sgd.step();
+  }
+  fsdp.summon_full_params();
+  CHECK(max_rel_diff(param_bits(*m_ddp), param_bits(*m_fsdp)) < 1e-6);
 }
 
 TEST_CASE("FSDP: bad input throws on every rank", "[ch13][distributed][zero][fsdp]") {
@@ -536,6 +580,47 @@ TEST_CASE("FSDP: bad input throws on every rank", "[ch13][distributed][zero][fsd
     fsdp.forward(x).sum().backward();
     CHECK_THROWS_WITH(fsdp.forward(x), Catch::Contains("Expected to have finished reduction in the prior iteration") &&
                                            Catch::Contains("unused.weight, unused.bias"));
+  }
+  SECTION("two forwards in grad mode without a backward between them") {
+    dist::FSDPOptions fo;
+    fo.sharding_strategy = dist::ShardingStrategy::NO_SHARD;
+    dist::FullyShardedDataParallel fsdp(make_mlp({6, 3}), fo);
+    Tensor x = tinytorch::ones({2, 6});
+    fsdp.forward(x);
+    CHECK_THROWS_WITH(fsdp.forward(x), Catch::Contains("the previous forward (in grad mode) had no backward"));
+    {
+      tinytorch::NoGradGuard no_grad;  // evaluation forwards do not count
+      fsdp.forward(x);
+      fsdp.forward(x);
+    }
+    fsdp.forward(x).sum().backward();
+    CHECK(fsdp.parameters()[0].grad().defined());
+  }
+  SECTION("a model wrapped twice, and an FSDP inside the wrapped model") {
+    dist::FSDPOptions fo;
+    fo.sharding_strategy = dist::ShardingStrategy::SHARD_GRAD_OP;
+    auto m = make_mlp({3, 4, 2});
+    dist::FullyShardedDataParallel first(m, fo);
+    CHECK_THROWS_WITH(dist::FullyShardedDataParallel(m, fo),
+                      "FullyShardedDataParallel: parameter \"0.weight\" already belongs to another "
+                      "FullyShardedDataParallel (a model is wrapped once: its parameters view that wrapper's flat buffer)");
+    auto outer = std::make_shared<nn::Sequential>();
+    outer->push_back(std::make_shared<dist::FullyShardedDataParallel>(make_mlp({3, 2}), fo));
+    CHECK_THROWS_WITH(dist::FullyShardedDataParallel(outer, fo), Catch::Contains("nested FSDP"));
+  }
+  SECTION("moved, converted or unfrozen after wrapping") {
+    dist::FSDPOptions fo;
+    fo.sharding_strategy = dist::ShardingStrategy::SHARD_GRAD_OP;
+    auto m = make_mlp({3, 4, 2});
+    m->parameters()[1].requires_grad_(false);
+    dist::FullyShardedDataParallel fsdp(m, fo);
+    Tensor x = tinytorch::ones({2, 3});
+    m->parameters()[1].requires_grad_(true);
+    CHECK_THROWS_WITH(fsdp.forward(x), Catch::Contains("the module has 4 parameters that require grad, but 3"));
+    m->parameters()[1].requires_grad_(false);
+    fsdp.forward(x).sum().backward();
+    m->to(tinytorch::kFloat64);
+    CHECK_THROWS_WITH(fsdp.forward(x), Catch::Contains("\"0.weight\" no longer views the flat parameter"));
   }
   if (N == 1) return;
   SECTION("different strategies on different ranks") {

@@ -19,8 +19,10 @@
 //
 // One iteration (ShardingStrategy::SHARD_GRAD_OP, ZeRO-2):
 //   forward   all_gather: every rank's shard into `flat` (the parameters see the values the
-//             owners' optimizers wrote), then the module's forward. (A forward under NoGradGuard
-//             gathers too: evaluation sees the current parameters.)
+//             owners' optimizers wrote), then the module's forward. Skipped when `flat` is
+//             unchanged since the last gather (its version counter: no optimizer step between),
+//             so a forward under NoGradGuard (evaluation) between a forward and its backward
+//             neither sends anything nor invalidates the pending graph; it arms nothing.
 //   backward  forward made each parameter's .grad a zeroed view of one flat (N * S) gradient
 //             buffer, so backward accumulates into it in place; when the last gradient has
 //             arrived (a hook per parameter, as DDP's Reducer), the buffer is divided by N and
@@ -54,7 +56,20 @@
 //   parameters of more than one dtype or device, none that requires grad, CUDA parameters (not
 //   implemented: the collectives below take host pointers);
 //   a forward while the previous backward's gradients are incomplete (a parameter without one):
-//   PyTorch DDP's "Expected to have finished reduction in the prior iteration" wording.
+//   PyTorch DDP's "Expected to have finished reduction in the prior iteration" wording; a forward
+//   after a grad-mode forward that had no backward at all (one backward per forward; evaluation
+//   under NoGradGuard, as DDP asks too).
+//   a model wrapped twice, an FSDP inside the wrapped model (nesting: not yet), a parameter
+//   moved, converted, frozen or unfrozen after wrapping: errors naming the parameter.
+// clip_grad_norm_(max_norm): PyTorch's FSDP method; the norm is the whole model's (the shards'
+//   squares summed over the ranks), where nn::utils::clip_grad_norm_ would see one shard.
+// A parameter that some ranks use and others do not (a data-dependent branch) leaves those ranks
+//   in the reduce-scatter and the others at the next forward's error: the watchdog's timeout
+//   ends it (DDP without find_unused_parameters likewise; PyTorch's FSDP reduces zeros for it).
+// Not yet: FULL_SHARD, an auto_wrap_policy (one flat parameter per layer, its reduce-scatter
+//   overlapped with the rest of backward), state_dict types, CUDA parameters, no_sync(), and
+//   PyTorch's ShardedGradScaler (amp::GradScaler checks the gradients of this rank's shard only,
+//   so an inf in another rank's shard would make the ranks disagree on skipping a step).
 //
 // Chapter: chapters/13-sharding.md (13.7). Reference: torch.distributed.fsdp.FullyShardedDataParallel
 //   (PyTorch 1.13: ShardingStrategy, FlatParameter, use_orig_params=False); Zhao et al., "PyTorch
@@ -64,19 +79,35 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "../functional.hpp"
 #include "../nn/module.hpp"
+#include "clip_grad.hpp"
 #include "errors.hpp"
 #include "model_agreement.hpp"
 #include "process_group.hpp"
 #include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace distributed {
+
+namespace detail {
+/// The parameters and flat parameters of the live FullyShardedDataParallel wrappers (true: a flat
+/// parameter), so that a model is not wrapped twice and a wrapper is not wrapped again.
+struct FsdpRegistry {
+  std::mutex mu;
+  std::unordered_map<const TensorImpl*, bool> managed;
+};
+inline FsdpRegistry& fsdp_registry() {
+  static FsdpRegistry r;
+  return r;
+}
+}  // namespace detail
 
 /// What FSDP shards (torch.distributed.fsdp.ShardingStrategy).
 enum class ShardingStrategy {
@@ -125,22 +156,38 @@ class FullyShardedDataParallel : public nn::Module {
                   "forward and gathered again for backward, ZeRO-3) is not implemented yet; pass "
                   "FSDPOptions{.sharding_strategy = ShardingStrategy::SHARD_GRAD_OP} (ZeRO-2) or NO_SHARD");
 
-    // The same model everywhere, rank 0's values everywhere (DDP's steps 1 and 2).
+    // The same model everywhere (DDP's step 1).
     const auto named_params = module_->named_parameters();
     const auto named_buffers = module_->named_buffers();
     const char* who = "FullyShardedDataParallel: FSDP expects the same model across all ranks";
     detail::verify_across_ranks(g, named_params, "parameter", who);
     detail::verify_across_ranks(g, named_buffers, "buffer", who);
+
+    // The parameters that train, each once (a shared parameter appears under two names); none
+    // may belong to another live FSDP (checked before anything is overwritten).
+    std::unordered_set<const TensorImpl*> seen;
+    std::string taken;
+    {
+      auto& reg = detail::fsdp_registry();
+      std::lock_guard<std::mutex> lock(reg.mu);
+      for (const auto& [name, p] : named_params) {
+        if (!p.requires_grad() || !seen.insert(p.impl()).second) continue;
+        params_.push_back(p);
+        names_.push_back(name);
+        const auto it = reg.managed.find(p.impl());
+        if (taken.empty() && it != reg.managed.end())
+          taken = it->second ? "FullyShardedDataParallel: \"" + name + "\" is the flat parameter of another "
+                               "FullyShardedDataParallel inside this module: nested FSDP (one flat parameter per "
+                               "wrapped unit) is not implemented yet; wrap the whole model once"
+                             : "FullyShardedDataParallel: parameter \"" + name + "\" already belongs to another "
+                               "FullyShardedDataParallel (a model is wrapped once: its parameters view that "
+                               "wrapper's flat buffer)";
+      }
+    }
+    detail::throw_if_any_rank(g, !taken.empty(), taken, "FullyShardedDataParallel");
+    // Rank 0's values everywhere (DDP's step 2).
     detail::broadcast_from_rank0(g, named_params);
     detail::broadcast_from_rank0(g, named_buffers);
-
-    // The parameters that train, each once (a shared parameter appears under two names).
-    std::unordered_set<const TensorImpl*> seen;
-    for (const auto& [name, p] : named_params) {
-      if (!p.requires_grad() || !seen.insert(p.impl()).second) continue;
-      params_.push_back(p);
-      names_.push_back(name);
-    }
     detail::check(!params_.empty(), "FullyShardedDataParallel: the module has no parameter that requires a gradient");
     const DType dtype = params_.front().dtype();
     for (size_t i = 0; i < params_.size(); ++i) {
@@ -175,6 +222,12 @@ class FullyShardedDataParallel : public nn::Module {
     const bool sharded = options_.sharding_strategy == ShardingStrategy::SHARD_GRAD_OP;
     Tensor shard = sharded ? flat_.narrow(0, rank_ * shard_numel_, shard_numel_) : flat_.narrow(0, 0, numel_);
     flat_param_ = register_parameter("flat_param", shard, true);
+    {
+      auto& reg = detail::fsdp_registry();
+      std::lock_guard<std::mutex> lock(reg.mu);
+      for (const Tensor& p : params_) reg.managed[p.impl()] = false;
+      reg.managed[flat_param_.impl()] = true;
+    }
 
     // A hook per parameter: "this .grad is final" (as DDP's Reducer).
     ready_.assign(params_.size(), 0);
@@ -193,6 +246,10 @@ class FullyShardedDataParallel : public nn::Module {
   FullyShardedDataParallel& operator=(const FullyShardedDataParallel&) = delete;
   ~FullyShardedDataParallel() override {
     if (state_) state_->owner = nullptr;
+    auto& reg = detail::fsdp_registry();
+    std::lock_guard<std::mutex> lock(reg.mu);
+    for (const Tensor& p : params_) reg.managed.erase(p.impl());
+    if (flat_param_.defined()) reg.managed.erase(flat_param_.impl());
   }
 
   /// Gathers the shards (SHARD_GRAD_OP), then runs the wrapped module. x: whatever the module
@@ -200,15 +257,30 @@ class FullyShardedDataParallel : public nn::Module {
   /// reduction in the prior iteration ..." when the previous backward left a parameter without a
   /// gradient (its shard could not be reduced; the message names the parameters).
   Tensor forward(const Tensor& x) override {
-    check_prior_reduction_finished();
+    const bool training = GradMode::is_enabled();  // a NoGradGuard forward leaves a pending backward alone
+    check_still_wrapped();
+    if (training) check_prior_reduction_finished();
     gather_parameters();
+    if (!training) return module_->forward(x);
     ready_count_ = 0;
     std::fill(ready_.begin(), ready_.end(), 0);
-    if (GradMode::is_enabled()) prepare_gradients();
+    prepare_gradients();
     Tensor out = module_->forward(x);
-    armed_ = GradMode::is_enabled() && out.requires_grad();
+    armed_ = out.requires_grad();
     if (!armed_) release_gradients();
     return out;
+  }
+
+  /// PyTorch's FullyShardedDataParallel.clip_grad_norm_(max_norm) (2-norm): scales flat_param's
+  /// gradient so that the norm of the whole model's gradient is at most max_norm, and returns that
+  /// norm before clipping (a 0-d tensor of the parameters' dtype, as PyTorch's total_norm). A collective: under SHARD_GRAD_OP each rank holds a shard, and the
+  /// squares are summed over the ranks (distributed/clip_grad.hpp); nn::utils::clip_grad_norm_ on
+  /// fsdp->parameters() would clip each shard by its own norm.
+  Tensor clip_grad_norm_(double max_norm) {
+    const bool sharded = options_.sharding_strategy == ShardingStrategy::SHARD_GRAD_OP;
+    const std::vector<Tensor> all{flat_param_};
+    const std::vector<Tensor> counted = sharded || rank_ == 0 ? all : std::vector<Tensor>{};  // NO_SHARD: once
+    return scalar_tensor(clip_grad_norm_across_(counted, all, max_norm, *group_), TensorOptions(flat_.dtype()));
   }
 
   /// Makes every parameter of the wrapped module hold the current values (the all_gather of
@@ -253,22 +325,53 @@ class FullyShardedDataParallel : public nn::Module {
                   hi == 0 ? "FULL_SHARD" : hi == 1 ? "SHARD_GRAD_OP" : "NO_SHARD", ")");
   }
 
+  /// The all_gather of the shards, when the flat buffer changed since the last one (an optimizer
+  /// step writes it on every rank): a second forward before the next step, or one under
+  /// NoGradGuard between a forward and its backward, neither sends nor overwrites anything.
   void gather_parameters() {
     if (options_.sharding_strategy != ShardingStrategy::SHARD_GRAD_OP || world_ == 1) return;
+    if (flat_._version() == gathered_version_) return;
     NoGradGuard no_grad;
     // all_gather's input may not alias its output: send a copy of this rank's shard
     const Tensor mine = flat_.narrow(0, rank_ * shard_numel_, shard_numel_).clone();
     group_->all_gather(flat_.raw_data(), mine.raw_data(), shard_numel_, flat_.dtype(), Completion::Blocking,
                        "FullyShardedDataParallel all_gather");
     autograd::increment_version(flat_);
+    gathered_version_ = flat_._version();
+  }
+
+  /// The wrapped parameters still view the flat buffer and still train, and no other parameter
+  /// started to: a model converted or moved after wrapping (module()->to(...)), or a requires_grad
+  /// changed after it, would otherwise be trained wrongly or not at all.
+  void check_still_wrapped() const {
+    for (size_t i = 0; i < params_.size(); ++i) {
+      const Tensor& p = params_[i];
+      detail::check(p.impl()->storage == flat_.impl()->storage && p.dtype() == flat_.dtype(),
+                    "FullyShardedDataParallel: parameter \"", names_[i], "\" no longer views the flat parameter (the "
+                    "model was moved or converted after wrapping, e.g. module()->to(...)); convert it before wrapping");
+      detail::check(p.requires_grad(), "FullyShardedDataParallel: parameter \"", names_[i], "\" no longer requires "
+                    "grad; FSDP flattens the parameters that train when it is constructed: set requires_grad before");
+    }
+    size_t training = 0;
+    std::unordered_set<const TensorImpl*> seen;
+    for (const auto& [name, p] : module_->named_parameters())
+      if (p.requires_grad() && seen.insert(p.impl()).second) ++training;
+    detail::check(training == params_.size(), "FullyShardedDataParallel: the module has ", training,
+                  " parameters that require grad, but ", params_.size(), " when it was wrapped: FSDP flattens the "
+                  "parameters that train when it is constructed (set requires_grad before wrapping)");
   }
 
   void check_prior_reduction_finished() {
     if (!armed_ || ready_count_ == params_.size()) return;
+    armed_ = false;
+    if (ready_count_ == 0)
+      detail::throw_error(detail::rank_prefix() +
+                          "FullyShardedDataParallel: the previous forward (in grad mode) had no backward: FSDP reduces "
+                          "the gradients once per forward, so run one backward per forward, and forwards that are not "
+                          "followed by backward (evaluation, a loss printed) under NoGradGuard");
     std::string missing;
     for (size_t i = 0; i < params_.size(); ++i)
       if (!ready_[i]) missing += (missing.empty() ? "" : ", ") + names_[i];
-    armed_ = false;
     detail::throw_error(detail::rank_prefix() +
                         "FullyShardedDataParallel: Expected to have finished reduction in the prior iteration before "
                         "starting a new one. The previous backward did not produce gradients for these parameters: " +
@@ -294,7 +397,9 @@ class FullyShardedDataParallel : public nn::Module {
   void on_grad_ready(size_t i) {
     if (!armed_) return;  // a backward through a forward run under no_grad, or outside FSDP's forward
     detail::check(!ready_[i], "FullyShardedDataParallel: Expected to mark a variable ready only once (parameter \"",
-                  names_[i], "\" got a second gradient in one backward; run one backward per forward)");
+                  names_[i], "\" got a gradient after its forward's had been reduced: a second backward through one "
+                  "FSDP forward, or a backward through module()->forward, which skips FSDP; run one backward per "
+                  "FSDP forward)");
     ready_[i] = 1;
     if (++ready_count_ == params_.size()) reduce_gradients();
   }
@@ -335,6 +440,7 @@ class FullyShardedDataParallel : public nn::Module {
   int64_t numel_ = 0, shard_numel_ = 0;
   Tensor flat_, flat_param_;
   Tensor grad_flat_;  // the unsharded gradient during a backward (undefined between steps)
+  int64_t gathered_version_ = -1;  // flat_'s version after the last all_gather
   std::vector<char> ready_;
   size_t ready_count_ = 0;
   bool armed_ = false;
