@@ -3,8 +3,9 @@
 // reduce-scattered so that each rank keeps the averaged gradient of its shard only (ZeRO stage 2),
 // and an optimizer that holds state for that shard only.
 //
-//   auto fsdp = std::make_shared<dist::FullyShardedDataParallel>(
-//       model, dist::FSDPOptions{.sharding_strategy = dist::ShardingStrategy::SHARD_GRAD_OP});
+//   dist::FSDPOptions fo;
+//   fo.sharding_strategy = dist::ShardingStrategy::SHARD_GRAD_OP;
+//   auto fsdp = std::make_shared<dist::FullyShardedDataParallel>(model, fo);
 //   optim::Adam opt(fsdp->parameters(), lr);   // one parameter: this rank's shard of the flat buffer
 //   for (...) { opt.zero_grad(); loss_fn(fsdp->forward(x), y).backward(); opt.step(); }
 //
@@ -153,8 +154,8 @@ class FullyShardedDataParallel : public nn::Module {
                   "such value (", strategy, ")");
     detail::check(options_.sharding_strategy != ShardingStrategy::FULL_SHARD,
                   "FullyShardedDataParallel: ShardingStrategy::FULL_SHARD (PyTorch's default: parameters freed after "
-                  "forward and gathered again for backward, ZeRO-3) is not implemented yet; pass "
-                  "FSDPOptions{.sharding_strategy = ShardingStrategy::SHARD_GRAD_OP} (ZeRO-2) or NO_SHARD");
+                  "forward and gathered again for backward, ZeRO-3) is not implemented yet; set "
+                  "FSDPOptions::sharding_strategy to ShardingStrategy::SHARD_GRAD_OP (ZeRO-2) or NO_SHARD");
 
     // The same model everywhere (DDP's step 1).
     const auto named_params = module_->named_parameters();
