@@ -149,7 +149,7 @@ class FullyShardedDataParallel : public nn::Module {
     const int strategy = static_cast<int>(options_.sharding_strategy);
     detail::throw_if_any_rank(g, module_ == nullptr, "FullyShardedDataParallel: module is null",
                               "FullyShardedDataParallel");
-    check_same_int(g, strategy, "sharding_strategy");
+    check_same_strategy(g);
     detail::check(strategy >= 0 && strategy <= 2, "FullyShardedDataParallel: FSDPOptions::sharding_strategy has no "
                   "such value (", strategy, ")");
     detail::check(options_.sharding_strategy != ShardingStrategy::FULL_SHARD,
@@ -274,9 +274,10 @@ class FullyShardedDataParallel : public nn::Module {
 
   /// PyTorch's FullyShardedDataParallel.clip_grad_norm_(max_norm) (2-norm): scales flat_param's
   /// gradient so that the norm of the whole model's gradient is at most max_norm, and returns that
-  /// norm before clipping (a 0-d tensor of the parameters' dtype, as PyTorch's total_norm). A collective: under SHARD_GRAD_OP each rank holds a shard, and the
-  /// squares are summed over the ranks (distributed/clip_grad.hpp); nn::utils::clip_grad_norm_ on
-  /// fsdp->parameters() would clip each shard by its own norm.
+  /// norm before clipping (a 0-d tensor of the parameters' dtype, as PyTorch's total_norm). A
+  /// collective: under SHARD_GRAD_OP each rank holds a shard, and the squares are summed over the
+  /// ranks (distributed/clip_grad.hpp); nn::utils::clip_grad_norm_ on fsdp->parameters() would
+  /// clip each shard by its own norm.
   Tensor clip_grad_norm_(double max_norm) {
     const bool sharded = options_.sharding_strategy == ShardingStrategy::SHARD_GRAD_OP;
     const std::vector<Tensor> all{flat_param_};
@@ -315,15 +316,15 @@ class FullyShardedDataParallel : public nn::Module {
     FullyShardedDataParallel* owner = nullptr;
   };
 
-  /// Every rank must pass the same v (an option): else every rank throws naming both values.
-  void check_same_int(ProcessGroup& g, int64_t v, const char* what) {
+  /// Every rank must pass the same sharding_strategy: else every rank throws naming two of them.
+  void check_same_strategy(ProcessGroup& g) const {
     if (g.size() == 1) return;
-    int64_t lo = v, hi = v;
+    int64_t lo = static_cast<int64_t>(options_.sharding_strategy), hi = lo;
     g.all_reduce(&lo, 1, kInt64, ReduceOp::MIN, Completion::Blocking, "FullyShardedDataParallel options");
     g.all_reduce(&hi, 1, kInt64, ReduceOp::MAX, Completion::Blocking, "FullyShardedDataParallel options");
-    detail::check(lo == hi, "FullyShardedDataParallel: FSDPOptions::", what, " differs across ranks (",
-                  lo == 0 ? "FULL_SHARD" : lo == 1 ? "SHARD_GRAD_OP" : "NO_SHARD", " and ",
-                  hi == 0 ? "FULL_SHARD" : hi == 1 ? "SHARD_GRAD_OP" : "NO_SHARD", ")");
+    detail::check(lo == hi, "FullyShardedDataParallel: FSDPOptions::sharding_strategy differs across ranks (",
+                  sharding_strategy_name(static_cast<ShardingStrategy>(lo)), " and ",
+                  sharding_strategy_name(static_cast<ShardingStrategy>(hi)), ")");
   }
 
   /// The all_gather of the shards, when the flat buffer changed since the last one (an optimizer

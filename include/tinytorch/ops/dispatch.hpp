@@ -502,6 +502,19 @@ inline DType result_type(std::initializer_list<const Tensor*> operands) {
 }
 inline DType result_type(const Tensor& a, const Tensor& b) { return result_type({&a, &b}); }
 
+/// True when an op of dtype `dt` on device `d` computes through float32 copies of its operands
+/// (the branch at the top of a 16-bit op, see "float16 and bfloat16" above): a float16/bfloat16 op
+/// on the CPU, or one with an operand of another dtype (a 0-d float32 operand joins unrounded, as
+/// in the float32 op). Otherwise, on a CUDA device, the ops that have 16-bit kernels (elementwise,
+/// gemm, sum) run them in place of the copies.
+inline bool via_float32(Device d, DType dt, std::initializer_list<const Tensor*> operands = {}) {
+  if (!is_reduced_floating_point(dt)) return false;
+  if (d.is_cpu()) return true;
+  for (const Tensor* t : operands)
+    if (t->dtype() != dt) return true;
+  return false;
+}
+
 /// A CPU tensor with `t`'s shape and values: `t` itself when it is on the CPU (any strides), else a
 /// dense copy (made contiguous on its GPU by the copy kernel, then one device-to-host memcpy).
 /// item(), tolist(), at() and printing read CUDA tensors through it. Not differentiable (see

@@ -126,16 +126,6 @@ void dispatch_kernel_dtypes(DType dt, K&& k) {
   if constexpr (backend::is_kernel_functor_v<F>) dispatch_all(dt, k);
   else dispatch(dt, k);
 }
-/// True when a float16/bfloat16 op computes through float32 copies: on the CPU, or when an operand
-/// has another dtype than the op's (a 0-d float32 operand, say: it joins unrounded, as in the
-/// float32 op). Otherwise the CUDA backend's 16-bit kernels compute it in place of the copies.
-inline bool via_float32(Device d, DType dt, std::initializer_list<const Tensor*> operands) {
-  if (!is_reduced_floating_point(dt)) return false;
-  if (d.is_cpu()) return true;
-  for (const Tensor* t : operands)
-    if (t->dtype() != dt) return true;
-  return false;
-}
 }  // namespace detail
 
 /// out = f(a, b) elementwise with broadcasting; out dtype = result_type(a, b) (int64 for compare).
@@ -148,7 +138,7 @@ Tensor binary(const Tensor& a0, const Tensor& b0, F f, const char* op, bool comp
   const Device dev = detail::common_device(op, {&a0, &b0});
   detail::check_functor<F>(dev, op);
   DType dt = result_type(a0, b0);  // torch.result_type: a 0-d operand ranks below a dimensioned one
-  if (detail::via_float32(dev, dt, {&a0, &b0})) {  // float16/bfloat16: computed in float32, rounded once
+  if (via_float32(dev, dt, {&a0, &b0})) {  // float16/bfloat16: computed in float32, rounded once
     Tensor r = binary(to_dtype(a0, kFloat32), to_dtype(b0, kFloat32), f, op, compare);
     return compare ? r : to_dtype(r, dt);
   }
@@ -175,7 +165,7 @@ template <class F>
 Tensor unary(const Tensor& x0, F f, const char* op, bool float_only = false) {
   check_device(x0, op);
   detail::check_functor<F>(x0.device(), op);
-  if (detail::via_float32(x0.device(), x0.dtype(), {}))  // computed in float32, rounded once
+  if (via_float32(x0.device(), x0.dtype()))  // computed in float32, rounded once
     return to_dtype(unary(to_dtype(x0, kFloat32), f, op, float_only), x0.dtype());
   const Tensor x = contiguous(float_only && x0.dtype() == kInt64 ? to_dtype(x0, kFloat32) : x0);
   Tensor out = make_tensor(x.sizes(), x.dtype(), x.device());
@@ -194,7 +184,7 @@ Tensor scalar(const Tensor& a0, double s, F f, const char* op) {
   // float16/bfloat16: s is first rounded to a0's dtype: the number joins the op as a 0-d tensor of
   // that dtype would (PyTorch 1.13's kernels; 2.x keeps s as a float in mul and div, so x * 0.1
   // can differ there by one unit in the last place); then computed in float32 and rounded once
-  if (detail::via_float32(a0.device(), a0.dtype(), {})) {
+  if (via_float32(a0.device(), a0.dtype())) {
     return to_dtype(scalar(to_float32(a0), ::tinytorch::detail::round_to(s, a0.dtype()), f, op), a0.dtype());
   }
   bool to_float = a0.dtype() == kInt64 && s != std::floor(s);
@@ -305,7 +295,7 @@ void binary_(Tensor& self, const Tensor& other0, F f, const char* op) {
   TT_CHECK(dev.is_cpu() || has_internal_overlap(self) != MemOverlap::Yes, op, ": not implemented for CUDA tensors "
            "yet: the written-to tensor repeats a memory location (shape ", shape_str(self.sizes()), ", strides ",
            shape_str(self.strides()), ")");
-  if (detail::via_float32(dev, self.dtype(), {&other0})) {  // computed in float32, rounded once into self
+  if (via_float32(dev, self.dtype(), {&other0})) {  // computed in float32, rounded once into self
     const Tensor r = binary(to_dtype(self, kFloat32), to_dtype(other0, kFloat32), f, op);
     copy_into_strided(to_dtype(r, self.dtype()), self);
     return;
@@ -328,7 +318,7 @@ template <class F>
 void unary_(Tensor& self, F f, const char* op) {
   check_device(self, op);
   detail::check_functor<F>(self.device(), op);
-  if (detail::via_float32(self.device(), self.dtype(), {})) {  // computed in float32, rounded once into self
+  if (via_float32(self.device(), self.dtype())) {  // computed in float32, rounded once into self
     copy_into_strided(to_dtype(unary(to_dtype(self, kFloat32), f, op), self.dtype()), self);
     return;
   }

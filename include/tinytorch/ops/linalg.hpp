@@ -42,7 +42,7 @@ inline GemmOperand gemm_operand(const Tensor& t) {
 /// CUDA device by the 16-bit gemm kernel itself (backend/cuda/gemm.cuh), on the CPU through float32
 /// copies of a, b (and out when beta != 0); the same bits either way on one device.
 inline void gemm_into(const Tensor& a, const Tensor& b, Tensor& out, double alpha = 1.0, double beta = 0.0) {
-  if (is_reduced_floating_point(out.dtype()) && out.device().is_cpu()) {
+  if (via_float32(out.device(), out.dtype())) {
     // out is read only when beta != 0 (with beta 0 it may be uninitialised: never convert it)
     Tensor out32 = beta != 0.0 ? to_dtype(out, kFloat32) : make_tensor(out.sizes(), kFloat32, out.device());
     gemm_into(to_dtype(a, kFloat32), to_dtype(b, kFloat32), out32, alpha, beta);

@@ -59,7 +59,7 @@ inline Tensor sum_dim(const Tensor& x0, int64_t dim, bool keepdim, bool mean = f
            "either a floating point or complex dtype. Got: ", dtype_name(x0.dtype()));
   // float16/bfloat16: accumulated as float32 is (in double), rounded once; on a CUDA device the
   // sum kernel reads the 16-bit values itself, on the CPU the op sums a float32 copy
-  if (is_reduced_floating_point(x0.dtype()) && x0.device().is_cpu())
+  if (via_float32(x0.device(), x0.dtype()))
     return to_dtype(sum_dim(to_dtype(x0, kFloat32), dim, keepdim, mean), x0.dtype());
   const Tensor x = contiguous(x0);
   dim = wrap_dim(dim, x.dim(), op);  // a 0-d tensor accepts dim 0 and -1 only
@@ -125,7 +125,7 @@ inline Tensor sum_dims(const Tensor& x, const std::vector<int64_t>& dims, bool k
   check_device(x, op);
   TT_CHECK(!mean || x.is_floating_point(), "mean(): could not infer output dtype. Input dtype must be "
            "either a floating point or complex dtype. Got: ", dtype_name(x.dtype()));
-  if (is_reduced_floating_point(x.dtype()) && x.device().is_cpu())  // as sum_dim
+  if (via_float32(x.device(), x.dtype()))  // as sum_dim
     return to_dtype(sum_dims(to_dtype(x, kFloat32), dims, keepdim, mean), x.dtype());
   const std::vector<int64_t> red = reduction_dims(dims, x.dim(), op);
   if (red.size() == 1 && x.dim() > 0) return sum_dim(x, red[0], keepdim, mean);
