@@ -1,5 +1,6 @@
-// bench/bench_zero.cpp — DDP against ZeRO stage 1 (ZeroRedundancyOptimizer) and stage 2
-// (FullyShardedDataParallel, SHARD_GRAD_OP): bytes per rank, measured by the allocator's counters,
+// bench/bench_zero.cpp — DDP against ZeRO stage 1 (ZeroRedundancyOptimizer), stage 2
+// (FullyShardedDataParallel, SHARD_GRAD_OP) and stage 3 (FullyShardedDataParallel, FULL_SHARD, a
+// unit per Linear): bytes per rank, measured by the allocator's counters,
 // beside the formulas, bytes on the wire, and the step time in the same run.
 //
 //   scripts/mpirun.sh -np 2 build/bin/bench_zero [--layers 8] [--width 1024] [--batch 16] [--steps 5] [--reps 5]
@@ -15,18 +16,21 @@
 //     DDP     20P                      ZeRO-1  12P + 8 P_r   (P_r ~ P/N: PyTorch's greedy partition)
 //     ZeRO-2  4NS + 12S                (S = ceil(P/N): the flat parameters, padding included, then
 //                                       the shard's gradient and Adam's state for the shard)
+//     ZeRO-3  16S                      (S = the sum over the units of ceil(P_unit / N): the shards,
+//                                       their gradients, Adam; full parameters only during a step)
 // Each figure is measured: the parameters', gradients' and buckets' bytes from the tensors, the
 // state from Optimizer::state_nbytes(), and "held" = memory_allocated() between two steps minus
 // what was allocated before the model was built, which must equal the sum of the parts plus the
 // batch (x, y); "peak" = max_memory_allocated() during a step on the same baseline (the parts +
 // activations and temporaries).
-// Time: the three modes alternate, each rep running --steps steps of each after one untimed step; the
+// Time: the four modes alternate, each rep running --steps steps of each after one untimed step; the
 // table gives the median step time over reps (the slowest rank's) and each mode / DDP per rep, median.
 // Bytes on the wire per step (distributed::comm_counters(): what a bandwidth-optimal algorithm
 // sends, over all ranks): DDP's all-reduce 2(N-1) x 4P; ZeRO-1 adds one broadcast of each
 // parameter from its owner (PyTorch's _sync_params), (N-1) x 4P more: it trades bytes on the
 // wire for memory. ZeRO-2 reduce-scatters the flat gradient and all-gathers the flat parameters:
-// 2(N-1) x 4NS, DDP's bytes (plus the padding).
+// 2(N-1) x 4NS, DDP's bytes (plus the padding). ZeRO-3 all-gathers each unit again before its
+// backward: 3(N-1) x 4NS, the paper's 1.5x.
 // Rank 0 prints. Chapter: chapters/13-sharding.md.
 #include "bench_common.hpp"
 
@@ -68,8 +72,8 @@ int main(int argc, char** argv) {
   tt::set_num_threads(1);
   const int N = dist::get_world_size();
   const bool main_rank = dist::get_rank() == 0;
-  const char* names[] = {"DDP", "ZeRO-1", "ZeRO-2"};
-  constexpr int kModes = 3;
+  const char* names[] = {"DDP", "ZeRO-1", "ZeRO-2", "ZeRO-3"};
+  constexpr int kModes = 4;
 
   // ---- memory: the largest rank's figures ----------------------------------------------------
   for (int zero = 0; zero < kModes; ++zero) {
@@ -89,7 +93,7 @@ int main(int argc, char** argv) {
   }
   if (main_rank)
     std::printf("(bytes, the largest rank's; formula: DDP 20P, ZeRO-1 12P + 8 x owned elements, ZeRO-2 4NS + 12S,\n"
-                " + the batch; DDP and ZeRO-1 4P less at world size 1, where DDP makes no buckets)\n\n");
+                " ZeRO-3 16S, + the batch; DDP and ZeRO-1 4P less at world size 1, where DDP makes no buckets)\n\n");
 
   // ---- bytes on the wire per step (dist::comm_counters) ----------------------------------------
   for (int zero = 0; zero < kModes; ++zero) {
@@ -102,13 +106,17 @@ int main(int argc, char** argv) {
     int64_t P = 0;
     for (const tt::Tensor& p : run.model->parameters()) P += p.numel();
     const int64_t NS = run.fsdp ? N * run.fsdp->shard_numel() : P;
-    const int64_t formula = (zero == 1 ? 3 : 2) * (N - 1) * 4 * NS;
+    const int64_t formula = (zero == 1 || zero == 3 ? 3 : 2) * (N - 1) * 4 * NS;
     using CC = dist::CommCounters;
     if (main_rank)
       std::printf("%-7s sent per step: %lld bytes over all ranks = %s (%lld), %.0f per rank; %lld all-reduce(s), "
                   "%lld broadcast(s), %lld reduce-scatter(s), %lld all-gather(s)\n",
                   names[zero], (long long)c.wire_bytes,
-                  zero == 2 ? "2(N-1) x 4NS" : zero == 1 ? "3(N-1) x 4P" : "2(N-1) x 4P", (long long)formula,
+                  zero == 3   ? "3(N-1) x 4NS"
+                  : zero == 2 ? "2(N-1) x 4NS"
+                  : zero == 1 ? "3(N-1) x 4P"
+                              : "2(N-1) x 4P",
+                  (long long)formula,
                   static_cast<double>(c.wire_bytes) / N, (long long)c.calls[CC::kAllReduce],
                   (long long)c.calls[CC::kBroadcast], (long long)c.calls[CC::kReduceScatter],
                   (long long)c.calls[CC::kAllGather]);
@@ -133,9 +141,10 @@ int main(int argc, char** argv) {
     for (int zero = 1; zero < kModes; ++zero) ratio[zero].push_back(t[zero] / t[0]);
   }
   if (main_rank)
-    std::printf("step time (median of %d reps x %d steps): DDP %.1f ms, ZeRO-1 %.1f ms, ZeRO-2 %.1f ms; "
-                "ZeRO-1 / DDP %.2f, ZeRO-2 / DDP %.2f\n",
+    std::printf("step time (median of %d reps x %d steps): DDP %.1f ms, ZeRO-1 %.1f ms, ZeRO-2 %.1f ms, ZeRO-3 %.1f ms; "
+                "ZeRO-1 / DDP %.2f, ZeRO-2 / DDP %.2f, ZeRO-3 / DDP %.2f\n",
                 reps, steps, bench::median(times[0]) * 1e3, bench::median(times[1]) * 1e3,
-                bench::median(times[2]) * 1e3, bench::median(ratio[1]), bench::median(ratio[2]));
+                bench::median(times[2]) * 1e3, bench::median(times[3]) * 1e3, bench::median(ratio[1]),
+                bench::median(ratio[2]), bench::median(ratio[3]));
   return 0;
 }

@@ -81,7 +81,14 @@
 //   buffers of its shard of the parameters only and broadcasts its updated shard after the step;
 //   the same numbers as without, bit for bit. Prints each rank's optimizer-state bytes. A
 //   checkpoint (--save) first gathers the shards on rank 0 (consolidate_state_dict), so the file
-//   is the one the run without --zero writes. (--zero 2 and 3 are not implemented yet.)
+//   is the one the run without --zero writes.
+// --zero 2 / --zero 3: ZeRO stage 2 / 3 (distributed::FullyShardedDataParallel, SHARD_GRAD_OP /
+//   FULL_SHARD with a unit per Linear, transformer_auto_wrap_policy) instead of DDP: each rank
+//   keeps its shard of the flat parameters, their gradients and momentum buffers (stage 3 frees
+//   the full parameters outside each unit's forward and backward); the same numbers as without,
+//   bit for bit on 2 ranks. Evaluation runs after fsdp.summon_full_params(). Not with --save or
+//   --resume (FSDP's state dicts are not implemented yet), --comm-hook, --amp fp16 (PyTorch's
+//   ShardedGradScaler is not there yet), --dp or --device cuda.
 // --amp bf16|fp16: mixed precision (chapter 11): the forward and the loss run under
 //   tt::autocast (the matrix products in bfloat16/float16, the loss in float32) while the
 //   parameters, their gradients and the optimizer stay float32 (the master weights). fp16 also
@@ -369,7 +376,19 @@ int run(const Config& cfg) {
            cfg.dp > 0 ? "; not with --dp" : "", "), e.g. scripts/mpirun.sh -np 2 build/bin/train_mnist --comm-hook ",
            cfg.comm_hook);
   std::shared_ptr<tt::nn::Module> net;
-  if (cfg.dp > 0) {
+  std::shared_ptr<dist::FullyShardedDataParallel> fsdp;  // --zero 2 and 3
+  TT_CHECK(cfg.zero < 2 || (cfg.save.empty() && cfg.resume.empty()), "--zero ", cfg.zero, " (FullyShardedDataParallel) "
+           "cannot --save or --resume yet: FSDP's state dicts are not implemented (use --zero 1)");
+  TT_CHECK(cfg.zero < 2 || (cfg.comm_hook.empty() && cfg.amp != "fp16"), "--zero ", cfg.zero, " (FullyShardedDataParallel) "
+           "cannot be combined with ", cfg.comm_hook.empty() ? "--amp fp16 (a GradScaler over shards needs PyTorch's "
+           "ShardedGradScaler, not implemented yet)" : "--comm-hook (a DDP communication hook)");
+  if (cfg.zero >= 2 && cfg.dp == 0) {
+    dist::FSDPOptions fo;  // FULL_SHARD, PyTorch's default
+    if (cfg.zero == 2) fo.sharding_strategy = dist::ShardingStrategy::SHARD_GRAD_OP;
+    else fo.auto_wrap_policy = dist::transformer_auto_wrap_policy<tt::nn::Linear>();
+    fsdp = std::make_shared<dist::FullyShardedDataParallel>(model, fo);
+    net = fsdp;
+  } else if (cfg.dp > 0) {
     net = std::make_shared<tt::nn::DataParallel>(model, std::vector<tt::Device>(cfg.dp, tt::Device::cpu()));
   } else {
     dist::DDPOptions ddp_options;
@@ -446,9 +465,9 @@ int run(const Config& cfg) {
                 (long long)train_x.size(0), (long long)test_x.size(0), dir.c_str(), (long long)cfg.batch_size,
                 lr, cfg.momentum, cfg.epochs);
     if (distributed) {
-      std::printf("world_size=%d: DistributedDataParallel, %zu samples per rank per epoch, global batch %d x %lld = %lld, "
+      std::printf("world_size=%d: %s, %zu samples per rank per epoch, global batch %d x %lld = %lld, "
                   "%lld iterations per epoch\n",
-                  world, sampler->size(), world, (long long)cfg.batch_size, (long long)(world * cfg.batch_size),
+                  world, fsdp ? "FullyShardedDataParallel" : "DistributedDataParallel", sampler->size(), world, (long long)cfg.batch_size, (long long)(world * cfg.batch_size),
                   (long long)iters_per_epoch);
       if (cfg.no_scale_lr)
         std::printf("lr %g (--no-scale-lr: the linear scaling rule would use %g x %d = %g)\n", cfg.lr, cfg.lr, world,
@@ -465,6 +484,13 @@ int run(const Config& cfg) {
       std::printf("resumed: %s after epoch %d of %d\n", cfg.resume.c_str(), start_epoch - 1, cfg.epochs);
     if (cfg.zero == 1)
       std::printf("ZeRO-1: ZeroRedundancyOptimizer over %d rank(s), each steps its shard of the parameters\n", world);
+    if (cfg.zero == 2)
+      std::printf("ZeRO-2: FullyShardedDataParallel (SHARD_GRAD_OP) over %d rank(s), one flat parameter: each rank "
+                  "keeps its shard's gradient and momentum\n", world);
+    if (cfg.zero == 3)
+      std::printf("ZeRO-3: FullyShardedDataParallel (FULL_SHARD) over %d rank(s), %zu flat parameters (a unit per "
+                  "Linear): each rank keeps its shards, their gradients and momentum\n",
+                  world, fsdp->parameters().size());
     if (cnn) {  // one line: "model: Conv2d(1, 8, ...) - ReLU() - ... - Linear(...)"
       std::string layers;
       for (const auto& child : model->named_children())
@@ -536,6 +562,7 @@ int run(const Config& cfg) {
     {
       dist::Trace::Scope s(trace.get(), "evaluate");
       net->eval();
+      if (fsdp) fsdp->summon_full_params();  // every rank holds the current parameters (a collective, once)
       eval[0] = count_correct(*model, my_test_x.to(device), my_test_y.to(device));  // the wrapped model: no collective
       eval[1] = my_test_x.size(0);
       if (distributed) dist::all_reduce(eval, 2, dist::ReduceOp::SUM);
@@ -554,7 +581,7 @@ int run(const Config& cfg) {
                     test_acc, seen / secs, secs);
       std::fflush(stdout);
     }
-    if (epoch == start_epoch && cfg.zero == 1) {
+    if (epoch == start_epoch && cfg.zero >= 1) {
       // The optimizer state each rank holds (momentum buffers: 4 bytes per element it updates).
       std::vector<int64_t> bytes(static_cast<size_t>(world));
       const int64_t mine = optimizer.state_nbytes();
@@ -655,9 +682,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"mpi", "nccl"}))
       ->capture_default_str();
   app.add_option("--zero", cfg.zero,
-                 "1: shard the optimizer state across the ranks (ZeRO stage 1, ZeroRedundancyOptimizer); "
-                 "2 and 3 are not implemented yet")
-      ->check(flags::integer_in(0, 1));
+                 "1: shard the optimizer state across the ranks (ZeRO stage 1, ZeroRedundancyOptimizer); 2: also "
+                 "the gradients (FullyShardedDataParallel SHARD_GRAD_OP); 3: also the parameters (FULL_SHARD, a unit "
+                 "per Linear)")
+      ->check(flags::integer_in(0, 3));
   app.add_option("--amp", cfg.amp,
                  "mixed precision: bf16 (autocast to bfloat16) or fp16 (autocast to float16 with a GradScaler); "
                  "parameters stay float32")

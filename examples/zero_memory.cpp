@@ -3,15 +3,19 @@
 //
 //   scripts/mpirun.sh -np 2 build/bin/zero_memory              # DDP + Adam
 //   scripts/mpirun.sh -np 2 build/bin/zero_memory --zero 1     # DDP + ZeroRedundancyOptimizer<Adam>
+//   scripts/mpirun.sh -np 2 build/bin/zero_memory --zero 2     # FSDP SHARD_GRAD_OP + Adam (ZeRO-2)
+//   scripts/mpirun.sh -np 2 build/bin/zero_memory --zero 3     # FSDP FULL_SHARD, a unit per Linear (ZeRO-3)
 //   TINYTORCH_MAX_MEMORY_MB=150 scripts/mpirun.sh -np 2 build/bin/zero_memory            # out of memory
 //   TINYTORCH_MAX_MEMORY_MB=150 scripts/mpirun.sh -np 2 build/bin/zero_memory --zero 1   # trains
+//   TINYTORCH_MAX_MEMORY_MB=100 scripts/mpirun.sh -np 2 build/bin/zero_memory --zero 2   # out of memory
+//   TINYTORCH_MAX_MEMORY_MB=100 scripts/mpirun.sh -np 2 build/bin/zero_memory --zero 3   # trains
 //
 // The model and the measurement are examples/zero_memory.hpp: --layers x Linear(--width, --width)
 // (8 x 1024 by default: P = 8,396,800 parameters), Adam, --batch rows of random data per rank. Each
 // rank measures its bytes between two steps (parameters, gradients, DDP's buckets, Adam's state,
 // the batch; their sum must equal what memory_allocated() grew by) and the peak during a step;
 // rank 0 prints every rank's line beside the formula (DDP 20P, ZeRO-1 12P + 8 x the elements it
-// owns, + the batch), then --steps more steps with their losses (the same on every rank and for
+// owns, ZeRO-2 4NS + 12S, ZeRO-3 16S, + the batch), then --steps more steps with their losses (the same on every rank and for
 // both modes: ZeRO-1 changes where the optimizer state lives, not the numbers).
 // TINYTORCH_MAX_MEMORY_MB (core/allocator.hpp) caps memory_allocated() per process: the first
 // tensor past it throws "CPU out of memory. Tried to allocate ..." on that rank, and the job ends
@@ -32,11 +36,11 @@ namespace dist = tinytorch::distributed;
 int main(int argc, char** argv) {
   int zero = 0, layers = 8, steps = 3;
   int64_t width = 1024, batch = 16;
-  CLI::App app{"Bytes per rank of DDP + Adam and of ZeRO stage 1, measured (chapters/13-sharding.md)"};
+  CLI::App app{"Bytes per rank of DDP + Adam and of ZeRO stages 1-3, measured (chapters/13-sharding.md)"};
   app.add_option("--zero", zero,
                  "0: DDP + Adam; 1: DDP + ZeroRedundancyOptimizer<Adam>; 2: FullyShardedDataParallel "
-                 "(SHARD_GRAD_OP) + Adam")
-      ->check(flags::integer_in(0, 2));
+                 "(SHARD_GRAD_OP) + Adam; 3: FullyShardedDataParallel (FULL_SHARD, a unit per Linear) + Adam")
+      ->check(flags::integer_in(0, 3));
   app.add_option("--layers", layers, "Linear(width, width) layers")->check(flags::integer_in(1, 1000));
   app.add_option("--width", width, "features of every layer")->check(flags::integer_in(1, 100000));
   app.add_option("--batch", batch, "rows of random data per rank")->check(flags::integer_in(1, 1000000));
@@ -62,7 +66,8 @@ int main(int argc, char** argv) {
     if (rank == 0) {
       std::printf("zero_memory: %d x Linear(%lld, %lld), P = %lld parameters, Adam, batch %lld, %d rank(s), %s\n",
                   layers, (long long)width, (long long)width, (long long)m.P, (long long)batch, N,
-                  zero == 2   ? "ZeRO-2 (FullyShardedDataParallel SHARD_GRAD_OP + Adam)"
+                  zero == 3   ? "ZeRO-3 (FullyShardedDataParallel FULL_SHARD, a unit per Linear, + Adam)"
+                  : zero == 2 ? "ZeRO-2 (FullyShardedDataParallel SHARD_GRAD_OP + Adam)"
                   : zero == 1 ? "ZeRO-1 (ZeroRedundancyOptimizer<Adam>)"
                               : "DDP + Adam");
       std::printf("%4s %10s %11s %11s %11s %11s %8s %11s %11s %11s %7s\n", "rank", "owned", "params", "grads",
@@ -82,8 +87,11 @@ int main(int argc, char** argv) {
                     q.held == q.parts() && q.held == q.formula() ? "" : "  (held != the parts or the formula)");
       }
       std::printf("formula: %s + batch, bytes%s\n",
-                  zero == 2 ? "4 x N x S (parameters) + 12 x S (S = owned)" : zero ? "12P + 8 x owned" : "20P",
-                  N > 1 || zero == 2 ? "" : " (minus DDP's 4P of buckets: none at world size 1)");
+                  zero == 3   ? "16 x S (S = owned: the shards, their gradients, Adam)"
+                  : zero == 2 ? "4 x N x S (parameters) + 12 x S (S = owned)"
+                  : zero      ? "12P + 8 x owned"
+                              : "20P",
+                  N > 1 || zero >= 2 ? "" : " (minus DDP's 4P of buckets: none at world size 1)");
       std::fflush(stdout);
     }
     if (steps > 0) {

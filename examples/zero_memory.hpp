@@ -5,7 +5,9 @@
 // Adam (lr 1e-3), MSE against a random target, a batch of random data per rank, wrapped in
 // DistributedDataParallel. With --zero 1 the optimizer is ZeroRedundancyOptimizer<Adam>; with
 // --zero 2 the model is wrapped in FullyShardedDataParallel (SHARD_GRAD_OP) instead of DDP and Adam
-// steps the rank's shard of its flat parameter (S = ceil(P / N) elements).
+// steps the rank's shard of its flat parameter (S = ceil(P / N) elements); with --zero 3 in
+// FullyShardedDataParallel (FULL_SHARD) with a unit per Linear (transformer_auto_wrap_policy), and
+// Adam steps the rank's shard of each unit's flat parameter (S = the sum of ceil(P_layer / N)).
 // Bytes per rank between two steps (zero_grad(set_to_none=false) keeps the gradients):
 //   parameters 4P, gradients 4P, DDP's bucket buffers 4P (the gradients are copied into flat
 //   buckets for the all-reduce, as PyTorch's DDP without gradient_as_bucket_view; none at world
@@ -15,6 +17,8 @@
 //     ZeRO-2 (FSDP SHARD_GRAD_OP): 4NS (the flat parameters, P + padding) + 4S (the shard's
 //     gradient) + 8S (Adam) + batch = 4P + 12P/N: no bucket copy, and the parameters' own
 //     gradients are freed once reduce-scattered
+//     ZeRO-3 (FSDP FULL_SHARD): 4S (the shards) + 4S (their gradients) + 8S (Adam) + batch =
+//     16P/N: the full parameters exist only while a unit's forward or backward runs (peak)
 // measure_zero_memory() builds the model, takes two steps and returns each part (from the
 // tensors and Optimizer::state_nbytes()), "held" = memory_allocated() after the second step minus
 // memory_allocated() before the model was built (the parts must add up to it exactly), and "peak"
@@ -33,11 +37,12 @@
 namespace examples {
 
 /// The model, its DDP (or FSDP) wrapper, the optimizer and one batch, for `zero` = 0 (DDP + Adam),
-/// 1 (DDP + ZeroRedundancyOptimizer<Adam>) or 2 (FullyShardedDataParallel SHARD_GRAD_OP + Adam).
+/// 1 (DDP + ZeroRedundancyOptimizer<Adam>), 2 (FullyShardedDataParallel SHARD_GRAD_OP + Adam) or 3
+/// (FullyShardedDataParallel FULL_SHARD, a unit per Linear, + Adam).
 struct ZeroRun {
   std::shared_ptr<tinytorch::nn::Sequential> model;
   std::shared_ptr<tinytorch::distributed::DistributedDataParallel> ddp;    // zero 0 and 1
-  std::shared_ptr<tinytorch::distributed::FullyShardedDataParallel> fsdp;  // zero 2
+  std::shared_ptr<tinytorch::distributed::FullyShardedDataParallel> fsdp;  // zero 2 and 3
   std::unique_ptr<tinytorch::optim::Adam> opt;
   tinytorch::Tensor x, y;  // (batch, width) each
   tinytorch::nn::MSELoss loss_fn;
@@ -50,9 +55,10 @@ struct ZeroRun {
       model->push_back(std::make_shared<tt::nn::Linear>(width, width));
       if (l + 1 < layers) model->push_back(std::make_shared<tt::nn::ReLU>());
     }
-    if (zero == 2) {  // Adam over this rank's shard of the flat parameter
+    if (zero >= 2) {  // Adam over this rank's shard of the flat parameter(s)
       tt::distributed::FSDPOptions fo;
-      fo.sharding_strategy = tt::distributed::ShardingStrategy::SHARD_GRAD_OP;
+      if (zero == 2) fo.sharding_strategy = tt::distributed::ShardingStrategy::SHARD_GRAD_OP;
+      else fo.auto_wrap_policy = tt::distributed::transformer_auto_wrap_policy<tt::nn::Linear>();  // FULL_SHARD
       fsdp = std::make_shared<tt::distributed::FullyShardedDataParallel>(model, fo);
       opt = std::make_unique<tt::optim::Adam>(fsdp->parameters(), tt::optim::AdamOptions{});
     } else if (zero == 1) {
@@ -88,8 +94,9 @@ struct ZeroMemory {
   int zero = 0;            ///< the --zero mode measured
   int64_t parts() const { return params + grads + buckets + state + batch; }
   /// zero 0/1: 12P + 8 x owned + batch (8P at world size 1: no buckets); zero 2 (owned = S):
-  /// 4 N S + 12 S + batch
+  /// 4 N S + 12 S + batch; zero 3: 16 S + batch
   int64_t formula() const {
+    if (zero == 3) return 16 * owned + batch;
     if (zero == 2) return 4 * world * owned + 12 * owned + batch;
     return (world > 1 ? 12 : 8) * P + 8 * owned + batch;
   }
@@ -112,16 +119,29 @@ inline ZeroMemory measure_zero_memory(int zero, int layers, int64_t width, int64
     m.params += p.numel() * 4;
     if (p.grad().defined()) m.grads += p.grad().numel() * 4;
   }
-  if (run.fsdp) {  // the parameters view the flat buffer (N x S, padding included); one gradient, S
-    m.params = run.fsdp->flat_buffer().numel() * 4;
-    m.grads = run.fsdp->parameters()[0].grad().numel() * 4;
+  if (run.fsdp) {  // the parameters view flat buffers (N x S, padding included: ZeRO-2; freed: ZeRO-3),
+                   // the shards (ZeRO-3: their own memory) and their gradients, S
+    m.params = m.grads = 0;
+    std::vector<const tt::Storage*> seen;
+    auto count = [&](const tt::Tensor& t) {
+      const tt::Storage* s = t.impl()->storage.get();
+      for (const tt::Storage* q : seen)
+        if (q == s) return;
+      seen.push_back(s);
+      m.params += static_cast<int64_t>(s->nbytes());
+    };
+    for (const tt::Tensor& p : run.model->parameters()) count(p);
+    for (const tt::Tensor& f : run.fsdp->parameters()) {
+      count(f);
+      m.grads += f.grad().numel() * 4;
+    }
     m.owned = run.fsdp->shard_numel();
   }
   if (m.world > 1 && run.ddp)  // at world size 1 DDP lays its buckets out but allocates none
     for (int64_t b : run.ddp->bucket_bytes()) m.buckets += b;
   m.state = run.opt->state_nbytes();
   m.batch = (run.x.numel() + run.y.numel()) * 4;
-  if (zero != 2) m.owned = m.P;
+  if (zero < 2) m.owned = m.P;
   if (zero == 1) {
     auto& z = static_cast<tt::distributed::ZeroRedundancyOptimizer<tt::optim::Adam>&>(*run.opt);
     m.owned = 0;

@@ -159,3 +159,38 @@ TEST_CASE("a per-process memory limit: the tensor past it throws, nothing is cou
   tt::Tensor c = tt::zeros({512, 1024});
   CHECK(tt::memory_allocated() == before + 5 * 1048576);
 }
+
+TEST_CASE("Storage::resize_ frees memory under live views and fills the same storage again", "[ch13][allocator]") {
+  // PyTorch's UntypedStorage.resize_: what FullyShardedDataParallel (FULL_SHARD) does to a unit's
+  // gathered parameters after forward (resize_(0)) and before backward (resize_ to the full size).
+  tinytorch::Tensor t = tinytorch::arange(4096, tinytorch::kFloat32);
+  tinytorch::Tensor view = t.narrow(0, 100, 3);
+  const size_t before = tinytorch::memory_allocated();
+  const uint32_t version = t._version();
+  tinytorch::Storage& s = *t.impl()->storage;
+  s.resize_(16384 + 4);  // larger: the old bytes kept
+  CHECK(tinytorch::memory_allocated() == before + 4);
+  CHECK(view.tolist<float>() == std::vector<float>{100, 101, 102});
+  s.resize_(0);  // freed: the views live on, with no memory under them
+  CHECK(tinytorch::memory_allocated() == before - 16384);
+  CHECK(s.data() == nullptr);
+  CHECK_THROWS_WITH(view.sum(), "data_ptr: the tensor of shape [3] views a storage of 0 bytes: its memory was freed "
+                                "(Storage::resize_(0)). FullyShardedDataParallel with FULL_SHARD frees a wrapped "
+                                "unit's parameters outside its forward and backward: read them after "
+                                "fsdp.summon_full_params(), and call a wrapped submodule only through the model's forward");
+  CHECK(t.narrow(0, 0, 0).numel() == 0);  // no elements: no memory needed, no error
+  s.resize_(16384);  // filled again: the same storage, new memory
+  CHECK(t.impl()->storage.get() == &s);
+  std::memset(s.data(), 0, 16384);
+  t.narrow(0, 101, 1).fill_(5.0);
+  CHECK(view.tolist<float>() == std::vector<float>{0, 5, 0});
+  CHECK(t._version() == version + 1);  // the fill_; resize_ itself writes no value
+  s.resize_(8);  // a few bytes (inline in the Storage when caching), the first two floats still there
+  CHECK(tinytorch::memory_allocated() == before - 16384 + 8);
+  CHECK(t.narrow(0, 0, 2).tolist<float>() == std::vector<float>{0, 0});
+  // Past the process limit: the error, and the storage as it was.
+  tinytorch::set_per_process_memory_limit(tinytorch::memory_allocated() + 1000);
+  CHECK_THROWS_WITH(s.resize_(1 << 20), Catch::StartsWith("CPU out of memory. Tried to allocate 1024.00 KiB."));
+  tinytorch::set_per_process_memory_limit(0);
+  CHECK(s.nbytes() == 8);
+}

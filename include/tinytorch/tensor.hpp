@@ -136,10 +136,12 @@ class Tensor {
     TT_CHECK(dtype_of<T>() == dtype(), "data_ptr: tensor has dtype ", dtype_name(dtype()),
              " but ", dtype_name(dtype_of<T>()), " was requested");
     T* base = static_cast<T*>(checked()->storage->data());
+    if (!base) check_not_freed("data_ptr");
     return base ? base + impl_->offset : nullptr;
   }
   void* raw_data() const {
     char* base = static_cast<char*>(checked()->storage->data());
+    if (!base) check_not_freed("raw_data");
     return base ? base + impl_->offset * element_size(dtype()) : nullptr;
   }
   /// The value of a one-element tensor, converted to T (PyTorch's .item()).
@@ -341,6 +343,15 @@ class Tensor {
   TensorImpl* checked() const {
     TT_CHECK(impl_ != nullptr, "Tensor: operation on an undefined tensor");
     return impl_.get();
+  }
+  /// A null base pointer is right for a tensor without elements; one with elements views a
+  /// storage freed by Storage::resize_(0) (FSDP FULL_SHARD's parameters outside a unit's forward
+  /// and backward), and reading it would dereference null: throw instead.
+  void check_not_freed(const char* op) const {
+    TT_CHECK(numel() == 0, op, ": the tensor of shape ", shape_str(sizes()), " views a storage of 0 bytes: its memory "
+             "was freed (Storage::resize_(0)). FullyShardedDataParallel with FULL_SHARD frees a wrapped unit's "
+             "parameters outside its forward and backward: read them after fsdp.summon_full_params(), and call a "
+             "wrapped submodule only through the model's forward");
   }
   /// dim wrapped into [0, dim()) for size() / stride(): a 0-d tensor has no dim to index (where
   /// wrap_dim, for reductions, accepts 0 and -1).

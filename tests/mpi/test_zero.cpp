@@ -19,7 +19,10 @@
 // Chapter: chapters/13-sharding.md (13.2, 13.6, 13.7).
 // FullyShardedDataParallel ([fsdp]): SHARD_GRAD_OP (ZeRO-2) and NO_SHARD against DDP + Adam (bit for
 // bit on 2 ranks, within 1e-6 on more), gradients and Adam state of the shard only, the bytes on the
-// wire, and its errors (FULL_SHARD, a parameter without a gradient, options or models that differ).
+// wire, and its errors (a parameter without a gradient, options, models or units that differ, ...);
+// FULL_SHARD (ZeRO-3) with one unit and with a unit per Linear (transformer_auto_wrap_policy):
+// the same numbers, nothing of the full parameters held between steps, 3(N-1) x 4NS on the wire;
+// the full state dict (DDP's names and values; loaded into another strategy and on one rank).
 // Catch2 tags: [ch13][distributed][zero], [fsdp]
 #include <catch2/catch.hpp>
 
@@ -33,6 +36,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "../reference/zero_ref.hpp"
@@ -462,12 +466,13 @@ double max_rel_diff(const std::vector<uint32_t>& a, const std::vector<uint32_t>&
   }
   return worst;
 }
-/// Two copies of the kSizes MLP from one seed: one in DDP, one in FSDP with `strategy`.
+/// Two copies of the kSizes MLP from one seed: one in DDP, one in FSDP with `strategy` (and, with
+/// `per_linear`, a unit per Linear: transformer_auto_wrap_policy<nn::Linear>).
 struct DdpAndFsdp {
   std::shared_ptr<nn::Sequential> m_ddp, m_fsdp;
   std::unique_ptr<dist::DistributedDataParallel> ddp;
   std::unique_ptr<dist::FullyShardedDataParallel> fsdp;
-  explicit DdpAndFsdp(dist::ShardingStrategy strategy) {
+  explicit DdpAndFsdp(dist::ShardingStrategy strategy, bool per_linear = false) {
     tinytorch::manual_seed(7);
     m_ddp = make_mlp(kSizes);
     tinytorch::manual_seed(7);
@@ -475,8 +480,34 @@ struct DdpAndFsdp {
     ddp = std::make_unique<dist::DistributedDataParallel>(m_ddp);
     dist::FSDPOptions fo;
     fo.sharding_strategy = strategy;
+    if (per_linear) fo.auto_wrap_policy = dist::transformer_auto_wrap_policy<nn::Linear>();
     fsdp = std::make_unique<dist::FullyShardedDataParallel>(m_fsdp, fo);
   }
+};
+/// What a module's parameters' storage holds now (FULL_SHARD frees it between steps).
+size_t param_storage_bytes(const nn::Module& m) {
+  size_t n = 0;
+  std::unordered_set<const tinytorch::Storage*> seen;
+  for (const Tensor& p : m.parameters())
+    if (seen.insert(p.impl()->storage.get()).second) n += p.impl()->storage->nbytes();
+  return n;
+}
+/// A Linear reached through a member pointer, not through the module's children.
+struct ThroughMember : nn::Module {
+  std::shared_ptr<nn::Linear> fc = register_module("fc", std::make_shared<nn::Linear>(3, 2));
+  Tensor forward(const Tensor& x) override { return fc->forward(x); }
+};
+/// x * w, with w given (so that two of them can share one).
+struct Scale : nn::Module {
+  Tensor w;
+  explicit Scale(Tensor t) { w = register_parameter("w", std::move(t)); }
+  Tensor forward(const Tensor& x) override { return x * w; }
+};
+struct TwoScales : nn::Module {
+  Tensor shared = tinytorch::ones({3});
+  std::shared_ptr<Scale> a = register_module("a", std::make_shared<Scale>(shared));
+  std::shared_ptr<Scale> b = register_module("b", std::make_shared<Scale>(shared));
+  Tensor forward(const Tensor& x) override { return b->forward(a->forward(x)); }
 };
 /// A module with a parameter its forward never uses.
 struct WithUnused : nn::Module {
@@ -486,30 +517,52 @@ struct WithUnused : nn::Module {
 };
 }  // namespace
 
-TEST_CASE("FSDP SHARD_GRAD_OP (ZeRO-2) and NO_SHARD train as DDP + Adam", "[ch13][distributed][zero][fsdp]") {
+TEST_CASE("FSDP FULL_SHARD (ZeRO-3), SHARD_GRAD_OP (ZeRO-2) and NO_SHARD train as DDP + Adam", "[ch13][distributed][zero][fsdp]") {
   ensure_group();
   const int N = dist::get_world_size();
-  for (const dist::ShardingStrategy strategy : {dist::ShardingStrategy::SHARD_GRAD_OP, dist::ShardingStrategy::NO_SHARD}) {
-    INFO(dist::sharding_strategy_name(strategy) << " on " << N << " rank(s)");
-    DdpAndFsdp both(strategy);
+  using SS = dist::ShardingStrategy;
+  const std::vector<std::pair<SS, bool>> configs{
+      {SS::FULL_SHARD, true}, {SS::FULL_SHARD, false}, {SS::SHARD_GRAD_OP, true}, {SS::SHARD_GRAD_OP, false},
+      {SS::NO_SHARD, false}};
+  for (const auto& [strategy, per_linear] : configs) {
+    INFO(dist::sharding_strategy_name(strategy) << (per_linear ? " with a unit per Linear" : " with one unit") << " on "
+                                                << N << " rank(s)");
+    DdpAndFsdp both(strategy, per_linear);
     auto &m_ddp = both.m_ddp, &m_fsdp = both.m_fsdp;
     dist::DistributedDataParallel& ddp = *both.ddp;
     dist::FullyShardedDataParallel& fsdp = *both.fsdp;
-    int64_t P = 0;
-    for (const Tensor& p : m_fsdp->parameters()) P += p.numel();
-    const int64_t S = (P + N - 1) / N;
-    const bool sharded = strategy == dist::ShardingStrategy::SHARD_GRAD_OP;
-    REQUIRE(fsdp.parameters().size() == 1);
+    int64_t P = 0, S = 0;  // S: the elements of this rank's shards, ceil(T_u / N) per unit
+    const size_t units = per_linear ? kSizes.size() - 1 : 1;
+    const std::vector<Tensor> flat = fsdp.parameters();
+    REQUIRE(flat.size() == units);
+    for (size_t i = 0; i + 1 < kSizes.size(); ++i) {
+      const int64_t T = kSizes[i] * kSizes[i + 1] + kSizes[i + 1];
+      P += T;
+      if (per_linear) S += (T + N - 1) / N;
+    }
+    if (!per_linear) S = (P + N - 1) / N;
+    const bool sharded = strategy != SS::NO_SHARD, full = strategy == SS::FULL_SHARD;
     CHECK(fsdp.numel() == P);
     CHECK(fsdp.shard_numel() == S);
-    CHECK(fsdp.flat_buffer().numel() == N * S);
-    CHECK(fsdp.parameters()[0].numel() == (sharded ? S : P));
-    for (const Tensor& p : m_fsdp->parameters())  // every parameter views the flat buffer
-      CHECK(p.impl()->storage == fsdp.flat_buffer().impl()->storage);
+    int64_t flat_numel = 0;
+    for (const Tensor& f : flat) flat_numel += f.numel();
+    CHECK(flat_numel == (sharded ? S : P));
+    if (per_linear) {
+      CHECK(fsdp.unit_paths() == std::vector<std::string>{"", "0", "2", "4"});
+      CHECK(fsdp.named_parameters()[0].first == "0.flat_param");
+      CHECK(fsdp.module()->named_parameters()[0].first == "0._fsdp_wrapped_module.weight");
+    } else {
+      CHECK(fsdp.flat_buffer().numel() == N * S);
+      for (const Tensor& p : m_fsdp->parameters())  // every parameter views the flat buffer
+        CHECK(p.impl()->storage == fsdp.flat_buffer().impl()->storage);
+    }
+    // FULL_SHARD: between steps nothing of the gathered parameters is held (16P/N at rest).
+    CHECK(param_storage_bytes(*m_fsdp) == (full ? 0 : 4 * static_cast<size_t>(N * S)));
 
     optim::Adam plain(ddp.parameters(), optim::AdamOptions{1e-2});
     optim::Adam adam(fsdp.parameters(), optim::AdamOptions{1e-2});
     const auto a = train(ddp, plain, 0, 20), b = train(fsdp, adam, 0, 20);
+    if (full) CHECK(param_storage_bytes(*m_fsdp) == 0);
     fsdp.summon_full_params();
     if (N <= 2) {  // a sum of two terms is the same in any order: bit for bit
       CHECK(a == b);
@@ -520,24 +573,31 @@ TEST_CASE("FSDP SHARD_GRAD_OP (ZeRO-2) and NO_SHARD train as DDP + Adam", "[ch13
     CHECK(identical_on_all_ranks(param_bits(*m_fsdp)));
     // Between steps a rank holds its shard's gradient and Adam's state for its shard only.
     for (const Tensor& p : m_fsdp->parameters()) CHECK(!p.grad().defined());
-    CHECK(fsdp.parameters()[0].grad().numel() == (sharded ? S : P));
+    int64_t grad_numel = 0;
+    for (const Tensor& f : flat) grad_numel += f.grad().numel();
+    CHECK(grad_numel == (sharded ? S : P));
     CHECK(adam.state_nbytes() == 8 * (sharded ? S : P));
-    // Bytes on the wire per step: a reduce-scatter and an all-gather of the N x S flat buffer
-    // (NO_SHARD: its all-reduce), 2(N-1) x 4NS over all ranks: DDP's 2(N-1) x 4P plus the padding.
+    // Bytes on the wire per step over all ranks: a reduce-scatter and an all-gather of the N x S
+    // flat buffers, 2(N-1) x 4NS: DDP's 2(N-1) x 4P plus the padding (NO_SHARD: an all-reduce).
+    // FULL_SHARD with units that are not the root: a second all-gather before each unit's
+    // backward, 3(N-1) x 4NS (the root keeps its parameters from forward to backward).
     // (A step first: summon_full_params above gathered, and an unchanged flat buffer is not sent again.)
     train(fsdp, adam, 20, 1);
     dist::reset_comm_counters();
     train(fsdp, adam, 21, 1);
     const dist::CommCounters c = dist::comm_counters();
-    CHECK(c.wire_bytes == 2 * (N - 1) * 4 * N * S);
-    CHECK(c.calls[dist::CommCounters::kReduceScatter] == (sharded && N > 1 ? 1 : 0));
-    CHECK(c.calls[dist::CommCounters::kAllGather] == (sharded && N > 1 ? 1 : 0));
+    const int64_t gathers = full && per_linear ? 2 : 1;
+    CHECK(c.wire_bytes == (1 + gathers) * (N - 1) * 4 * N * S);
+    CHECK(c.calls[dist::CommCounters::kReduceScatter] == (sharded && N > 1 ? static_cast<int64_t>(units) : 0));
+    CHECK(c.calls[dist::CommCounters::kAllGather] == (sharded && N > 1 ? gathers * static_cast<int64_t>(units) : 0));
   }
 }
 
 TEST_CASE("FSDP: evaluation between forward and backward, and clip_grad_norm_ over the shards", "[ch13][distributed][zero][fsdp]") {
   ensure_group();
-  DdpAndFsdp both(dist::ShardingStrategy::SHARD_GRAD_OP);
+  const bool full = GENERATE(false, true);
+  INFO((full ? "FULL_SHARD, a unit per Linear" : "SHARD_GRAD_OP"));
+  DdpAndFsdp both(full ? dist::ShardingStrategy::FULL_SHARD : dist::ShardingStrategy::SHARD_GRAD_OP, full);
   auto &m_ddp = both.m_ddp, &m_fsdp = both.m_fsdp;
   dist::DistributedDataParallel& ddp = *both.ddp;
   dist::FullyShardedDataParallel& fsdp = *both.fsdp;
@@ -565,12 +625,119 @@ TEST_CASE("FSDP: evaluation between forward and backward, and clip_grad_norm_ ov
   CHECK(max_rel_diff(param_bits(*m_ddp), param_bits(*m_fsdp)) < 1e-6);
 }
 
+TEST_CASE("FSDP: the full state dict is DDP's and loads on another number of ranks", "[ch13][distributed][zero][fsdp]") {
+  ensure_group();
+  const int r = dist::get_rank();
+  DdpAndFsdp both(dist::ShardingStrategy::FULL_SHARD, /*per_linear=*/true);
+  optim::Adam plain(both.ddp->parameters(), optim::AdamOptions{1e-2});
+  optim::Adam adam(both.fsdp->parameters(), optim::AdamOptions{1e-2});
+  train(*both.ddp, plain, 0, 5);
+  train(*both.fsdp, adam, 0, 5);
+  const auto sd = both.fsdp->full_state_dict();  // rank0_only: the others get nothing
+  const auto ref = both.m_ddp->state_dict();
+  if (r == 0) {
+    REQUIRE(sd.size() == ref.size());
+    for (size_t i = 0; i < sd.size(); ++i) {
+      CHECK(sd[i].first == ref[i].first);  // "0.weight": the unwrapped model's names
+      CHECK(same_bits(sd[i].second, ref[i].second));
+    }
+  } else {
+    CHECK(sd.empty());
+  }
+  // Into a fresh model under another strategy, one unit: DDP's outputs, bit for bit.
+  const auto all = both.fsdp->full_state_dict(/*rank0_only=*/false);
+  tinytorch::manual_seed(99);
+  dist::FSDPOptions fo;
+  fo.sharding_strategy = dist::ShardingStrategy::SHARD_GRAD_OP;
+  dist::FullyShardedDataParallel other(make_mlp(kSizes), fo);
+  other.load_full_state_dict(all);
+  const Tensor x = batch(50, 4).first;
+  Tensor want;
+  {
+    tinytorch::NoGradGuard no_grad;
+    want = both.ddp->forward(x);
+    CHECK(same_bits(other.forward(x), want));
+  }
+  // On one rank (a group of rank 0 alone), FULL_SHARD with a unit per Linear again.
+  const auto solo = dist::new_group({0});
+  if (r == 0) {
+    dist::FSDPOptions f1;
+    f1.process_group = solo;
+    f1.auto_wrap_policy = dist::transformer_auto_wrap_policy<nn::Linear>();
+    dist::FullyShardedDataParallel single(make_mlp(kSizes), f1);
+    single.load_full_state_dict(sd);
+    tinytorch::NoGradGuard no_grad;
+    CHECK(same_bits(single.forward(x), want));
+  }
+  // A wrong key or shape: PyTorch's load_state_dict wording, on every rank, nothing loaded.
+  auto bad = all;
+  bad.back().first = "9.bias";
+  CHECK_THROWS_WITH(other.load_full_state_dict(bad),
+                    "FullyShardedDataParallel.load_full_state_dict: Missing key(s) in state_dict: \"4.bias\"");
+  bad = all;
+  bad.push_back({"extra", tinytorch::zeros({1})});
+  CHECK_THROWS_WITH(other.load_full_state_dict(bad),
+                    "FullyShardedDataParallel.load_full_state_dict: Unexpected key(s) in state_dict: \"extra\"");
+  bad = all;
+  if (r == dist::get_world_size() - 1) bad[0].second = tinytorch::zeros({2, 2});  // one rank's file differs
+  CHECK_THROWS_WITH(other.load_full_state_dict(bad),
+                    Catch::StartsWith("FullyShardedDataParallel.load_full_state_dict: size mismatch for 0.weight: "
+                                      "copying a param with shape [2, 2], the shape in current model is [16, 6]"));
+  tinytorch::NoGradGuard no_grad;
+  CHECK(same_bits(other.forward(x), want));
+}
+
 TEST_CASE("FSDP: bad input throws on every rank", "[ch13][distributed][zero][fsdp]") {
   ensure_group();
   const int N = dist::get_world_size(), r = dist::get_rank();
-  SECTION("FULL_SHARD, PyTorch's default, is not implemented yet") {
-    CHECK_THROWS_WITH(dist::FullyShardedDataParallel(make_mlp({2, 2})),
-                      Catch::StartsWith("FullyShardedDataParallel: ShardingStrategy::FULL_SHARD"));
+  SECTION("FULL_SHARD: a freed parameter read outside forward and backward, a unit called outside the model's forward") {
+    dist::FSDPOptions fo;  // FULL_SHARD, PyTorch's default
+    fo.auto_wrap_policy = dist::transformer_auto_wrap_policy<nn::Linear>();
+    auto m = make_mlp({3, 4, 2});
+    dist::FullyShardedDataParallel fsdp(m, fo);
+    CHECK_THROWS_WITH(m->parameters()[0].sum(), Catch::Contains("views a storage of 0 bytes: its memory was freed"));
+    Tensor x = tinytorch::ones({2, 3});
+    CHECK_THROWS_WITH(m->get_submodule("0")->forward(x),
+                      "FullyShardedDataParallel: the unit \"0\" was called outside the forward of the "
+                      "FullyShardedDataParallel that wraps it; in grad mode call that (its gradients are reduced only "
+                      "then), or evaluate under NoGradGuard");
+    {
+      tinytorch::NoGradGuard no_grad;  // evaluation of one unit: gathered, run, freed
+      CHECK(m->get_submodule("0")->forward(x).sizes() == tinytorch::Shape{2, 4});
+    }
+    fsdp.summon_full_params();
+    const double w = m->parameters()[0].sum().item<double>();
+    fsdp.forward(x).sum().backward();
+    CHECK(param_storage_bytes(*m) == 0);
+    fsdp.summon_full_params();
+    CHECK(m->parameters()[0].sum().item<double>() == w);  // no optimizer step: the same values
+  }
+  SECTION("FULL_SHARD: a flat parameter changed between forward and backward") {
+    dist::FSDPOptions fo;
+    fo.auto_wrap_policy = dist::transformer_auto_wrap_policy<nn::Linear>();
+    dist::FullyShardedDataParallel fsdp(make_mlp({3, 4, 2}), fo);
+    Tensor loss = fsdp.forward(tinytorch::ones({2, 3})).sum();
+    {
+      tinytorch::NoGradGuard no_grad;
+      fsdp.parameters()[1].add_(1.0);  // as an optimizer step before backward would
+    }
+    CHECK_THROWS_WITH(loss.backward(), Catch::Contains("FullyShardedDataParallel: the flat parameter of \"2\" changed "
+                                                       "between forward and backward"));
+  }
+  SECTION("a unit that the forward reaches through a member pointer, and a parameter shared by two units") {
+    dist::FSDPOptions fo;
+    fo.sharding_strategy = dist::ShardingStrategy::SHARD_GRAD_OP;
+    fo.auto_wrap_policy = dist::transformer_auto_wrap_policy<nn::Linear>();
+    auto member = std::make_shared<ThroughMember>();
+    dist::FullyShardedDataParallel fsdp(member, fo);
+    CHECK_THROWS_WITH(fsdp.forward(tinytorch::ones({2, 3})),
+                      Catch::StartsWith("FullyShardedDataParallel: the unit \"fc\" (auto_wrap_policy) did not run in "
+                                        "this forward"));
+    fo.auto_wrap_policy = dist::transformer_auto_wrap_policy<Scale>();
+    CHECK_THROWS_WITH(dist::FullyShardedDataParallel(std::make_shared<TwoScales>(), fo),
+                      "FullyShardedDataParallel: parameters \"a.w\" and \"b.w\" are one tensor in two units (\"a\" "
+                      "and \"b\"): a shared parameter must belong to one unit; let auto_wrap_policy wrap a module that "
+                      "holds both uses");
   }
   SECTION("a parameter without a gradient: the next forward says so") {
     dist::FSDPOptions fo;
@@ -606,7 +773,8 @@ TEST_CASE("FSDP: bad input throws on every rank", "[ch13][distributed][zero][fsd
                       "FullyShardedDataParallel (a model is wrapped once: its parameters view that wrapper's flat buffer)");
     auto outer = std::make_shared<nn::Sequential>();
     outer->push_back(std::make_shared<dist::FullyShardedDataParallel>(make_mlp({3, 2}), fo));
-    CHECK_THROWS_WITH(dist::FullyShardedDataParallel(outer, fo), Catch::Contains("nested FSDP"));
+    CHECK_THROWS_WITH(dist::FullyShardedDataParallel(outer, fo), Catch::Contains("let FSDPOptions::auto_wrap_policy "
+                                                                                 "make the inner units"));
   }
   SECTION("moved, converted or unfrozen after wrapping") {
     dist::FSDPOptions fo;
@@ -629,6 +797,13 @@ TEST_CASE("FSDP: bad input throws on every rank", "[ch13][distributed][zero][fsd
     CHECK_THROWS_WITH(dist::FullyShardedDataParallel(make_mlp({2, 2}), fo),
                       "FullyShardedDataParallel: FSDPOptions::sharding_strategy differs across ranks (SHARD_GRAD_OP "
                       "and NO_SHARD)");
+  }
+  SECTION("an auto_wrap_policy that differs across ranks") {
+    dist::FSDPOptions fo;
+    fo.sharding_strategy = dist::ShardingStrategy::SHARD_GRAD_OP;
+    if (r == 0) fo.auto_wrap_policy = dist::transformer_auto_wrap_policy<nn::Linear>();
+    CHECK_THROWS_WITH(dist::FullyShardedDataParallel(make_mlp({3, 4, 2}), fo),
+                      Catch::StartsWith("FullyShardedDataParallel: auto_wrap_policy made different units across ranks"));
   }
   SECTION("a shape that differs on the last rank") {
     dist::FSDPOptions fo;

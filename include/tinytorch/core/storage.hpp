@@ -62,7 +62,7 @@ class Storage {
   ~Storage() {
 #if TINYTORCH_WITH_CUDA
     if (device_.is_cuda()) {
-      detail::cuda_caching_allocator().deallocate(device_.index, data_, nbytes_);
+      if (data_ != nullptr) detail::cuda_caching_allocator().deallocate(device_.index, data_, nbytes_);
       return;
     }
 #endif
@@ -75,6 +75,51 @@ class Storage {
   void* data() const { return data_; }
   size_t nbytes() const { return nbytes_; }
   Device device() const { return device_; }
+
+  /// Gives the storage `nbytes` bytes in place (PyTorch's UntypedStorage.resize_): the first
+  /// min(old, new) bytes are kept, the rest is uninitialised; every tensor viewing this storage
+  /// sees the new memory, and the version counter is unchanged (the values are not written).
+  /// resize_(0) frees the memory while the views stay alive (a tensor with elements on it then
+  /// throws at data_ptr): FullyShardedDataParallel (FULL_SHARD) frees a unit's gathered
+  /// parameters this way and fills the same storage again before backward, so that autograd's
+  /// saved views of them stay valid. CPU; a CUDA storage only from or to 0 bytes (no copy).
+  /// Throws CPU out of memory past the process limit (core/allocator.hpp), the storage unchanged.
+  void resize_(size_t nbytes) {
+    if (nbytes == nbytes_) return;
+    if (device_.is_cuda()) {
+      TT_CHECK(nbytes_ == 0 || nbytes == 0, "Storage::resize_: a CUDA storage is resized only to or from 0 bytes (",
+               nbytes_, " -> ", nbytes, " asked)");
+#if TINYTORCH_WITH_CUDA
+      if (nbytes == 0) {
+        detail::cuda_caching_allocator().deallocate(device_.index, data_, nbytes_);
+        data_ = nullptr;
+        nbytes_ = 0;
+      } else {
+        data_ = detail::cuda_caching_allocator().allocate(device_.index, nbytes);
+        nbytes_ = nbytes;
+      }
+#endif
+      return;
+    }
+    void* const old_data = data_;
+    const size_t old_nbytes = nbytes_;
+    unsigned char kept_inline[kInlineBytes];
+    if (old_data == inline_) std::memcpy(kept_inline, inline_, old_nbytes);  // inline_ may be reused below
+    detail::count_storage_alloc(nbytes);
+    try {
+      data_ = nullptr;
+      if (nbytes > 0) allocate_data(nbytes);
+    } catch (...) {
+      data_ = old_data;
+      detail::count_storage_free(nbytes);
+      throw;
+    }
+    const size_t keep = nbytes < old_nbytes ? nbytes : old_nbytes;
+    if (keep > 0) std::memcpy(data_, old_data == inline_ ? static_cast<void*>(kept_inline) : old_data, keep);
+    if (old_data != nullptr && old_data != inline_) detail::CpuCachingAllocator::get().deallocate(old_data, old_nbytes);
+    detail::count_storage_free(old_nbytes);
+    nbytes_ = nbytes;
+  }
 
   /// The number of in-place writes so far (PyTorch's version counter; 0 for fresh memory).
   uint32_t version() const { return version_.load(std::memory_order_relaxed); }
