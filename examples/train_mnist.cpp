@@ -86,9 +86,10 @@
 //   FULL_SHARD with a unit per Linear, transformer_auto_wrap_policy) instead of DDP: each rank
 //   keeps its shard of the flat parameters, their gradients and momentum buffers (stage 3 frees
 //   the full parameters outside each unit's forward and backward); the same numbers as without,
-//   bit for bit on 2 ranks. Evaluation runs after fsdp.summon_full_params(). Not with --save or
-//   --resume (FSDP's state dicts are not implemented yet), --comm-hook, --amp fp16 (PyTorch's
-//   ShardedGradScaler is not there yet), --dp or --device cuda.
+//   bit for bit on 2 ranks. Evaluation runs after fsdp.summon_full_params(); --amp fp16 scales
+//   the loss with dist::ShardedGradScaler (the inf check spans the ranks' shards). Not with --save
+//   or --resume (the optimizer's shards have no consolidated state dict yet), --comm-hook, --dp or
+//   --device cuda.
 // --amp bf16|fp16: mixed precision (chapter 11): the forward and the loss run under
 //   tt::autocast (the matrix products in bfloat16/float16, the loss in float32) while the
 //   parameters, their gradients and the optimizer stay float32 (the master weights). fp16 also
@@ -378,10 +379,9 @@ int run(const Config& cfg) {
   std::shared_ptr<tt::nn::Module> net;
   std::shared_ptr<dist::FullyShardedDataParallel> fsdp;  // --zero 2 and 3
   TT_CHECK(cfg.zero < 2 || (cfg.save.empty() && cfg.resume.empty()), "--zero ", cfg.zero, " (FullyShardedDataParallel) "
-           "cannot --save or --resume yet: FSDP's state dicts are not implemented (use --zero 1)");
-  TT_CHECK(cfg.zero < 2 || (cfg.comm_hook.empty() && cfg.amp != "fp16"), "--zero ", cfg.zero, " (FullyShardedDataParallel) "
-           "cannot be combined with ", cfg.comm_hook.empty() ? "--amp fp16 (a GradScaler over shards needs PyTorch's "
-           "ShardedGradScaler, not implemented yet)" : "--comm-hook (a DDP communication hook)");
+           "cannot --save or --resume yet: the optimizer's shards have no consolidated state dict (use --zero 1)");
+  TT_CHECK(cfg.zero < 2 || cfg.comm_hook.empty(), "--zero ", cfg.zero, " (FullyShardedDataParallel) cannot be combined "
+           "with --comm-hook (a DDP communication hook)");
   if (cfg.zero >= 2 && cfg.dp == 0) {
     dist::FSDPOptions fo;  // FULL_SHARD, PyTorch's default
     if (cfg.zero == 2) fo.sharding_strategy = dist::ShardingStrategy::SHARD_GRAD_OP;
@@ -444,7 +444,12 @@ int run(const Config& cfg) {
   // --amp: autocast's device type and dtype; a GradScaler for fp16 (disabled, a pass-through, else)
   const std::string amp_device = device.is_cpu() ? "cpu" : "cuda";
   const tt::DType amp_dtype = cfg.amp == "fp16" ? tt::kFloat16 : tt::kBFloat16;
-  tt::amp::GradScaler scaler(tt::amp::GradScalerOptions{65536.0, 2.0, 0.5, 2000, /*enabled=*/cfg.amp == "fp16"});
+  // (--zero 2/3: each rank holds a shard of the gradients, so the inf check spans the ranks:
+  // dist::ShardedGradScaler, PyTorch's for FSDP)
+  const tt::amp::GradScalerOptions scaler_options{65536.0, 2.0, 0.5, 2000, /*enabled=*/cfg.amp == "fp16"};
+  std::unique_ptr<tt::amp::GradScaler> scaler_ptr =
+      fsdp ? std::make_unique<dist::ShardedGradScaler>(scaler_options) : std::make_unique<tt::amp::GradScaler>(scaler_options);
+  tt::amp::GradScaler& scaler = *scaler_ptr;
   if (!checkpoint.empty()) {
     optimizer.load_state_dict(with_prefix(checkpoint, "optimizer."));
     scheduler->load_state_dict(with_prefix(checkpoint, "scheduler."));

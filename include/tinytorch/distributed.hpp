@@ -40,8 +40,11 @@
 //   distributed/clip_grad.hpp           clip_grad_norm_across_: clipping a model spread over ranks
 //   distributed/zero_redundancy_optimizer.hpp  ZeroRedundancyOptimizer (ZeRO-1): optimizer state sharded
 //                                       across ranks, partition_parameters
-//   distributed/fully_sharded_data_parallel.hpp  FullyShardedDataParallel: one flat parameter,
-//                                       SHARD_GRAD_OP (ZeRO-2: gradients reduce-scattered) and NO_SHARD
+//   distributed/fully_sharded_data_parallel.hpp  FullyShardedDataParallel: flat parameters per unit of an
+//                                       auto_wrap_policy; FULL_SHARD (ZeRO-3: parameters freed outside a
+//                                       unit's forward and backward), SHARD_GRAD_OP (ZeRO-2), NO_SHARD
+//   distributed/sharded_grad_scaler.hpp ShardedGradScaler: GradScaler whose inf check spans the ranks'
+//                                       gradient shards
 //
 // Chapter: chapters/07-all-reduce.md, chapters/06-distributed-data-parallel.md.
 // Reference: torch.distributed; karpathy/llm.c (MPI -> NCCL bootstrap); nccl-tests (busbw).
@@ -70,3 +73,4 @@
 #include "distributed/work.hpp"
 #include "distributed/zero_redundancy_optimizer.hpp"
 #include "distributed/fully_sharded_data_parallel.hpp"
+#include "distributed/sharded_grad_scaler.hpp"

@@ -687,6 +687,82 @@ TEST_CASE("FSDP: the full state dict is DDP's and loads on another number of ran
   CHECK(same_bits(other.forward(x), want));
 }
 
+TEST_CASE("FSDP no_sync: gradient accumulation over micro-batches as DDP's no_sync", "[ch13][distributed][zero][fsdp]") {
+  ensure_group();
+  const int N = dist::get_world_size();
+  const bool full = GENERATE(true, false);
+  INFO((full ? "FULL_SHARD, a unit per Linear" : "SHARD_GRAD_OP"));
+  DdpAndFsdp both(full ? dist::ShardingStrategy::FULL_SHARD : dist::ShardingStrategy::SHARD_GRAD_OP, full);
+  optim::SGD plain(both.ddp->parameters(), 0.1, 0.9), sgd(both.fsdp->parameters(), 0.1, 0.9);
+  nn::MSELoss loss_fn;
+  for (int s = 0; s < 3; ++s) {
+    plain.zero_grad();
+    sgd.zero_grad();
+    auto [x1, y1] = batch(10 * s, 4);
+    auto [x2, y2] = batch(10 * s + 1, 4);
+    {
+      auto g1 = both.ddp->no_sync();
+      auto g2 = both.fsdp->no_sync();
+      loss_fn(both.ddp->forward(x1), y1).backward();
+      dist::reset_comm_counters();
+      loss_fn(both.fsdp->forward(x1), y1).backward();
+      CHECK(dist::comm_counters().calls[dist::CommCounters::kReduceScatter] == 0);  // nothing reduced yet
+      for (const Tensor& f : both.fsdp->parameters()) CHECK(!f.grad().defined());
+    }
+    loss_fn(both.ddp->forward(x2), y2).backward();
+    loss_fn(both.fsdp->forward(x2), y2).backward();  // reduces g1 + g2
+    plain.step();
+    sgd.step();
+  }
+  both.fsdp->summon_full_params();
+  if (N <= 2) CHECK(param_bits(*both.m_ddp) == param_bits(*both.m_fsdp));
+  else CHECK(max_rel_diff(param_bits(*both.m_ddp), param_bits(*both.m_fsdp)) < 1e-6);
+}
+
+TEST_CASE("ShardedGradScaler: an inf in one rank's shard skips the step on every rank", "[ch13][distributed][zero][fsdp]") {
+  ensure_group();
+  const int N = dist::get_world_size(), r = dist::get_rank();
+  DdpAndFsdp both(dist::ShardingStrategy::FULL_SHARD, /*per_linear=*/true);
+  optim::SGD plain(both.ddp->parameters(), 0.1), sgd(both.fsdp->parameters(), 0.1);
+  tinytorch::amp::GradScaler ref;  // DDP: every rank holds the whole averaged gradient
+  dist::ShardedGradScaler scaler;  // FSDP: each rank its shard
+  nn::MSELoss loss_fn;
+  for (int s = 0; s < 4; ++s) {
+    auto [x, y] = batch(s, 4);
+    plain.zero_grad();
+    sgd.zero_grad();
+    ref.scale(loss_fn(both.ddp->forward(x), y)).backward();
+    scaler.scale(loss_fn(both.fsdp->forward(x), y)).backward();
+    if (s == 2) {  // an overflow in element 0 of "0.weight": in rank 0's shard only, in DDP's every copy
+      tinytorch::NoGradGuard no_grad;
+      both.m_ddp->parameters()[0].grad().narrow(0, 0, 1).narrow(1, 0, 1).fill_(INFINITY);
+      if (r == 0) sgd.param_groups()[0].params[0].grad().narrow(0, 0, 1).fill_(INFINITY);
+    }
+    const bool a = ref.step(plain), b = scaler.step(sgd);
+    CHECK(a == (s != 2));
+    CHECK(b == (s != 2));  // every rank skips step 2, not rank 0 alone
+    ref.update();
+    scaler.update();
+    CHECK(scaler.get_scale() == ref.get_scale());
+  }
+  CHECK(ref.get_scale() == 32768.0);
+  both.fsdp->summon_full_params();
+  if (N <= 2) CHECK(param_bits(*both.m_ddp) == param_bits(*both.m_fsdp));
+  else CHECK(max_rel_diff(param_bits(*both.m_ddp), param_bits(*both.m_fsdp)) < 1e-6);
+  CHECK(identical_on_all_ranks(param_bits(*both.m_fsdp)));
+  // float16 gradients are unscaled too (PyTorch's allow_fp16), where GradScaler refuses them.
+  Tensor h = tinytorch::ones({2}, tinytorch::TensorOptions(tinytorch::kFloat16)).requires_grad_(true);
+  h.set_grad(tinytorch::full({2}, 4.0, tinytorch::TensorOptions(tinytorch::kFloat16)));
+  optim::SGD half_opt({h}, 0.1);
+  dist::ShardedGradScaler s16(tinytorch::amp::GradScalerOptions{4.0});
+  s16.scale(tinytorch::ones({1}));
+  s16.unscale_(half_opt);
+  CHECK(h.grad().tolist<float>() == std::vector<float>{1, 1});
+  tinytorch::amp::GradScaler g16(tinytorch::amp::GradScalerOptions{4.0});
+  g16.scale(tinytorch::ones({1}));
+  CHECK_THROWS_WITH(g16.unscale_(half_opt), "Attempting to unscale FP16 gradients.");
+}
+
 TEST_CASE("FSDP: bad input throws on every rank", "[ch13][distributed][zero][fsdp]") {
   ensure_group();
   const int N = dist::get_world_size(), r = dist::get_rank();
@@ -711,6 +787,37 @@ TEST_CASE("FSDP: bad input throws on every rank", "[ch13][distributed][zero][fsd
     CHECK(param_storage_bytes(*m) == 0);
     fsdp.summon_full_params();
     CHECK(m->parameters()[0].sum().item<double>() == w);  // no optimizer step: the same values
+  }
+  SECTION("FULL_SHARD: writes after summon_full_params are kept; a throwing forward arms nothing; a second backward") {
+    dist::FSDPOptions fo;
+    const bool per_linear = GENERATE(false, true);
+    if (per_linear) fo.auto_wrap_policy = dist::transformer_auto_wrap_policy<nn::Linear>();
+    auto m = make_mlp({3, 4, 2});
+    dist::FullyShardedDataParallel fsdp(m, fo);
+    optim::SGD sgd(fsdp.parameters(), 0.0);  // lr 0: the values stay what was written
+    fsdp.summon_full_params();
+    {
+      tinytorch::NoGradGuard no_grad;
+      for (Tensor p : m->parameters()) p.fill_(0.5);  // on every rank, as load_state_dict would
+    }
+    Tensor x = tinytorch::ones({2, 3});
+    CHECK_THROWS_WITH(fsdp.forward(tinytorch::ones({2, 5})), Catch::Contains("in_features=3"));  // arms nothing
+    sgd.zero_grad();
+    Tensor loss = fsdp.forward(x).sum();
+    loss.backward(Tensor(), /*retain_graph=*/true);
+    sgd.step();
+    CHECK_THROWS_WITH(loss.backward(), Catch::StartsWith("FullyShardedDataParallel: a second backward through one "
+                                                         "forward"));
+    const size_t held = tinytorch::memory_allocated();
+    {
+      tinytorch::NoGradGuard no_grad;  // evaluation after a step: gathered, then freed again
+      fsdp.forward(x);
+    }
+    CHECK(tinytorch::memory_allocated() == held);
+    CHECK(param_storage_bytes(*m) == 0);
+    fsdp.summon_full_params();
+    for (const Tensor& p : m->parameters())
+      for (float v : p.contiguous().tolist<float>()) CHECK(v == 0.5f);
   }
   SECTION("FULL_SHARD: a flat parameter changed between forward and backward") {
     dist::FSDPOptions fo;
@@ -776,6 +883,24 @@ TEST_CASE("FSDP: bad input throws on every rank", "[ch13][distributed][zero][fsd
     CHECK_THROWS_WITH(dist::FullyShardedDataParallel(outer, fo), Catch::Contains("let FSDPOptions::auto_wrap_policy "
                                                                                  "make the inner units"));
   }
+  SECTION("the FSDP converted after wrapping; a state dict with a key twice or an undefined value") {
+    dist::FSDPOptions fo;
+    fo.auto_wrap_policy = dist::transformer_auto_wrap_policy<nn::Linear>();
+    dist::FullyShardedDataParallel fsdp(make_mlp({3, 4, 2}), fo);
+    auto sd = fsdp.full_state_dict(false);
+    auto twice = sd;
+    twice.push_back(sd[0]);
+    CHECK_THROWS_WITH(fsdp.load_full_state_dict(twice),
+                      "FullyShardedDataParallel.load_full_state_dict: the key \"0.weight\" appears twice");
+    auto undefined = sd;
+    undefined[1].second = Tensor();
+    CHECK_THROWS_WITH(fsdp.load_full_state_dict(undefined),
+                      "FullyShardedDataParallel.load_full_state_dict: the value of \"0.bias\" is an undefined tensor");
+    fsdp.to(tinytorch::kFloat64);
+    CHECK_THROWS_WITH(fsdp.forward(tinytorch::ones({2, 3})),
+                      "FullyShardedDataParallel: the flat parameter of \"0\" was converted or moved after wrapping "
+                      "(e.g. fsdp.to(...)); convert or move the model before wrapping it");
+  }
   SECTION("moved, converted or unfrozen after wrapping") {
     dist::FSDPOptions fo;
     fo.sharding_strategy = dist::ShardingStrategy::SHARD_GRAD_OP;
@@ -803,6 +928,12 @@ TEST_CASE("FSDP: bad input throws on every rank", "[ch13][distributed][zero][fsd
     fo.sharding_strategy = dist::ShardingStrategy::SHARD_GRAD_OP;
     if (r == 0) fo.auto_wrap_policy = dist::transformer_auto_wrap_policy<nn::Linear>();
     CHECK_THROWS_WITH(dist::FullyShardedDataParallel(make_mlp({3, 4, 2}), fo),
+                      Catch::StartsWith("FullyShardedDataParallel: auto_wrap_policy made different units across ranks"));
+    // Units of the same sizes in other places: Linear "0" on rank 0, Linear "2" (also 12 elements) elsewhere.
+    auto m = make_mlp({3, 3, 3});
+    const nn::Module* target = m->get_submodule(r == 0 ? "0" : "2").get();
+    fo.auto_wrap_policy = [target](const nn::Module& mod, bool recurse, int64_t) { return recurse || &mod == target; };
+    CHECK_THROWS_WITH(dist::FullyShardedDataParallel(m, fo),
                       Catch::StartsWith("FullyShardedDataParallel: auto_wrap_policy made different units across ranks"));
   }
   SECTION("a shape that differs on the last rank") {

@@ -67,6 +67,7 @@ class GradScaler {
     TT_CHECK(o.growth_factor > 1.0, "The growth factor must be > 1.0. (GradScaler got ", o.growth_factor, ")");
     TT_CHECK(o.backoff_factor < 1.0, "The backoff factor must be < 1.0. (GradScaler got ", o.backoff_factor, ")");
   }
+  virtual ~GradScaler() = default;
 
   /// outputs * S (S a 1-element float32 tensor on outputs' device: a 0-d loss becomes shape (1),
   /// and a float16 loss a float32 one, as PyTorch's). Creates S (init_scale) on first use.
@@ -93,7 +94,7 @@ class GradScaler {
     TT_CHECK(st.stage != Stage::Stepped, "unscale_() is being called after step().");
     // PyTorch: self._scale.double().reciprocal().float()
     const double inv_scale = static_cast<float>(1.0 / scale_value());
-    st.found_inf = unscale_grads(opt, inv_scale, &st.checked);
+    st.found_inf = found_inf_on_any_rank(unscale_grads(opt, inv_scale, &st.checked, allow_fp16_));
     st.stage = Stage::Unscaled;
   }
 
@@ -167,6 +168,13 @@ class GradScaler {
     }
   }
 
+ protected:
+  /// Whether any rank found an inf or NaN, given this rank's answer: this rank's alone here;
+  /// distributed::ShardedGradScaler asks every rank (each holds a shard of the gradients).
+  virtual bool found_inf_on_any_rank(bool found_inf_here) { return found_inf_here; }
+  /// ShardedGradScaler unscales float16 gradients too (PyTorch's allow_fp16=True there).
+  bool allow_fp16_ = false;
+
  private:
   enum class Stage { Ready, Unscaled, Stepped };
   struct OptState {
@@ -184,14 +192,14 @@ class GradScaler {
   /// _amp_foreach_non_finite_check_and_unscale_ over opt's gradients: g *= inv_scale (in g's dtype,
   /// the product computed in float32 and rounded once; skipped when inv_scale is 1, as PyTorch's
   /// kernel), and true when any element of any gradient is inf or NaN. *checked: some gradient seen.
-  static bool unscale_grads(optim::Optimizer& opt, double inv_scale, bool* checked) {
+  static bool unscale_grads(optim::Optimizer& opt, double inv_scale, bool* checked, bool allow_fp16) {
     NoGradGuard ng;
     std::vector<Tensor> grads;  // all checked before any is changed, so an error leaves them as they were
     for (optim::ParamGroup& group : opt.param_groups())
       for (Tensor& p : group.params) {
         Tensor g = p.grad();
         if (!g.defined()) continue;
-        TT_CHECK(g.dtype() != kFloat16, "Attempting to unscale FP16 gradients.");
+        TT_CHECK(allow_fp16 || g.dtype() != kFloat16, "Attempting to unscale FP16 gradients.");
         grads.push_back(g);
       }
     bool found_inf = false;

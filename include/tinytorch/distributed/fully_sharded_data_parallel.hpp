@@ -92,10 +92,15 @@
 //   any number of ranks).
 // Not yet: the next unit's all_gather prefetched and the reduce-scatter overlapped with backward
 //   on a communication thread (the collectives here block), sharded state dicts and the
-//   optimizer's full state dict (PyTorch's full_optim_state_dict), CUDA parameters,
-//   no_sync(), and PyTorch's ShardedGradScaler (amp::GradScaler checks the gradients of this
-//   rank's shard only, so an inf in another rank's shard would make the ranks disagree on
-//   skipping a step).
+//   optimizer's full state dict (PyTorch's full_optim_state_dict), CUDA parameters.
+// no_sync(): PyTorch's gradient accumulation without communication (the unsharded gradients kept
+//   until the next synchronised backward, which reduce-scatters their sum).
+// Loss scaling (float16): amp::GradScaler checks the gradients of this rank's shard only, so an
+//   inf in another rank's shard would make the ranks disagree on skipping a step; use
+//   distributed::ShardedGradScaler (sharded_grad_scaler.hpp), whose check spans the ranks.
+// An optimizer must be built on fsdp->parameters() after wrapping: one built on the model's own
+//   parameters steps nothing (their gradients go to the flat parameters), with no error (as in
+//   PyTorch with use_orig_params=False).
 //
 // Chapter: chapters/13-sharding.md (13.7, 13.8). Reference: torch.distributed.fsdp (PyTorch 1.13:
 //   FullyShardedDataParallel, ShardingStrategy, FlatParameter, use_orig_params=False,
@@ -361,6 +366,8 @@ class FullyShardedDataParallel : public nn::Module {
     check_still_wrapped();
     if (training) {
       check_prior_reduction_finished();
+      armed_ = finished_ = false;  // until this forward returns (one that throws arms nothing)
+      sync_ = require_backward_grad_sync_;  // as DDP: what no_sync says at forward time
       summoned_ = false;
       for (Unit& u : units_) {
         u.ready_count = 0;
@@ -382,7 +389,7 @@ class FullyShardedDataParallel : public nn::Module {
     }
     in_forward_ = false;
     if (!training) {
-      if (!armed_ && !summoned_) reshard(root);  // FULL_SHARD (evaluation): nothing kept between steps
+      if ((!armed_ || finished_) && !summoned_) reshard(root);  // FULL_SHARD (evaluation): nothing kept between steps
       return out;
     }
     for (size_t k = 1; k < units_.size(); ++k)
@@ -409,12 +416,42 @@ class FullyShardedDataParallel : public nn::Module {
     return scalar_tensor(clip_grad_norm_across_(counted, all, max_norm, *group_), TensorOptions(dtype_));
   }
 
+  /// RAII guard returned by no_sync(): gradient reduction off until destroyed.
+  class NoSyncGuard {
+   public:
+    explicit NoSyncGuard(FullyShardedDataParallel& f) : f_(f), previous_(f.require_backward_grad_sync_) {
+      f_.require_backward_grad_sync_ = false;
+    }
+    NoSyncGuard(const NoSyncGuard&) = delete;
+    NoSyncGuard& operator=(const NoSyncGuard&) = delete;
+    ~NoSyncGuard() { f_.require_backward_grad_sync_ = previous_; }
+
+   private:
+    FullyShardedDataParallel& f_;
+    bool previous_;
+  };
+
+  /// Gradient accumulation without communication (PyTorch's `with fsdp.no_sync():`): the
+  /// backwards of forwards made while the guard lives keep each unit's gradient unsharded (the
+  /// flat gradient of N * S elements, the parameters' .grad its views) and add to it; the first
+  /// forward+backward afterwards reduce-scatters the sum, as DDP's no_sync all-reduces it (bit
+  /// for bit DDP's numbers on 2 ranks). The parameters are still freed and gathered as usual;
+  /// the unsharded gradients stay until that reduction: a model-sized 4P more per rank, as
+  /// PyTorch's documentation warns. The forward must be inside the guard.
+  ///   { auto guard = fsdp.no_sync(); loss_fn(fsdp.forward(x1), y1).backward(); }   // local
+  ///   loss_fn(fsdp.forward(x2), y2).backward();                                     // reduces g1 + g2
+  NoSyncGuard no_sync() { return NoSyncGuard(*this); }
+
   /// Makes every parameter of the wrapped module hold the current values (the all_gathers of
   /// forward): call it, on every rank, before reading module()'s parameters or saving its
   /// state_dict after an optimizer step (PyTorch: FSDP.summon_full_params, a context manager).
   /// Under FULL_SHARD the gathered values then stay until the next forward in grad mode: forwards
   /// under NoGradGuard (evaluation, through the FSDP or through module() directly) use them, with
-  /// no collective, so the ranks may evaluate different numbers of batches.
+  /// no collective, so the ranks may evaluate different numbers of batches. Writes to them
+  /// (module()->load_state_dict, an in-place op) are kept: each rank copies its slice back into
+  /// its shard before the values are freed or gathered again (PyTorch's writeback=True), so every
+  /// rank must make the same write. Destroying the FSDP under FULL_SHARD leaves the model's
+  /// parameters freed: summon_full_params() first to keep using the model afterwards.
   void summon_full_params() {
     for (Unit& u : units_) gather(u);
     summoned_ = true;
@@ -438,9 +475,10 @@ class FullyShardedDataParallel : public nn::Module {
 
   /// Loads a full state dict (full_state_dict's names and shapes, e.g. tinytorch::load of a file
   /// any FSDP, DDP or plain model wrote) into the wrapped model and every rank's shards. A
-  /// collective: every rank passes the same dict. Throws on every rank, as nn::Module's
-  /// load_state_dict (PyTorch's wording), for a missing or unexpected key or a shape mismatch,
-  /// naming the key; nothing is loaded then.
+  /// collective: every rank passes a dict of the same keys and shapes, and rank 0's values are
+  /// the ones loaded (broadcast, as at construction). Throws on every rank, as nn::Module's
+  /// load_state_dict (PyTorch's wording), for a missing or unexpected key or a shape mismatch, and
+  /// for a key given twice or an undefined tensor, naming the key; nothing is loaded then.
   void load_full_state_dict(const std::vector<std::pair<std::string, Tensor>>& sd) {
     const auto mine = module_->state_dict();
     std::vector<std::pair<std::string, Tensor>> renamed;
@@ -454,21 +492,25 @@ class FullyShardedDataParallel : public nn::Module {
         if (e.first == key) src = &e.second;
       if (!err.empty()) continue;
       if (!src) err = "Missing key(s) in state_dict: \"" + key + "\"";
+      else if (!src->defined()) err = "the value of \"" + key + "\" is an undefined tensor";
       else if (src->sizes() != t.sizes())
         err = "size mismatch for " + key + ": copying a param with shape " + shape_str(src->sizes()) +
               ", the shape in current model is " + shape_str(t.sizes());
       else renamed.emplace_back(name, *src);
     }
-    for (const auto& e : sd)
-      if (err.empty() && !known.count(e.first)) err = "Unexpected key(s) in state_dict: \"" + e.first + "\"";
+    std::unordered_set<std::string> seen;
+    for (const auto& e : sd) {
+      if (!err.empty()) break;
+      if (!known.count(e.first)) err = "Unexpected key(s) in state_dict: \"" + e.first + "\"";
+      else if (!seen.insert(e.first).second) err = "the key \"" + e.first + "\" appears twice";
+      else if (!e.second.defined()) err = "the value of \"" + e.first + "\" is an undefined tensor";
+    }
     detail::throw_if_any_rank(*group_, !err.empty(), "FullyShardedDataParallel.load_full_state_dict: " + err,
                               "FullyShardedDataParallel load_full_state_dict");
     summon_full_params();  // FULL_SHARD: the parameters' storage present
     module_->load_state_dict(renamed);
-    if (options_.sharding_strategy != ShardingStrategy::FULL_SHARD) return;  // flat_param views flat
-    NoGradGuard no_grad;
-    for (Unit& u : units_)  // the shards take their slices of the loaded values
-      if (!u.params.empty()) u.flat_param.copy_(u.flat.narrow(0, rank_ * u.shard_numel, u.shard_numel));
+    detail::broadcast_from_rank0(*group_, module_->state_dict());  // rank 0's values, should the dicts differ
+    for (Unit& u : units_) write_back(u);  // FULL_SHARD: the shards take their slices of the loaded values
   }
 
   /// Training / evaluation mode of the wrapped module.
@@ -525,6 +567,7 @@ class FullyShardedDataParallel : public nn::Module {
     Tensor flat_param;  // this rank's shard, the parameter the optimizer steps
     Tensor grad_flat;   // the unsharded gradient during a backward
     int64_t gathered_version = -1;  // flat_param's (FULL_SHARD) or flat's version at the last gather
+    int64_t flat_version = -1;      // FULL_SHARD: flat's version after the last gather (a write since: write_back)
     bool gathered = false;          // FULL_SHARD: flat holds memory and values
     std::vector<char> ready;
     size_t ready_count = 0;
@@ -649,6 +692,9 @@ class FullyShardedDataParallel : public nn::Module {
       int64_t n = 0;
       for (const Tensor& p : u.params) n += p.numel();
       mine.push_back(n);
+      uint64_t h = 1469598103934665603ull;  // FNV-1a of the path: units of equal sizes in other places differ
+      for (const char c : u.path) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+      mine.push_back(static_cast<int64_t>(h >> 2));
     }
     int64_t count[2] = {mine[0], -mine[0]};
     g.all_reduce(count, 2, kInt64, ReduceOp::MIN, Completion::Blocking, "FullyShardedDataParallel units");
@@ -687,6 +733,7 @@ class FullyShardedDataParallel : public nn::Module {
       autograd::increment_version(u.flat);
       u.gathered_version = u.flat._version();
     } else if (options_.sharding_strategy == ShardingStrategy::FULL_SHARD) {
+      write_back(u);
       if (u.gathered && u.flat_param._version() == u.gathered_version) return;
       u.flat.impl()->storage->resize_(static_cast<size_t>(bytes * world_));
       if (world_ == 1)
@@ -696,12 +743,25 @@ class FullyShardedDataParallel : public nn::Module {
                            Completion::Blocking, "FullyShardedDataParallel all_gather");
       u.gathered = true;
       u.gathered_version = u.flat_param._version();
+      u.flat_version = u.flat._version();
     }
+  }
+  /// FULL_SHARD: a write to the gathered parameters (through module()'s parameters after
+  /// summon_full_params(): load_state_dict, an in-place op) bumped `flat`'s version; this rank's
+  /// slice of it is copied into flat_param before the values are freed or gathered again, as
+  /// PyTorch's summon_full_params(writeback=True). Only the slice this rank owns is kept: every
+  /// rank must make the same write (other slices come from their owners).
+  void write_back(Unit& u) {
+    if (!u.gathered || u.flat._version() == u.flat_version) return;
+    NoGradGuard no_grad;
+    u.flat_param.copy_(u.flat.narrow(0, rank_ * u.shard_numel, u.shard_numel));
+    u.flat_version = u.flat._version();
   }
   /// FULL_SHARD: frees the unit's gathered values (PyTorch's _free_storage: resize_(0)); the
   /// parameters keep viewing the storage, and autograd's saved views see it again after gather.
   void reshard(Unit& u) {
     if (options_.sharding_strategy != ShardingStrategy::FULL_SHARD || u.params.empty() || !u.gathered) return;
+    write_back(u);
     u.flat.impl()->storage->resize_(0);
     u.gathered = false;
   }
@@ -740,6 +800,9 @@ class FullyShardedDataParallel : public nn::Module {
   void pre_backward(size_t k) {
     if (!armed_) return;
     Unit& u = units_[k];
+    detail::check(!finished_, "FullyShardedDataParallel: a second backward through one forward (", unit_name(k),
+                  " had its gradients reduced, and under FULL_SHARD its parameters freed, after the first): run one "
+                  "backward per FSDP forward (retain_graph is not supported)");
     if (u.backward_prepared) return;
     if (options_.sharding_strategy == ShardingStrategy::FULL_SHARD)
       detail::check(u.flat_param._version() == u.forward_version,
@@ -748,9 +811,11 @@ class FullyShardedDataParallel : public nn::Module {
                     "would be of other values than the forward used");
     gather(u);
     NoGradGuard no_grad;
-    u.grad_flat = zeros({u.shard_numel * world_}, TensorOptions(u.flat.dtype()));
-    for (size_t i = 0; i < u.params.size(); ++i)
-      u.params[i].set_grad(u.grad_flat.narrow(0, u.offsets[i], u.params[i].numel()).view(u.params[i].sizes()));
+    if (!u.grad_flat.defined()) {  // else: a no_sync backward's unreduced sum, added to in place
+      u.grad_flat = zeros({u.shard_numel * world_}, TensorOptions(u.flat.dtype()));
+      for (size_t i = 0; i < u.params.size(); ++i)
+        u.params[i].set_grad(u.grad_flat.narrow(0, u.offsets[i], u.params[i].numel()).view(u.params[i].sizes()));
+    }
     u.backward_prepared = true;
   }
 
@@ -761,6 +826,12 @@ class FullyShardedDataParallel : public nn::Module {
     size_t count = 0;
     for (const Unit& u : units_) {
       count += u.params.size();
+      if (!u.params.empty())
+        detail::check(u.flat_param.dtype() == u.flat.dtype() && u.flat_param.device().is_cpu() &&
+                          (options_.sharding_strategy == ShardingStrategy::FULL_SHARD ||
+                           u.flat_param.impl()->storage == u.flat.impl()->storage),
+                      "FullyShardedDataParallel: the flat parameter of ", unit_name(static_cast<size_t>(&u - units_.data())), " was converted "
+                      "or moved after wrapping (e.g. fsdp.to(...)); convert or move the model before wrapping it");
       for (size_t i = 0; i < u.params.size(); ++i) {
         const Tensor& p = u.params[i];
         detail::check(p.impl()->storage == u.flat.impl()->storage && p.dtype() == u.flat.dtype(),
@@ -782,7 +853,7 @@ class FullyShardedDataParallel : public nn::Module {
   }
 
   void check_prior_reduction_finished() {
-    if (!armed_) return;
+    if (!armed_ || finished_) return;
     std::string missing;
     bool any = false;
     for (const Unit& u : units_) {
@@ -792,7 +863,7 @@ class FullyShardedDataParallel : public nn::Module {
     }
     if (missing.empty()) return;
     armed_ = false;
-    for (Unit& u : units_) {  // what the unfinished backward left
+    for (Unit& u : units_) {  // what the unfinished backward left (and a no_sync sum with it)
       for (Tensor& p : u.params) p.set_grad(Tensor());
       u.grad_flat = Tensor();
     }
@@ -820,7 +891,13 @@ class FullyShardedDataParallel : public nn::Module {
                   "before backward reached its unit's output (", unit_name(k), "): it is used outside that unit's "
                   "forward");
     u.ready[i] = 1;
-    if (++u.ready_count == u.params.size()) reduce_gradients(u);
+    if (++u.ready_count == u.params.size()) {
+      if (sync_) reduce_gradients(u);
+      else reshard(u);  // no_sync: the unsharded gradient stays for the next backward
+      bool all = true;
+      for (const Unit& v : units_) all = all && v.ready_count == v.params.size();
+      finished_ = all;
+    }
   }
 
   /// The unit's flat gradient (each parameter's g_i in its slice, 0 in the padding) divided by N,
@@ -858,9 +935,12 @@ class FullyShardedDataParallel : public nn::Module {
   int rank_ = 0, world_ = 1;
   DType dtype_ = kFloat32;
   std::vector<Unit> units_;  // units_[0]: the root's (the parameters no auto-wrapped unit took)
-  bool armed_ = false;       // a grad-mode forward whose backward has not finished reducing
+  bool armed_ = false;       // a grad-mode forward ran: its backward reduces (or has reduced) the gradients
+  bool finished_ = false;    // ... and every unit's gradient has been reduced
   bool in_forward_ = false;  // inside the root's forward (the units may run in grad mode)
   bool summoned_ = false;    // summon_full_params() since the last grad-mode forward: keep gathered
+  bool require_backward_grad_sync_ = true;  // false inside no_sync()
+  bool sync_ = true;                        // the last grad-mode forward's require_backward_grad_sync_
   std::shared_ptr<detail::FsdpHookState> state_;
 };
 

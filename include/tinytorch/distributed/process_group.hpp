@@ -80,6 +80,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -1054,6 +1055,9 @@ inline void terminate_with_mpi_abort() {
   std::cerr << (what.rfind(prefix, 0) == 0 ? "" : prefix) + what + "\n" + prefix +
                    "uncaught exception; calling MPI_Abort so the other ranks do not hang\n"
             << std::flush;
+  // One second before the abort, as the watchdog waits: the other ranks often fail at the same
+  // moment (a collective mismatch found by every rank) and MPI_Abort kills them, message unprinted.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
   MPI_Abort(MPI_COMM_WORLD, 1);
   std::abort();  // not reached: MPI_Abort does not return
 }
