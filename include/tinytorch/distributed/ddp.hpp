@@ -377,26 +377,14 @@ class DistributedDataParallel : public nn::Module {
   }
 
   /// RAII guard returned by no_sync(): gradient synchronisation off until destroyed.
-  class NoSyncGuard {
-   public:
-    explicit NoSyncGuard(DistributedDataParallel& d) : d_(d), previous_(d.require_backward_grad_sync_) {
-      d_.require_backward_grad_sync_ = false;
-    }
-    NoSyncGuard(const NoSyncGuard&) = delete;
-    NoSyncGuard& operator=(const NoSyncGuard&) = delete;
-    ~NoSyncGuard() { d_.require_backward_grad_sync_ = previous_; }
-
-   private:
-    DistributedDataParallel& d_;
-    bool previous_;
-  };
+  using NoSyncGuard = detail::NoSyncGuard;
 
   /// Gradient accumulation (PyTorch's `with ddp.no_sync():`): forwards (and their backwards)
   /// made while the returned guard lives accumulate .grad locally; the first synced
   /// forward+backward afterwards all-reduces the accumulated sum. The forward must be inside.
   ///   { auto guard = ddp.no_sync(); loss_fn(ddp(x1), y1).backward(); }   // local
   ///   loss_fn(ddp(x2), y2).backward();                                   // syncs g1 + g2
-  NoSyncGuard no_sync() { return NoSyncGuard(*this); }
+  NoSyncGuard no_sync() { return NoSyncGuard(require_backward_grad_sync_); }
 
   /// Checks that the last synced backward finished its reduction; throws the "Expected to have
   /// finished reduction" error otherwise (what the next forward would throw). Useful after the

@@ -416,20 +416,8 @@ class FullyShardedDataParallel : public nn::Module {
     return scalar_tensor(clip_grad_norm_across_(counted, all, max_norm, *group_), TensorOptions(dtype_));
   }
 
-  /// RAII guard returned by no_sync(): gradient reduction off until destroyed.
-  class NoSyncGuard {
-   public:
-    explicit NoSyncGuard(FullyShardedDataParallel& f) : f_(f), previous_(f.require_backward_grad_sync_) {
-      f_.require_backward_grad_sync_ = false;
-    }
-    NoSyncGuard(const NoSyncGuard&) = delete;
-    NoSyncGuard& operator=(const NoSyncGuard&) = delete;
-    ~NoSyncGuard() { f_.require_backward_grad_sync_ = previous_; }
-
-   private:
-    FullyShardedDataParallel& f_;
-    bool previous_;
-  };
+  /// RAII guard returned by no_sync(): gradient reduction off until destroyed (DDP's).
+  using NoSyncGuard = detail::NoSyncGuard;
 
   /// Gradient accumulation without communication (PyTorch's `with fsdp.no_sync():`): the
   /// backwards of forwards made while the guard lives keep each unit's gradient unsharded (the
@@ -440,7 +428,7 @@ class FullyShardedDataParallel : public nn::Module {
   /// PyTorch's documentation warns. The forward must be inside the guard.
   ///   { auto guard = fsdp.no_sync(); loss_fn(fsdp.forward(x1), y1).backward(); }   // local
   ///   loss_fn(fsdp.forward(x2), y2).backward();                                     // reduces g1 + g2
-  NoSyncGuard no_sync() { return NoSyncGuard(*this); }
+  NoSyncGuard no_sync() { return NoSyncGuard(require_backward_grad_sync_); }
 
   /// Makes every parameter of the wrapped module hold the current values (the all_gathers of
   /// forward): call it, on every rank, before reading module()'s parameters or saving its

@@ -78,6 +78,23 @@ inline std::string broadcast_string(ProcessGroup& g, const std::string& s, int r
 
 
 
+/// The RAII guard that DistributedDataParallel::no_sync() and FullyShardedDataParallel::no_sync()
+/// return: the wrapper's "reduce gradients in backward" flag off until destroyed, then restored
+/// (so guards nest, as PyTorch's `with model.no_sync():` does).
+class NoSyncGuard {
+ public:
+  explicit NoSyncGuard(bool& require_backward_grad_sync) : flag_(require_backward_grad_sync), previous_(flag_) {
+    flag_ = false;
+  }
+  NoSyncGuard(const NoSyncGuard&) = delete;
+  NoSyncGuard& operator=(const NoSyncGuard&) = delete;
+  ~NoSyncGuard() { flag_ = previous_; }
+
+ private:
+  bool& flag_;
+  bool previous_;
+};
+
 /// A check that may fail on some ranks only, made on every rank: each rank passes whether it
 /// failed and its message. If every rank failed, each throws its own message (a condition they
 /// share); if some did, every rank throws the same tinytorch::Error: the message of the lowest
