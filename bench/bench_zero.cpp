@@ -4,7 +4,12 @@
 // beside the formulas, bytes on the wire, and the step time in the same run.
 //
 //   scripts/mpirun.sh -np 2 build/bin/bench_zero [--layers 8] [--width 1024] [--batch 16] [--steps 5] [--reps 5]
+//       [--backward-prefetch pre|post|none] [--forward-prefetch] [--trace PREFIX]
 //   build/bin/bench_zero                 # world size 1 (ZeRO-1 then shards nothing)
+// --backward-prefetch / --forward-prefetch: FSDPOptions of the ZeRO-2 and ZeRO-3 modes (PyTorch's
+// defaults: pre, off). --trace PREFIX: after the timing, 3 more ZeRO-3 steps with a Chrome trace,
+// PREFIX.rank{r}.json per rank (distributed/trace.hpp), and rank 0's last step printed as a timeline:
+// the main thread's unit forwards / backwards and waits, the communication thread's collectives.
 //
 // Model and measurement: examples/zero_memory.hpp (--layers x Linear(width, width) with ReLU
 // between; 8 x 1024: P = 8,396,800 parameters, 33.6 MB of float32; Adam, MSE against a random
@@ -34,7 +39,9 @@
 // Rank 0 prints. Chapter: chapters/13-sharding.md.
 #include "bench_common.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,6 +64,8 @@ int main(int argc, char** argv) {
   tt::distributed::ProcessGroupGuard pg(dist::Backend::MPI);
   int layers = 8, steps = 5, reps = 5;
   int64_t width = 1024, batch = 16;
+  dist::FSDPOptions fo;  // prefetch options of the FSDP modes
+  std::string trace_prefix;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--layers") layers = static_cast<int>(bench::integer_flag("bench_zero", argc, argv, i, "--layers", 1, 1000));
@@ -64,7 +73,22 @@ int main(int argc, char** argv) {
     else if (a == "--batch") batch = bench::integer_flag("bench_zero", argc, argv, i, "--batch", 1, 1000000);
     else if (a == "--steps") steps = static_cast<int>(bench::integer_flag("bench_zero", argc, argv, i, "--steps", 1, 1000000));
     else if (a == "--reps") reps = static_cast<int>(bench::integer_flag("bench_zero", argc, argv, i, "--reps", 1, 1000000));
-    else {
+    else if (a == "--forward-prefetch") fo.forward_prefetch = true;
+    else if (a == "--backward-prefetch" || a == "--trace") {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "bench_zero: %s needs a value\n", a.c_str());
+        return 2;
+      }
+      const std::string v = argv[++i];
+      if (a == "--trace") trace_prefix = v;
+      else if (v == "pre") fo.backward_prefetch = dist::BackwardPrefetch::BACKWARD_PRE;
+      else if (v == "post") fo.backward_prefetch = dist::BackwardPrefetch::BACKWARD_POST;
+      else if (v == "none") fo.backward_prefetch = std::nullopt;
+      else {
+        std::fprintf(stderr, "bench_zero: --backward-prefetch takes pre, post or none, not '%s'\n", v.c_str());
+        return 2;
+      }
+    } else {
       std::fprintf(stderr, "bench_zero: unknown argument '%s'\n", a.c_str());
       return 2;
     }
@@ -77,7 +101,7 @@ int main(int argc, char** argv) {
 
   // ---- memory: the largest rank's figures ----------------------------------------------------
   for (int zero = 0; zero < kModes; ++zero) {
-    const examples::ZeroMemory m = examples::measure_zero_memory(zero, layers, width, batch);
+    const examples::ZeroMemory m = examples::measure_zero_memory(zero, layers, width, batch, fo);
     if (zero == 0 && main_rank)
       std::printf("bench_zero: %d x Linear(%lld, %lld), P = %lld parameters, Adam, batch %lld per rank, %d rank(s)\n\n"
                   "%-7s %13s %13s %13s %13s %8s %8s\n",
@@ -97,7 +121,7 @@ int main(int argc, char** argv) {
 
   // ---- bytes on the wire per step (dist::comm_counters) ----------------------------------------
   for (int zero = 0; zero < kModes; ++zero) {
-    examples::ZeroRun run(zero, layers, width, batch);
+    examples::ZeroRun run(zero, layers, width, batch, fo);
     run.step();
     run.step();  // DDP rebuilds its buckets after the first backward (a broadcast of the layout, at the second)
     dist::reset_comm_counters();
@@ -128,7 +152,7 @@ int main(int argc, char** argv) {
   for (int rep = 0; rep < reps; ++rep) {
     double t[kModes];
     for (int zero = 0; zero < kModes; ++zero) {
-      examples::ZeroRun run(zero, layers, width, batch);
+      examples::ZeroRun run(zero, layers, width, batch, fo);
       run.step();
       bench::sleepy_barrier();
       const auto t0 = Clock::now();
@@ -146,5 +170,39 @@ int main(int argc, char** argv) {
                 reps, steps, bench::median(times[0]) * 1e3, bench::median(times[1]) * 1e3,
                 bench::median(times[2]) * 1e3, bench::median(times[3]) * 1e3, bench::median(ratio[1]),
                 bench::median(ratio[2]), bench::median(ratio[3]));
+
+  // ---- a trace of ZeRO-3's last step ------------------------------------------------------------
+  if (!trace_prefix.empty()) {
+    auto trace = std::make_shared<dist::Trace>(dist::get_rank(), dist::common_origin_us());
+    trace->thread_name(1, "comm thread (all_gather, reduce_scatter)");
+    dist::FSDPOptions traced = fo;
+    traced.trace = trace;
+    examples::ZeroRun run(3, layers, width, batch, traced);
+    for (int s = 0; s < 3; ++s) {
+      bench::sleepy_barrier();
+      dist::Trace::Scope scope(trace.get(), "step");
+      run.step();
+    }
+    trace->write(trace_prefix + ".rank" + std::to_string(dist::get_rank()) + ".json");
+    std::vector<dist::Trace::Event> ev = trace->events();
+    double t0 = 0;
+    for (const auto& e : ev)
+      if (e.name == "step") t0 = e.ts;  // the last step's start
+    std::sort(ev.begin(), ev.end(), [](const auto& a, const auto& b) { return a.ts < b.ts; });
+    if (main_rank) {
+      const char* bp = !fo.backward_prefetch                                         ? "none"
+                       : *fo.backward_prefetch == dist::BackwardPrefetch::BACKWARD_PRE ? "pre"
+                                                                                       : "post";
+      std::printf("\ntrace: %s.rank{0..%d}.json; rank 0's last ZeRO-3 step (backward_prefetch %s, forward_prefetch "
+                  "%s), ms from its start:\n%8s %8s  %-30s %s\n",
+                  trace_prefix.c_str(), N - 1, bp, fo.forward_prefetch ? "on" : "off", "start", "dur", "main thread",
+                  "comm thread");
+      for (const auto& e : ev) {
+        if (e.ts < t0 || e.name == "step") continue;
+        std::printf("%8.2f %8.2f  %-30s %s\n", (e.ts - t0) / 1e3, e.dur / 1e3, e.tid == 0 ? e.name.c_str() : "",
+                    e.tid == 0 ? "" : e.name.c_str());
+      }
+    }
+  }
   return 0;
 }

@@ -47,7 +47,8 @@ struct ZeroRun {
   tinytorch::Tensor x, y;  // (batch, width) each
   tinytorch::nn::MSELoss loss_fn;
 
-  ZeroRun(int zero, int layers, int64_t width, int64_t batch) {
+  /// fo: FSDP's other options for zero 2 and 3 (prefetch, trace); its strategy and policy are set here.
+  ZeroRun(int zero, int layers, int64_t width, int64_t batch, tinytorch::distributed::FSDPOptions fo = {}) {
     namespace tt = tinytorch;
     tt::manual_seed(1);
     model = std::make_shared<tt::nn::Sequential>();
@@ -56,7 +57,6 @@ struct ZeroRun {
       if (l + 1 < layers) model->push_back(std::make_shared<tt::nn::ReLU>());
     }
     if (zero >= 2) {  // Adam over this rank's shard of the flat parameter(s)
-      tt::distributed::FSDPOptions fo;
       if (zero == 2) fo.sharding_strategy = tt::distributed::ShardingStrategy::SHARD_GRAD_OP;
       else fo.auto_wrap_policy = tt::distributed::transformer_auto_wrap_policy<tt::nn::Linear>();  // FULL_SHARD
       fsdp = std::make_shared<tt::distributed::FullyShardedDataParallel>(model, fo);
@@ -102,13 +102,14 @@ struct ZeroMemory {
   }
 };
 
-inline ZeroMemory measure_zero_memory(int zero, int layers, int64_t width, int64_t batch) {
+inline ZeroMemory measure_zero_memory(int zero, int layers, int64_t width, int64_t batch,
+                                      const tinytorch::distributed::FSDPOptions& fo = {}) {
   namespace tt = tinytorch;
   ZeroMemory m;
   m.zero = zero;
   m.world = tt::distributed::get_world_size();
   const int64_t base = static_cast<int64_t>(tt::memory_allocated());
-  ZeroRun run(zero, layers, width, batch);
+  ZeroRun run(zero, layers, width, batch, fo);
   run.step();
   tt::reset_peak_memory_stats();
   run.step();

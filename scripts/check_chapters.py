@@ -35,7 +35,10 @@ exactly, except the *timing* numbers: a number written `~2585` in the block (the
                      commands ran (default 1): the machine's busy time from /proc/stat minus the
                      commands' own CPU time, per second, as bench/load_watch.hpp measures it; above
                      it they are not compared and the check says so. (Not the load average, which
-                     counts the commands themselves and lags by a minute.)
+                     counts the commands themselves and lags by a minute.) A block whose only
+                     mismatch is a timing runs once more (the machine is shared: a chapter_05 run
+                     under ctest once measured a 146 us step at 764 us with no other process
+                     busy); it fails when the second run misses too.
     simd=avx512      the numbers depend on the CPU's vector instructions (the programs are built
                      with -march=native): on a CPU without them the block is skipped, with a reason
     cpu=amd          ... and on the maker's CPUs (amd or intel, /proc/cpuinfo's vendor_id): -march=native
@@ -403,7 +406,8 @@ def compare(block, exp, out, pos, others, counts):
 
 
 def run_block(block, build, full):
-    """Returns (status, messages): status 'ok', 'skip', 'missing' or 'fail'."""
+    """Returns (status, messages): status 'ok', 'skip', 'missing', 'fail', or 'timing' (only a timing
+    number missed its tolerance: check_chapter measures the block once more)."""
     rel = shown(block.path)
     where = f"{rel}:{block.line}"
     if block.checked_by:
@@ -445,7 +449,10 @@ def run_block(block, build, full):
             for lineno, exp in expected:
                 hit, why = compare(block, exp, out, pos, others, counts)
                 if hit is None:
-                    return "fail", [f"  {rel}:{lineno}: `{cmd}`: the chapter's line\n      {exp}\n    {why}"]
+                    parts = why.split("differs: ", 1)[1].split("; ") if "differs: " in why else [""]
+                    timing_only = all(p.startswith("timing:") for p in parts)
+                    return ("timing" if timing_only else "fail"), [
+                        f"  {rel}:{lineno}: `{cmd}`: the chapter's line\n      {exp}\n    {why}"]
                 pos = hit + 1
     finally:
         subprocess.run(["rm", "-rf", d])
@@ -473,6 +480,11 @@ def check_chapter(path, build, full):
     failed, ran = False, 0
     for b in blocks:
         status, msgs = run_block(b, build, full)
+        if status == "timing":  # the machine is shared: a timing that missed is measured once more
+            print("\n".join(msgs) + "\n    (a timing only: the block runs once more)")
+            status, msgs = run_block(b, build, full)
+            if status == "timing":
+                status = "fail"
         print("\n".join(msgs))
         failed |= status == "fail"
         ran += status in ("ok", "fail") and not b.checked_by

@@ -14,7 +14,7 @@
 #      tt_thread_tests): the tests labelled "threads" (DataParallel's replicas run in threads), and
 #      the kernel simulator's racecheck: the simulator suite (every shipped kernel) and the planted
 #      races of tests/sim_check, each CUDA thread a TSan fiber; a race report fails the test.
-#      TT_SKIP_TSAN=1 skips it.
+#      ctest -j2 (none of them is an MPI test). TT_SKIP_TSAN=1 skips it.
 #   4. AddressSanitizer + UndefinedBehaviorSanitizer ($BUILD_DIR-asan, clang++ when installed,
 #      else g++; -DTINYTORCH_SANITIZER=address,undefined: -O0 (the MPI tests -O1),
 #      -fno-sanitize-recover=all; only target tt_sanitizer_tests, i.e. every Catch2 executable,
@@ -105,7 +105,7 @@ if [[ "${TT_SKIP_TSAN:-0}" == "0" ]]; then
   cmake -S . -B "$TSAN_DIR" -DCMAKE_BUILD_TYPE=Release -DTINYTORCH_SANITIZER=thread \
     -DTINYTORCH_BUILD_EXAMPLES=OFF -DTINYTORCH_BUILD_BENCH=OFF -DTINYTORCH_ENABLE_CUDA=OFF "${cmake_args[@]}"
   cmake --build "$TSAN_DIR" -j"$(nproc)" --target tt_thread_tests
-  ctest --test-dir "$TSAN_DIR" --output-on-failure -L threads
+  ctest --test-dir "$TSAN_DIR" --output-on-failure -j2 -L threads
 fi
 
 # Steps 4 and 5 share one build directory. clang++ builds both when it is there (one compiler

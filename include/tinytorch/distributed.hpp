@@ -29,6 +29,8 @@
 //                                       for checkpoints)
 //   distributed/model_agreement.hpp     DDP's construction checks: the same options and model on
 //                                       every rank (the same error everywhere), broadcast from rank 0
+//   distributed/comm_thread.hpp         CommThread: tasks (collectives) run in order on one thread
+//                                       while the main thread computes (DDP's buckets, FSDP's prefetch)
 //   distributed/reducer.hpp             DDP's Reducer: buckets, gradient hooks, the communication
 //                                       thread (overlap), compute_bucket_assignment_by_size
 //   distributed/trace.hpp               Trace (Chrome-trace JSON), common_origin_us
@@ -58,6 +60,7 @@
 #include "distributed/buffer_collectives.hpp"
 #include "distributed/clip_grad.hpp"
 #include "distributed/collectives.hpp"
+#include "distributed/comm_thread.hpp"
 #include "distributed/ddp.hpp"
 #include "distributed/device_mesh.hpp"
 #include "distributed/errors.hpp"

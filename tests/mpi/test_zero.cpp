@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -472,18 +473,27 @@ struct DdpAndFsdp {
   std::shared_ptr<nn::Sequential> m_ddp, m_fsdp;
   std::unique_ptr<dist::DistributedDataParallel> ddp;
   std::unique_ptr<dist::FullyShardedDataParallel> fsdp;
-  explicit DdpAndFsdp(dist::ShardingStrategy strategy, bool per_linear = false) {
+  explicit DdpAndFsdp(dist::ShardingStrategy strategy, bool per_linear = false, dist::FSDPOptions fo = {}) {
     tinytorch::manual_seed(7);
     m_ddp = make_mlp(kSizes);
     tinytorch::manual_seed(7);
     m_fsdp = make_mlp(kSizes);
     ddp = std::make_unique<dist::DistributedDataParallel>(m_ddp);
-    dist::FSDPOptions fo;
     fo.sharding_strategy = strategy;
     if (per_linear) fo.auto_wrap_policy = dist::transformer_auto_wrap_policy<nn::Linear>();
     fsdp = std::make_unique<dist::FullyShardedDataParallel>(m_fsdp, fo);
   }
 };
+/// The names of a trace's events of category `cat`, in the order they were recorded.
+std::vector<std::string> trace_names(const dist::Trace& t, const std::string& cat) {
+  std::vector<std::string> out;
+  const std::string js = t.json(), tail = "\", \"cat\": \"" + cat + "\"";
+  for (size_t at = js.find(tail); at != std::string::npos; at = js.find(tail, at + 1)) {
+    const size_t open = js.rfind("\"name\": \"", at);
+    out.push_back(js.substr(open + 9, at - open - 9));
+  }
+  return out;
+}
 /// What a module's parameters' storage holds now (FULL_SHARD frees it between steps).
 size_t param_storage_bytes(const nn::Module& m) {
   size_t n = 0;
@@ -590,6 +600,82 @@ TEST_CASE("FSDP FULL_SHARD (ZeRO-3), SHARD_GRAD_OP (ZeRO-2) and NO_SHARD train a
     CHECK(c.wire_bytes == (1 + gathers) * (N - 1) * 4 * N * S);
     CHECK(c.calls[dist::CommCounters::kReduceScatter] == (sharded && N > 1 ? static_cast<int64_t>(units) : 0));
     CHECK(c.calls[dist::CommCounters::kAllGather] == (sharded && N > 1 ? gathers * static_cast<int64_t>(units) : 0));
+  }
+}
+
+TEST_CASE("FSDP prefetch: forward_prefetch and backward_prefetch change when the all_gathers run, not the numbers", "[ch13][distributed][zero][fsdp]") {
+  // The collectives run on FSDP's communication thread in the order they are issued; a prefetch
+  // issues a unit's all_gather before the unit needs it. The trace lists them as the thread ran
+  // them (the root has no parameters here: units "0", "2", "4", one per Linear).
+  ensure_group();
+  const int N = dist::get_world_size();
+  using BP = dist::BackwardPrefetch;
+  struct Config {
+    const char* name;
+    std::optional<BP> backward;
+    bool forward;
+    // step 2's all_gathers (forward 0, 2, 4, backward 4, 2, 0): prefetched? (Backward's first, unit 4's,
+    // never is: the model's output is unit 4's, whose own hook runs before the root's.)
+    std::vector<std::string> prefetched;
+  };
+  const std::vector<Config> configs{
+      {"BACKWARD_PRE + forward_prefetch", BP::BACKWARD_PRE, true, {"true", "true", "true", "false", "true", "true"}},
+      {"BACKWARD_POST", BP::BACKWARD_POST, false, {"false", "false", "false", "false", "true", "true"}},
+      {"no prefetch", std::nullopt, false, {"false", "false", "false", "false", "false", "false"}},
+  };
+  for (const Config& cfg : configs) {
+    INFO(cfg.name << " on " << N << " rank(s)");
+    dist::FSDPOptions fo;
+    fo.backward_prefetch = cfg.backward;
+    fo.forward_prefetch = cfg.forward;
+    DdpAndFsdp both(dist::ShardingStrategy::FULL_SHARD, true, fo);
+    optim::Adam plain(both.ddp->parameters(), optim::AdamOptions{1e-2});
+    optim::Adam adam(both.fsdp->parameters(), optim::AdamOptions{1e-2});
+    const auto a = train(*both.ddp, plain, 0, 20), b = train(*both.fsdp, adam, 0, 20);
+    CHECK(param_storage_bytes(*both.m_fsdp) == 0);
+    both.fsdp->summon_full_params();
+    if (N <= 2) {
+      CHECK(a == b);
+      CHECK(param_bits(*both.m_ddp) == param_bits(*both.m_fsdp));
+    } else {
+      CHECK(max_rel_diff(param_bits(*both.m_ddp), param_bits(*both.m_fsdp)) < 1e-6);
+    }
+    if (N == 1) continue;  // (one rank: no communication thread, nothing to prefetch)
+    // The same collectives, in another order: 13.8's bytes, 3(N-1) x 4NS per step.
+    train(*both.fsdp, adam, 20, 1);
+    dist::reset_comm_counters();
+    train(*both.fsdp, adam, 21, 1);
+    int64_t S = 0;
+    for (size_t i = 0; i + 1 < kSizes.size(); ++i) S += (kSizes[i] * kSizes[i + 1] + kSizes[i + 1] + N - 1) / N;
+    CHECK(dist::comm_counters().wire_bytes == 3 * (N - 1) * 4 * N * S);
+    auto trace = std::make_shared<dist::Trace>(dist::get_rank());
+    dist::FSDPOptions traced = fo;
+    traced.trace = trace;
+    DdpAndFsdp again(dist::ShardingStrategy::FULL_SHARD, true, traced);
+    optim::Adam adam2(again.fsdp->parameters(), optim::AdamOptions{1e-2});
+    train(*again.fsdp, adam2, 0, 2);
+    // Each thread runs its collectives in the order they were issued: per step, the all_gathers of
+    // forward (units 0, 2, 4) and backward (4, 2, 0), and the reduce-scatters (4, 2, 0).
+    const std::vector<std::string> comm = trace_names(*trace, "comm");
+    std::vector<std::string> gathers, reductions;
+    for (const std::string& c : comm) (c.rfind("all_gather", 0) == 0 ? gathers : reductions).push_back(c);
+    const std::vector<std::string> g1{"all_gather 0", "all_gather 2", "all_gather 4",
+                                      "all_gather 4", "all_gather 2", "all_gather 0"};
+    const std::vector<std::string> r1{"reduce_scatter 4", "reduce_scatter 2", "reduce_scatter 0"};
+    std::vector<std::string> g2 = g1, r2 = r1;
+    g2.insert(g2.end(), g1.begin(), g1.end());
+    r2.insert(r2.end(), r1.begin(), r1.end());
+    CHECK(gathers == g2);
+    CHECK(reductions == r2);
+    std::vector<std::string> prefetched;  // the second step's flags, in the all_gathers' order
+    const std::string js = trace->json();
+    for (size_t at = js.find("\"prefetch\": "); at != std::string::npos; at = js.find("\"prefetch\": ", at + 1))
+      prefetched.push_back(js.substr(at + 12, js[at + 12] == 't' ? 4 : 5));
+    REQUIRE(prefetched.size() == 12);
+    CHECK(std::vector<std::string>(prefetched.begin() + 6, prefetched.end()) == cfg.prefetched);
+    const std::vector<std::string> compute = trace_names(*trace, "compute");
+    CHECK(std::count(compute.begin(), compute.end(), "forward 2") == 2);
+    CHECK(std::count(compute.begin(), compute.end(), "backward 2") == 2);
   }
 }
 
@@ -922,6 +1008,14 @@ TEST_CASE("FSDP: bad input throws on every rank", "[ch13][distributed][zero][fsd
     CHECK_THROWS_WITH(dist::FullyShardedDataParallel(make_mlp({2, 2}), fo),
                       "FullyShardedDataParallel: FSDPOptions::sharding_strategy differs across ranks (SHARD_GRAD_OP "
                       "and NO_SHARD)");
+    dist::FSDPOptions f2;
+    f2.forward_prefetch = r == 0;  // the all_gathers would be issued in different orders
+    CHECK_THROWS_WITH(dist::FullyShardedDataParallel(make_mlp({2, 2}), f2),
+                      Catch::StartsWith("FullyShardedDataParallel: FSDPOptions::forward_prefetch differs across ranks"));
+    dist::FSDPOptions f3;
+    if (r == 0) f3.backward_prefetch = std::nullopt;
+    CHECK_THROWS_WITH(dist::FullyShardedDataParallel(make_mlp({2, 2}), f3),
+                      Catch::StartsWith("FullyShardedDataParallel: FSDPOptions::backward_prefetch differs across ranks"));
   }
   SECTION("an auto_wrap_policy that differs across ranks") {
     dist::FSDPOptions fo;

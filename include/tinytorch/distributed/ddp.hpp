@@ -276,7 +276,7 @@ class DistributedDataParallel : public nn::Module {
     // (World size 1 with force_bucket_path_single_rank: a group of one, the same thread.)
     if (reducer->use_buckets()) {
       reducer->pg = detail::duplicate_group(main_group, "DistributedDataParallel buckets");
-      reducer->thread = std::thread([reducer] { reducer->comm_loop(); });
+      reducer->comm = std::make_unique<detail::CommThread>();
     }
     reducer_ = std::move(reducer);
     if (get_debug_level() != DebugLevel::OFF) {  // INFO and DETAIL: what the buckets are
@@ -300,21 +300,9 @@ class DistributedDataParallel : public nn::Module {
   ~DistributedDataParallel() override {
     if (!reducer_) return;
     auto& reducer = *reducer_;
-    if (!reducer.thread.joinable()) return;
-    bool idle;
-    {
-      std::lock_guard<std::mutex> lock(reducer.mu);
-      reducer.stop = true;
-      idle = reducer.tasks.empty() && !reducer.busy;
-    }
-    reducer.cv_task.notify_all();
-    if (!idle && std::uncaught_exceptions() > 0) {
-      // An exception is unwinding (ProcessGroupGuard will abort the job): a collective that
-      // another rank never joins would block join() forever, so let the thread go.
-      reducer.thread.detach();
-      return;
-    }
-    reducer.thread.join();
+    // The thread finishes its queue and is joined (or, an exception unwinding while a collective
+    // is still queued or running, let go: another rank may never join it; comm_thread.hpp).
+    if (!reducer.comm || !reducer.comm->shutdown()) return;
     // DETAIL: the ranks agree that they end this DDP after the same number of iterations (a rank
     // that trained fewer steps meets the others' next forward here, an error on every rank).
     try {

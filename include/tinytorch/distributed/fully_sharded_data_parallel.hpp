@@ -40,6 +40,26 @@
 //             flat gradient divided by N and reduce_scatter (SUM) leaves on rank r the average of
 //             its shard: flat_param.grad (added to a gradient already there), the rest freed.
 //   step      the optimizer updates flat_param; nothing else holds parameter values.
+// Overlap (world size > 1): the all_gathers and reductions of forward and backward run on a
+//   communication thread of FSDP's own (comm_thread.hpp; a duplicate communicator), one at a time
+//   in the order the main thread issues them. A unit's reduce-scatter is issued and backward goes
+//   on to the next unit; at most one is in flight (the next one, or the end of backward, waits for
+//   it first: two units' unsharded gradients at most, a peak that does not depend on timing), so
+//   flat_param.grad is set when loss.backward() returns. backward_prefetch = BACKWARD_PRE
+//   (PyTorch's default) issues the all_gather of the unit backward reaches next when the current
+//   unit's backward begins (two units' values held at once), BACKWARD_POST once the current unit's
+//   gradients are computed and its values freed, std::nullopt only when the next unit's backward
+//   begins (it waits for it). forward_prefetch issues the all_gather of the unit that ran next in
+//   the previous training forward before the current unit computes. The order of backward is the
+//   reverse of the units' forward ends, recorded in each forward. Every rank issues the same
+//   collectives in the same order (the options are checked equal); prefetching changes when they
+//   run, never what they compute: the numbers are bit for bit those without it. FSDPOptions::trace
+//   records it all (chapter 13.9's timeline).
+//   One thread for both kinds: PyTorch puts all-gathers and reduce-scatters on two CUDA streams,
+//   which a GPU runs at once; with MPI a collective in progress keeps a core busy (Open MPI polls),
+//   and two threads of collectives on a rank with one core made the step 1.3x slower than one
+//   (bench_zero, 2 ranks on 2 cores: ZeRO-3 / DDP 1.14-1.17 against 0.83-0.91), so here an
+//   all_gather issued after a reduce-scatter waits for it.
 // ShardingStrategy::SHARD_GRAD_OP (ZeRO-2): flat_param is a view of `flat`, which is never freed;
 //   a unit's all_gather runs in its forward only when `flat` changed since the last one (its
 //   version counter: an optimizer step), so a forward under NoGradGuard between a forward and
@@ -69,7 +89,8 @@
 //   the model differs across ranks, or options differ (as DDP's messages), or auto_wrap_policy
 //   makes different units on different ranks;
 //   parameters of more than one dtype or device, none that requires grad, CUDA parameters (not
-//   implemented: the collectives below take host pointers);
+//   implemented: the collectives below take host pointers); MPI without MPI_THREAD_MULTIPLE
+//   (world size > 1: the communication thread);
 //   a parameter shared by two units (a shared parameter must lie in one unit);
 //   a forward while the previous backward's gradients are incomplete (a parameter without one):
 //   PyTorch DDP's "Expected to have finished reduction in the prior iteration" wording; a forward
@@ -90,9 +111,8 @@
 // full_state_dict(rank0_only) / load_full_state_dict(sd): PyTorch's FULL_STATE_DICT, the unwrapped
 //   model's names and values (a file any FSDP, DDP or plain model of that architecture loads, on
 //   any number of ranks).
-// Not yet: the next unit's all_gather prefetched and the reduce-scatter overlapped with backward
-//   on a communication thread (the collectives here block), sharded state dicts and the
-//   optimizer's full state dict (PyTorch's full_optim_state_dict), CUDA parameters.
+// Not yet: sharded state dicts and the optimizer's full state dict (PyTorch's
+//   full_optim_state_dict), CUDA parameters, MixedPrecision (param_dtype, reduce_dtype).
 // no_sync(): PyTorch's gradient accumulation without communication (the unsharded gradients kept
 //   until the next synchronised backward, which reduce-scatters their sum).
 // Loss scaling (float16): amp::GradScaler checks the gradients of this rank's shard only, so an
@@ -102,7 +122,7 @@
 //   parameters steps nothing (their gradients go to the flat parameters), with no error (as in
 //   PyTorch with use_orig_params=False).
 //
-// Chapter: chapters/13-sharding.md (13.7, 13.8). Reference: torch.distributed.fsdp (PyTorch 1.13:
+// Chapter: chapters/13-sharding.md (13.7, 13.8, 13.9 prefetch and overlap). Reference: torch.distributed.fsdp (PyTorch 1.13:
 //   FullyShardedDataParallel, ShardingStrategy, FlatParameter, use_orig_params=False,
 //   wrap.size_based_auto_wrap_policy / transformer_auto_wrap_policy); Zhao et al., "PyTorch FSDP:
 //   Experiences on Scaling Fully Sharded Data Parallel" (VLDB 2023); Rajbhandari et al., "ZeRO"
@@ -112,9 +132,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -124,9 +146,11 @@
 #include "../functional.hpp"
 #include "../nn/module.hpp"
 #include "clip_grad.hpp"
+#include "comm_thread.hpp"
 #include "errors.hpp"
 #include "model_agreement.hpp"
 #include "process_group.hpp"
+#include "trace.hpp"
 #include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace distributed {
@@ -219,6 +243,12 @@ AutoWrapPolicy transformer_auto_wrap_policy() {
   };
 }
 
+/// When backward gathers the next unit's parameters (torch.distributed.fsdp.BackwardPrefetch).
+enum class BackwardPrefetch {
+  BACKWARD_PRE,   ///< when a unit's backward begins, before its gradients are computed (more memory)
+  BACKWARD_POST,  ///< when a unit's gradients are computed and its parameters freed, before its reduce-scatter
+};
+
 /// FullyShardedDataParallel's arguments (PyTorch's keyword arguments of the same names).
 struct FSDPOptions {
   /// The ranks that shard the model; nullptr = the default group.
@@ -227,6 +257,17 @@ struct FSDPOptions {
   ShardingStrategy sharding_strategy = ShardingStrategy::FULL_SHARD;
   /// Which submodules become units with their own flat parameter (nullptr: one unit, the model).
   AutoWrapPolicy auto_wrap_policy = nullptr;
+  /// FULL_SHARD: the all_gather of the unit that backward reaches next is issued early (PyTorch's
+  /// default BACKWARD_PRE); std::nullopt: only when backward reaches it, after the reduce-scatters
+  /// issued before it (less memory, less overlap).
+  std::optional<BackwardPrefetch> backward_prefetch = BackwardPrefetch::BACKWARD_PRE;
+  /// In a training forward, the all_gather of the unit that the previous training forward ran
+  /// next is issued before the current unit computes (PyTorch's forward_prefetch, default false;
+  /// a static order is assumed, as PyTorch does).
+  bool forward_prefetch = false;
+  /// Records each all_gather and reduce-scatter (the communication thread, tid 1), each unit's
+  /// forward and backward, and the main thread's waits for a collective (tid 0); nullptr: off.
+  std::shared_ptr<Trace> trace = nullptr;
 };
 
 class FullyShardedDataParallel : public nn::Module {
@@ -247,6 +288,11 @@ class FullyShardedDataParallel : public nn::Module {
     check_same_strategy(g);
     detail::check(strategy >= 0 && strategy <= 2, "FullyShardedDataParallel: FSDPOptions::sharding_strategy has no "
                   "such value (", strategy, ")");
+    if (options_.backward_prefetch) {
+      const int bp = static_cast<int>(*options_.backward_prefetch);
+      detail::check(bp >= 0 && bp <= 1, "FullyShardedDataParallel: FSDPOptions::backward_prefetch has no such value (",
+                    bp, ")");
+    }
 
     // The same model everywhere (DDP's step 1).
     const auto named_params = module_->named_parameters();
@@ -335,6 +381,14 @@ class FullyShardedDataParallel : public nn::Module {
       parent->replace_module(dot == std::string::npos ? path : path.substr(dot + 1),
                              std::make_shared<detail::FsdpUnitWrapper>(units_[k].module, state_, k));
     }
+    // The communication thread and its communicator (comm_thread.hpp): the all_gathers and
+    // reductions of forward and backward run there, one at a time, in the order they are issued.
+    if (world_ > 1) {
+      require_thread_multiple("FullyShardedDataParallel (its communication thread)");
+      comm_group_ = detail::duplicate_group(g, "FullyShardedDataParallel");
+      comm_ = std::make_unique<detail::CommThread>();
+      if (options_.trace) options_.trace->thread_name(1, "FSDP comm thread (all_gather, reduce_scatter)");
+    }
     {
       auto& reg = detail::fsdp_registry();
       std::lock_guard<std::mutex> lock(reg.mu);
@@ -348,6 +402,7 @@ class FullyShardedDataParallel : public nn::Module {
   FullyShardedDataParallel(const FullyShardedDataParallel&) = delete;
   FullyShardedDataParallel& operator=(const FullyShardedDataParallel&) = delete;
   ~FullyShardedDataParallel() override {
+    if (comm_) comm_->shutdown();  // the collectives in flight finish (or, unwinding, are let go)
     if (state_) state_->owner = nullptr;
     auto& reg = detail::fsdp_registry();
     std::lock_guard<std::mutex> lock(reg.mu);
@@ -375,9 +430,14 @@ class FullyShardedDataParallel : public nn::Module {
         u.forwards = 0;
         u.backward_prepared = false;
       }
+      forward_calls_.clear();
+      forward_done_.clear();
     }
     Unit& root = units_[0];
-    gather(root);
+    start_gather(root, false);
+    if (training && options_.forward_prefetch && !last_forward_calls_.empty())
+      start_gather(units_[last_forward_calls_.front()], true);  // the first unit the last forward ran
+    finish_gather(root);
     if (training && !root.params.empty()) root.forward_version = root.flat_param._version();
     in_forward_ = true;
     Tensor out;
@@ -388,6 +448,10 @@ class FullyShardedDataParallel : public nn::Module {
       throw;
     }
     in_forward_ = false;
+    if (training) {
+      last_forward_calls_ = forward_calls_;
+      plan_backward_prefetch();
+    }
     if (!training) {
       if ((!armed_ || finished_) && !summoned_) reshard(root);  // FULL_SHARD (evaluation): nothing kept between steps
       return out;
@@ -398,7 +462,7 @@ class FullyShardedDataParallel : public nn::Module {
                     "submodule through a member pointer skips its wrapper (wrap modules that the model reaches "
                     "through its children, as nn::Sequential does), and every unit must take part in every forward");
     armed_ = out.requires_grad();
-    if (armed_ && !root.params.empty()) register_pre_backward(out, 0);
+    if (armed_) register_pre_backward(out, 0);  // (a root without parameters: for backward_prefetch only)
     if (!armed_) reshard(root);
     return out;
   }
@@ -562,6 +626,15 @@ class FullyShardedDataParallel : public nn::Module {
     int forwards = 0;               // training forwards through the unit since the root's began
     int64_t forward_version = -1;   // flat_param's version when the last training forward gathered
     bool backward_prepared = false;
+    // in flight on the communication thread (main thread's view; ticket 0: ran inline)
+    bool gather_pending = false;    // an all_gather into flat issued, not yet waited for
+    uint64_t gather_ticket = 0;
+    Tensor gather_send;             // what it sends (FULL_SHARD: flat_param; SHARD_GRAD_OP: a copy)
+    int64_t pending_version = -1;   // the version it gathers
+    bool reduce_pending = false;    // the gradient's reduction issued, its result not yet in .grad
+    uint64_t reduce_ticket = 0;
+    Tensor reduced;                 // its result (this rank's shard of the average)
+    double backward_begin_us = 0;   // (trace) when pre_backward ran
   };
 
   /// PyTorch's _recursive_wrap: the numel of the parameters under `m` that units took.
@@ -660,15 +733,21 @@ class FullyShardedDataParallel : public nn::Module {
       });
   }
 
-  /// Every rank must pass the same sharding_strategy: else every rank throws naming two of them.
+  /// Every rank must pass the same sharding_strategy, backward_prefetch and forward_prefetch (they
+  /// decide which collectives run when): else every rank throws naming the option.
   void check_same_strategy(ProcessGroup& g) const {
     if (g.size() == 1) return;
-    int64_t lo = static_cast<int64_t>(options_.sharding_strategy), hi = lo;
-    g.all_reduce(&lo, 1, kInt64, ReduceOp::MIN, Completion::Blocking, "FullyShardedDataParallel options");
-    g.all_reduce(&hi, 1, kInt64, ReduceOp::MAX, Completion::Blocking, "FullyShardedDataParallel options");
-    detail::check(lo == hi, "FullyShardedDataParallel: FSDPOptions::sharding_strategy differs across ranks (",
-                  sharding_strategy_name(static_cast<ShardingStrategy>(lo)), " and ",
-                  sharding_strategy_name(static_cast<ShardingStrategy>(hi)), ")");
+    const int64_t bp = options_.backward_prefetch ? 1 + static_cast<int64_t>(*options_.backward_prefetch) : 0;
+    int64_t lo[3] = {static_cast<int64_t>(options_.sharding_strategy), bp, options_.forward_prefetch ? 1 : 0};
+    int64_t hi[3] = {lo[0], lo[1], lo[2]};
+    g.all_reduce(lo, 3, kInt64, ReduceOp::MIN, Completion::Blocking, "FullyShardedDataParallel options");
+    g.all_reduce(hi, 3, kInt64, ReduceOp::MAX, Completion::Blocking, "FullyShardedDataParallel options");
+    detail::check(lo[0] == hi[0], "FullyShardedDataParallel: FSDPOptions::sharding_strategy differs across ranks (",
+                  sharding_strategy_name(static_cast<ShardingStrategy>(lo[0])), " and ",
+                  sharding_strategy_name(static_cast<ShardingStrategy>(hi[0])), ")");
+    detail::check(lo[1] == hi[1] && lo[2] == hi[2], "FullyShardedDataParallel: FSDPOptions::",
+                  lo[1] != hi[1] ? "backward_prefetch" : "forward_prefetch", " differs across ranks (it decides "
+                  "when each all_gather is issued; every rank must issue them in the same order)");
   }
 
   /// Every rank must have made the same units (an auto_wrap_policy that depends on the rank would
@@ -708,32 +787,82 @@ class FullyShardedDataParallel : public nn::Module {
   ///                  unless they are there and flat_param is unchanged since; the version counter
   ///                  is not bumped, so autograd's views saved in forward stay valid for backward;
   ///   NO_SHARD       nothing (every rank steps every element).
+  /// gather = start_gather (issue the all_gather: a prefetch on the communication thread, which
+  /// returns at once; else here, after what the thread had been given) + finish_gather (wait for
+  /// it). A unit whose all_gather is in flight is `gather_pending`; only the main thread changes
+  /// these fields.
   void gather(Unit& u) {
-    if (u.params.empty()) return;
+    start_gather(u, false);
+    finish_gather(u);
+  }
+  void start_gather(Unit& u, bool prefetch) {
+    if (u.params.empty() || u.gather_pending) return;
     NoGradGuard no_grad;
-    const int64_t bytes = u.shard_numel * static_cast<int64_t>(element_size(u.flat.dtype()));
+    const int64_t n = u.shard_numel;
     if (options_.sharding_strategy == ShardingStrategy::SHARD_GRAD_OP) {
       if (world_ == 1 || u.flat._version() == u.gathered_version) return;
       // all_gather's input may not alias its output: send a copy of this rank's shard
-      const Tensor mine = u.flat.narrow(0, rank_ * u.shard_numel, u.shard_numel).clone();
-      group_->all_gather(u.flat.raw_data(), mine.raw_data(), u.shard_numel, u.flat.dtype(), Completion::Blocking,
-                         "FullyShardedDataParallel all_gather");
-      autograd::increment_version(u.flat);
-      u.gathered_version = u.flat._version();
+      u.gather_send = u.flat.narrow(0, rank_ * n, n).clone();
+      u.pending_version = u.flat._version();
     } else if (options_.sharding_strategy == ShardingStrategy::FULL_SHARD) {
       write_back(u);
       if (u.gathered && u.flat_param._version() == u.gathered_version) return;
-      u.flat.impl()->storage->resize_(static_cast<size_t>(bytes * world_));
-      if (world_ == 1)
-        std::memcpy(u.flat.raw_data(), u.flat_param.raw_data(), static_cast<size_t>(bytes));
+      u.flat.impl()->storage->resize_(static_cast<size_t>(n * world_) * element_size(u.flat.dtype()));
+      u.gather_send = u.flat_param;
+      u.pending_version = u.flat_param._version();
+    } else {
+      return;
+    }
+    u.gather_pending = true;
+    const size_t k = static_cast<size_t>(&u - units_.data());
+    auto task = [g = comm_group_ ? comm_group_ : group_, out = u.flat, in = u.gather_send, n, world = world_,
+                 trace = options_.trace, k, name = trace_name(k), prefetch, tid = comm_ && prefetch ? 1 : 0] {
+      const double t0 = Trace::steady_us();
+      const size_t bytes = static_cast<size_t>(n) * element_size(out.dtype());
+      if (world == 1)
+        std::memcpy(out.raw_data(), in.raw_data(), bytes);
       else
-        group_->all_gather(u.flat.raw_data(), u.flat_param.raw_data(), u.shard_numel, u.flat.dtype(),
-                           Completion::Blocking, "FullyShardedDataParallel all_gather");
+        g->all_gather(out.raw_data(), in.raw_data(), n, out.dtype(), Completion::Blocking,
+                      "FullyShardedDataParallel all_gather");
+      if (trace)
+        trace->complete("all_gather " + name, "comm", tid, t0, Trace::steady_us(),
+                        ::tinytorch::detail::str_cat("\"unit\": ", k, ", \"bytes\": ", bytes * world,
+                                                     ", \"prefetch\": ", prefetch ? "true" : "false"));
+    };
+    if (comm_ && prefetch) {
+      u.gather_ticket = comm_->enqueue(std::move(task));
+    } else {
+      // Needed now: the main thread, which would only wait, runs it itself once the thread has run
+      // what was issued before (the order on the wire), as DDP's last bucket: no hand-off.
+      if (comm_ && !comm_->done(comm_->enqueued())) wait_for(comm_->enqueued(), "all_gather", u);
+      task();
+    }
+  }
+  void finish_gather(Unit& u) {
+    if (!u.gather_pending) return;
+    if (u.gather_ticket) wait_for(u.gather_ticket, "all_gather", u);
+    u.gather_ticket = 0;
+    u.gather_pending = false;
+    u.gather_send = Tensor();
+    if (options_.sharding_strategy == ShardingStrategy::SHARD_GRAD_OP) {
+      autograd::increment_version(u.flat);
+      u.gathered_version = u.flat._version();
+    } else {
       u.gathered = true;
-      u.gathered_version = u.flat_param._version();
+      u.gathered_version = u.pending_version;  // (an optimizer step since the prefetch: gathered again)
       u.flat_version = u.flat._version();
     }
   }
+  /// The main thread waits for the communication thread's task `ticket` (recorded in the trace).
+  void wait_for(uint64_t ticket, const char* what, const Unit& u) {
+    const double t0 = options_.trace ? Trace::steady_us() : 0.0;
+    comm_->wait(ticket);
+    if (options_.trace)
+      options_.trace->complete(std::string("wait ") + what + " " + trace_name(static_cast<size_t>(&u - units_.data())),
+                               "wait", 0, t0, Trace::steady_us());
+  }
+  std::string trace_name(size_t k) const { return k == 0 ? "root" : units_[k].path; }
+
   /// FULL_SHARD: a write to the gathered parameters (through module()'s parameters after
   /// summon_full_params(): load_state_dict, an in-place op) bumped `flat`'s version; this rank's
   /// slice of it is copied into flat_param before the values are freed or gathered again, as
@@ -748,6 +877,7 @@ class FullyShardedDataParallel : public nn::Module {
   /// FULL_SHARD: frees the unit's gathered values (PyTorch's _free_storage: resize_(0)); the
   /// parameters keep viewing the storage, and autograd's saved views see it again after gather.
   void reshard(Unit& u) {
+    finish_gather(u);  // (a prefetch in flight writes into the storage)
     if (options_.sharding_strategy != ShardingStrategy::FULL_SHARD || u.params.empty() || !u.gathered) return;
     write_back(u);
     u.flat.impl()->storage->resize_(0);
@@ -763,15 +893,50 @@ class FullyShardedDataParallel : public nn::Module {
     detail::check(!training || in_forward_, "FullyShardedDataParallel: the unit \"", u.path, "\" was called outside "
                   "the forward of the FullyShardedDataParallel that wraps it; in grad mode call that (its gradients "
                   "are reduced only then), or evaluate under NoGradGuard");
-    gather(u);
+    start_gather(u, false);
+    if (training) {
+      // forward_prefetch: the unit that ran after this call in the last training forward
+      const size_t call = forward_calls_.size();
+      forward_calls_.push_back(k);
+      if (options_.forward_prefetch && call + 1 < last_forward_calls_.size() && last_forward_calls_[call] == k)
+        start_gather(units_[last_forward_calls_[call + 1]], true);
+    }
+    finish_gather(u);
     if (training) u.forward_version = u.flat_param._version();
-    Tensor out = u.module->forward(x);
+    Tensor out;
+    {
+      Trace::Scope scope(options_.trace.get(), "forward " + trace_name(k));
+      out = u.module->forward(x);
+    }
     if (!summoned_) reshard(u);
     if (training) {
       ++u.forwards;
+      forward_done_.push_back(k);
       if (out.requires_grad()) register_pre_backward(out, k);
     }
     return out;
+  }
+
+  /// After a training forward: the unit whose backward follows each unit's (backward runs the
+  /// units in the reverse order of their forwards' ends; a unit called twice counts at its last
+  /// call), for backward_prefetch; the root's is the first unit backward reaches.
+  void plan_backward_prefetch() {
+    backward_next_.assign(units_.size(), kNone);
+    std::vector<size_t> order;  // units in backward order, each once
+    std::vector<char> seen(units_.size(), 0);
+    for (auto it = forward_done_.rbegin(); it != forward_done_.rend(); ++it)
+      if (!seen[*it]) {
+        seen[*it] = 1;
+        order.push_back(*it);
+      }
+    if (!order.empty()) backward_next_[0] = order.front();
+    for (size_t i = 0; i + 1 < order.size(); ++i) backward_next_[order[i]] = order[i + 1];
+  }
+  /// FULL_SHARD with backward_prefetch: start the all_gather of the unit backward reaches after k.
+  void prefetch_backward(size_t k) {
+    if (options_.sharding_strategy != ShardingStrategy::FULL_SHARD || k >= backward_next_.size()) return;
+    const size_t next = backward_next_[k];
+    if (next != kNone && !units_[next].backward_prepared) start_gather(units_[next], true);
   }
 
   /// When the gradient of a unit's output arrives, its backward is about to begin (PyTorch's
@@ -792,12 +957,20 @@ class FullyShardedDataParallel : public nn::Module {
                   " had its gradients reduced, and under FULL_SHARD its parameters freed, after the first): run one "
                   "backward per FSDP forward (retain_graph is not supported)");
     if (u.backward_prepared) return;
+    if (u.params.empty()) {  // the root without parameters of its own: the first unit's prefetch only
+      if (options_.backward_prefetch == BackwardPrefetch::BACKWARD_PRE) prefetch_backward(k);
+      u.backward_prepared = true;
+      return;
+    }
     if (options_.sharding_strategy == ShardingStrategy::FULL_SHARD)
       detail::check(u.flat_param._version() == u.forward_version,
                     "FullyShardedDataParallel: the flat parameter of ", unit_name(k),
                     " changed between forward and backward (an optimizer step before backward?): the gradients "
                     "would be of other values than the forward used");
-    gather(u);
+    start_gather(u, false);
+    if (options_.backward_prefetch == BackwardPrefetch::BACKWARD_PRE) prefetch_backward(k);
+    finish_gather(u);
+    u.backward_begin_us = options_.trace ? Trace::steady_us() : 0.0;
     NoGradGuard no_grad;
     if (!u.grad_flat.defined()) {  // else: a no_sync backward's unreduced sum, added to in place
       u.grad_flat = zeros({u.shard_numel * world_}, TensorOptions(u.flat.dtype()));
@@ -850,6 +1023,7 @@ class FullyShardedDataParallel : public nn::Module {
         if (!u.ready[i]) missing += (missing.empty() ? "" : ", ") + u.names[i];
     }
     if (missing.empty()) return;
+    settle();  // the reductions already issued (every rank issued them in one order) complete first
     armed_ = false;
     for (Unit& u : units_) {  // what the unfinished backward left (and a no_sync sum with it)
       for (Tensor& p : u.params) p.set_grad(Tensor());
@@ -880,11 +1054,18 @@ class FullyShardedDataParallel : public nn::Module {
                   "forward");
     u.ready[i] = 1;
     if (++u.ready_count == u.params.size()) {
-      if (sync_) reduce_gradients(u);
-      else reshard(u);  // no_sync: the unsharded gradient stays for the next backward
+      if (options_.trace)
+        options_.trace->complete("backward " + trace_name(k), "compute", 0, u.backward_begin_us, Trace::steady_us());
+      if (sync_) {
+        reduce_gradients(u);
+      } else {
+        reshard(u);  // no_sync: the unsharded gradient stays for the next backward
+        if (options_.backward_prefetch == BackwardPrefetch::BACKWARD_POST) prefetch_backward(k);
+      }
       bool all = true;
       for (const Unit& v : units_) all = all && v.ready_count == v.params.size();
       finished_ = all;
+      if (finished_) finish_reductions();  // flat_param.grad set before loss.backward() returns
     }
   }
 
@@ -892,30 +1073,94 @@ class FullyShardedDataParallel : public nn::Module {
   /// then reduce_scatter SUM (FULL_SHARD, SHARD_GRAD_OP) or all_reduce SUM (NO_SHARD) into
   /// flat_param.grad (added to a gradient already there); the parameters' .grad and the flat
   /// gradient are freed, and under FULL_SHARD the gathered values too (reshard after backward).
+  /// The collective is issued on the communication thread and overlaps with the rest of backward;
+  /// the next unit's reduction (or the end of backward) waits for it and takes its result.
   void reduce_gradients(Unit& u) {
     NoGradGuard no_grad;
     Tensor grads = u.grad_flat;
     for (Tensor& p : u.params) p.set_grad(Tensor());
     u.grad_flat = Tensor();
     reshard(u);
-    if (world_ > 1) grads.div_(static_cast<int64_t>(world_));  // as DDP's buckets: g / N, then the sum
-    Tensor reduced;
+    const size_t k = static_cast<size_t>(&u - units_.data());
+    if (options_.backward_prefetch == BackwardPrefetch::BACKWARD_POST) prefetch_backward(k);  // before the reduction
+    // At most one reduction in flight: the previous unit's, which overlapped with this unit's
+    // backward, is finished first. The unsharded gradients held then are this unit's and that
+    // one's, whatever the timing: a bounded peak, the same in every run (13.9).
+    finish_reductions();
+    reducing_.push_back(k);
     if (world_ == 1) {  // nothing to reduce (as DDP at world size 1: no communication)
-      reduced = grads.narrow(0, 0, u.flat_param.numel());
-    } else if (options_.sharding_strategy != ShardingStrategy::NO_SHARD) {
-      reduced = empty({u.shard_numel}, TensorOptions(u.flat.dtype()));
-      group_->reduce_scatter(reduced.raw_data(), grads.raw_data(), u.shard_numel, u.flat.dtype(), ReduceOp::SUM,
-                             Completion::Blocking, "FullyShardedDataParallel reduce_scatter");
-    } else {
-      group_->all_reduce(grads.raw_data(), grads.numel(), u.flat.dtype(), ReduceOp::SUM, Completion::Blocking,
-                         "FullyShardedDataParallel all_reduce");
-      reduced = grads.narrow(0, 0, u.numel);
+      u.reduced = grads.narrow(0, 0, u.flat_param.numel());
+      u.reduce_pending = true;
+      return;
     }
-    grads = Tensor();
-    Tensor old = u.flat_param.grad();
-    if (old.defined()) old.add_(reduced);
-    else u.flat_param.set_grad(reduced);  // a view of the (N * S) buffer at world size 1 and under NO_SHARD
+    grads.div_(static_cast<int64_t>(world_));  // as DDP's buckets: g / N, then the sum
+    const bool scatter = options_.sharding_strategy != ShardingStrategy::NO_SHARD;
+    u.reduced = scatter ? empty({u.shard_numel}, TensorOptions(u.flat.dtype())) : grads.narrow(0, 0, u.numel);
+    u.reduce_pending = true;
+    // The last unit's reduction has nothing left to overlap with: the main thread runs it itself
+    // once the thread is idle (no hand-off), as DDP's last bucket.
+    bool last = true;
+    for (const Unit& v : units_) last = last && (&v == &u || v.ready_count == v.params.size());
+    const int tid = last ? 0 : 1;
+    auto task = [g = comm_group_, in = grads, out = u.reduced, n = u.shard_numel, scatter, trace = options_.trace, k,
+                 name = trace_name(k), tid] {
+      const double t0 = Trace::steady_us();
+      if (scatter)
+        g->reduce_scatter(out.raw_data(), in.raw_data(), n, in.dtype(), ReduceOp::SUM, Completion::Blocking,
+                          "FullyShardedDataParallel reduce_scatter");
+      else
+        g->all_reduce(in.raw_data(), in.numel(), in.dtype(), ReduceOp::SUM, Completion::Blocking,
+                      "FullyShardedDataParallel all_reduce");
+      if (trace)
+        trace->complete((scatter ? "reduce_scatter " : "all_reduce ") + name, "comm", tid, t0, Trace::steady_us(),
+                        ::tinytorch::detail::str_cat("\"unit\": ", k, ", \"bytes\": ",
+                                                     in.numel() * static_cast<int64_t>(element_size(in.dtype()))));
+    };
+    if (!last) {
+      u.reduce_ticket = comm_->enqueue(std::move(task));
+      return;
+    }
+    if (!comm_->done(comm_->enqueued())) wait_for(comm_->enqueued(), "reduce_scatter", u);
+    task();
   }
+  /// Waits for the reductions issued (in their order) and adds each result to its
+  /// flat_param.grad (or sets it), freeing it.
+  void finish_reductions() {
+    while (!reducing_.empty()) {
+      Unit& u = units_[reducing_.front()];
+      if (u.reduce_ticket) wait_for(u.reduce_ticket, "reduce_scatter", u);
+      reducing_.pop_front();
+      u.reduce_ticket = 0;
+      u.reduce_pending = false;
+      NoGradGuard no_grad;
+      Tensor old = u.flat_param.grad();
+      if (old.defined()) old.add_(u.reduced);
+      else u.flat_param.set_grad(u.reduced);  // a view of the (N * S) buffer at world size 1 and under NO_SHARD
+      u.reduced = Tensor();
+    }
+  }
+  /// Waits for whatever the communication thread still runs and drops what a backward that did
+  /// not finish left in flight (its errors too: the caller reports the unfinished backward).
+  void settle() {
+    if (comm_) {
+      try {
+        comm_->wait_all();
+      } catch (...) {
+      }
+    }
+    reducing_.clear();
+    for (Unit& u : units_) {
+      u.reduce_ticket = 0;
+      u.reduce_pending = false;
+      u.reduced = Tensor();
+      if (u.gather_pending) {
+        u.gather_ticket = 0;
+        finish_gather(u);
+      }
+    }
+  }
+
+  static constexpr size_t kNone = static_cast<size_t>(-1);
 
   std::shared_ptr<nn::Module> module_;
   FSDPOptions options_;
@@ -929,7 +1174,16 @@ class FullyShardedDataParallel : public nn::Module {
   bool summoned_ = false;    // summon_full_params() since the last grad-mode forward: keep gathered
   bool require_backward_grad_sync_ = true;  // false inside no_sync()
   bool sync_ = true;                        // the last grad-mode forward's require_backward_grad_sync_
+  std::vector<size_t> forward_calls_;       // the units' forwards in this training forward, in call order
+  std::vector<size_t> forward_done_;        // ... in the order they ended (nested units end first)
+  std::vector<size_t> last_forward_calls_;  // the previous training forward's calls (forward_prefetch)
+  std::vector<size_t> backward_next_;       // per unit: the unit backward reaches next (kNone: none)
+  std::deque<size_t> reducing_;             // units whose reduction is issued, not yet in .grad (issue order)
   std::shared_ptr<detail::FsdpHookState> state_;
+  // world size > 1: the communication thread and its duplicate of group_ (last members: destroyed,
+  // i.e. joined, before anything its tasks might touch)
+  std::shared_ptr<ProcessGroup> comm_group_;
+  std::unique_ptr<detail::CommThread> comm_;
 };
 
 namespace detail {

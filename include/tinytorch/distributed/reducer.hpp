@@ -44,7 +44,7 @@
 //   all-reduces already started; if another rank never starts one of them, e.g. because the
 //   parameter was unused there only, the watchdog ends the wait after the timeout: work.hpp).
 //
-// Threads: the communication thread needs MPI_THREAD_MULTIPLE (the main thread may call MPI
+// Threads: the communication thread (comm_thread.hpp's CommThread) needs MPI_THREAD_MULTIPLE (the main thread may call MPI
 // too); DDP's constructor throws a clear error if MPI provides less. The bucket all-reduces run
 // on the Reducer's own ProcessGroup (new_group: a duplicate of the default group's
 // communicator), so they can never be matched against a collective the main thread issues
@@ -82,18 +82,14 @@
 #pragma once
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <deque>
 #include <exception>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <type_traits>
 #include <unordered_set>
 #include <utility>
@@ -104,6 +100,7 @@
 #include "../core/dtype.hpp"
 #include "../functional.hpp"
 #include "algorithms.hpp"
+#include "comm_thread.hpp"
 #include "device_staging.hpp"
 #include "errors.hpp"
 #include "model_agreement.hpp"
@@ -247,7 +244,7 @@ namespace detail {
 /// PyTorch's Reducer: the buckets and everything the hooks and the communication thread share;
 /// owned by the DDP object (the hooks hold weak pointers, so a parameter that outlives its DDP
 /// wrapper just stops syncing). See the file comment for the algorithm.
-struct Reducer {
+struct Reducer : std::enable_shared_from_this<Reducer> {
   struct Bucket {
     std::vector<size_t> params;     ///< indices into Reducer::params, ascending
     std::vector<int64_t> offsets;   ///< element offset of each of them in contents
@@ -304,14 +301,7 @@ struct Reducer {
   std::shared_ptr<ProcessGroup> main_pg;  ///< DDPOptions::process_group, or the default group
   std::shared_ptr<ProcessGroup> pg; ///< a duplicate of main_pg ("DistributedDataParallel buckets"): DDP's
                                     ///< all-reduces only (comm thread, or main once it is idle)
-  std::mutex mu;
-  std::condition_variable cv_task, cv_done;
-  std::deque<std::function<void()>> tasks;
-  size_t enqueued = 0, completed = 0;
-  bool stop = false;
-  bool busy = false;
-  std::exception_ptr comm_error;
-  std::thread thread;
+  std::unique_ptr<CommThread> comm;  ///< runs the bucket all-reduces (comm_thread.hpp); null: no buckets
 
   /// (Re)creates the buckets: order[b] = the params of bucket b, in their slice order.
   void assign_buckets(const std::vector<std::vector<size_t>>& order) {
@@ -366,53 +356,10 @@ struct Reducer {
     arrival.clear();
   }
 
-  // -------------------------------------------------------------------------------------------
-  void comm_loop() {
-    for (;;) {
-      std::function<void()> task;
-      {
-        std::unique_lock<std::mutex> lock(mu);
-        cv_task.wait(lock, [&] { return stop || !tasks.empty(); });
-        if (tasks.empty()) return;  // stop requested and nothing left
-        task = std::move(tasks.front());
-        tasks.pop_front();
-        busy = true;
-      }
-      std::exception_ptr err;
-      try {
-        task();
-      } catch (...) {
-        err = std::current_exception();
-      }
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        if (err && !comm_error) comm_error = err;
-        ++completed;
-        busy = false;
-      }
-      cv_done.notify_all();
-    }
-  }
-
-  void enqueue(std::function<void()> task) {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      tasks.push_back(std::move(task));
-      ++enqueued;
-    }
-    cv_task.notify_one();
-  }
-
-  /// Blocks until every enqueued collective has completed; rethrows the first error (once).
+  /// Blocks until every bucket all-reduce on the communication thread has completed; rethrows
+  /// the first error (once).
   void wait_all() {
-    std::exception_ptr err;
-    {
-      std::unique_lock<std::mutex> lock(mu);
-      cv_done.wait(lock, [&] { return completed == enqueued; });
-      err = comm_error;
-      comm_error = nullptr;
-    }
-    if (err) std::rethrow_exception(err);
+    if (comm) comm->wait_all();
   }
 
   // ---- one backward ---------------------------------------------------------------------------
@@ -556,7 +503,8 @@ struct Reducer {
     }
 #endif
     if (bi + 1 < buckets.size()) {
-      enqueue([this, bi] { all_reduce_bucket(bi, 1); });
+      // (the task holds the Reducer: a thread let go by ~DistributedDataParallel may still run it)
+      comm->enqueue([self = shared_from_this(), bi] { self->all_reduce_bucket(bi, 1); });
     } else {
       wait_all();
       all_reduce_bucket(bi, 0);

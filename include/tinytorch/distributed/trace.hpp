@@ -87,9 +87,22 @@ class Trace {
     double begin_;
   };
 
+  /// One complete event: ts = begin - origin and dur in microseconds, tid 0 = main thread.
+  struct Event {
+    std::string name, cat;
+    int tid;
+    double ts, dur;
+    std::string args;
+  };
+
   size_t size() const {
     std::lock_guard<std::mutex> lock(mu_);
     return events_.size();
+  }
+  /// A copy of the events recorded so far, in the order they were recorded.
+  std::vector<Event> events() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return events_;
   }
 
   /// The whole trace as JSON ({"traceEvents": [...], "displayTimeUnit": "ms"}).
@@ -121,12 +134,6 @@ class Trace {
   }
 
  private:
-  struct Event {
-    std::string name, cat;
-    int tid;
-    double ts, dur;
-    std::string args;
-  };
   static std::string escape(const std::string& s) {
     std::string out;
     for (char c : s) {
