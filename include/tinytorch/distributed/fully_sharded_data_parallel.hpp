@@ -445,6 +445,10 @@ class FullyShardedDataParallel : public nn::Module {
       out = module_->forward(x);
     } catch (...) {
       in_forward_ = false;
+      try {
+        for (Unit& u : units_) finish_gather(u);  // no prefetch left in flight (an optimizer step may follow)
+      } catch (...) {  // (the forward's own error is the one to report)
+      }
       throw;
     }
     in_forward_ = false;
@@ -796,7 +800,9 @@ class FullyShardedDataParallel : public nn::Module {
     finish_gather(u);
   }
   void start_gather(Unit& u, bool prefetch) {
-    if (u.params.empty() || u.gather_pending) return;
+    if (u.params.empty()) return;
+    if (u.gather_pending && source_version(u) != u.pending_version) finish_gather(u);  // stale: gathered again below
+    if (u.gather_pending) return;
     NoGradGuard no_grad;
     const int64_t n = u.shard_numel;
     if (options_.sharding_strategy == ShardingStrategy::SHARD_GRAD_OP) {
@@ -845,8 +851,9 @@ class FullyShardedDataParallel : public nn::Module {
     u.gather_pending = false;
     u.gather_send = Tensor();
     if (options_.sharding_strategy == ShardingStrategy::SHARD_GRAD_OP) {
+      const bool stale = u.flat._version() != u.pending_version;  // a step since it was issued
       autograd::increment_version(u.flat);
-      u.gathered_version = u.flat._version();
+      u.gathered_version = stale ? -1 : u.flat._version();
     } else {
       u.gathered = true;
       u.gathered_version = u.pending_version;  // (an optimizer step since the prefetch: gathered again)
@@ -862,6 +869,10 @@ class FullyShardedDataParallel : public nn::Module {
                                "wait", 0, t0, Trace::steady_us());
   }
   std::string trace_name(size_t k) const { return k == 0 ? "root" : units_[k].path; }
+  /// The version an all_gather of the unit reads: flat_param's (FULL_SHARD) or flat's (SHARD_GRAD_OP).
+  int64_t source_version(const Unit& u) const {
+    return options_.sharding_strategy == ShardingStrategy::FULL_SHARD ? u.flat_param._version() : u.flat._version();
+  }
 
   /// FULL_SHARD: a write to the gathered parameters (through module()'s parameters after
   /// summon_full_params(): load_state_dict, an in-place op) bumped `flat`'s version; this rank's
