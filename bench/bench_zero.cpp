@@ -174,7 +174,6 @@ int main(int argc, char** argv) {
   // ---- a trace of ZeRO-3's last step ------------------------------------------------------------
   if (!trace_prefix.empty()) {
     auto trace = std::make_shared<dist::Trace>(dist::get_rank(), dist::common_origin_us());
-    trace->thread_name(1, "comm thread (all_gather, reduce_scatter)");
     dist::FSDPOptions traced = fo;
     traced.trace = trace;
     examples::ZeroRun run(3, layers, width, batch, traced);

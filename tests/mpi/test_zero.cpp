@@ -519,6 +519,16 @@ struct TwoScales : nn::Module {
   std::shared_ptr<Scale> b = register_module("b", std::make_shared<Scale>(shared));
   Tensor forward(const Tensor& x) override { return b->forward(a->forward(x)); }
 };
+/// Two Linear(3, 3) called in an order that depends on the rank (0: a then b; others: b then a).
+struct RankOrder : nn::Module {
+  std::shared_ptr<nn::Linear> a = register_module("a", std::make_shared<nn::Linear>(3, 3));
+  std::shared_ptr<nn::Linear> b = register_module("b", std::make_shared<nn::Linear>(3, 3));
+  Tensor forward(const Tensor& x) override {
+    nn::Module& first = dist::get_rank() == 0 ? static_cast<nn::Module&>(*get_submodule("a")) : *get_submodule("b");
+    nn::Module& second = dist::get_rank() == 0 ? static_cast<nn::Module&>(*get_submodule("b")) : *get_submodule("a");
+    return second.forward(first.forward(x));
+  }
+};
 /// A module with a parameter its forward never uses.
 struct WithUnused : nn::Module {
   std::shared_ptr<nn::Linear> used = register_module("used", std::make_shared<nn::Linear>(6, 3));
@@ -1034,6 +1044,15 @@ TEST_CASE("FSDP: bad input throws on every rank", "[ch13][distributed][zero][fsd
     if (r == 0) f3.backward_prefetch = std::nullopt;
     CHECK_THROWS_WITH(dist::FullyShardedDataParallel(make_mlp({2, 2}), f3),
                       Catch::StartsWith("FullyShardedDataParallel: FSDPOptions::backward_prefetch differs across ranks"));
+  }
+  SECTION("units called in an order that differs across ranks (equal sizes: their all_gathers would pair up)") {
+    dist::FSDPOptions fo;
+    fo.auto_wrap_policy = dist::transformer_auto_wrap_policy<nn::Linear>();
+    dist::FullyShardedDataParallel fsdp(std::make_shared<RankOrder>(), fo);
+    CHECK_THROWS_WITH(fsdp.forward(tinytorch::ones({2, 3})),
+                      Catch::Contains("FullyShardedDataParallel: the units ran in a different order on different ranks "
+                                      "in this forward (this rank: ") &&
+                          Catch::Contains("Forward order differs across ranks"));
   }
   SECTION("an auto_wrap_policy that differs across ranks") {
     dist::FSDPOptions fo;

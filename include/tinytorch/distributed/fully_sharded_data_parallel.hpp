@@ -87,7 +87,10 @@
 //
 // Errors (tinytorch::Error, the same on every rank where the check is collective):
 //   the model differs across ranks, or options differ (as DDP's messages), or auto_wrap_policy
-//   makes different units on different ranks;
+//   makes different units on different ranks; the units called in a different order on different
+//   ranks (their collectives pair up by order: checked at the first training forward, and at every
+//   one under TINYTORCH_DISTRIBUTED_DEBUG=DETAIL, where PyTorch checks it; an order that changes
+//   on one rank later, without DETAIL, exchanges equal-sized units' values silently, as in PyTorch);
 //   parameters of more than one dtype or device, none that requires grad, CUDA parameters (not
 //   implemented: the collectives below take host pointers); MPI without MPI_THREAD_MULTIPLE
 //   (world size > 1: the communication thread);
@@ -265,7 +268,7 @@ struct FSDPOptions {
   /// next is issued before the current unit computes (PyTorch's forward_prefetch, default false;
   /// a static order is assumed, as PyTorch does).
   bool forward_prefetch = false;
-  /// Records each all_gather and reduce-scatter (the communication thread, tid 1), each unit's
+  /// Records each all_gather and reduce-scatter (the communication thread, tid 2: DDP's is 1, so one Trace serves both), each unit's
   /// forward and backward, and the main thread's waits for a collective (tid 0); nullptr: off.
   std::shared_ptr<Trace> trace = nullptr;
 };
@@ -387,7 +390,7 @@ class FullyShardedDataParallel : public nn::Module {
       require_thread_multiple("FullyShardedDataParallel (its communication thread)");
       comm_group_ = detail::duplicate_group(g, "FullyShardedDataParallel");
       comm_ = std::make_unique<detail::CommThread>();
-      if (options_.trace) options_.trace->thread_name(1, "FSDP comm thread (all_gather, reduce_scatter)");
+      if (options_.trace) options_.trace->thread_name(kCommTid, "FSDP comm thread (all_gather, reduce_scatter)");
     }
     {
       auto& reg = detail::fsdp_registry();
@@ -453,6 +456,7 @@ class FullyShardedDataParallel : public nn::Module {
     }
     in_forward_ = false;
     if (training) {
+      if (world_ > 1 && (!order_checked_ || get_debug_level() == DebugLevel::DETAIL)) check_same_order();
       last_forward_calls_ = forward_calls_;
       plan_backward_prefetch();
     }
@@ -822,7 +826,7 @@ class FullyShardedDataParallel : public nn::Module {
     u.gather_pending = true;
     const size_t k = static_cast<size_t>(&u - units_.data());
     auto task = [g = comm_group_ ? comm_group_ : group_, out = u.flat, in = u.gather_send, n, world = world_,
-                 trace = options_.trace, k, name = trace_name(k), prefetch, tid = comm_ && prefetch ? 1 : 0] {
+                 trace = options_.trace, k, name = trace_name(k), prefetch, tid = comm_ && prefetch ? kCommTid : 0] {
       const double t0 = Trace::steady_us();
       const size_t bytes = static_cast<size_t>(n) * element_size(out.dtype());
       if (world == 1)
@@ -926,6 +930,27 @@ class FullyShardedDataParallel : public nn::Module {
       if (out.requires_grad()) register_pre_backward(out, k);
     }
     return out;
+  }
+
+  /// The units ran in the same order on every rank: their collectives pair up by order, and units
+  /// of equal sizes called in another order would exchange each other's values, silently. Checked
+  /// at the first training forward and, at TINYTORCH_DISTRIBUTED_DEBUG=DETAIL, at every one (PyTorch's
+  /// FSDP checks its forward order under DETAIL: "Forward order differs across ranks"). A collective
+  /// on the group; throws on every rank.
+  void check_same_order() {
+    order_checked_ = true;
+    uint64_t h = 1469598103934665603ull;  // FNV-1a of the unit indices in call order
+    for (size_t k : forward_calls_) h = (h ^ static_cast<uint64_t>(k + 1)) * 1099511628211ull;
+    int64_t v[2] = {static_cast<int64_t>(h >> 2), -static_cast<int64_t>(h >> 2)};
+    group_->all_reduce(v, 2, kInt64, ReduceOp::MIN, Completion::Blocking, "FullyShardedDataParallel forward order");
+    if (v[0] == -v[1]) return;
+    for (Unit& u : units_) finish_gather(u);
+    std::string mine;
+    for (size_t k : forward_calls_) mine += (mine.empty() ? "\"" : ", \"") + units_[k].path + "\"";
+    detail::throw_error(detail::rank_prefix() + "FullyShardedDataParallel: the units ran in a different order on "
+                        "different ranks in this forward (this rank: " + mine + "); their all_gathers pair up by "
+                        "order, so every rank must call them in the same order (PyTorch: \"Forward order differs "
+                        "across ranks\")");
   }
 
   /// After a training forward: the unit whose backward follows each unit's (backward runs the
@@ -1112,7 +1137,7 @@ class FullyShardedDataParallel : public nn::Module {
     // once the thread is idle (no hand-off), as DDP's last bucket.
     bool last = true;
     for (const Unit& v : units_) last = last && (&v == &u || v.ready_count == v.params.size());
-    const int tid = last ? 0 : 1;
+    const int tid = last ? 0 : kCommTid;
     auto task = [g = comm_group_, in = grads, out = u.reduced, n = u.shard_numel, scatter, trace = options_.trace, k,
                  name = trace_name(k), tid] {
       const double t0 = Trace::steady_us();
@@ -1172,6 +1197,7 @@ class FullyShardedDataParallel : public nn::Module {
   }
 
   static constexpr size_t kNone = static_cast<size_t>(-1);
+  static constexpr int kCommTid = 2;  // the communication thread's events in a Trace (DDP's thread is 1)
 
   std::shared_ptr<nn::Module> module_;
   FSDPOptions options_;
@@ -1188,6 +1214,7 @@ class FullyShardedDataParallel : public nn::Module {
   std::vector<size_t> forward_calls_;       // the units' forwards in this training forward, in call order
   std::vector<size_t> forward_done_;        // ... in the order they ended (nested units end first)
   std::vector<size_t> last_forward_calls_;  // the previous training forward's calls (forward_prefetch)
+  bool order_checked_ = false;              // check_same_order ran (at the first training forward)
   std::vector<size_t> backward_next_;       // per unit: the unit backward reaches next (kNone: none)
   std::deque<size_t> reducing_;             // units whose reduction is issued, not yet in .grad (issue order)
   std::shared_ptr<detail::FsdpHookState> state_;
