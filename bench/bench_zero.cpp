@@ -89,8 +89,11 @@ int main(int argc, char** argv) {
         return 2;
       }
     } else {
-      std::fprintf(stderr, "bench_zero: unknown argument '%s'\n", a.c_str());
-      return 2;
+      const bool help = a == "--help" || a == "-h";
+      if (!help) std::fprintf(stderr, "bench_zero: unknown argument '%s'\n", a.c_str());
+      std::fprintf(help ? stdout : stderr, "usage: bench_zero [--layers 8] [--width 1024] [--batch 16] [--steps 5] "
+                   "[--reps 5] [--backward-prefetch pre|post|none] [--forward-prefetch] [--trace PREFIX]\n");
+      return help ? 0 : 2;
     }
   }
   tt::set_num_threads(1);
