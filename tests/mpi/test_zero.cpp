@@ -519,13 +519,16 @@ struct TwoScales : nn::Module {
   std::shared_ptr<Scale> b = register_module("b", std::make_shared<Scale>(shared));
   Tensor forward(const Tensor& x) override { return b->forward(a->forward(x)); }
 };
-/// Two Linear(3, 3) called in an order that depends on the rank (0: a then b; others: b then a).
+/// Two Linear(3, 3) called in an order that depends on the rank (0: a then b; others: b then a)
+/// once `swap` is set.
 struct RankOrder : nn::Module {
+  bool swap = true;
   std::shared_ptr<nn::Linear> a = register_module("a", std::make_shared<nn::Linear>(3, 3));
   std::shared_ptr<nn::Linear> b = register_module("b", std::make_shared<nn::Linear>(3, 3));
   Tensor forward(const Tensor& x) override {
-    nn::Module& first = dist::get_rank() == 0 ? static_cast<nn::Module&>(*get_submodule("a")) : *get_submodule("b");
-    nn::Module& second = dist::get_rank() == 0 ? static_cast<nn::Module&>(*get_submodule("b")) : *get_submodule("a");
+    const bool ab = !swap || dist::get_rank() == 0;
+    nn::Module& first = ab ? static_cast<nn::Module&>(*get_submodule("a")) : *get_submodule("b");
+    nn::Module& second = ab ? static_cast<nn::Module&>(*get_submodule("b")) : *get_submodule("a");
     return second.forward(first.forward(x));
   }
 };
@@ -1053,6 +1056,17 @@ TEST_CASE("FSDP: bad input throws on every rank", "[ch13][distributed][zero][fsd
                       Catch::Contains("FullyShardedDataParallel: the units ran in a different order on different ranks "
                                       "in this forward (this rank: ") &&
                           Catch::Contains("Forward order differs across ranks"));
+    if (dist::get_debug_level() == dist::DebugLevel::DETAIL) {  // (ctest runs the MPI tests at DETAIL)
+      auto m = std::make_shared<RankOrder>();
+      m->swap = false;
+      dist::FullyShardedDataParallel later(m, fo);
+      nn::MSELoss loss_fn;
+      loss_fn(later.forward(tinytorch::ones({2, 3})), tinytorch::zeros({2, 3})).backward();
+      m->swap = true;  // a later forward: only DETAIL checks it
+      CHECK_THROWS_WITH(later.forward(tinytorch::ones({2, 3})),
+                        Catch::Contains("found by TINYTORCH_DISTRIBUTED_DEBUG=DETAIL") &&
+                            Catch::Contains("the end of a FullyShardedDataParallel forward"));
+    }
   }
   SECTION("an auto_wrap_policy that differs across ranks") {
     dist::FSDPOptions fo;

@@ -456,7 +456,7 @@ class FullyShardedDataParallel : public nn::Module {
     }
     in_forward_ = false;
     if (training) {
-      if (world_ > 1 && (!order_checked_ || get_debug_level() == DebugLevel::DETAIL)) check_same_order();
+      check_same_order();
       last_forward_calls_ = forward_calls_;
       plan_backward_prefetch();
     }
@@ -934,13 +934,20 @@ class FullyShardedDataParallel : public nn::Module {
 
   /// The units ran in the same order on every rank: their collectives pair up by order, and units
   /// of equal sizes called in another order would exchange each other's values, silently. Checked
-  /// at the first training forward and, at TINYTORCH_DISTRIBUTED_DEBUG=DETAIL, at every one (PyTorch's
-  /// FSDP checks its forward order under DETAIL: "Forward order differs across ranks"). A collective
-  /// on the group; throws on every rank.
+  /// at the first training forward (an all_reduce) and, at TINYTORCH_DISTRIBUTED_DEBUG=DETAIL, at
+  /// every one (the group's agreement on a point, ProcessGroup::check_same_point: not counted as
+  /// bytes) — PyTorch's FSDP checks its forward order under DETAIL ("Forward order differs across
+  /// ranks"). Throws on every rank.
   void check_same_order() {
-    order_checked_ = true;
+    if (world_ == 1) return;
     uint64_t h = 1469598103934665603ull;  // FNV-1a of the unit indices in call order
     for (size_t k : forward_calls_) h = (h ^ static_cast<uint64_t>(k + 1)) * 1099511628211ull;
+    if (order_checked_) {
+      group_->check_same_point("FullyShardedDataParallel forward order", detail::OpType::FSDP_FORWARD,
+                               static_cast<int64_t>(h >> 2));
+      return;
+    }
+    order_checked_ = true;
     int64_t v[2] = {static_cast<int64_t>(h >> 2), -static_cast<int64_t>(h >> 2)};
     group_->all_reduce(v, 2, kInt64, ReduceOp::MIN, Completion::Blocking, "FullyShardedDataParallel forward order");
     if (v[0] == -v[1]) return;

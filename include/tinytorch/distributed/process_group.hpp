@@ -295,7 +295,8 @@ inline void divide_by(void* x, int64_t count, DType dtype, int n) {
 }
 
 /// The kinds of collective a fingerprint names (PyTorch's OpType).
-enum class OpType : int64_t { ALLREDUCE = 1, BROADCAST, ALLGATHER, REDUCE_SCATTER, BARRIER, DDP_FORWARD, DDP_END, NEW_GROUP };
+enum class OpType : int64_t { ALLREDUCE = 1, BROADCAST, ALLGATHER, REDUCE_SCATTER, BARRIER, DDP_FORWARD, DDP_END, NEW_GROUP,
+                               FSDP_FORWARD };
 
 /// What a rank is about to do, in numbers every rank can compare (PyTorch's
 /// CollectiveFingerPrint). Unused fields are -1.
@@ -335,6 +336,9 @@ struct Fingerprint {
       case OpType::DDP_END:
         return "the end of a DistributedDataParallel (" + seqs + ", after " + std::to_string(count) + " iterations)";
       case OpType::NEW_GROUP: return "new_group (" + seqs + ")";
+      case OpType::FSDP_FORWARD:
+        return "the end of a FullyShardedDataParallel forward (" + seqs + ", its units' order hashed to " +
+               std::to_string(count) + ")";
     }
     return "an unknown collective (" + seqs + ")";
   }
@@ -889,7 +893,8 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
     fp.seq = static_cast<int64_t>(++seq_);
     fp.type = static_cast<int64_t>(type);
     const bool no_data = type == detail::OpType::BARRIER || type == detail::OpType::DDP_FORWARD ||
-                         type == detail::OpType::DDP_END || type == detail::OpType::NEW_GROUP;
+                         type == detail::OpType::DDP_END || type == detail::OpType::NEW_GROUP ||
+                         type == detail::OpType::FSDP_FORWARD;
     fp.dtype = no_data ? -1 : static_cast<int64_t>(dtype);
     fp.count = count;
     fp.root = root;
