@@ -66,7 +66,9 @@
 # of user CPU, TSan 25/25, ASan+fuzz 69/69, main 267/267 (a nice'd helper compiled about 3 min of
 # CPU alongside); 4949849 (also: the header checks with -fsyntax-only, three errors PyTorch raises):
 # 40 min 56 s wall, 59 min 16 s of user CPU, TSan 25/25, ASan+fuzz 69/69, main 267/267, idle
-# machine. Earlier, eb019c8 (load about 2):
+# machine; a0d4c31 (FSDP FULL_SHARD): 45 min 20 s; e7dd3a5 (FSDP prefetch; TSan's ctest -j2, the
+# sanitizer builds without gemm's 129^3 case): 46 min 19 s wall, 67 min 3 s of user CPU, the tests
+# 969 s (was 1064 s), the builds 154 s longer. Earlier, eb019c8 (load about 2):
 # 25 min 7 s wall, 37 min of user CPU (8552c01 earlier that day: 24 min 30 s). Steps 2-3: the
 # main build and TSan in ~13 min; steps 4+5 ~4 min of build and a 3.6-min ctest; step 6's ctest
 # 4.1 min. What keeps it there: the library's bodies are compiled once per build mode
