@@ -68,7 +68,9 @@
 # 40 min 56 s wall, 59 min 16 s of user CPU, TSan 25/25, ASan+fuzz 69/69, main 267/267, idle
 # machine; a0d4c31 (FSDP FULL_SHARD): 45 min 20 s; e7dd3a5 (FSDP prefetch; TSan's ctest -j2, the
 # sanitizer builds without gemm's 129^3 case): 46 min 19 s wall, 67 min 3 s of user CPU, the tests
-# 969 s (was 1064 s), the builds 154 s longer. Earlier, eb019c8 (load about 2):
+# 969 s (was 1064 s), the builds 154 s longer; c380c7c then took about 180 s of CPU out of the ASan
+# stage (its simulator tests without detect_stack_use_after_return: tests/cuda/tests.cmake), not
+# yet timed in a full run. Earlier, eb019c8 (load about 2):
 # 25 min 7 s wall, 37 min of user CPU (8552c01 earlier that day: 24 min 30 s). Steps 2-3: the
 # main build and TSan in ~13 min; steps 4+5 ~4 min of build and a 3.6-min ctest; step 6's ctest
 # 4.1 min. What keeps it there: the library's bodies are compiled once per build mode
