@@ -135,7 +135,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -639,8 +638,7 @@ class FullyShardedDataParallel : public nn::Module {
     uint64_t gather_ticket = 0;
     Tensor gather_send;             // what it sends (FULL_SHARD: flat_param; SHARD_GRAD_OP: a copy)
     int64_t pending_version = -1;   // the version it gathers
-    bool reduce_pending = false;    // the gradient's reduction issued, its result not yet in .grad
-    uint64_t reduce_ticket = 0;
+    uint64_t reduce_ticket = 0;     // its gradient's reduction on the thread (0: ran inline)
     Tensor reduced;                 // its result (this rank's shard of the average)
     double backward_begin_us = 0;   // (trace) when pre_backward ran
   };
@@ -844,7 +842,7 @@ class FullyShardedDataParallel : public nn::Module {
     } else {
       // Needed now: the main thread, which would only wait, runs it itself once the thread has run
       // what was issued before (the order on the wire), as DDP's last bucket: no hand-off.
-      if (comm_ && !comm_->done(comm_->enqueued())) wait_for(comm_->enqueued(), "all_gather", u);
+      wait_idle("all_gather", u);
       task();
     }
   }
@@ -871,6 +869,11 @@ class FullyShardedDataParallel : public nn::Module {
     if (options_.trace)
       options_.trace->complete(std::string("wait ") + what + " " + trace_name(static_cast<size_t>(&u - units_.data())),
                                "wait", 0, t0, Trace::steady_us());
+  }
+  /// Waits until the communication thread has run everything issued so far (before the main thread
+  /// issues a collective on its communicator itself: the order on the wire stays the issue order).
+  void wait_idle(const char* what, const Unit& u) {
+    if (comm_ && !comm_->done(comm_->enqueued())) wait_for(comm_->enqueued(), what, u);
   }
   std::string trace_name(size_t k) const { return k == 0 ? "root" : units_[k].path; }
   /// The version an all_gather of the unit reads: flat_param's (FULL_SHARD) or flat's (SHARD_GRAD_OP).
@@ -1108,7 +1111,7 @@ class FullyShardedDataParallel : public nn::Module {
       bool all = true;
       for (const Unit& v : units_) all = all && v.ready_count == v.params.size();
       finished_ = all;
-      if (finished_) finish_reductions();  // flat_param.grad set before loss.backward() returns
+      if (finished_) finish_reduction();  // flat_param.grad set before loss.backward() returns
     }
   }
 
@@ -1129,17 +1132,15 @@ class FullyShardedDataParallel : public nn::Module {
     // At most one reduction in flight: the previous unit's, which overlapped with this unit's
     // backward, is finished first. The unsharded gradients held then are this unit's and that
     // one's, whatever the timing: a bounded peak, the same in every run (13.9).
-    finish_reductions();
-    reducing_.push_back(k);
+    finish_reduction();
+    reducing_ = k;
     if (world_ == 1) {  // nothing to reduce (as DDP at world size 1: no communication)
       u.reduced = grads.narrow(0, 0, u.flat_param.numel());
-      u.reduce_pending = true;
       return;
     }
     grads.div_(static_cast<int64_t>(world_));  // as DDP's buckets: g / N, then the sum
     const bool scatter = options_.sharding_strategy != ShardingStrategy::NO_SHARD;
     u.reduced = scatter ? empty({u.shard_numel}, TensorOptions(u.flat.dtype())) : grads.narrow(0, 0, u.numel);
-    u.reduce_pending = true;
     // The last unit's reduction has nothing left to overlap with: the main thread runs it itself
     // once the thread is idle (no hand-off), as DDP's last bucket.
     bool last = true;
@@ -1163,24 +1164,22 @@ class FullyShardedDataParallel : public nn::Module {
       u.reduce_ticket = comm_->enqueue(std::move(task));
       return;
     }
-    if (!comm_->done(comm_->enqueued())) wait_for(comm_->enqueued(), "reduce_scatter", u);
+    wait_idle("reduce_scatter", u);
     task();
   }
-  /// Waits for the reductions issued (in their order) and adds each result to its
-  /// flat_param.grad (or sets it), freeing it.
-  void finish_reductions() {
-    while (!reducing_.empty()) {
-      Unit& u = units_[reducing_.front()];
-      if (u.reduce_ticket) wait_for(u.reduce_ticket, "reduce_scatter", u);
-      reducing_.pop_front();
-      u.reduce_ticket = 0;
-      u.reduce_pending = false;
-      NoGradGuard no_grad;
-      Tensor old = u.flat_param.grad();
-      if (old.defined()) old.add_(u.reduced);
-      else u.flat_param.set_grad(u.reduced);  // a view of the (N * S) buffer at world size 1 and under NO_SHARD
-      u.reduced = Tensor();
-    }
+  /// Waits for the reduction in flight, if any, and adds its result to its flat_param.grad (or
+  /// sets it), freeing it.
+  void finish_reduction() {
+    if (reducing_ == kNone) return;
+    Unit& u = units_[reducing_];
+    if (u.reduce_ticket) wait_for(u.reduce_ticket, "reduce_scatter", u);
+    reducing_ = kNone;
+    u.reduce_ticket = 0;
+    NoGradGuard no_grad;
+    Tensor old = u.flat_param.grad();
+    if (old.defined()) old.add_(u.reduced);
+    else u.flat_param.set_grad(u.reduced);  // a view of the (N * S) buffer at world size 1 and under NO_SHARD
+    u.reduced = Tensor();
   }
   /// Waits for whatever the communication thread still runs and drops what a backward that did
   /// not finish left in flight (its errors too: the caller reports the unfinished backward).
@@ -1191,10 +1190,9 @@ class FullyShardedDataParallel : public nn::Module {
       } catch (...) {
       }
     }
-    reducing_.clear();
+    reducing_ = kNone;
     for (Unit& u : units_) {
       u.reduce_ticket = 0;
-      u.reduce_pending = false;
       u.reduced = Tensor();
       if (u.gather_pending) {
         u.gather_ticket = 0;
@@ -1223,7 +1221,7 @@ class FullyShardedDataParallel : public nn::Module {
   std::vector<size_t> last_forward_calls_;  // the previous training forward's calls (forward_prefetch)
   bool order_checked_ = false;              // check_same_order ran (at the first training forward)
   std::vector<size_t> backward_next_;       // per unit: the unit backward reaches next (kNone: none)
-  std::deque<size_t> reducing_;             // units whose reduction is issued, not yet in .grad (issue order)
+  size_t reducing_ = kNone;                 // the unit whose reduction is issued, not yet in .grad (at most one)
   std::shared_ptr<detail::FsdpHookState> state_;
   // world size > 1: the communication thread and its duplicate of group_ (last members: destroyed,
   // i.e. joined, before anything its tasks might touch)
