@@ -19,6 +19,8 @@
 #                             which --no-install-recommends skips). 14 = Debian 12's clang.
 #   dataset-fashion-mnist     /usr/share/datasets/fashion-mnist, used by train_mnist
 #   gdb                       the debugger tools/gdb/tinytorch.py extends; ctest gdb_pretty_printer
+#   ccache                    compiler launcher: a second build of unchanged sources (another clone
+#                             too) reuses the objects (CMakeLists.txt, scripts/test.sh)
 #   python3-numpy python3-matplotlib   what the chapters' scripts import (scripts/plot_busbw.py)
 #   doxygen graphviz          scripts/docs.sh: the docs site (Doxygen), the chapters' pictures (dot)
 #   chromium chromium-driver python3-selenium   ctest docs_site: the site checked in headless
@@ -32,7 +34,7 @@ TT_DEBIAN_PACKAGES=(
   openmpi-bin libopenmpi-dev
   clang libclang-rt-14-dev
   dataset-fashion-mnist
-  gdb
+  gdb ccache
   python3-numpy python3-matplotlib
   doxygen graphviz chromium chromium-driver python3-selenium
 )
