@@ -2,12 +2,12 @@
 """scripts/check_chapters.py — run the commands a chapter shows and compare what they print with
 what the chapter says they print (a doctest for the chapters).
 
-    scripts/check_chapters.py [--build build] [--full] [chapters/01-training-loop.md ...]
+    scripts/check_chapters.py [--build build] [--full] [--update] [chapters/01-training-loop.md ...]
     ctest --test-dir build -L chapters          # one test per chapter (chapter_01, ...)
 
 A chapter marks an expected-output block by the word `check` in the fence's info string:
 
-    ```console check timing=samples/s,time load=1 simd=avx512
+    ```console check timing=samples/s,time load=1
     $ build/bin/train_mnist | cat
     epoch 1/10 [234/938] loss=0.7238 samples/s=12620
     ...
@@ -39,17 +39,18 @@ exactly, except the *timing* numbers: a number written `~2585` in the block (the
                      mismatch is a timing runs once more (the machine is shared: a chapter_05 run
                      under ctest once measured a 146 us step at 764 us with no other process
                      busy); it fails when the second run misses too.
-    simd=avx512      the numbers depend on the CPU's vector instructions (the programs are built
-                     with -march=native): on a CPU without them the block is skipped, with a reason
-    cpu=amd          ... and on the maker's CPUs (amd or intel, /proc/cpuinfo's vendor_id): -march=native
-                     picks another target and tuning on another maker's CPU (a Zen vs a Cooper Lake,
-                     both AVX-512), which changes the last digits of long training runs; on other CPUs
-                     the block is skipped, with a reason
     full             the command takes minutes: checked only with --full (a shorter block beside it
                      is checked every time)
     exit=N           the last command must exit with status N (default 0)
     timeout=S        a command running longer than S seconds (default 600) is killed, with its
                      children, and the block fails
+
+The numbers a chapter shows print the same on any x86-64 machine: the examples are built for
+one instruction set, without floating-point contraction, with Eigen's GEMM blocking pinned
+(CMakeLists.txt, tt_portable); ctest chapter_numbers_portable checks that they do not depend on
+the number of threads. After a change that moves them, `--update` writes the printed numbers
+(not the timings) into the chapter's blocks, and into the prose numbers that quoted the old ones
+where that is unambiguous (the others are listed); review the diff.
 
 A block the ctest of another program checks line by line says so instead: `console
 checked-by=gdb_pretty_printer`. Its numbers count as checked for the rule below, the block is not
@@ -122,14 +123,12 @@ class Block:
             raise BlockError(f"{path}:{line}: checked-by= needs the name of the ctest that checks the block")
         if self.checked_by and "check" in words:
             raise BlockError(f"{path}:{line}: a block is either `check` (run here) or `checked-by=` (run by a ctest)")
-        allowed = {"timing", "timing-cols", "tol", "load", "simd", "cpu", "full", "exit", "timeout"}
+        allowed = {"timing", "timing-cols", "tol", "load", "full", "exit", "timeout"}
         for k, v in self.attrs.items():
             if k not in allowed:
                 raise BlockError(f"{path}:{line}: unknown attribute '{k}' (known: {', '.join(sorted(allowed))})")
             if (v is None) != (k == "full"):
                 raise BlockError(f"{path}:{line}: {k}: " + ("takes no value" if k == "full" else "needs a value (k=v)"))
-        if self.attrs.get("cpu") not in (None, "amd", "intel"):
-            raise BlockError(f"{path}:{line}: cpu: {self.attrs['cpu']!r}: expected amd or intel")
         self.full = "full" in self.attrs
         self.timing_keys = [k for k in (self.attrs.get("timing") or "").split(",") if k]
         self.timing_cols = set()
@@ -308,28 +307,6 @@ def children_cpu_seconds():
     return r.ru_utime + r.ru_stime
 
 
-def cpu_vendor():
-    """'amd', 'intel' or 'unknown': /proc/cpuinfo's vendor_id."""
-    try:
-        info = open("/proc/cpuinfo").read()
-    except OSError:
-        return "unknown"
-    m = re.search(r"^vendor_id\s*:\s*(\S+)", info, re.M)
-    return {"AuthenticAMD": "amd", "GenuineIntel": "intel"}.get(m.group(1) if m else "", "unknown")
-
-
-def simd_level():
-    try:
-        flags = open("/proc/cpuinfo").read()
-    except OSError:
-        return "unknown"
-    if re.search(r"\bavx512f\b", flags):
-        return "avx512"
-    if re.search(r"\bavx2\b", flags) and re.search(r"\bfma\b", flags):
-        return "avx2"
-    return "sse"
-
-
 def shown(path):
     """A chapter's path as messages show it: relative to the repository when inside it."""
     return os.path.relpath(path, ROOT) if path.startswith(ROOT + os.sep) else path
@@ -371,9 +348,20 @@ def run_command(cmd, cwd, timeout):
     return status, out.decode("utf-8", "replace").split("\n")
 
 
-def compare(block, exp, out, pos, others, counts):
+def updated_line(exp, timing, got):
+    """`exp` with each of its numbers that is not a timing replaced by the one printed (`got`)."""
+    it = iter(zip(timing, got))
+    def repl(m):
+        is_timing, printed = next(it)
+        return m.group(0) if is_timing or m.group(0).startswith("~") else printed
+    return re.sub(r"~?" + NUMBER, repl, exp)
+
+
+def compare(block, exp, out, pos, others, counts, updates=None):
     """Finds the expected line `exp` in out[pos:]. Returns (index of the matching line, None) or
-    (None, message)."""
+    (None, message). With `updates` (a list: --update), a line of the same shape whose numbers
+    differ (not only its timings) counts as found, and (exp, exp with the printed numbers) is
+    appended to it."""
     pat, timing = line_pattern(exp, block)
     near = None
     for j in range(pos, len(out)):
@@ -398,14 +386,17 @@ def compare(block, exp, out, pos, others, counts):
         if not bad:
             return j, None
         if near is None or len(bad) < len(near[1]):
-            near = (j, bad)  # the closest line of the same shape, for the message
+            near = (j, bad, m.groups())  # the closest line of the same shape, for the message
     if near:
+        if updates is not None and any(not b.startswith("timing:") for b in near[1]):
+            updates.append((exp, updated_line(exp, timing, near[2])))
+            return near[0], None
         return None, (f"the output's line {near[0] + 1}\n      {out[near[0]]}\n    differs: " + "; ".join(near[1]))
     return None, (f"no line of the output after its line {pos} has this shape; the output was:\n      " +
                   "\n      ".join(out[:60]))
 
 
-def run_block(block, build, full):
+def run_block(block, build, full, updates=None):
     """Returns (status, messages): status 'ok', 'skip', 'missing', 'fail', or 'timing' (only a timing
     number missed its tolerance: check_chapter measures the block once more)."""
     rel = shown(block.path)
@@ -414,13 +405,6 @@ def run_block(block, build, full):
         return "ok", [f"  {where}: checked by ctest {block.checked_by}"]
     if block.full and not full:
         return "skip", [f"  {where}: skipped: a full run (minutes); scripts/check_chapters.py --full checks it"]
-    if block.attrs.get("cpu") and block.attrs["cpu"] != cpu_vendor():
-        return "skip", [f"  {where}: skipped: its numbers were printed on an {block.attrs['cpu']} CPU, this one is "
-                        f"{cpu_vendor()} (the programs are built with -march=native, which targets and tunes for "
-                        f"each maker's CPUs differently; the last digits differ)"]
-    if block.attrs.get("simd") and block.attrs["simd"] != simd_level():
-        return "skip", [f"  {where}: skipped: its numbers were printed on a {block.attrs['simd']} CPU, this one is "
-                        f"{simd_level()} (the programs are built with -march=native; the last digits differ)"]
     for cmd, _ in block.commands:
         for prog in re.findall(r"build/bin/([\w.-]+)", cmd):
             if not os.path.exists(os.path.join(build, "bin", prog)):
@@ -447,7 +431,10 @@ def run_block(block, build, full):
                                 f"      " + "\n      ".join(out[-15:])]
             pos = 0
             for lineno, exp in expected:
-                hit, why = compare(block, exp, out, pos, others, counts)
+                n_before = len(updates) if updates is not None else 0
+                hit, why = compare(block, exp, out, pos, others, counts, updates)
+                if updates is not None and len(updates) > n_before:
+                    updates[-1] = (lineno,) + updates[-1]
                 if hit is None:
                     parts = why.split("differs: ", 1)[1].split("; ") if "differs: " in why else [""]
                     timing_only = all(p.startswith("timing:") for p in parts)
@@ -467,7 +454,87 @@ def run_block(block, build, full):
     return "ok", [f"  {where}: ok ({note}): {block.commands[0][0]}"]
 
 
-def check_chapter(path, build, full):
+def rounded_like(n, value):
+    """`value` (a printed number) rounded to as many decimals as prose number `n` shows."""
+    digits = len(n.rstrip("x%").partition(".")[2])
+    q = decimal.Decimal(value.rstrip("x%")).quantize(decimal.Decimal(1).scaleb(-digits), decimal.ROUND_HALF_EVEN)
+    return str(q) + n[len(n.rstrip("x%")):]
+
+
+def write_file(path, lines):
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        f.write("\n".join(lines))
+    os.replace(path + ".tmp", path)
+
+
+def write_block_updates(path, updates):
+    """--update: writes the printed numbers into the chapter's block lines. Returns {old number:
+    {new numbers}} of what changed."""
+    lines = open(path, encoding="utf-8").read().split("\n")
+    changed = {}
+    for lineno, exp, new in updates:
+        raw = lines[lineno - 1]
+        if exp in raw:
+            lines[lineno - 1] = raw.replace(exp, new, 1)
+        for a, b in zip(re.findall(NUMBER, exp.replace("~", "")), re.findall(NUMBER, new.replace("~", ""))):
+            if a != b:
+                changed.setdefault(a, set()).add(b)
+    write_file(path, lines)
+    return changed
+
+
+def update_prose(path, changed, prose_missing):
+    """--update: replaces each prose number that no block shows any more by the new value of the
+    block number it quoted (exactly or rounded), when exactly one block number changed that way.
+    Returns the prose numbers it could not replace."""
+    lines = open(path, encoding="utf-8").read().split("\n")
+    left = []
+    for lineno, n in prose_missing:
+        bare = n.rstrip("x%")
+        cands = set()
+        for old, news in changed.items():
+            if old == bare or is_known(bare, {old}):
+                cands |= {rounded_like(n, v) for v in news}
+        text = lines[lineno - 1]
+        pat = rf"(?<![\d.]){re.escape(n)}(?![\d])"
+        if len(cands) == 1 and len(re.findall(pat, text)) == 1:
+            new = cands.pop()
+            lines[lineno - 1] = re.sub(pat, new, text, count=1)
+            print(f"  {shown(path)}:{lineno}: --update: the text's {n} is now {new}")
+        else:
+            left.append((lineno, n))
+    write_file(path, lines)
+    return left
+
+
+QUICKSTART_TARGETS = {"train_mnist"}  # what scripts/quickstart.sh builds, before any chapter
+
+
+def built_targets(path):
+    """The targets the chapter's own build lines name: every `--target a b c` of a `cmake --build`
+    command in the file, plus what scripts/quickstart.sh builds."""
+    targets = set(QUICKSTART_TARGETS)
+    for line in open(path, encoding="utf-8").read().split("\n"):
+        for cmd in re.findall(r"cmake --build[^`&|#;]*", line):
+            m = re.search(r"--target\s+(.*)", cmd)
+            if m:
+                targets.update(t for t in m.group(1).split() if re.fullmatch(r"[\w.-]+", t) and not t.startswith("-"))
+    return targets
+
+
+def unbuilt_programs(path):
+    """[(line, program)]: build/bin programs the chapter names (in a command, a block or the text)
+    that no build line of the chapter builds (a student who followed the chapter from its top
+    would get 'No such file')."""
+    targets = built_targets(path)
+    found = []
+    for i, line in enumerate(open(path, encoding="utf-8").read().split("\n")):
+        found += [(i + 1, prog) for prog in re.findall(r"(?<![\w/-])build/bin/(\w[\w.-]*\w)", line)
+                  if prog not in targets]
+    return found
+
+
+def check_chapter(path, build, full, update=False):
     """Returns the chapter's status: 0 ok, 1 fail, 77 nothing ran."""
     name = os.path.basename(path)
     try:
@@ -478,8 +545,13 @@ def check_chapter(path, build, full):
     rel = shown(path)
     print(f"{rel}: {len(blocks)} checked blocks")
     failed, ran = False, 0
+    for line, prog in unbuilt_programs(path):
+        print(f"  {rel}:{line}: runs build/bin/{prog}, which no build line of the chapter builds "
+              f"(add it to one: cmake --build build -j2 --target ... {prog})")
+        failed = True
+    updates = [] if update else None
     for b in blocks:
-        status, msgs = run_block(b, build, full)
+        status, msgs = run_block(b, build, full, updates)
         if status == "timing":  # the machine is shared: a timing that missed is measured once more
             print("\n".join(msgs) + "\n    (a timing only: the block runs once more)")
             status, msgs = run_block(b, build, full)
@@ -488,10 +560,16 @@ def check_chapter(path, build, full):
         print("\n".join(msgs))
         failed |= status == "fail"
         ran += status in ("ok", "fail") and not b.checked_by
+    if updates:
+        print(f"  {rel}: --update: {len(updates)} lines of its blocks now show the printed numbers")
+        changed = write_block_updates(path, updates)
+        blocks, prose, cited = read_chapter(path)
     known = set(cited)
     for b in blocks:
         known |= b.numbers()   # is_known strips a prose number's x or %
     missing = [(ln, n) for ln, n in prose_numbers(prose) if not is_known(n, known)]
+    if updates:
+        missing = update_prose(path, changed, missing)
     for ln, n in missing:
         print(f"  {rel}:{ln}: the number {n} is in no checked block and not cited "
               f"(<!-- cited: {n} (where it comes from) -->)")
@@ -515,6 +593,9 @@ def main():
     ap.add_argument("chapters", nargs="*", help="markdown files (default: chapters/[0-9]*.md)")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="the build directory (default: build)")
     ap.add_argument("--full", action="store_true", help="also run the blocks marked full (minutes each)")
+    ap.add_argument("--update", action="store_true",
+                    help="write the numbers the programs print into the chapter (not timings), and the prose "
+                         "numbers that quoted them; review the diff")
     args = ap.parse_args()
     paths = args.chapters or sorted(os.path.join(ROOT, "chapters", f) for f in os.listdir(os.path.join(ROOT, "chapters"))
                                     if re.match(r"\d\d-.*\.md$", f))
@@ -522,7 +603,7 @@ def main():
     if not os.path.isdir(os.path.join(build, "bin")):
         print(f"check_chapters: {build}/bin does not exist: pass the build directory with --build")
         sys.exit(2)
-    results = [check_chapter(os.path.abspath(p), build, args.full) for p in paths]
+    results = [check_chapter(os.path.abspath(p), build, args.full, args.update) for p in paths]
     if any(r in (1, 2) for r in results):
         sys.exit(max(r for r in results if r in (1, 2)))
     sys.exit(77 if results and all(r == 77 for r in results) else 0)

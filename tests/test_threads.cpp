@@ -4,7 +4,8 @@
 //   set_num_threads / get_num_threads: torch's names, error for n < 1, OMP_NUM_THREADS default;
 //   parallel_for: every index once, chunks of at least grain_size, inline when small, nested or
 //     busy, the first exception rethrown, idle workers use no CPU (they sleep, never spin);
-//   gemm, mm, a training step: bit-for-bit the same results on 1 and N threads, and the split
+//   gemm, mm, a training step: bit-for-bit the same results on 1 and N threads, and under any
+//     cache sizes the CPU reports (Eigen's blocking, pinned); the split
 //     really happens for large products (the pool's job counter), not for small ones;
 //   several threads calling mm at once (DataParallel's replicas) and parallel_for inside
 //     parallel_for: no deadlock, right results.
@@ -308,6 +309,38 @@ TEST_CASE("gemm splits only products worth a thread", "[threads]") {
   jobs = pool_jobs();
   thin.run(2);
   CHECK(pool_jobs() == jobs);
+}
+
+// The cache sizes Eigen reads from the CPU set its GEMM blocking, hence the order each C[i, j] is
+// summed in. Every product pins them (backend/cpu/gemm.hpp, pin_eigen_cache_sizes): a CPU that
+// reports other sizes (forced here with Eigen::setCpuCacheSizes, as a 48 KiB or an 8 KiB L1 would
+// report) gives the same bits. The control shows the sizes matter: Eigen's own product, which
+// does not pin them, sums the same 784-deep product differently under the two sizes.
+TEST_CASE("gemm gives the same bits whatever cache sizes the CPU reports", "[threads]") {
+  ThreadsGuard guard;
+  GemmCase<float> c(64, 256, 784, false, false, 1.f, 0.f, 11);
+  const std::vector<float> pinned = c.run(1);
+  using Map = Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, 0,
+                         Eigen::OuterStride<>>;
+  auto eigen_product = [&] {  // Eigen's own product, blocked from the cache sizes as they stand
+    Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> C(c.M, c.N);
+    C.noalias() = Map(c.A.data(), c.M, c.K, Eigen::OuterStride<>(c.lda)) *
+                  Map(c.B.data(), c.K, c.N, Eigen::OuterStride<>(c.ldb));
+    return std::vector<float>(C.data(), C.data() + C.size());
+  };
+  std::vector<std::vector<float>> controls;
+  for (std::ptrdiff_t l1 : {8 * 1024, 48 * 1024}) {
+    CAPTURE(l1);
+    Eigen::setCpuCacheSizes(l1, 16 * l1, 256 * l1);
+    controls.push_back(eigen_product());
+    for (int threads : {1, 2}) {
+      Eigen::setCpuCacheSizes(l1, 16 * l1, 256 * l1);
+      const std::vector<float> got = c.run(threads);
+      CHECK(std::memcmp(pinned.data(), got.data(), pinned.size() * sizeof(float)) == 0);
+      CHECK(Eigen::l1CacheSize() == backend::cpu::kEigenCacheSizes[0]);  // pinned again
+    }
+  }
+  CHECK(std::memcmp(controls[0].data(), controls[1].data(), controls[0].size() * sizeof(float)) != 0);
 }
 
 TEST_CASE("a training step gives the same bits on 1 and 2 threads", "[threads]") {

@@ -19,6 +19,11 @@
 // of threads, bit for bit (tests/test_threads.cpp): Eigen picks its k-blocking from K alone, and
 // the split points are multiples of the block sizes of Eigen's kernels (8 rows of C, and
 // gebp_traits::mr columns, 24 floats with AVX), so every element is summed in the same order.
+// Same bits on every CPU of one instruction set: Eigen sums each C[i, j] over k in panels of kc
+// elements, and derives kc (and the panel sizes) from the L1/L2/L3 sizes it reads from the CPU
+// (cpuid): a 48 KiB L1 and a 32 KiB one sum a 784-deep product in different orders. Every product
+// here first pins them to kEigenCacheSizes, Eigen's own x86 defaults (pin_eigen_cache_sizes), so
+// the blocking depends on M, N and K alone (tests/test_threads.cpp forces other sizes).
 // Compile time: only Eigen's GEMM kernel is instantiated (eigen_gemm_kernel), not its product
 // expressions, and int64 has a loop of its own: about 40% less template work in every translation
 // unit that includes tinytorch than four Eigen product forms per transpose pair and dtype.
@@ -30,6 +35,7 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -78,6 +84,24 @@ void gemm_small(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t ld
     }
 }
 
+/// The L1, L2 and L3 sizes Eigen's GEMM blocking is computed from: Eigen's defaults for x86
+/// (Eigen/src/Core/products/GeneralBlockPanelKernel.h), in bytes.
+constexpr std::ptrdiff_t kEigenCacheSizes[3] = {32 * 1024, 256 * 1024, 2 * 1024 * 1024};
+
+/// Sets Eigen's cache sizes (Eigen::setCpuCacheSizes, process-wide) to kEigenCacheSizes when they
+/// differ: at the first product, and again if a program changed them since. The first call runs
+/// under a function-local static's lock, so threads that start products at once never race on it.
+inline void pin_eigen_cache_sizes() {
+  static const bool first = [] {
+    Eigen::setCpuCacheSizes(kEigenCacheSizes[0], kEigenCacheSizes[1], kEigenCacheSizes[2]);
+    return true;
+  }();
+  (void)first;
+  if (Eigen::l1CacheSize() != kEigenCacheSizes[0] || Eigen::l2CacheSize() != kEigenCacheSizes[1] ||
+      Eigen::l3CacheSize() != kEigenCacheSizes[2])
+    Eigen::setCpuCacheSizes(kEigenCacheSizes[0], kEigenCacheSizes[1], kEigenCacheSizes[2]);
+}
+
 /// Eigen's GEMM kernel itself (Eigen/src/Core/products/GeneralMatrixMatrix.h: packing into
 /// cache-sized panels, then the gebp micro-kernel), called the way Eigen's own product evaluator
 /// calls it for a row-major destination: C += alpha * op(A) op(B). LhsOrder/RhsOrder say how
@@ -89,6 +113,7 @@ template <class T, int LhsOrder, int RhsOrder>
 void eigen_gemm_kernel(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, const T* B, int64_t ldb,
                        T* C, int64_t ldc) {
   namespace ei = Eigen::internal;
+  pin_eigen_cache_sizes();
   ei::gemm_blocking_space<Eigen::RowMajor, T, T, Eigen::Dynamic, Eigen::Dynamic, Eigen::Dynamic> blocking(M, N, K, 1,
                                                                                                            true);
   ei::general_matrix_matrix_product<Eigen::Index, T, LhsOrder, false, T, RhsOrder, false, Eigen::RowMajor, 1>::run(
