@@ -19,7 +19,7 @@
 //   peak         max_memory_allocated() during the step, above what was held before it
 // Bytes are exact (they are counters, not timings). Time: the modes alternate, each rep timing
 // --steps steps of each after one untimed step; median over reps, and mixed / float32 per rep,
-// median. On the CPU tinytorch computes a 16-bit op in float32 and converts (chapter 11), so
+// median (printed as such: it is not the ratio of the medians). On the CPU tinytorch computes a 16-bit op in float32 and converts (chapter 11), so
 // mixed precision costs time here: the conversions are extra work and nothing runs faster in 16
 // bits. The speed-up of 16-bit tensor-core GEMMs on a GPU is not measured here.
 // Chapter: chapters/11-mixed-precision.md ("Master weights and memory").
@@ -156,9 +156,13 @@ int main(int argc, char** argv) {
     }
     for (int i = 0; i < 3; ++i) ratio[i].push_back(t[i] / t[0]);
   }
-  std::printf("step time (median of %d reps x %d steps): float32 %.1f ms, bf16 %.1f ms (%.2fx), fp16 %.1f ms (%.2fx)\n",
-              reps, steps, bench::median(times[0]) * 1e3, bench::median(times[1]) * 1e3, bench::median(ratio[1]),
-              bench::median(times[2]) * 1e3, bench::median(ratio[2]));
+  // The ratios are the medians of each rep's ratio (the three modes run back to back in a rep, so a
+  // rep slowed by other processes slows all three), not the ratios of the medians above: on a shared
+  // machine the two can rank the modes differently.
+  std::printf("step time (median of %d reps x %d steps): float32 %.1f ms, bf16 %.1f ms, fp16 %.1f ms; "
+              "per rep, mode / float32 (median): bf16 %.2fx, fp16 %.2fx\n",
+              reps, steps, bench::median(times[0]) * 1e3, bench::median(times[1]) * 1e3,
+              bench::median(times[2]) * 1e3, bench::median(ratio[1]), bench::median(ratio[2]));
   watch.report(stdout, bench::LoadWatch::process_cpu_seconds() - cpu0, 1, "the step times");
   return 0;
 }

@@ -151,6 +151,8 @@ int main(int argc, char** argv) {
   if (main_rank) std::printf("\n");
 
   // ---- time: the modes alternate; the slowest rank's step, median over reps ---------------------
+  const bench::LoadWatch watch;  // every rank needs a core of its own for the step times
+  const double cpu0 = bench::LoadWatch::process_cpu_seconds();
   std::vector<double> times[kModes], ratio[kModes];
   for (int rep = 0; rep < reps; ++rep) {
     double t[kModes];
@@ -173,6 +175,7 @@ int main(int argc, char** argv) {
                 reps, steps, bench::median(times[0]) * 1e3, bench::median(times[1]) * 1e3,
                 bench::median(times[2]) * 1e3, bench::median(times[3]) * 1e3, bench::median(ratio[1]),
                 bench::median(ratio[2]), bench::median(ratio[3]));
+  bench::report_load(watch, cpu0, "the step times (one rank per core)");
 
   // ---- a trace of ZeRO-3's last step ------------------------------------------------------------
   if (!trace_prefix.empty()) {

@@ -57,6 +57,7 @@
 
 #include <tinytorch/distributed.hpp>
 
+#include "../bench/load_watch.hpp"  // the load line: were the timings measured on a quiet machine?
 #include "flags.hpp"
 #include "gpt.hpp"
 #include "gpt_pp.hpp"
@@ -377,6 +378,8 @@ int train(const Config& cfg) {
                 tt::get_num_threads());
   double val_loss = 0;
   dist::TensorParallelStats tp_step;
+  const bench::LoadWatch watch;
+  const double cpu0 = bench::LoadWatch::process_cpu_seconds();
   auto t0 = std::chrono::steady_clock::now();
   for (int64_t it = 0; it <= cfg.iters; ++it) {
     const double lr = examples::gpt_lr(it, cfg.lr, cfg.min_lr, cfg.warmup_iters, cfg.iters);
@@ -405,6 +408,12 @@ int train(const Config& cfg) {
                     flops_per_token * static_cast<double>(tokens_per_iter) / dt / 1e9);
       std::fflush(stdout);
     }
+  }
+  {  // the timings above need a core per thread of every rank
+    double cpu = bench::LoadWatch::process_cpu_seconds() - cpu0;
+    const int world = dist::get_world_size();
+    if (world > 1) dist::all_reduce(&cpu, 1, dist::ReduceOp::SUM);
+    if (is_main) watch.report(stdout, cpu, world * tt::get_num_threads(), "the tokens/s figures");
   }
   if (!cfg.save.empty()) {
     std::vector<std::pair<std::string, tt::Tensor>> ck;

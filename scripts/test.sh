@@ -27,7 +27,8 @@
 # not compiled again, in this clone or another. At the end scripts/test_cost.py prints each
 # stage's wall time, the cache's hit rate, the costliest compiles and tests, and how many tests
 # and Catch2 assertions ran. MPI tests are RUN_SERIAL, so -j2 never runs two mpiruns at once. GPU
-# tests that find no GPU show as "Skipped" (exit 77). Exits non-zero when any step fails.
+# tests that find no GPU show as "Skipped" (exit 77). A failed stage does not stop the run (a build
+# that failed skips its own tests); the run exits non-zero when any stage failed, naming them.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
@@ -46,22 +47,32 @@ builds=("$BUILD_DIR")
 have_ccache=$(command -v ccache >/dev/null 2>&1 && echo 1 || echo 0)
 summary() {
   local rc=$?
+  if ((rc == 0 && ${#failed_stages[@]})); then rc=1; fi
   if ((have_ccache)); then ccache --print-stats >"$BUILD_DIR/ccache-after.tsv" 2>/dev/null || true; fi
   echo
   echo "scripts/test.sh: cost of this run (scripts/test_cost.py; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
   python3 scripts/test_cost.py --stages "$STAGES" --ccache-before "$BUILD_DIR/ccache-before.tsv" \
     --ccache-after "$BUILD_DIR/ccache-after.tsv" "${builds[@]}" || true
+  if ((${#failed_stages[@]})); then echo "scripts/test.sh: ✗ failed stages: ${failed_stages[*]}"; fi
   exit "$rc"
 }
-# stage NAME COMMAND...: runs COMMAND and records its wall time for the summary.
+# stage NAME COMMAND...: runs COMMAND and records its wall time for the summary. A failed stage
+# is remembered (the run goes on, so that one run shows every failure) and fails the run at exit.
+failed_stages=()
 stage() {
   local name=$1 t0 rc=0
   shift
   t0=$(date +%s.%N)
   "$@" || rc=$?
   printf '%s\t%s\t%s\n' "$name" "$t0" "$(date +%s.%N)" >>"$STAGES"
-  return "$rc"
+  if ((rc != 0)); then
+    failed_stages+=("$name")
+    echo "scripts/test.sh: ✗ stage $name failed (exit $rc)" >&2
+  fi
+  return 0
 }
+# built NAME: whether stage NAME (a build) succeeded, i.e. its tests can run.
+built() { [[ " ${failed_stages[*]} " != *" $1 "* ]]; }
 # configure DIR ARGS...: cmake with a fresh compile log (scripts/compile_log.sh) in DIR.
 configure() {
   local dir=$1
@@ -109,7 +120,7 @@ if [[ "${TT_SKIP_TSAN:-0}" == "0" ]]; then
       cmake --build "$TSAN_DIR" -j"$(nproc)" --target tt_thread_tests
   }
   stage tsan-build tsan_build
-  stage tsan-ctest run_ctest "$TSAN_DIR" -j2 -L threads
+  if built tsan-build; then stage tsan-ctest run_ctest "$TSAN_DIR" -j2 -L threads; fi
 fi
 
 # Stages 4 and 5 share one build directory. clang++ builds both when it is there (one compiler
@@ -137,7 +148,7 @@ if ((run_asan || run_fuzz)); then
   }
   stage asan-build asan_build
   label_re="^($(IFS='|'; echo "${labels[*]}"))\$"
-  stage asan-ctest run_ctest "$ASAN_DIR" -j2 -L "$label_re"
+  if built asan-build; then stage asan-ctest run_ctest "$ASAN_DIR" -j2 -L "$label_re"; fi
 fi
 
-stage main-ctest run_ctest "$BUILD_DIR" -j2 "${ctest_select[@]}"
+if built main-build; then stage main-ctest run_ctest "$BUILD_DIR" -j2 "${ctest_select[@]}"; fi

@@ -184,6 +184,12 @@ set(_tt_bat_common
 set(_tt_bat_options
   "-DCMAKE_CXX_COMPILER=${CMAKE_CXX_COMPILER}"
   "-DCMAKE_BUILD_TYPE=")
+# ... through this build's compiler launcher (ccache: a second run compiles nothing again; the
+# list's semicolons kept through add_test as $<SEMICOLON>).
+if(CMAKE_CXX_COMPILER_LAUNCHER)
+  string(REPLACE ";" "$<SEMICOLON>" _tt_bat_launcher "${CMAKE_CXX_COMPILER_LAUNCHER}")
+  list(APPEND _tt_bat_options "-DCMAKE_CXX_COMPILER_LAUNCHER=${_tt_bat_launcher}")
+endif()
 
 add_test(NAME consumer_find_package
          COMMAND "${CMAKE_CTEST_COMMAND}" --build-and-test

@@ -22,8 +22,9 @@
 // Same bits on every CPU of one instruction set: Eigen sums each C[i, j] over k in panels of kc
 // elements, and derives kc (and the panel sizes) from the L1/L2/L3 sizes it reads from the CPU
 // (cpuid): a 48 KiB L1 and a 32 KiB one sum a 784-deep product in different orders. Every product
-// here first pins them to kEigenCacheSizes, Eigen's own x86 defaults (pin_eigen_cache_sizes), so
-// the blocking depends on M, N and K alone (tests/test_threads.cpp forces other sizes).
+// here first pins them to kEigenCacheSizes, Eigen's own x86 defaults (pin_eigen_cache_sizes; gemm
+// sets them again if a program changed them), so the blocking depends on M, N and K alone
+// (tests/test_threads.cpp forces other sizes).
 // Compile time: only Eigen's GEMM kernel is instantiated (eigen_gemm_kernel), not its product
 // expressions, and int64 has a loop of its own: about 40% less template work in every translation
 // unit that includes tinytorch than four Eigen product forms per transpose pair and dtype.
@@ -88,15 +89,22 @@ void gemm_small(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t ld
 /// (Eigen/src/Core/products/GeneralBlockPanelKernel.h), in bytes.
 constexpr std::ptrdiff_t kEigenCacheSizes[3] = {32 * 1024, 256 * 1024, 2 * 1024 * 1024};
 
-/// Sets Eigen's cache sizes (Eigen::setCpuCacheSizes, process-wide) to kEigenCacheSizes when they
-/// differ: at the first product, and again if a program changed them since. The first call runs
-/// under a function-local static's lock, so threads that start products at once never race on it.
+/// Sets Eigen's cache sizes (Eigen::setCpuCacheSizes, process-wide) to kEigenCacheSizes, once:
+/// every Eigen product calls it first (under a function-local static's lock, so threads that start
+/// products at once do not race on it).
 inline void pin_eigen_cache_sizes() {
-  static const bool first = [] {
+  static const bool pinned = [] {
     Eigen::setCpuCacheSizes(kEigenCacheSizes[0], kEigenCacheSizes[1], kEigenCacheSizes[2]);
     return true;
   }();
-  (void)first;
+  (void)pinned;
+}
+
+/// pin_eigen_cache_sizes, and sets them again if the program changed them since (its own
+/// Eigen::setCpuCacheSizes). gemm() calls it on the calling thread before it hands blocks to other
+/// threads, so no worker reads the sizes while they are written.
+inline void repin_eigen_cache_sizes() {
+  pin_eigen_cache_sizes();
   if (Eigen::l1CacheSize() != kEigenCacheSizes[0] || Eigen::l2CacheSize() != kEigenCacheSizes[1] ||
       Eigen::l3CacheSize() != kEigenCacheSizes[2])
     Eigen::setCpuCacheSizes(kEigenCacheSizes[0], kEigenCacheSizes[1], kEigenCacheSizes[2]);
@@ -149,6 +157,7 @@ void gemm_serial(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t l
 template <class T>
 void gemm(int64_t M, int64_t N, int64_t K, opmath_type<T> alpha, const T* A, int64_t lda, bool trans_a,
           const T* B, int64_t ldb, bool trans_b, opmath_type<T> beta, T* C, int64_t ldc) {
+  if (!in_parallel_region()) repin_eigen_cache_sizes();
   const double work = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
   const int threads = get_num_threads();
   if (threads <= 1 || work < 2.0 * kGemmGrain || in_parallel_region()) {
