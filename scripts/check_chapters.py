@@ -357,6 +357,14 @@ def updated_line(exp, timing, got):
     return re.sub(r"~?" + NUMBER, repl, exp)
 
 
+def labels_match(exp, got):
+    """--update: whether the printed line is the one `exp` stands for: its whole numbers (epoch 7,
+    [468/938], a rank) equal the chapter's, so only measured values (with a decimal point or an
+    exponent) would change."""
+    want = re.findall(NUMBER, exp.replace("~", ""))
+    return all(w == g for w, g in zip(want, got) if re.fullmatch(r"\d+", w))
+
+
 def compare(block, exp, out, pos, others, counts, updates=None):
     """Finds the expected line `exp` in out[pos:]. Returns (index of the matching line, None) or
     (None, message). With `updates` (a list: --update), a line of the same shape whose numbers
@@ -388,7 +396,7 @@ def compare(block, exp, out, pos, others, counts, updates=None):
         if near is None or len(bad) < len(near[1]):
             near = (j, bad, m.groups())  # the closest line of the same shape, for the message
     if near:
-        if updates is not None and any(not b.startswith("timing:") for b in near[1]):
+        if updates is not None and any(not b.startswith("timing:") for b in near[1]) and labels_match(exp, near[2]):
             updates.append((exp, updated_line(exp, timing, near[2])))
             return near[0], None
         return None, (f"the output's line {near[0] + 1}\n      {out[near[0]]}\n    differs: " + "; ".join(near[1]))
@@ -493,6 +501,8 @@ def update_prose(path, changed, prose_missing):
         bare = n.rstrip("x%")
         cands = set()
         for old, news in changed.items():
+            if "e" in (old + "".join(news)).lower():
+                continue  # an exponent: the prose's form of it is not ours to guess
             if old == bare or is_known(bare, {old}):
                 cands |= {rounded_like(n, v) for v in news}
         text = lines[lineno - 1]
@@ -510,26 +520,35 @@ def update_prose(path, changed, prose_missing):
 QUICKSTART_TARGETS = {"train_mnist"}  # what scripts/quickstart.sh builds, before any chapter
 
 
+def chapter_text_lines(path):
+    """The chapter's lines with HTML comments blanked out (a build line or a program named in a
+    comment is not one a student sees)."""
+    text = re.sub(r"<!--.*?-->", lambda m: re.sub(r"[^\n]", " ", m.group(0)),
+                  open(path, encoding="utf-8").read(), flags=re.S)
+    return text.split("\n")
+
+
 def built_targets(path):
-    """The targets the chapter's own build lines name: every `--target a b c` of a `cmake --build`
-    command in the file, plus what scripts/quickstart.sh builds."""
+    """The targets the chapter's own build lines put in build/: every target of a `cmake --build
+    build ... --target a b c` (or -t a, --target=a) command in the file, plus what
+    scripts/quickstart.sh builds. A line that builds another folder (build-tsan, a preset) does
+    not count."""
     targets = set(QUICKSTART_TARGETS)
-    for line in open(path, encoding="utf-8").read().split("\n"):
-        for cmd in re.findall(r"cmake --build[^`&|#;]*", line):
-            m = re.search(r"--target\s+(.*)", cmd)
-            if m:
-                targets.update(t for t in m.group(1).split() if re.fullmatch(r"[\w.-]+", t) and not t.startswith("-"))
+    for line in chapter_text_lines(path):
+        for cmd in re.findall(r"cmake --build build(?=\s)[^`&|#;<>\\]*", line):
+            for m in re.finditer(r"(?:--target|-t)(?:=|\s+)((?:[\w.+-]+\s*)+)", cmd):
+                targets.update(t for t in m.group(1).split() if not t.startswith("-"))
     return targets
 
 
 def unbuilt_programs(path):
-    """[(line, program)]: build/bin programs the chapter names (in a command, a block or the text)
-    that no build line of the chapter builds (a student who followed the chapter from its top
-    would get 'No such file')."""
+    """[(line, program)]: build/bin programs the chapter names (in a command, a block or the text,
+    not in an HTML comment) that no build line of the chapter builds (a student who followed the
+    chapter from its top would get 'No such file')."""
     targets = built_targets(path)
     found = []
-    for i, line in enumerate(open(path, encoding="utf-8").read().split("\n")):
-        found += [(i + 1, prog) for prog in re.findall(r"(?<![\w/-])build/bin/(\w[\w.-]*\w)", line)
+    for i, line in enumerate(chapter_text_lines(path)):
+        found += [(i + 1, prog) for prog in re.findall(r"(?<![\w-])(?:\./)?build/bin/(\w[\w.-]*\w)", line)
                   if prog not in targets]
     return found
 
@@ -551,13 +570,19 @@ def check_chapter(path, build, full, update=False):
         failed = True
     updates = [] if update else None
     for b in blocks:
-        status, msgs = run_block(b, build, full, updates)
+        block_updates = [] if update else None
+        status, msgs = run_block(b, build, full, block_updates)
         if status == "timing":  # the machine is shared: a timing that missed is measured once more
             print("\n".join(msgs) + "\n    (a timing only: the block runs once more)")
-            status, msgs = run_block(b, build, full)
+            block_updates = [] if update else None
+            status, msgs = run_block(b, build, full, block_updates)
             if status == "timing":
                 status = "fail"
         print("\n".join(msgs))
+        if block_updates and status == "ok":
+            updates += block_updates
+        elif block_updates:
+            print(f"  {shown(b.path)}:{b.line}: --update: nothing written from this block (it failed)")
         failed |= status == "fail"
         ran += status in ("ok", "fail") and not b.checked_by
     if updates:
@@ -569,7 +594,12 @@ def check_chapter(path, build, full, update=False):
         known |= b.numbers()   # is_known strips a prose number's x or %
     missing = [(ln, n) for ln, n in prose_numbers(prose) if not is_known(n, known)]
     if updates:
-        missing = update_prose(path, changed, missing)
+        update_prose(path, changed, missing)
+        blocks, prose, cited = read_chapter(path)   # the verdict is the rewritten chapter's
+        known = set(cited)
+        for b in blocks:
+            known |= b.numbers()
+        missing = [(ln, n) for ln, n in prose_numbers(prose) if not is_known(n, known)]
     for ln, n in missing:
         print(f"  {rel}:{ln}: the number {n} is in no checked block and not cited "
               f"(<!-- cited: {n} (where it comes from) -->)")

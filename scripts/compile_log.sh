@@ -8,15 +8,15 @@ log=$1
 shift
 out="" prev=""
 for a in "$@"; do
-  [[ $prev == -o ]] && out=$a
+  if [[ $prev == -o ]]; then out=$a; elif [[ $a == -o?* ]]; then out=${a#-o}; fi
   prev=$a
 done
 "$@"
 rc=$?
 # `times` (a builtin: no subshell, which would count only its own children) prints the children's
 # user and system time as XmY.YYYs on its second line.
-tmp=$(mktemp)
-times >"$tmp"
+tmp=$(TMPDIR=/tmp mktemp)
+LC_ALL=C times >"$tmp"
 cpu=$(awk 'NR == 2 { t = 0; for (i = 1; i <= 2; ++i) { split($i, p, "m"); sub("s", "", p[2]); t += p[1] * 60 + p[2] } printf "%.2f", t }' "$tmp")
 rm -f "$tmp"
 printf '%s\t%s\n' "$cpu" "$out" >> "$log"

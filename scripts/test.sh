@@ -22,7 +22,9 @@
 #             line says so and only the replays run). TT_SKIP_FUZZ=1 skips it.
 #   6. ctest  ctest --test-dir build -j2: everything else (the MPI tests on 3 and 4 ranks, the
 #             chapters' checks, the labs' meta-tests, the docs site, ...).
-# With ctest arguments (-L, -R, ...) only stages 1, 2 and 6 run, with those arguments.
+# With ctest arguments (-L, -R, ...) only stages 1, 2 and 6 run, the ctest with those arguments
+# (TT_SKIP_TSAN=0 / TT_SKIP_ASAN=0 add stages 3 / 4 with their own fixed labels); a selection
+# that matches no test is an error (--no-tests=error).
 # Every compile goes through ccache when it is installed (CMakeLists.txt): an unchanged file is
 # not compiled again, in this clone or another. At the end scripts/test_cost.py prints each
 # stage's wall time, the cache's hit rate, the costliest compiles and tests, and how many tests
@@ -43,6 +45,10 @@ fi
 mkdir -p "$BUILD_DIR"
 STAGES="$BUILD_DIR/test-stages.tsv"
 : >"$STAGES"
+# What an earlier run left for the summary is not this run's.
+for d in "$BUILD_DIR" "$BUILD_DIR-tsan" "$BUILD_DIR-asan"; do
+  rm -f "$d/ctest-output.log" "$d/Testing/Temporary/LastTest.log" "$d/ccache-before.tsv" "$d/ccache-after.tsv"
+done
 builds=("$BUILD_DIR")
 have_ccache=$(command -v ccache >/dev/null 2>&1 && echo 1 || echo 0)
 summary() {
@@ -85,7 +91,7 @@ configure() {
 run_ctest() {
   local dir=$1
   shift
-  ctest --test-dir "$dir" --output-on-failure "$@" 2>&1 | tee "$dir/ctest-output.log"
+  ctest --test-dir "$dir" --output-on-failure --no-tests=error "$@" 2>&1 | tee "$dir/ctest-output.log"
   return "${PIPESTATUS[0]}"
 }
 

@@ -19,6 +19,7 @@ is this run's hits and misses.
 Prints plain text tables; exits 0 (it reports, it does not judge).
 """
 import argparse
+import math
 import os
 import re
 import sys
@@ -33,13 +34,15 @@ def read_compile_log(build):
         for line in f:
             cpu, _, obj = line.rstrip("\n").partition("\t")
             try:
-                rows.append((float(cpu), os.path.basename(build.rstrip("/")), obj))
+                c = float(cpu)
             except ValueError:
                 continue
+            if math.isfinite(c) and c >= 0:
+                rows.append((c, os.path.basename(build.rstrip("/")), obj))
     return rows
 
 
-TEST_LINE = re.compile(r"^\s*\d+/\d+ Test\s+#\d+: (\S+) \.*\s*(\*\*\*\w+[^0-9]*|Passed|\w+[^0-9]*?)\s+([\d.]+) sec")
+TEST_LINE = re.compile(r"^\s*\d+/\d+ Test\s+#\d+: (\S+) \.*\s*(.*?)\s+([\d.]+) sec\s*$")
 SUMMARY = re.compile(r"(\d+)% tests passed, (\d+) tests? failed out of (\d+)")
 
 
@@ -83,7 +86,7 @@ def catch2_assertions(build):
 def read_stats(path):
     stats = {}
     if path and os.path.exists(path):
-        with open(path) as f:
+        with open(path, errors="replace") as f:
             for line in f:
                 k, _, v = line.strip().partition("\t")
                 if v.isdigit():
@@ -98,21 +101,27 @@ def fmt_s(s):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("builds", nargs="+")
-    ap.add_argument("--top", type=int, default=20)
+    ap.add_argument("--top", type=lambda v: max(1, int(v)), default=20)
     ap.add_argument("--stages")
     ap.add_argument("--ccache-before")
     ap.add_argument("--ccache-after")
     args = ap.parse_args()
+    for b in args.builds:
+        if not os.path.isdir(b):
+            print(f"test_cost.py: {b}: no such build directory")
 
     if args.stages and os.path.exists(args.stages):
         print("stage                     wall time")
         total = 0.0
-        with open(args.stages) as f:
+        with open(args.stages, errors="replace") as f:
             for line in f:
                 parts = line.rstrip("\n").split("\t")
-                if len(parts) != 3:
+                try:
+                    name, t0, t1 = parts[0], float(parts[1]), float(parts[2])
+                except (IndexError, ValueError):
                     continue
-                name, t0, t1 = parts[0], float(parts[1]), float(parts[2])
+                if not (math.isfinite(t0) and math.isfinite(t1)):
+                    continue
                 total += t1 - t0
                 print(f"  {name:24s}{fmt_s(t1 - t0):>14s}")
         print(f"  {'all stages':24s}{fmt_s(total):>14s}")
@@ -123,14 +132,19 @@ def main():
         hits = d.get("direct_cache_hit", 0) + d.get("preprocessed_cache_hit", 0)
         misses = d.get("cache_miss", 0)
         calls = hits + misses
-        rate = f"{100.0 * hits / calls:.1f}%" if calls else "n/a"
-        print(f"compiler cache (ccache): {hits} hits, {misses} misses of {calls} cacheable compiles: hit rate {rate}")
+        rate = f"{100.0 * hits / calls:.1f}%" if calls > 0 else "n/a"
+        if hits < 0 or misses < 0:
+            print("compiler cache (ccache): its statistics were reset during the run; no hit rate")
+        else:
+            since = "" if before else " (no statistics from before the run: the cache's whole life)"
+            print(f"compiler cache (ccache): {hits} hits, {misses} misses of {calls} cacheable compiles: "
+                  f"hit rate {rate}{since}")
 
     compiles = [r for b in args.builds for r in read_compile_log(b)]
     if compiles:
         cpu = sum(r[0] for r in compiles)
         hits = sum(1 for r in compiles if r[0] < 0.2)
-        print(f"\ncompiles: {len(compiles)}, {fmt_s(cpu)} of CPU ({hits} took under 0.2 s: cache hits)")
+        print(f"\ncompiles: {len(compiles)}, {fmt_s(cpu)} of CPU ({hits} took under 0.2 s: cache hits, mostly)")
         print(f"top {args.top} translation units (CPU s)")
         for c, b, obj in sorted(compiles, reverse=True)[: args.top]:
             print(f"  {c:7.1f}  {b}: {obj}")
