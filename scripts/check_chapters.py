@@ -357,12 +357,12 @@ def updated_line(exp, timing, got):
     return re.sub(r"~?" + NUMBER, repl, exp)
 
 
-def labels_match(exp, got):
-    """--update: whether the printed line is the one `exp` stands for: its whole numbers (epoch 7,
-    [468/938], a rank) equal the chapter's, so only measured values (with a decimal point or an
-    exponent) would change."""
+def labels_match(exp, got, timing):
+    """--update: whether the printed line is the one `exp` stands for: its whole numbers that are
+    not timings (epoch 7, [468/938], a rank) equal the chapter's, so only measured values (with a
+    decimal point or an exponent) would change."""
     want = re.findall(NUMBER, exp.replace("~", ""))
-    return all(w == g for w, g in zip(want, got) if re.fullmatch(r"\d+", w))
+    return all(w == g for w, g, t in zip(want, got, timing) if not t and re.fullmatch(r"\d+", w))
 
 
 def compare(block, exp, out, pos, others, counts, updates=None):
@@ -396,7 +396,7 @@ def compare(block, exp, out, pos, others, counts, updates=None):
         if near is None or len(bad) < len(near[1]):
             near = (j, bad, m.groups())  # the closest line of the same shape, for the message
     if near:
-        if updates is not None and any(not b.startswith("timing:") for b in near[1]) and labels_match(exp, near[2]):
+        if updates is not None and any(not b.startswith("timing:") for b in near[1]) and labels_match(exp, near[2], timing):
             updates.append((exp, updated_line(exp, timing, near[2])))
             return near[0], None
         return None, (f"the output's line {near[0] + 1}\n      {out[near[0]]}\n    differs: " + "; ".join(near[1]))
