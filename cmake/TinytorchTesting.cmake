@@ -80,6 +80,18 @@ endfunction()
 add_library(tt_test_options INTERFACE)
 target_link_libraries(tt_test_options INTERFACE tt_warnings)
 
+# tt_add_chapter_labels(<test> <src>): the ctest labels ch01 ... ch13 of the Catch2 tags [ch01] ...
+# that `src` uses, so that `ctest -L ch13` (and `scripts/test.sh -L ch13`) runs a chapter's test files.
+function(tt_add_chapter_labels test src)
+  file(STRINGS "${src}" _tags REGEX "\\[ch[0-9][0-9]\\]")
+  string(REGEX MATCHALL "\\[ch[0-9][0-9]\\]" _tags "${_tags}")
+  list(REMOVE_DUPLICATES _tags)
+  foreach(_t IN LISTS _tags)
+    string(REGEX REPLACE "[][]" "" _t "${_t}")
+    set_property(TEST ${test} APPEND PROPERTY LABELS ${_t})
+  endforeach()
+endfunction()
+
 # True when `src` brings its own main() and must not be linked with a shared Catch2 main.
 function(tt_has_own_main src out_var)
   file(STRINGS "${src}" _main_lines

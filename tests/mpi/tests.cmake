@@ -50,6 +50,7 @@ if(TINYTORCH_HAVE_MPI)
         LABELS sanitizer
         WORKING_DIRECTORY "${CMAKE_BINARY_DIR}"
         ENVIRONMENT "${TT_TEST_ENV};MPIRUN=${MPIEXEC_EXECUTABLE};TINYTORCH_DISTRIBUTED_DEBUG=DETAIL;${TT_SANITIZER_MPI_ENV}")
+      tt_add_chapter_labels(${name}_np${np} "${src}")
     endforeach()
     list(APPEND _tt_sanitizer_tests ${name})
   endforeach()
