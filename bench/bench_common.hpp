@@ -6,6 +6,7 @@
 //                                   zero_grad, forward, cross-entropy, backward, SGD(0.01, 0.9) step
 //   integer_flag(...)               the value after a flag, checked as examples/flags.hpp checks
 //   report_load(watch, cpu0, what)  the load line and warning of load_watch.hpp, all ranks' CPU added
+//                                   (cores_per_rank: the idle cores each rank needs, default 1)
 // Chapters: chapters/05-data-parallel.md, chapters/06-distributed-data-parallel.md.
 #pragma once
 
@@ -72,11 +73,12 @@ inline long long integer_flag(const char* program, int argc, char** argv, int& i
 /// up every rank's CPU time and prints, on rank 0, the load line and the warning of
 /// bench/load_watch.hpp for a figure that needs one idle core per rank, each line starting with
 /// `prefix`. Call on every rank.
-inline void report_load(const LoadWatch& watch, double cpu0, const char* figure, const char* prefix = "") {
+inline void report_load(const LoadWatch& watch, double cpu0, const char* figure, const char* prefix = "",
+                        int cores_per_rank = 1) {
   double cpu = LoadWatch::process_cpu_seconds() - cpu0;
   const int N = tt::distributed::get_world_size();
   if (N > 1) tt::distributed::all_reduce(&cpu, 1, tt::distributed::ReduceOp::SUM);
-  if (tt::distributed::get_rank() == 0) watch.report(stdout, cpu, N, figure, prefix);
+  if (tt::distributed::get_rank() == 0) watch.report(stdout, cpu, N * cores_per_rank, figure, prefix);
 }
 
 struct Trainer {

@@ -57,7 +57,7 @@
 
 #include <tinytorch/distributed.hpp>
 
-#include "../bench/load_watch.hpp"  // the load line: were the timings measured on a quiet machine?
+#include "../bench/bench_common.hpp"  // report_load: were the timings measured on a quiet machine?
 #include "flags.hpp"
 #include "gpt.hpp"
 #include "gpt_pp.hpp"
@@ -409,12 +409,7 @@ int train(const Config& cfg) {
       std::fflush(stdout);
     }
   }
-  {  // the timings above need a core per thread of every rank
-    double cpu = bench::LoadWatch::process_cpu_seconds() - cpu0;
-    const int world = dist::get_world_size();
-    if (world > 1) dist::all_reduce(&cpu, 1, dist::ReduceOp::SUM);
-    if (is_main) watch.report(stdout, cpu, world * tt::get_num_threads(), "the tokens/s figures");
-  }
+  bench::report_load(watch, cpu0, "the tokens/s figures", "", tt::get_num_threads());  // a core per thread of every rank
   if (!cfg.save.empty()) {
     std::vector<std::pair<std::string, tt::Tensor>> ck;
     for (const auto& [k, v] : model->state_dict()) ck.emplace_back("model." + k, v);
