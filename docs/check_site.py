@@ -6,18 +6,21 @@ images render, code is highlighted.
     check_site.py <dir>             # check a site built before
 
 Drives Debian's chromium through chromedriver (python3-selenium).
- 1. Chromium opens the course pages: index.html, every page docs/prepare.py generated
-    (<dir>/_stage/manifest.json: the chapters, the other Markdown pages, the source pages) and
-    every page of the site the README and the chapters link to in their text (the API pages a
-    chapter sends you to; not the menus, which reach every page). On each one:
+ 1. Chromium opens the pages people read and one page of each other kind: index.html, every
+    Markdown page docs/prepare.py generated (<dir>/_stage/manifest.json: the chapters and the
+    other Markdown pages), the first source page of each file type, and the first pages of the
+    site the README and the chapters link to in their text (the API pages a chapter sends you to;
+    not the menus, which reach every page). On each one:
     - it loads: a real file, not Chromium's error page, and the browser console shows no error
       (a missing script, stylesheet or image is one);
     - every <img> has rendered (complete, naturalWidth > 0), SVG pictures included;
     - on the generated pages, there is one code block per fenced block of the Markdown source,
       and each C++ or Python block is highlighted: it holds highlighting spans (keyword, comment,
       string literal, ...) whose colour, as Chromium computes it, differs from the block's text.
- 2. Every other HTML file of the site (Doxygen writes several hundred API pages; opening each in
-    Chromium would take minutes) is parsed with Python's html.parser.
+ 2. Every other HTML file of the site (the other source pages, several hundred Doxygen API
+    pages: the same scripts and stylesheet as the pages opened in 1., so Chromium would only
+    repeat itself, for minutes) is parsed with Python's html.parser; on the other generated
+    (source) pages, the code blocks are counted and their highlighting spans found in the HTML.
  3. On every page, every link into the site (href, src) resolves: the file exists inside <dir>,
     and a #fragment names an element (id or name) of the target page.
  4. Every image any page shows is loaded as an <img> in one Chromium page: naturalWidth > 0.
@@ -99,15 +102,36 @@ def start_browser():
     return b
 
 
+# The highlighting spans PAGE_JS looks for, by class.
+HIGHLIGHT = {"keyword", "keywordtype", "keywordflow", "comment", "stringliteral", "charliteral",
+             "preprocessor"}
+# At most this many pages a written page links to are opened in Chromium (the rest are parsed).
+FOLLOW_IN_CHROMIUM = 8
+
+
 class StaticPage(html.parser.HTMLParser):
-    """The ids, links (href) and resources (src, stylesheet href) of one HTML file."""
+    """The ids, links (href) and resources (src, stylesheet href) of one HTML file, and its code
+    blocks (div.fragment inside div.contents): the number of highlighting spans in each."""
 
     def __init__(self):
         super().__init__()
         self.ids, self.links, self.images, self.resources = set(), [], [], []
+        self.code = []            # one count of highlighting spans per code block
+        self._divs = []           # open <div>s: "contents", "fragment" or ""
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
+        classes = (a.get("class") or "").split()
+        if tag == "div":
+            kind = ""
+            if "contents" in classes:
+                kind = "contents"
+            elif "fragment" in classes and "contents" in self._divs and "fragment" not in self._divs:
+                kind = "fragment"
+                self.code.append(0)
+            self._divs.append(kind)
+        elif tag == "span" and "fragment" in self._divs and HIGHLIGHT.intersection(classes):
+            self.code[-1] += 1
         for key in ("id", "name") if tag == "a" else ("id",):
             if a.get(key):
                 self.ids.add(a[key])
@@ -119,6 +143,10 @@ class StaticPage(html.parser.HTMLParser):
             self.images.append(a["src"])
         elif tag in ("script", "iframe") and a.get("src"):
             self.resources.append(a["src"])
+
+    def handle_endtag(self, tag):
+        if tag == "div" and self._divs:
+            self._divs.pop()
 
 
 def parse_static(site, rel):
@@ -188,11 +216,17 @@ def main():
     t0 = time.time()
     browser = start_browser()
     try:
-        # 1. The course pages and the pages they link to, in Chromium.
-        # One hop from the written pages (README, chapters), not from the generated source pages.
+        # 1. The written pages (README, chapters), one source page of each file type and the
+        # first pages the written ones link to, in Chromium.
         written = {"index.html"} | {r for r, p in generated.items() if p["source"].endswith(".md")}
-        queue = collections.deque((rel, rel in written) for rel in course)
-        seen = set(course)
+        kinds = {}
+        for rel in course:
+            if rel not in written:
+                kinds.setdefault(os.path.splitext(generated[rel]["source"])[1], rel)
+        in_chromium = [rel for rel in course if rel in written] + sorted(kinds.values())
+        queue = collections.deque((rel, rel in written) for rel in in_chromium)
+        seen = set(in_chromium)
+        followed = 0
         while queue:
             rel, follow = queue.popleft()
             if not os.path.isfile(os.path.join(site, rel)):
@@ -214,9 +248,10 @@ def main():
                 c.link(rel, href, False)
             for href in info["content_links"] if follow else []:   # not the menus
                 nxt = c.link(rel, href, True)
-                if nxt and nxt not in seen:
+                if nxt and nxt not in seen and nxt not in generated and followed < FOLLOW_IN_CHROMIUM:
                     seen.add(nxt)
-                    queue.append((nxt, False))   # one hop from a course page
+                    followed += 1
+                    queue.append((nxt, False))   # one hop from a written page
             if rel in generated:
                 want, got = generated[rel]["code"], info["code"]
                 src = generated[rel]["source"]
@@ -230,7 +265,7 @@ def main():
         n_chromium, t_chromium = len(c.ids), time.time() - t0
 
         # 2. Every HTML file of the site, parsed; its links and resources checked (3.).
-        n_static = 0
+        n_static = n_static_code = 0
         for dirpath, dirnames, filenames in os.walk(site):
             dirnames[:] = [d for d in dirnames if d != "_stage"]
             for name in filenames:
@@ -247,6 +282,16 @@ def main():
                     continue                     # its links were checked as Chromium saw them
                 n_static += 1
                 c.ids[rel] = page.ids
+                if rel in generated:             # a source page Chromium did not open
+                    n_static_code += 1
+                    want, src = generated[rel]["code"], generated[rel]["source"]
+                    if len(want) != len(page.code):
+                        c.problems.append(f"{rel} ({src}): {len(page.code)} code blocks on the page, "
+                                          f"{len(want)} fenced blocks in the source")
+                    for i, (lang, spans) in enumerate(zip(want, page.code)):
+                        if lang and spans == 0:
+                            c.problems.append(f"{rel} ({src}): code block {i + 1} ({lang}) has no "
+                                              "highlighting spans")
                 for href in page.links + page.resources:
                     url = as_file_url(site, rel, href)
                     if url:
@@ -271,7 +316,7 @@ def main():
             c.problems.append(f"{rel}: link to {trel}#{frag}: no element with that id")
     n_code = sum(sum(1 for lang in p["code"] if lang) for p in manifest["pages"])
     print(f"docs/check_site.py: {n_chromium} pages opened in Chromium ({t_chromium:.1f} s), "
-          f"{n_static} more parsed, {len(c.anchors)} links with #anchors, {len(c.images)} images "
+          f"{n_static} more parsed ({n_static_code} source pages' code blocks counted), {len(c.anchors)} links with #anchors, {len(c.images)} images "
           f"rendered, {n_code} highlighted code blocks; {time.time() - t0:.1f} s")
     problems = list(dict.fromkeys(c.problems))
     for p in problems:
