@@ -22,18 +22,12 @@ if(TINYTORCH_HAVE_MPI)
   list(SORT TT_MPI_TEST_SOURCES)
   foreach(src IN LISTS TT_MPI_TEST_SOURCES)
     get_filename_component(name "${src}" NAME_WE)
-    if(TINYTORCH_SANITIZER MATCHES "address|undefined")
-      # Header-only, at -O1 instead of the sanitizer build's -O0 (a source property comes last on
-      # the command line): each runs 3 times, on up to 4 ranks sharing 2 cores, and Eigen's GEMM at
-      # -O0 (where the sanitizer build compiles tinytorch::compiled) made test_ddp 60-180x slower
-      # than in Release (np4 passed 180 s). Costs about 100 s more to compile.
-      tt_add_test_executable(${name} "${src}" tt_catch_mpi_main tinytorch::mpi)
-      set_source_files_properties("${src}" PROPERTIES COMPILE_OPTIONS -O1)
-    elseif(name MATCHES "_sim$")
+    # distributed/ is compiled here (header-only); the rest of the library comes compiled once
+    # (at -O1 under ASan: top-level CMakeLists.txt).
+    if(name MATCHES "_sim$")
       # A kernel-simulator build (defines TINYTORCH_CUDA_SIM: sim_abi): the simulator's library.
       tt_add_test_executable(${name} "${src}" tt_catch_mpi_main tinytorch::mpi tinytorch::compiled_sim)
     else()
-      # distributed/ is compiled here; the rest of the library comes compiled once.
       tt_add_test_executable(${name} "${src}" tt_catch_mpi_main tinytorch::mpi tinytorch::compiled)
     endif()
     if(NOT ${name}_BUILT)
