@@ -28,9 +28,18 @@ exactly, except the *timing* numbers: a number written `~2585` in the block (the
     timing=K1,K2     a number right after `K1=` or `K2=` is a timing (e.g. samples/s=12620)
     timing-cols=2-5  in a table row fields 2 to 5 are timings (a table row: a line whose first
                      field is a number, fields split at blanks; or a line that starts with `|`,
-                     fields between the bars)
+                     fields between the bars); `2-3:rate,6:time` also says what they measure
+    timing-unit=time the timings whose unit, key or column does not say measure time (or `rate`)
     tol=3            a timing passes when actual/expected is within [1/3, 3] (default 3); a timing
                      printed as 0 on either side (time=0.0s) is too coarse and not compared
+
+A timing is a claim about this machine's speed only as a bound: it fails only when the program
+ran more than `tol` times *slower* than the chapter says, never because the machine is faster.
+Which way is slower comes from what the number measures: a time (a unit ns, us, ms, s or min
+after it, a key like time=, a column or block declared `time`) is slower when larger, a rate
+(a unit or key with /s, such as samples/s or GFLOP/s, or declared `rate`) when smaller. Any
+other timing is a ratio of two timings (1.41x, 0.92, 78.4%), the same on a faster machine, and
+is held to [1/tol, tol] both ways.
     load=1           timings hold when other processes held at most 1 core on average while the
                      commands ran (default 1): the machine's busy time from /proc/stat minus the
                      commands' own CPU time, per second, as bench/load_watch.hpp measures it; above
@@ -123,7 +132,7 @@ class Block:
             raise BlockError(f"{path}:{line}: checked-by= needs the name of the ctest that checks the block")
         if self.checked_by and "check" in words:
             raise BlockError(f"{path}:{line}: a block is either `check` (run here) or `checked-by=` (run by a ctest)")
-        allowed = {"timing", "timing-cols", "tol", "load", "full", "exit", "timeout"}
+        allowed = {"timing", "timing-cols", "timing-unit", "tol", "load", "full", "exit", "timeout"}
         for k, v in self.attrs.items():
             if k not in allowed:
                 raise BlockError(f"{path}:{line}: unknown attribute '{k}' (known: {', '.join(sorted(allowed))})")
@@ -131,13 +140,17 @@ class Block:
                 raise BlockError(f"{path}:{line}: {k}: " + ("takes no value" if k == "full" else "needs a value (k=v)"))
         self.full = "full" in self.attrs
         self.timing_keys = [k for k in (self.attrs.get("timing") or "").split(",") if k]
-        self.timing_cols = set()
+        self.timing_cols = {}  # column -> what it measures: "time", "rate" or None (its unit says, else a ratio)
         for part in filter(None, (self.attrs.get("timing-cols") or "").split(",")):
-            m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+            m = re.fullmatch(r"(\d+)(?:-(\d+))?(?::(time|rate))?", part)
             lo, hi = (int(m.group(1)), int(m.group(2) or m.group(1))) if m else (0, 0)
             if not 1 <= lo <= hi:
-                raise BlockError(f"{path}:{line}: timing-cols: {part!r}: expected columns like 2,5 or 2-5")
-            self.timing_cols.update(range(lo, hi + 1))
+                raise BlockError(f"{path}:{line}: timing-cols: {part!r}: expected columns like 2,5 or 2-5, "
+                                 "optionally with :time or :rate")
+            self.timing_cols.update(dict.fromkeys(range(lo, hi + 1), m.group(3)))
+        self.timing_unit = self.attrs.get("timing-unit")
+        if self.timing_unit not in (None, "time", "rate"):
+            raise BlockError(f"{path}:{line}: timing-unit: {self.timing_unit!r}: expected time or rate")
         finite = lambda x: x == x and x not in (float("inf"), float("-inf"))  # noqa: E731
         self.tol = attribute(path, line, "tol", self.attrs.get("tol", "3"), float, lambda x: finite(x) and x >= 1,
                              "a factor >= 1")
@@ -258,8 +271,24 @@ def is_known(n, known):
     return False
 
 
+TIME_UNIT = re.compile(r"\s?(ns|us|µs|ms|s|sec|min)\b")
+RATE_UNIT = re.compile(r"\s?[\w.]*/s\b")
+
+
+def timing_kind(before, after, key, declared):
+    """What a timing measures: "time" (slower when larger), "rate" (slower when smaller) or "ratio"
+    (the same on a faster machine): from the unit right after it, else the key before its `=`, else
+    what the block declares for it."""
+    if RATE_UNIT.match(after) or (key and "/s" in key):
+        return "rate"
+    if TIME_UNIT.match(after) or (key and re.search(r"(time|ms|_us|_s)$", key)):
+        return "time"
+    return declared or "ratio"
+
+
 def line_pattern(expected, block):
-    """A regex for one expected line, and for each of its numbers whether it is a timing."""
+    """A regex for one expected line, and for each of its numbers whether it is a timing: False,
+    or what the timing measures ("time", "rate" or "ratio": timing_kind)."""
     pattern, timing = "", []
     fields = expected.split()
     pipe_row = expected.lstrip().startswith("|")   # | name | 31033 | 0.82 |: fields between the bars
@@ -274,18 +303,23 @@ def line_pattern(expected, block):
             pattern += r"\s+"
         else:
             pattern += "(" + NUMBER + ")"
-            before = expected[:m.start()]
-            is_timing = tok.startswith("~") or any(re.search(r"(?:^|[^\w/])" + re.escape(k) + "=$", before)
-                                                   for k in block.timing_keys)
+            before, after = expected[:m.start()], expected[m.end():]
+            key = next((k for k in block.timing_keys
+                        if re.search(r"(?:^|[^\w/])" + re.escape(k) + "=$", before)), None)
+            key_before = re.search(r"([\w/]+)=$", before)
+            is_timing = tok.startswith("~") or key is not None
             if pipe_row:
                 field = before.count("|")
                 starts_field = before.split("|")[-1].strip() == ""
             else:
                 field = len(before.split()) + 1
                 starts_field = not before or before[-1].isspace()
-            if table_row and starts_field and field in block.timing_cols:
+            in_col = table_row and starts_field and field in block.timing_cols
+            if in_col:
                 is_timing = True  # the number opens a field the block declares a timing
-            timing.append(is_timing)
+            declared = block.timing_cols[field] if in_col else block.timing_unit
+            timing.append(timing_kind(before, after, key_before.group(1) if key_before else None, declared)
+                          if is_timing else False)
         pos = m.end()
     pattern += re.escape(expected[pos:])
     return re.compile(r"\s*" + pattern + r"\s*"), timing
@@ -378,7 +412,7 @@ def compare(block, exp, out, pos, others, counts, updates=None):
             continue
         bad = []
         for k, (got, want) in enumerate(zip(m.groups(), re.findall(NUMBER, exp.replace("~", "")))):
-            if not timing[k]:
+            if timing[k] is False:
                 if got != want:
                     bad.append(f"the chapter says {want}, the program printed {got}")
             elif float(want) == 0 or float(got) == 0:
@@ -388,9 +422,13 @@ def compare(block, exp, out, pos, others, counts, updates=None):
             else:
                 counts["compared"] += 1
                 ratio = float(got) / float(want)
-                if not (1 / block.tol <= ratio <= block.tol):
-                    bad.append(f"timing: the chapter says {want}, the program printed {got} (x{ratio:.2f}, outside "
-                               f"the block's tol={block.tol:g})")
+                kind = timing[k]
+                lo = 1 / block.tol if kind in ("rate", "ratio") else 0          # a faster machine's
+                hi = block.tol if kind in ("time", "ratio") else float("inf")   # numbers always pass
+                if not (lo <= ratio <= hi):
+                    what = {"time": "a time, slower", "rate": "a rate, slower", "ratio": "a ratio, further off"}[kind]
+                    bad.append(f"timing: the chapter says {want}, the program printed {got} (x{ratio:.2f}: {what} "
+                               f"than the block's tol={block.tol:g} allows)")
         if not bad:
             return j, None
         if near is None or len(bad) < len(near[1]):
