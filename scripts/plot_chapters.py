@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-r"""scripts/plot_chapters.py — the plots of chapters 01, 04, 05, 06, 08 and 09, drawn from the programs' own output.
+r"""scripts/plot_chapters.py — the plots of chapters 01, 03, 04, 05, 06, 08, 09, 11, 12 and 13, drawn from the programs' own output.
 
 Each plot reads one log that a program printed, committed in chapters/data/. To measure again
 (from the repository root, after building; `nice` leaves the shared cores to other work, but the
@@ -13,6 +13,11 @@ other processes held a core):
     grep '^\$ .*train_mnist' chapters/08-large-batch.md | grep -v -- --limit | cut -c3- |   # 8.3, 8.4: ~10 min
         while read -r c; do echo "\$ $c"; eval "nice -n 10 $c" </dev/null; done > chapters/data/ch08_runs.txt
     nice -n 10 build/bin/checkpoint_memory > chapters/data/ch09_checkpoint_memory.txt
+    build/bin/optimizer_memory > chapters/data/ch03_optimizer_memory.txt
+    build/bin/fp16_underflow > chapters/data/ch11_fp16_underflow.txt
+    build/bin/pipeline_schedule > chapters/data/ch12_pipeline_schedule.txt
+    for z in 0 1 2 3; do scripts/mpirun.sh -np 2 build/bin/zero_memory --zero $z --steps 0; done \
+        > chapters/data/ch13_zero_memory.txt
 
 then draw:
 
@@ -23,6 +28,8 @@ then draw:
         lines' "mean loss so far in this epoch", at epoch e-1 + i/n) and train_acc / test_acc
         per epoch (chapters/01-training-loop.md, Step 2). `| cat` matters: on a terminal the
         progress line is redrawn in place instead of printed four times an epoch.
+  ch03  chapters/img/ch03-optimizer-memory.png: the parameters and each optimizer's state after one
+        step, in units of the parameters (chapters/03-optimizers.md, 3.5).
   ch04  chapters/img/ch04-utilisation.png: the measured and the predicted utilisation against
         num_workers, with the book's R_pipe / R_compute (20%: one loader) and 100% (the step
         never waits) (chapters/04-data-pipeline.md, 4.6).
@@ -48,6 +55,17 @@ then draw:
         of section 9.5 for checkpoint_sequential's cut ((S-1) segment inputs + the last segment's
         layers), no checkpointing, S = sqrt(L), and the layer forwards on a second axis
         (chapters/09-gradient-accumulation.md, 9.5).
+  ch11  chapters/img/ch11-fp16-underflow.png: the relative error of a gradient stored in float16,
+        without and with the loss scale (Part 1), and the loss per step of float32, float16 without
+        a scaler and float16 with GradScaler (Part 2) (chapters/11-mixed-precision.md, 11.3).
+  ch12  chapters/img/ch12-pipeline-schedules.png: GPipe's and 1F1B's placements (stage against
+        time, each forward and backward of each micro-batch), the efficiency against M beside the
+        book's M / (M + P - 1), and the activations stage 0 keeps (chapters/12-model-parallelism.md,
+        12.6).
+  ch13  chapters/img/ch13-zero-memory.png: what rank 0 holds under DDP, ZeRO-1, -2 and -3
+        (parameters, gradients, buckets, Adam state, batch), the formula and the peak, in units of
+        P (chapters/13-sharding.md, 13.8).
+The logs of 03, 11, 12 and 13 hold no timing: they print the same on any machine.
 
 The parsers are strict: a line they cannot read stops them with FILE:LINE and the line, so a
 changed output format fails here instead of drawing an empty or wrong plot.
@@ -66,11 +84,15 @@ NUM = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"   # one finite number, as t
 
 CHAPTERS = {  # name -> (default log, default PNG)
     "ch01": ("chapters/data/ch01_train_mnist.txt", "chapters/img/ch01-mnist-curves.png"),
+    "ch03": ("chapters/data/ch03_optimizer_memory.txt", "chapters/img/ch03-optimizer-memory.png"),
     "ch04": ("chapters/data/ch04_data_pipeline.txt", "chapters/img/ch04-utilisation.png"),
     "ch05": ("chapters/data/ch05_bench_dp.txt", "chapters/img/ch05-dp-vs-ddp.png"),
     "ch06": ("chapters/data/ch06_bench_ddp.txt", "chapters/img/ch06-ddp-efficiency.png"),
     "ch08": ("chapters/data/ch08_runs.txt", "chapters/img/ch08-accuracy.png"),
     "ch09": ("chapters/data/ch09_checkpoint_memory.txt", "chapters/img/ch09-checkpoint-memory.png"),
+    "ch11": ("chapters/data/ch11_fp16_underflow.txt", "chapters/img/ch11-fp16-underflow.png"),
+    "ch12": ("chapters/data/ch12_pipeline_schedule.txt", "chapters/img/ch12-pipeline-schedules.png"),
+    "ch13": ("chapters/data/ch13_zero_memory.txt", "chapters/img/ch13-zero-memory.png"),
 }
 
 
@@ -798,12 +820,256 @@ def plot_ch09(log, out, plt):
     return fig
 
 
+# --- chapter 03: optimizer_memory ------------------------------------------------------------------
+
+OPTIM_HEADER = re.compile(r"optimizer_memory: .*, (\d+) parameters = (\d+) bytes")
+OPTIM_ROW = re.compile(rf"(\S+(?: \S+=\S+)?)\s{{2,}}(.+?)\s{{2,}}(\d+)\s+{NUM}x\s+{NUM}x$")
+
+
+def parse_optimizer_memory(path):
+    """{"P": parameters, "bytes": parameter bytes, "rows": [(optimizer, state names, state bytes)]}."""
+    log = {"P": None, "bytes": None, "rows": []}
+    for number, text in read_lines(path):
+        m = OPTIM_HEADER.match(text)
+        if m:
+            log["P"], log["bytes"] = int(m.group(1)), int(m.group(2))
+            continue
+        if not text.strip() or text.startswith("optimizer "):
+            continue
+        m = OPTIM_ROW.match(text)
+        if not m:
+            raise bad_line(path, number, text, "a row 'optimizer  state names  state_bytes  Nx  Mx'")
+        log["rows"].append((m.group(1), m.group(2).strip(), int(m.group(3))))
+    if log["P"] is None or not log["rows"]:
+        raise LogError(f"{path}: no 'optimizer_memory: ..., P parameters = B bytes' line or no rows")
+    return log
+
+
+def plot_ch03(log, out, plt):
+    names = [r[0] for r in log["rows"]]
+    state = np.array([r[2] for r in log["rows"]]) / log["bytes"]
+    fig, ax = plt.subplots(figsize=(9, 4))
+    y = np.arange(len(names))[::-1]
+    ax.barh(y, np.ones(len(names)), color="C0", label="parameters (float32): 1x")
+    ax.barh(y, state, left=1, color="C1", label="optimizer state after one step (measured)")
+    for yi, st, r in zip(y, state, log["rows"]):
+        ax.text(1 + st + 0.05, yi, f"{1 + st:.2f}x   {r[1]}", va="center", fontsize=8)
+    ax.set_yticks(y)
+    ax.set_yticklabels(names)
+    ax.set_xlim(0, 7.5)
+    ax.set_xlabel(f"bytes, in units of the parameters' {log['bytes']} ({log['P']} float32 parameters)")
+    ax.legend(fontsize=8, loc="upper right")
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.set_title("Chapter 03: what each optimizer keeps besides the parameters (optimizer_memory)", fontsize=10)
+    return fig
+
+
+# --- chapter 11: fp16_underflow --------------------------------------------------------------------
+
+GRAD_ROW = re.compile(rf"\s*{NUM} \|\s+{NUM}\s+{NUM}% \|\s+{NUM}\s+{NUM}%")
+STEP_ROW = re.compile(rf"\s*(\d+) \|\s+{NUM} \|\s+{NUM} \|\s+{NUM}$")
+
+
+def parse_fp16_underflow(path):
+    """{"grads": [(g, rel err of float16(g), rel err of float16(g S)/S)], "steps": [(step, f32, f16, f16 + scaler)]}."""
+    log = {"grads": [], "steps": [], "scale": None}
+    part = 0
+    for number, text in read_lines(path):
+        if text.startswith("Part 1"):
+            part = 1
+            m = re.search(r"loss scale of 2\^(\d+)", text)
+            log["scale"] = int(m.group(1)) if m else None
+            continue
+        if text.startswith("Part 2"):
+            part = 2
+            log["part2"] = text
+            continue
+        if part == 1 and "|" in text and not text.lstrip().startswith("gradient"):
+            m = GRAD_ROW.match(text)
+            if not m:
+                raise bad_line(path, number, text, "a row 'g | float16(g) err% | float16(gS)/S err%'")
+            log["grads"].append((float(m.group(1)), float(m.group(3)), float(m.group(5))))
+        elif part == 2 and "|" in text and not text.lstrip().startswith("step"):
+            m = STEP_ROW.match(text)
+            if not m:
+                raise bad_line(path, number, text, "a row 'step | float32 | float16 | float16 + scaler'")
+            log["steps"].append(tuple([int(m.group(1))] + [float(m.group(k)) for k in (2, 3, 4)]))
+    if not log["grads"] or not log["steps"]:
+        raise LogError(f"{path}: no Part 1 or Part 2 table: not the output of fp16_underflow")
+    return log
+
+
+def plot_ch11(log, out, plt):
+    fig, (ax_g, ax_l) = plt.subplots(1, 2, figsize=(10, 4.5))
+    g, plain, scaled = (np.array(c) for c in zip(*log["grads"]))
+    ax_g.loglog(g, np.maximum(plain, 1e-3), "o-", color="C3", label="float16(g)")
+    ax_g.loglog(g, np.maximum(scaled, 1e-3), "s-", color="C2",
+                label=f"float16(g · 2^{log['scale']}) / 2^{log['scale']}")
+    for x, lab in ((5.96e-08, "2^-24: smallest subnormal"), (6.104e-05, "2^-14: smallest normal")):
+        ax_g.axvline(x, color="grey", linestyle=":", linewidth=0.8)
+        ax_g.text(x * 1.15, 0.3, lab, fontsize=7, rotation=90, va="center")
+    ax_g.set_xlabel("gradient g")
+    ax_g.set_ylabel("relative error, % (100% = flushed to 0)")
+    ax_g.legend(fontsize=8, loc="center left")
+    ax_g.grid(True, which="both", alpha=0.3)
+    ax_g.set_title("one gradient stored in float16", fontsize=9)
+    step, f32, f16, f16s = (np.array(c) for c in zip(*log["steps"]))
+    ax_l.semilogy(step, f32, "o-", color="C0", label="float32")
+    ax_l.semilogy(step, f16, "^-", color="C3", label="float16, no scaler: stops when dL/dy flushes")
+    ax_l.semilogy(step, f16s, "s-", color="C2", label="float16 + GradScaler")
+    ax_l.set_xlabel("SGD step")
+    ax_l.set_ylabel("mse loss before the step (log scale)")
+    ax_l.legend(fontsize=8)
+    ax_l.grid(True, which="both", alpha=0.3)
+    ax_l.set_title("y = X w, mse over 65536 rows", fontsize=9)
+    fig.suptitle("Chapter 11: float16 underflow and loss scaling (fp16_underflow)", fontsize=10)
+    return fig
+
+
+# --- chapter 12: pipeline_schedule -----------------------------------------------------------------
+
+EFF_ROW = re.compile(rf"\s*(\d+)\s+{NUM}%\s+{NUM}%\s+{NUM}%\s+(\d+)\s+(\d+)$")
+SCHEDULE = re.compile(r"(GPipe|1F1B), P = (\d+), M = (\d+), .*: makespan (\d+) units, bubble " + NUM + "%")
+STAGE = re.compile(r"stage (\d+): ([.FB0-9]+)$")
+
+
+def parse_pipeline_schedule(path):
+    """{"eff": [(M, formula, gpipe, 1f1b, gpipe peak, 1f1b peak)],
+        "schedules": {name: {"P", "M", "makespan", "bubble", "stages": [[(start, kind, micro-batch)]]}}}.
+    A stage's line holds two characters per time unit: "F3" a forward of micro-batch 3, ".." idle."""
+    log = {"eff": [], "schedules": {}}
+    current = None
+    for number, text in read_lines(path):
+        m = EFF_ROW.match(text)
+        if m:
+            log["eff"].append((int(m.group(1)), float(m.group(2)), float(m.group(3)), float(m.group(4)),
+                               int(m.group(5)), int(m.group(6))))
+            continue
+        m = SCHEDULE.match(text)
+        if m:
+            current = {"P": int(m.group(2)), "M": int(m.group(3)), "makespan": int(m.group(4)),
+                       "bubble": float(m.group(5)), "stages": []}
+            log["schedules"][m.group(1)] = current
+            continue
+        m = STAGE.match(text)
+        if m and current is not None:
+            row, ops = m.group(2), []
+            if len(row) != 2 * current["makespan"]:
+                raise bad_line(path, number, text, f"{2 * current['makespan']} characters: 2 per time unit")
+            for t in range(current["makespan"]):
+                cell = row[2 * t:2 * t + 2]
+                if cell != "..":
+                    if not re.fullmatch(r"[FB]\d", cell):
+                        raise bad_line(path, number, text, "cells '..', 'Fk' or 'Bk' (k < 10)")
+                    ops.append((t, cell[0], int(cell[1])))
+            current["stages"].append(ops)
+    if not log["eff"] or set(log["schedules"]) != {"GPipe", "1F1B"}:
+        raise LogError(f"{path}: no efficiency table or not both schedules: not the output of pipeline_schedule")
+    return log
+
+
+def plot_ch12(log, out, plt):
+    fig = plt.figure(figsize=(11, 6.5))
+    grid = fig.add_gridspec(2, 2, width_ratios=[1.6, 1])
+    for row, name in enumerate(("GPipe", "1F1B")):
+        sch = log["schedules"][name]
+        ax = fig.add_subplot(grid[row, 0])
+        for stage, ops in enumerate(sch["stages"]):
+            for t, kind, mb in ops:
+                colour = plt.cm.Blues(0.35 + 0.15 * mb) if kind == "F" else plt.cm.Oranges(0.35 + 0.15 * mb)
+                ax.barh(stage, 1, left=t, color=colour, edgecolor="white", linewidth=0.5)
+                ax.text(t + 0.5, stage, f"{kind}{mb}", ha="center", va="center", fontsize=6.5)
+        ax.set_ylim(sch["P"] - 0.5, -0.5)
+        ax.set_xlim(0, sch["makespan"])
+        ax.set_yticks(range(sch["P"]))
+        ax.set_yticklabels([f"stage {k}" for k in range(sch["P"])], fontsize=7)
+        ax.set_xlabel("time (units of one micro-batch's forward on one stage)", fontsize=8)
+        ax.set_title(f"{name}, P = {sch['P']}, M = {sch['M']}: makespan {sch['makespan']}, "
+                     f"bubble {sch['bubble']:.1f}% (white)", fontsize=9)
+    M, formula, gpipe, ofob, gpeak, opeak = (np.array(c) for c in zip(*log["eff"]))
+    ax = fig.add_subplot(grid[0, 1])
+    ax.plot(M, formula, "-", color="grey", label="M / (M + P − 1)")
+    ax.plot(M, gpipe, "o", color="C0", label="GPipe (placed)")
+    ax.plot(M, ofob, "x", color="C1", ms=8, label="1F1B (placed)")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(M)
+    ax.set_xticklabels([str(v) for v in M])
+    ax.set_ylabel("efficiency, %")
+    ax.set_xlabel("micro-batches M")
+    ax.legend(fontsize=7.5)
+    ax.grid(True, alpha=0.3)
+    ax = fig.add_subplot(grid[1, 1])
+    ax.plot(M, gpeak, "o-", color="C0", label="GPipe: M")
+    ax.plot(M, opeak, "x-", color="C1", ms=8, label="1F1B: at most P")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(M)
+    ax.set_xticklabels([str(v) for v in M])
+    ax.set_ylabel("activations stage 0 keeps (micro-batches)")
+    ax.set_xlabel("micro-batches M")
+    ax.legend(fontsize=7.5)
+    ax.grid(True, alpha=0.3)
+    fig.suptitle("Chapter 12: pipeline schedules, as pipeline_schedule places them", fontsize=10)
+    return fig
+
+
+# --- chapter 13: zero_memory -----------------------------------------------------------------------
+
+ZERO_HEADER = re.compile(r"zero_memory: .*P = (\d+) parameters, .*, (\d+) rank\(s\), (.+)$")
+ZERO_ROW = re.compile(r"\s*0" + r"\s+(\d+)" * 9 + rf"\s+{NUM}$")
+
+
+def parse_zero_memory(path):
+    """[(mode, P, {"params", "grads", "buckets", "optim", "batch", "held", "formula", "peak"})]: rank 0's
+    row of each zero_memory run in the log."""
+    runs, current = [], None
+    for number, text in read_lines(path):
+        m = ZERO_HEADER.match(text)
+        if m:
+            current = (m.group(3).split(" (")[0], int(m.group(1)))
+            continue
+        m = ZERO_ROW.match(text)
+        if m and current:
+            keys = ("owned", "params", "grads", "buckets", "optim", "batch", "held", "formula", "peak")
+            runs.append((current[0], current[1], dict(zip(keys, (int(m.group(k)) for k in range(1, 10))))))
+            current = None
+    if not runs:
+        raise LogError(f"{path}: no 'zero_memory: ...' header followed by rank 0's row")
+    return runs
+
+
+def plot_ch13(runs, out, plt):
+    fig, ax = plt.subplots(figsize=(9, 4.8))
+    P = runs[0][1]
+    x = np.arange(len(runs))
+    bottom = np.zeros(len(runs))
+    for key, colour, label in (("params", "C0", "parameters"), ("grads", "C1", "gradients"),
+                               ("buckets", "C4", "DDP's buckets"), ("optim", "C2", "Adam state"),
+                               ("batch", "C7", "batch")):
+        v = np.array([r[2][key] for r in runs]) / P
+        ax.bar(x, v, 0.6, bottom=bottom, color=colour, label=label)
+        bottom += v
+    ax.plot(x, [r[2]["formula"] / P for r in runs], "_", color="k", ms=40, mew=2,
+            label="the formula (13.2-13.8)")
+    ax.plot(x, [r[2]["peak"] / P for r in runs], "v", color="C3", ms=8, label="peak (max_memory_allocated)")
+    for xi, r in zip(x, runs):
+        ax.text(xi, r[2]["peak"] / P + 0.4, f"held {r[2]['held'] / P:.2f} P", ha="center", fontsize=8)
+    ax.set_xticks(x)
+    ax.set_xticklabels([r[0] for r in runs])
+    ax.set_ylabel(f"bytes on rank 0, in units of P = {P} parameters")
+    ax.set_ylim(0, max(r[2]["peak"] for r in runs) / P * 1.15)
+    ax.legend(fontsize=7.5, loc="upper right")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.set_title("Chapter 13: what each rank holds, by ZeRO stage (zero_memory, 2 ranks, measured)", fontsize=10)
+    return fig
+
+
 # ---------------------------------------------------------------------------------------------------
 
-PARSE = {"ch01": parse_train_mnist, "ch04": parse_data_pipeline, "ch05": parse_bench_dp, "ch06": parse_bench_ddp,
-         "ch08": parse_runs, "ch09": parse_checkpoint_memory}
-PLOT = {"ch01": plot_ch01, "ch04": plot_ch04, "ch05": plot_ch05, "ch06": plot_ch06, "ch08": plot_ch08,
-        "ch09": plot_ch09}
+PARSE = {"ch01": parse_train_mnist, "ch03": parse_optimizer_memory, "ch04": parse_data_pipeline,
+         "ch05": parse_bench_dp, "ch06": parse_bench_ddp, "ch08": parse_runs, "ch09": parse_checkpoint_memory,
+         "ch11": parse_fp16_underflow, "ch12": parse_pipeline_schedule, "ch13": parse_zero_memory}
+PLOT = {"ch01": plot_ch01, "ch03": plot_ch03, "ch04": plot_ch04, "ch05": plot_ch05, "ch06": plot_ch06,
+        "ch08": plot_ch08, "ch09": plot_ch09, "ch11": plot_ch11, "ch12": plot_ch12, "ch13": plot_ch13}
 
 
 def draw(chapter, log_path, out, plt):
