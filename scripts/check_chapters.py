@@ -28,8 +28,10 @@ exactly, except the *timing* numbers: a number written `~2585` in the block (the
     timing=K1,K2     a number right after `K1=` or `K2=` is a timing (e.g. samples/s=12620)
     timing-cols=2-5  in a table row fields 2 to 5 are timings (a table row: a line whose first
                      field is a number, fields split at blanks; or a line that starts with `|`,
-                     fields between the bars); `2-3:rate,6:time` also says what they measure
-    timing-unit=time the timings whose unit, key or column does not say measure time (or `rate`)
+                     fields between the bars); `2-3:rate,6:time` also says what they measure (a
+                     column without a kind is what its unit says, else a ratio)
+    timing-unit=time the other timings whose unit or key does not say (and not written 1.41x or
+                     78.4%) measure time (or `rate`)
     tol=3            a timing passes when actual/expected is within [1/3, 3] (default 3); a timing
                      printed as 0 on either side (time=0.0s) is too coarse and not compared
 
@@ -144,9 +146,9 @@ class Block:
         for part in filter(None, (self.attrs.get("timing-cols") or "").split(",")):
             m = re.fullmatch(r"(\d+)(?:-(\d+))?(?::(time|rate))?", part)
             lo, hi = (int(m.group(1)), int(m.group(2) or m.group(1))) if m else (0, 0)
-            if not 1 <= lo <= hi:
-                raise BlockError(f"{path}:{line}: timing-cols: {part!r}: expected columns like 2,5 or 2-5, "
-                                 "optionally with :time or :rate")
+            if not 1 <= lo <= hi <= 1000:
+                raise BlockError(f"{path}:{line}: timing-cols: {part!r}: expected columns (1 to 1000) like 2,5 "
+                                 "or 2-5, optionally with :time or :rate")
             self.timing_cols.update(dict.fromkeys(range(lo, hi + 1), m.group(3)))
         self.timing_unit = self.attrs.get("timing-unit")
         if self.timing_unit not in (None, "time", "rate"):
@@ -271,19 +273,26 @@ def is_known(n, known):
     return False
 
 
-TIME_UNIT = re.compile(r"\s?(ns|us|µs|ms|s|sec|min)\b")
-RATE_UNIT = re.compile(r"\s?[\w.]*/s\b")
+TIME_UNIT = re.compile(r"\s*(ns|us|µs|ms|s|sec|secs|seconds?|min|minutes?)\b")
+RATE_UNIT = re.compile(r"\s*[\w.]*/s(ec)?\b")
+RATE_KEY = re.compile(r"(per_s|/s|/sec)$")
+TIME_KEY = re.compile(r"(time|(^|_)(ns|us|µs|ms|s|sec|min))$")
 
 
-def timing_kind(before, after, key, declared):
+def timing_kind(after, key, column_kind, block_unit):
     """What a timing measures: "time" (slower when larger), "rate" (slower when smaller) or "ratio"
     (the same on a faster machine): from the unit right after it, else the key before its `=`, else
-    what the block declares for it."""
-    if RATE_UNIT.match(after) or (key and "/s" in key):
+    its column's declared kind, else "ratio" when written 1.41x or 78.4%, else the block's
+    timing-unit."""
+    if RATE_UNIT.match(after) or (key and RATE_KEY.search(key)):
         return "rate"
-    if TIME_UNIT.match(after) or (key and re.search(r"(time|ms|_us|_s)$", key)):
+    if TIME_UNIT.match(after) or (key and TIME_KEY.search(key)):
         return "time"
-    return declared or "ratio"
+    if column_kind:
+        return column_kind
+    if re.match(r"\s*[x%]", after):
+        return "ratio"
+    return block_unit or "ratio"
 
 
 def line_pattern(expected, block):
@@ -292,7 +301,7 @@ def line_pattern(expected, block):
     pattern, timing = "", []
     fields = expected.split()
     pipe_row = expected.lstrip().startswith("|")   # | name | 31033 | 0.82 |: fields between the bars
-    table_row = pipe_row or (bool(fields) and re.fullmatch(NUMBER, fields[0]) is not None)
+    table_row = pipe_row or (bool(fields) and re.fullmatch("~?" + NUMBER, fields[0]) is not None)
     pos = 0
     for m in re.finditer(r"\.\.\.|~?" + NUMBER + r"|\s+", expected):
         pattern += re.escape(expected[pos:m.start()])
@@ -317,8 +326,9 @@ def line_pattern(expected, block):
             in_col = table_row and starts_field and field in block.timing_cols
             if in_col:
                 is_timing = True  # the number opens a field the block declares a timing
-            declared = block.timing_cols[field] if in_col else block.timing_unit
-            timing.append(timing_kind(before, after, key_before.group(1) if key_before else None, declared)
+            timing.append(timing_kind(after, key_before.group(1) if key_before else None,
+                                      block.timing_cols[field] if in_col else None,
+                                      block.timing_unit if not in_col else None)
                           if is_timing else False)
         pos = m.end()
     pattern += re.escape(expected[pos:])
@@ -415,8 +425,8 @@ def compare(block, exp, out, pos, others, counts, updates=None):
             if timing[k] is False:
                 if got != want:
                     bad.append(f"the chapter says {want}, the program printed {got}")
-            elif float(want) == 0 or float(got) == 0:
-                pass  # printed as 0 (e.g. time=0.0s): too coarse to compare
+            elif float(want) == 0 or (float(got) == 0 and timing[k] != "rate"):
+                pass  # printed as 0 (e.g. time=0.0s): too coarse to compare (a rate of 0 is slower)
             elif others is None or others > block.load:
                 counts["skipped"] += 1
             else:
@@ -434,7 +444,9 @@ def compare(block, exp, out, pos, others, counts, updates=None):
         if near is None or len(bad) < len(near[1]):
             near = (j, bad, m.groups())  # the closest line of the same shape, for the message
     if near:
-        if updates is not None and any(not b.startswith("timing:") for b in near[1]) and labels_match(exp, near[2], timing):
+        # --update rewrites measured values only when no timing missed its bound on the same line
+        if (updates is not None and near[1] and not any(b.startswith("timing:") for b in near[1])
+                and labels_match(exp, near[2], timing)):
             updates.append((exp, updated_line(exp, timing, near[2])))
             return near[0], None
         return None, (f"the output's line {near[0] + 1}\n      {out[near[0]]}\n    differs: " + "; ".join(near[1]))
