@@ -987,27 +987,21 @@ def plot_ch12(log, out, plt):
         ax.set_title(f"{name}, P = {sch['P']}, M = {sch['M']}: makespan {sch['makespan']}, "
                      f"bubble {sch['bubble']:.1f}% (white)", fontsize=9)
     M, formula, gpipe, ofob, gpeak, opeak = (np.array(c) for c in zip(*log["eff"]))
-    ax = fig.add_subplot(grid[0, 1])
-    ax.plot(M, formula, "-", color="grey", label="M / (M + P − 1)")
-    ax.plot(M, gpipe, "o", color="C0", label="GPipe (placed)")
-    ax.plot(M, ofob, "x", color="C1", ms=8, label="1F1B (placed)")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(M)
-    ax.set_xticklabels([str(v) for v in M])
-    ax.set_ylabel("efficiency, %")
-    ax.set_xlabel("micro-batches M")
-    ax.legend(fontsize=7.5)
-    ax.grid(True, alpha=0.3)
-    ax = fig.add_subplot(grid[1, 1])
-    ax.plot(M, gpeak, "o-", color="C0", label="GPipe: M")
-    ax.plot(M, opeak, "x-", color="C1", ms=8, label="1F1B: at most P")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(M)
-    ax.set_xticklabels([str(v) for v in M])
-    ax.set_ylabel("activations stage 0 keeps (micro-batches)")
-    ax.set_xlabel("micro-batches M")
-    ax.legend(fontsize=7.5)
-    ax.grid(True, alpha=0.3)
+    panels = ((0, "efficiency, %", [(formula, "-", "grey", "M / (M + P − 1)"), (gpipe, "o", "C0", "GPipe (placed)"),
+                                    (ofob, "x", "C1", "1F1B (placed)")]),
+              (1, "activations stage 0 keeps (micro-batches)", [(gpeak, "o-", "C0", "GPipe: M"),
+                                                                (opeak, "x-", "C1", "1F1B: at most P")]))
+    for row, ylabel, curves in panels:
+        ax = fig.add_subplot(grid[row, 1])
+        for y, style, colour, label in curves:
+            ax.plot(M, y, style, color=colour, ms=8 if "x" in style else 6, label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(M)
+        ax.set_xticklabels([str(v) for v in M])
+        ax.set_ylabel(ylabel)
+        ax.set_xlabel("micro-batches M")
+        ax.legend(fontsize=7.5)
+        ax.grid(True, alpha=0.3)
     fig.suptitle("Chapter 12: pipeline schedules, as pipeline_schedule places them", fontsize=10)
     return fig
 
