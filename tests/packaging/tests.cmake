@@ -52,9 +52,11 @@ if(_tt_hc_mpi)
   list(APPEND _tt_hc_targets tt_header_check_mpi)
 endif()
 if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+  # The build's launcher (ccache, the compile log) after the script, when there is one: unquoted,
+  # so that none adds no (empty) argument.
+  set(_tt_hc_launcher sh "${CMAKE_CURRENT_SOURCE_DIR}/packaging/syntax_only.sh" ${CMAKE_CXX_COMPILER_LAUNCHER})
   foreach(t IN LISTS _tt_hc_targets)
-    set_target_properties(${t} PROPERTIES
-      CXX_COMPILER_LAUNCHER "sh;${CMAKE_CURRENT_SOURCE_DIR}/packaging/syntax_only.sh;${CMAKE_CXX_COMPILER_LAUNCHER}")
+    set_target_properties(${t} PROPERTIES CXX_COMPILER_LAUNCHER "${_tt_hc_launcher}")
   endforeach()
 endif()
 if(_tt_hc_targets)
