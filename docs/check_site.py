@@ -190,6 +190,19 @@ class Checker:
             self.anchors.append((rel, trel, urllib.parse.unquote(u.fragment)))
         return trel if follow and trel.endswith(".html") else None
 
+    def code_blocks(self, rel, page, blocks, unhighlighted):
+        """Checks the code blocks of generated page rel (as Chromium or the parser saw them) against
+        the fenced blocks of its source (`page`, from the manifest): as many, and each one with a
+        language highlighted; unhighlighted(block) says why one is not, or None."""
+        want, src = page["code"], page["source"]
+        if len(want) != len(blocks):
+            self.problems.append(f"{rel} ({src}): {len(blocks)} code blocks on the page, "
+                                 f"{len(want)} fenced blocks in the source")
+        for i, (lang, block) in enumerate(zip(want, blocks)):
+            why = unhighlighted(block) if lang else None
+            if why:
+                self.problems.append(f"{rel} ({src}): code block {i + 1} ({lang}) {why}")
+
 
 def main():
     args = sys.argv[1:]
@@ -253,15 +266,9 @@ def main():
                     followed += 1
                     queue.append((nxt, False))   # one hop from a written page
             if rel in generated:
-                want, got = generated[rel]["code"], info["code"]
-                src = generated[rel]["source"]
-                if len(want) != len(got):
-                    c.problems.append(f"{rel} ({src}): {len(got)} code blocks on the page, "
-                                      f"{len(want)} fenced blocks in the source")
-                for i, (lang, block) in enumerate(zip(want, got)):
-                    if lang and (block["spans"] == 0 or block["coloured"] == 0):
-                        c.problems.append(f"{rel} ({src}): code block {i + 1} ({lang}) is not highlighted "
-                                          f"({block['spans']} spans, {block['coloured']} coloured)")
+                c.code_blocks(rel, generated[rel], info["code"],
+                              lambda b: None if b["spans"] and b["coloured"] else
+                              f"is not highlighted ({b['spans']} spans, {b['coloured']} coloured)")
         n_chromium, t_chromium = len(c.ids), time.time() - t0
 
         # 2. Every HTML file of the site, parsed; its links and resources checked (3.).
@@ -284,14 +291,8 @@ def main():
                 c.ids[rel] = page.ids
                 if rel in generated:             # a source page Chromium did not open
                     n_static_code += 1
-                    want, src = generated[rel]["code"], generated[rel]["source"]
-                    if len(want) != len(page.code):
-                        c.problems.append(f"{rel} ({src}): {len(page.code)} code blocks on the page, "
-                                          f"{len(want)} fenced blocks in the source")
-                    for i, (lang, spans) in enumerate(zip(want, page.code)):
-                        if lang and spans == 0:
-                            c.problems.append(f"{rel} ({src}): code block {i + 1} ({lang}) has no "
-                                              "highlighting spans")
+                    c.code_blocks(rel, generated[rel], page.code,
+                                  lambda spans: None if spans else "has no highlighting spans")
                 for href in page.links + page.resources:
                     url = as_file_url(site, rel, href)
                     if url:
@@ -316,8 +317,9 @@ def main():
             c.problems.append(f"{rel}: link to {trel}#{frag}: no element with that id")
     n_code = sum(sum(1 for lang in p["code"] if lang) for p in manifest["pages"])
     print(f"docs/check_site.py: {n_chromium} pages opened in Chromium ({t_chromium:.1f} s), "
-          f"{n_static} more parsed ({n_static_code} source pages' code blocks counted), {len(c.anchors)} links with #anchors, {len(c.images)} images "
-          f"rendered, {n_code} highlighted code blocks; {time.time() - t0:.1f} s")
+          f"{n_static} more parsed ({n_static_code} source pages' code blocks counted), "
+          f"{len(c.anchors)} links with #anchors, {len(c.images)} images rendered, "
+          f"{n_code} highlighted code blocks; {time.time() - t0:.1f} s")
     problems = list(dict.fromkeys(c.problems))
     for p in problems:
         print("docs/check_site.py: FAIL:", p)

@@ -32,16 +32,9 @@ exactly, except the *timing* numbers: a number written `~2585` in the block (the
                      column without a kind is what its unit says, else a ratio)
     timing-unit=time the other timings whose unit or key does not say (and not written 1.41x or
                      78.4%) measure time (or `rate`)
-    tol=3            a timing passes when actual/expected is within [1/3, 3] (default 3); a timing
-                     printed as 0 on either side (time=0.0s) is too coarse and not compared
-
-A timing is a claim about this machine's speed only as a bound: it fails only when the program
-ran more than `tol` times *slower* than the chapter says, never because the machine is faster.
-Which way is slower comes from what the number measures: a time (a unit ns, us, ms, s or min
-after it, a key like time=, a column or block declared `time`) is slower when larger, a rate
-(a unit or key with /s, such as samples/s or GFLOP/s, or declared `rate`) when smaller. Any
-other timing is a ratio of two timings (1.41x, 0.92, 78.4%), the same on a faster machine, and
-is held to [1/tol, tol] both ways.
+    tol=3            the factor a timing may miss by (default 3; below); a timing the chapter
+                     writes as 0, or a time or ratio printed as 0 (time=0.0s), is too coarse and
+                     not compared
     load=1           timings hold when other processes held at most 1 core on average while the
                      commands ran (default 1): the machine's busy time from /proc/stat minus the
                      commands' own CPU time, per second, as bench/load_watch.hpp measures it; above
@@ -55,6 +48,14 @@ is held to [1/tol, tol] both ways.
     exit=N           the last command must exit with status N (default 0)
     timeout=S        a command running longer than S seconds (default 600) is killed, with its
                      children, and the block fails
+
+A timing is a claim about this machine's speed only as a bound: it fails only when the program
+ran more than `tol` times *slower* than the chapter says, never because the machine is faster.
+Which way is slower comes from what the number measures: a time (a unit ns, us, ms, s or min
+after it, a key like time=, a column or block declared `time`) is slower when larger, a rate
+(a unit or key with /s, such as samples/s or GFLOP/s, or declared `rate`) when smaller. Any
+other timing is a ratio of two timings (1.41x, 0.92, 78.4%), the same on a faster machine, and
+is held to [1/tol, tol] both ways.
 
 The numbers a chapter shows print the same on any x86-64 machine: the examples are built for
 one instruction set, without floating-point contraction, with Eigen's GEMM blocking pinned
@@ -142,6 +143,9 @@ class Block:
                 raise BlockError(f"{path}:{line}: {k}: " + ("takes no value" if k == "full" else "needs a value (k=v)"))
         self.full = "full" in self.attrs
         self.timing_keys = [k for k in (self.attrs.get("timing") or "").split(",") if k]
+        for k in self.timing_keys:
+            if not re.fullmatch(r"[\w/]+", k):
+                raise BlockError(f"{path}:{line}: timing: {k!r}: a key is letters, digits, _ and / (samples/s)")
         self.timing_cols = {}  # column -> what it measures: "time", "rate" or None (its unit says, else a ratio)
         for part in filter(None, (self.attrs.get("timing-cols") or "").split(",")):
             m = re.fullmatch(r"(\d+)(?:-(\d+))?(?::(time|rate))?", part)
@@ -313,10 +317,9 @@ def line_pattern(expected, block):
         else:
             pattern += "(" + NUMBER + ")"
             before, after = expected[:m.start()], expected[m.end():]
-            key = next((k for k in block.timing_keys
-                        if re.search(r"(?:^|[^\w/])" + re.escape(k) + "=$", before)), None)
-            key_before = re.search(r"([\w/]+)=$", before)
-            is_timing = tok.startswith("~") or key is not None
+            key = re.search(r"([\w/]+)=$", before)   # samples/s=12620: the key is samples/s
+            key = key.group(1) if key else None
+            is_timing = tok.startswith("~") or key in block.timing_keys
             if pipe_row:
                 field = before.count("|")
                 starts_field = before.split("|")[-1].strip() == ""
@@ -326,8 +329,7 @@ def line_pattern(expected, block):
             in_col = table_row and starts_field and field in block.timing_cols
             if in_col:
                 is_timing = True  # the number opens a field the block declares a timing
-            timing.append(timing_kind(after, key_before.group(1) if key_before else None,
-                                      block.timing_cols[field] if in_col else None,
+            timing.append(timing_kind(after, key, block.timing_cols[field] if in_col else None,
                                       block.timing_unit if not in_col else None)
                           if is_timing else False)
         pos = m.end()

@@ -28,8 +28,8 @@
 # Every compile goes through ccache when it is installed (CMakeLists.txt): an unchanged file is
 # not compiled again, in this clone or another. At the end scripts/test_cost.py prints each
 # stage's wall time, the cache's hit rate, the costliest compiles and tests, and how many tests
-# and Catch2 assertions ran. MPI tests are RUN_SERIAL (but the failure tests, which mostly wait
-# for timeouts), so -j2 never runs two busy mpiruns at once. GPU
+# and Catch2 assertions ran. MPI tests are RUN_SERIAL (except mpi_*failure and mpi_multihost,
+# which mostly wait for timeouts), so -j2 never runs two busy mpiruns at once. GPU
 # tests that find no GPU show as "Skipped" (exit 77). A failed stage does not stop the run (a build
 # that failed skips its own tests); the run exits non-zero when any stage failed, naming them.
 set -euo pipefail
