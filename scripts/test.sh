@@ -28,10 +28,12 @@
 # Every compile goes through ccache when it is installed (CMakeLists.txt): an unchanged file is
 # not compiled again, in this clone or another. At the end scripts/test_cost.py prints each
 # stage's wall time, the cache's hit rate, the costliest compiles and tests, and how many tests
-# and Catch2 assertions ran. MPI tests are RUN_SERIAL (except mpi_*failure and mpi_multihost,
-# which mostly wait for timeouts), so -j2 never runs two busy mpiruns at once. GPU
-# tests that find no GPU show as "Skipped" (exit 77). A failed stage does not stop the run (a build
-# that failed skips its own tests); the run exits non-zero when any stage failed, naming them.
+# and Catch2 assertions ran. Tests that run 2 busy ranks hold ctest's lock "mpirun" and tests on
+# 3 or 4 ranks are RUN_SERIAL, so -j2 never runs two busy mpiruns at once, while a one-process
+# test may run beside a 2-rank one (the failure tests and mpi_multihost, which mostly wait for
+# timeouts, take no lock). GPU tests that find no GPU show as "Skipped" (exit 77). A failed stage
+# does not stop the run (a build that failed skips its own tests); the run exits non-zero when any
+# stage failed, naming them.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD

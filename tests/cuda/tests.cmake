@@ -165,10 +165,10 @@ endif()
 # the binaries, their non-system libraries and Fashion-MNIST in build/gpu-stage, checks the stage fits the device
 # tool's 64 MiB, and (no GPU here) ends with "no GPU". Cost: a few seconds after a full build (the
 # targets are up to date, ~20 MB copied); from an unbuilt tree it compiles the nvcc test TU first
-# (minutes of CPU), hence RUN_SERIAL and its own label.
+# (minutes of CPU), hence its own label.
 if(TINYTORCH_HAVE_CUDA)
   add_test(NAME gpu_check_build
            COMMAND bash "${PROJECT_SOURCE_DIR}/scripts/gpu_check.sh" --build-only --no-configure
                    --build-dir "${CMAKE_BINARY_DIR}" --stage "${CMAKE_BINARY_DIR}/gpu-stage")
-  set_tests_properties(gpu_check_build PROPERTIES TIMEOUT 900 RUN_SERIAL TRUE LABELS "gpu_check")
+  set_tests_properties(gpu_check_build PROPERTIES TIMEOUT 900 LABELS "gpu_check")
 endif()

@@ -39,11 +39,17 @@ if(TINYTORCH_HAVE_MPI)
                COMMAND bash "${PROJECT_SOURCE_DIR}/scripts/mpirun.sh" -np ${np} --tag-output
                        $<TARGET_FILE:${name}>)
       set_tests_properties(${name}_np${np} PROPERTIES
-        RUN_SERIAL TRUE
         TIMEOUT ${TT_MPI_TIMEOUT}
         LABELS sanitizer
         WORKING_DIRECTORY "${CMAKE_BINARY_DIR}"
         ENVIRONMENT "${TT_TEST_ENV};MPIRUN=${MPIEXEC_EXECUTABLE};TINYTORCH_DISTRIBUTED_DEBUG=DETAIL;${TT_SANITIZER_MPI_ENV}")
+      # More ranks than 2 cores: nothing beside it. 2 ranks: ctest's lock "mpirun" (chapters/
+      # CMakeLists.txt), so that a single-process test may run beside it, another mpirun not.
+      if(np GREATER 2)
+        set_tests_properties(${name}_np${np} PROPERTIES RUN_SERIAL TRUE)
+      else()
+        set_tests_properties(${name}_np${np} PROPERTIES RESOURCE_LOCK mpirun)
+      endif()
       tt_add_chapter_labels(${name}_np${np} "${src}")
     endforeach()
     list(APPEND _tt_sanitizer_tests ${name})
