@@ -91,11 +91,23 @@ configure() {
   cmake -S . -B "$dir" -DTINYTORCH_COMPILE_LOG="$ROOT/$dir/compile-log.tsv" "$@"
 }
 # run_ctest DIR ARGS...: ctest, its output also in DIR/ctest-output.log (read by test_cost.py).
+# ctest starts the longest tests first when it knows each test's time (DIR/Testing/Temporary/
+# CTestCostData.txt, which every run updates); a fresh clone has none and would start them in the
+# order they are declared, the long chapter checks last. So the times of the last run on this
+# machine are kept beside the compiler cache (TT_CTEST_COSTS, one file per build folder name) and
+# given to a build that has none: they order the tests, never decide a result.
+costs_dir="${TT_CTEST_COSTS:-${XDG_CACHE_HOME:-$HOME/.cache}/tinytorch/ctest-costs}"
 run_ctest() {
-  local dir=$1
+  local dir=$1 rc
   shift
+  local costs="$dir/Testing/Temporary/CTestCostData.txt" kept="$costs_dir/$(basename "$dir").txt"
+  if [[ ! -s "$costs" && -s "$kept" ]]; then mkdir -p "$(dirname "$costs")" && cp "$kept" "$costs"; fi
   ctest --test-dir "$dir" --output-on-failure --no-tests=error "$@" 2>&1 | tee "$dir/ctest-output.log"
-  return "${PIPESTATUS[0]}"
+  rc=${PIPESTATUS[0]}
+  if [[ -s "$costs" ]] && mkdir -p "$costs_dir" 2>/dev/null; then
+    cp "$costs" "$kept.tmp.$$" 2>/dev/null && mv -f "$kept.tmp.$$" "$kept" || rm -f "$kept.tmp.$$"
+  fi
+  return "$rc"
 }
 
 if [[ "${TT_SKIP_DEPS:-0}" == "0" ]]; then
