@@ -13,8 +13,7 @@
 // runs as a world of size 1. A build without MPI (plain g++) still compiles this header: world
 // size 1, and init_process_group throws if the program was launched as one of several ranks.
 //
-// This header includes <mpi.h> (when TINYTORCH_WITH_MPI) and, under nvcc with NCCL, <nccl.h>; the
-// umbrella <tinytorch/tinytorch.hpp> never does, so single-process programs need neither.
+// It includes <mpi.h> (and <nccl.h> under nvcc with NCCL); <tinytorch/tinytorch.hpp> never does.
 //
 //   distributed/process_group.hpp       Backend, ReduceOp, init/destroy_process_group, get_rank, new_group,
 //                                       ProcessGroup (collectives, send / recv on raw buffers),
@@ -24,6 +23,7 @@
 //   distributed/buffer_collectives.hpp  all_reduce/broadcast/all_gather/reduce_scatter/barrier on raw buffers
 //   distributed/algorithms.hpp          ring / parameter_server / tree all-reduce, CommStats
 //   distributed/collectives.hpp         the same collectives on Tensors (and on a group), send / recv / isend / irecv
+//   distributed/ddp_naive.hpp           DataParallelNaive: a hook per parameter, all-reduce, / N
 //   distributed/ddp.hpp                 DistributedDataParallel, DDPOptions, no_sync; includes the
 //                                       three below and ../serialization.hpp (tinytorch::save / load
 //                                       for checkpoints)
@@ -62,6 +62,7 @@
 #include "distributed/collectives.hpp"
 #include "distributed/comm_thread.hpp"
 #include "distributed/ddp.hpp"
+#include "distributed/ddp_naive.hpp"
 #include "distributed/device_mesh.hpp"
 #include "distributed/errors.hpp"
 #include "distributed/guard.hpp"

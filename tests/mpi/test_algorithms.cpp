@@ -187,6 +187,31 @@ TEST_CASE("ring sends exactly 2(N-1)/N * M when N divides the count", "[distribu
   CHECK(ps.bytes_received == (dist::get_rank() == 0 ? (N - 1) * M : M));
 }
 
+TEST_CASE("the plain ring gives the pipelined ring's bits, bytes and steps", "[ch07][distributed][algorithms]") {
+  ensure_group();
+  const int N = dist::get_world_size(), r = dist::get_rank();
+  for (ReduceOp op : {ReduceOp::SUM, ReduceOp::AVG, ReduceOp::MAX}) {
+    for (int64_t count : awkward_counts()) {
+      INFO("op " << dist::reduce_op_name(op) << ", count " << count << ", world " << N << ", rank " << r);
+      std::vector<float> plain = make_data<float>(count, r), piped = plain;
+      // Non-integer data: the plain ring must add in exactly the pipelined ring's order.
+      for (size_t i = 0; i < plain.size(); ++i) plain[i] = piped[i] = piped[i] / 3.0f + 0.1f * static_cast<float>(r);
+      dist::AlgorithmOptions tiny;
+      tiny.segment_bytes = 12;  // the pipelined ring in many odd pieces
+      const dist::CommStats a = dist::ring_all_reduce_naive(plain.data(), count, op);
+      const dist::CommStats b = dist::ring_all_reduce(piped.data(), count, op, tiny);
+      CHECK(plain == piped);
+      CHECK(a.bytes_sent == dist::ring_bytes_sent(count, sizeof(float), N, r));
+      CHECK(a.bytes_sent == b.bytes_sent);
+      CHECK(a.bytes_received == b.bytes_received);
+      CHECK(a.steps == b.steps);
+    }
+  }
+  std::vector<int64_t> ints = make_data<int64_t>(10, r);
+  CHECK_THROWS_WITH(dist::ring_all_reduce_naive(ints.data(), 10, ReduceOp::AVG),
+                    Catch::Contains("ring_all_reduce_naive"));
+}
+
 TEST_CASE("algorithm names", "[distributed][algorithms]") {
   ensure_group();
   CHECK(dist::algorithm_from_name("ring") == Algorithm::Ring);

@@ -9,6 +9,7 @@
 //     weights (1e-5) of one process that trains on the N*B samples (computed here on every
 //     rank), with one bucket and with one bucket per parameter; replicas start from different
 //     random weights, so this also checks the broadcast from rank 0; all replicas equal bitwise;
+//   * DataParallelNaive (a hook per parameter) trains as DDP: bit for bit on 2 ranks;
 //   * no_sync over k micro-steps + one synced step = one step on k times the data;
 //   * every rank agrees on the world size, its rank and the bucket layout;
 //   * a model that differs across ranks (a shape, a parameter count) throws the same message on
@@ -207,6 +208,42 @@ TEST_CASE("DDP on N ranks x B samples equals one process on N*B samples", "[ch06
   SECTION("the default algorithm is MPI_Allreduce, as in PyTorch's MPI process group") {
     CHECK(dist::DDPOptions{}.algorithm == dist::Algorithm::MPI);
   }
+}
+
+TEST_CASE("DataParallelNaive trains as DistributedDataParallel (bit for bit on 2 ranks)", "[ch06][distributed][ddp]") {
+  ensure_group();
+  const int N = dist::get_world_size(), r = dist::get_rank();
+  const std::vector<int64_t> sizes{6, 16, 8, 3};
+  tinytorch::manual_seed(7 + static_cast<uint64_t>(r));  // different on every rank: both broadcast rank 0's
+  auto naive_model = make_mlp(sizes);
+  tinytorch::manual_seed(7 + static_cast<uint64_t>(r));
+  auto ddp_model = make_mlp(sizes);
+  auto naive = std::make_shared<dist::DataParallelNaive>(naive_model);
+  auto ddp = std::make_shared<dist::DistributedDataParallel>(ddp_model);
+  CHECK(max_abs_diff(flat_params(*naive_model), flat_params(*ddp_model)) == 0.0);
+
+  tinytorch::optim::SGD naive_opt(naive->parameters(), 0.1, 0.9);
+  tinytorch::optim::SGD ddp_opt(ddp->parameters(), 0.1, 0.9);
+  nn::MSELoss loss_fn;
+  const int64_t B = 4;
+  for (int s = 0; s < 5; ++s) {
+    auto [x, y] = global_batch(s, N * B, 6, 3);
+    const Tensor xs = x.narrow(0, r * B, B), ys = y.narrow(0, r * B, B);
+    naive_opt.zero_grad();
+    loss_fn(naive->forward(xs), ys).backward();
+    naive_opt.step();
+    ddp_opt.zero_grad();
+    loss_fn(ddp->forward(xs), ys).backward();
+    ddp_opt.step();
+  }
+  CHECK(identical_on_all_ranks(flat_params(*naive_model)));
+  const double d = max_abs_diff(flat_params(*naive_model), flat_params(*ddp_model));
+  if (N == 2) {
+    CHECK(d == 0.0);  // (g0 + g1) / 2 rounds once whichever side divides: dividing by 2 is exact
+  } else {
+    CHECK(d < 1e-6);
+  }
+  CHECK_THROWS_WITH(dist::DataParallelNaive(nullptr), Catch::Contains("DataParallelNaive: module is null"));
 }
 
 TEST_CASE("no_sync over k micro-steps equals one step on k times the data", "[ch06][ch09][distributed][ddp]") {

@@ -16,7 +16,8 @@
 //                       each rank sends M per tree edge it owns: at most (1 + log2 N)*M.
 //                       T = 2*ceil(log2 N)*(alpha + M/beta)         (few steps, whole M each step)
 //
-//   ring              ranks form a ring r -> r+1; x is cut into N chunks.
+//   ring              ranks form a ring r -> r+1; x is cut into N chunks (ring_all_reduce_naive:
+//                     these steps and nothing else; ring_all_reduce: the same, pipelined).
 //                     reduce-scatter: N-1 steps; in step s rank r sends chunk (r-s) mod N to its
 //                       right neighbour and adds chunk (r-s-1) mod N received from its left one.
 //                       Afterwards rank r owns the complete sum of chunk (r+1) mod N.
@@ -31,8 +32,7 @@
 // adding. A message the receiver only stores (the ring's all-gather, the broadcasts) goes whole
 // and straight into place: there is nothing to overlap, and one message costs one handshake.
 //
-// Each algorithm returns CommStats: what *this rank* sent and received. A lab can check
-// stats.bytes_sent == 2(N-1)/N * M for the ring, or (N-1)*M on rank 0 of the parameter server.
+// Each algorithm returns CommStats: what *this rank* sent and received (ring: 2(N-1)/N * M).
 // Uneven sizes are handled: chunk c of the ring has count/N or count/N + 1 elements (the first
 // count % N chunks get the extra one), so count < N (empty chunks) and count = 0 work.
 // AVG = SUM, then "/ N" (the ring divides only its own chunk, before the all-gather); int64 AVG
@@ -344,6 +344,52 @@ Channel open_channel(ProcessGroup& g, const char* op, const T* x, int64_t count,
 }
 
 }  // namespace detail
+
+// ---- the plain ring -------------------------------------------------------------------------------
+
+/// The ring all-reduce and nothing else: read it before ring_all_reduce below, which is the same
+/// algorithm pipelined. x is cut into N chunks. Reduce-scatter, N-1 steps: send chunk (r-s) mod N
+/// whole to the right, receive chunk (r-s-1) mod N whole from the left into a buffer, add it.
+/// All-gather, N-1 steps: send the finished chunk (r+1-s) mod N, receive chunk (r-s) mod N in
+/// place. The same results, bytes and steps as ring_all_reduce, one message per chunk.
+template <typename T>
+CommStats ring_all_reduce_naive(T* x, int64_t count, ReduceOp op = ReduceOp::SUM, const AlgorithmOptions& opt = {}) {
+  ProcessGroup& g = detail::group_for("ring_all_reduce_naive", opt);
+  ProcessGroup::Exclusive busy(g, "ring_all_reduce_naive");
+  detail::Channel ch = detail::open_channel(g, "ring_all_reduce_naive", x, count, op, Algorithm::Ring, opt);
+  CommStats st;
+  const int N = ch.world, r = ch.rank;
+  if (N == 1 || count == 0) return st;
+  detail::avg_before(x, count, op, N);
+  const std::vector<int64_t> off = detail::chunk_offsets(count, N);  // chunk c: [off[c], off[c+1])
+  auto len = [&](int c) { return off[c + 1] - off[c]; };
+  const int right = (r + 1) % N, left = (r - 1 + N) % N;
+#if TINYTORCH_WITH_MPI
+  ch.copy_seg = (int64_t{1} << 30) / static_cast<int64_t>(sizeof(T));  // whole messages (up to 1 GiB)
+  std::vector<T> incoming(static_cast<size_t>(len(0)));              // chunk 0 is the largest
+  detail::Requests sends;
+  for (int s = 0; s < N - 1; ++s) {  // reduce-scatter
+    const int send_c = detail::mod(r - s, N), recv_c = detail::mod(r - s - 1, N);
+    detail::post_sends(ch, x + off[send_c], len(send_c), right, ch.copy_seg, sends, st);
+    detail::recv_copy(ch, incoming.data(), len(recv_c), left, st);
+    detail::wait_all(ch, sends);
+    detail::reduce_into(x + off[recv_c], incoming.data(), len(recv_c), op);
+    st.steps += 1;
+  }
+  const int mine = (r + 1) % N;  // the chunk this rank has completed
+  if (detail::avg_after<T>(op)) detail::divide_all(x + off[mine], len(mine), N);
+  for (int s = 0; s < N - 1; ++s) {  // all-gather
+    const int send_c = detail::mod(r + 1 - s, N), recv_c = detail::mod(r - s, N);
+    detail::post_sends(ch, x + off[send_c], len(send_c), right, ch.copy_seg, sends, st);
+    detail::recv_copy(ch, x + off[recv_c], len(recv_c), left, st);
+    detail::wait_all(ch, sends);
+    st.steps += 1;
+  }
+#else
+  (void)len, (void)right, (void)left;
+#endif
+  return st;
+}
 
 // ---- ring -------------------------------------------------------------------------------------
 
