@@ -10,7 +10,7 @@ zero_grad(set_to_none=True). Random tokens. bench/bench_gpt_libtorch.cpp times t
 tinytorch and in libtorch (C++); this is the Python framework a PyTorch user runs.
 Timing: time.perf_counter around each step, --warmup untimed steps, then --steps timed ones; the
 figure is the median, per torch.set_num_threads value in --threads. Interleave it with
-bench_gpt_libtorch runs (the README's command) and compare medians: this machine is shared.
+bench_gpt_libtorch runs (docs/performance.md's command) and compare medians: this machine is shared.
 Output, one line per thread count:
   gpt_step_torch: threads=1 median_ms=101.2 tokens_per_s=7589 steps=40 torch=1.13.0a0 blas=...
 Run: /usr/bin/python3 bench/gpt_step_torch.py [--threads 1 2] [--steps N] [--warmup N]

@@ -4,8 +4,8 @@
     python3 scripts/include_graph.py          prints the layers and any violation; exit 1 on one
     python3 scripts/include_graph.py --dot    the graph in Graphviz's dot language (stdout)
 
-Run by ctest `include_graph` (tests/packaging/tests.cmake). The layers are the ones ../README.md's
-Architecture section draws, from the bottom up; a header may include its own layer and the ones
+Run by ctest `include_graph` (tests/packaging/tests.cmake). The layers are the ones docs/architecture.md
+draws, from the bottom up; a header may include its own layer and the ones
 below it, never one above:
 
     core -> backend -> tensor.hpp -> ops -> autograd -> amp/autocast_mode.hpp -> functional

@@ -6,7 +6,7 @@
 // where any race fails the test; without the sanitizer the checks below still show that no draw
 // is lost or duplicated: the numbers the threads get together are exactly the generator's
 // sequence, in some interleaving. (Which thread gets which numbers depends on timing; see
-// core/random.hpp and README.md, "Thread safety".)
+// core/random.hpp and docs/architecture.md, "Thread safety".)
 // Tag: [threads].
 #include <catch2/catch.hpp>
 

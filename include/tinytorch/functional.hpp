@@ -71,7 +71,7 @@ TT_DECL Tensor abs(const Tensor& x);
 TT_DECL Tensor relu(const Tensor& x);
 TT_DECL Tensor sigmoid(const Tensor& x);
 TT_DECL Tensor tanh(const Tensor& x);
-// clamp, clamp_min, clamp_max: below, with the second family of elementwise ops
+// clamp, clamp_min, clamp_max: below, with maximum/minimum and pow
 
 // ---- reductions -------------------------------------------------------------------------------
 TT_DECL Tensor sum(const Tensor& x);

@@ -851,8 +851,8 @@ TT_DECL Tensor& operator*=(Tensor& a, Scalar b) { return a.mul_(b); }
 
 
 // =============================================================================================
-// the second family: min/max of tensors, pow of tensors, floor_divide, remainder, fmod,
-// comparisons, clamp, where
+// binary ops beyond arithmetic: min/max of tensors, pow of tensors, floor_divide, remainder,
+// fmod, comparisons, clamp, where
 // =============================================================================================
 
 // ---- min / max family -------------------------------------------------------------------------

@@ -79,6 +79,7 @@
 // load() opens the path once and reads that open file, so a save renaming a new file over the
 // path meanwhile is read either wholly old or wholly new.
 // Chapter: chapters/06-distributed-data-parallel.md ("Checkpoints").
+// Chapter: chapters/06-distributed-data-parallel.md.
 #pragma once
 
 #include <cstddef>

@@ -4,6 +4,7 @@
 // Not a header to include: serialization.hpp includes it at its end in a header-only build, and
 // <tinytorch/src.hpp> compiles it once with -DTINYTORCH_SEPARATE_COMPILATION (TT_DECL,
 // core/config.hpp). The format, the checks and the documentation are in serialization.hpp.
+// Chapter: chapters/06-distributed-data-parallel.md.
 #pragma once
 
 #include <dirent.h>

@@ -118,7 +118,7 @@ if(TT_CUDA_KERNEL_TEST_SOURCES)
   endforeach()
   # The simulated kernels run under AddressSanitizer without detect_stack_use_after_return: with
   # it, each call in each simulated GPU thread (a fiber) gets a fake stack frame, and
-  # test_cuda_gemm_sim took 76 s instead of 17 s (2026-12-06; these tests were ~280 s of the ASan
+  # test_cuda_gemm_sim takes about 4.5x as long (these tests are the largest part of the ASan
   # stage's CPU). ASan still sees overflows and uses after free in them; ThreadSanitizer's
   # racecheck and the main build's checked launches (test_cuda_sim_suite_checked) cover the kernels too.
   string(REPLACE "detect_stack_use_after_return=1" "detect_stack_use_after_return=0" _tt_sim_sanitizer_env

@@ -5,7 +5,7 @@ forward; chapters/06-distributed-data-parallel.md, 6.10). Run by hand, not by ct
 
     /usr/bin/python3 tests/interop/ddp_torch_probe.py     # Debian's python3-torch (1.13), gloo, 2 ranks
 
-Printed on 2026-12-02 with torch 1.13.0a0 (each line once per rank):
+What it prints with Debian's torch 1.13.0a0 (each line once per rank):
   second_backward: no error; weight.grad[0,0] after the first backward 2.1094, after the second
                    4.2189 (the average, plus the local gradient: here the inputs are equal)
   skip_backward:   rank 1 skips iteration 1's backward; rank 0's iteration-1 gradient is 10.0

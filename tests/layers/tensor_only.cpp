@@ -6,7 +6,7 @@
 // Nothing above tensor.hpp is included, so any Tensor method it calls that is defined on a higher
 // floor (ops/, autograd/, functional) is an undefined reference at link: ctest layers_tensor_only
 // builds and runs this file (tests/layers/CMakeLists.txt). Chapter: chapters/02-autograd.md
-// (one op, top to bottom); the layers: README, Architecture.
+// (one op, top to bottom); the layers: docs/architecture.md.
 #include <tinytorch/tensor.hpp>
 
 #include <cstdio>

@@ -23,7 +23,7 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/failure_lib.sh"  # run_mod
 run_mode "$bin" ok 0 "ddp ok: $np ranks"
 # The smallest timeout (1 s, kMinTimeout) lets a correct job finish, its MPI_Finalize included
 # (watched with kFinalizeTimeout, 60 s, not the group's timeout); a smaller one is refused at
-# init (0.001 used to be accepted and aborted correct jobs in MPI_Finalize).
+# init (0.001 would abort correct jobs in MPI_Finalize).
 TINYTORCH_DIST_TIMEOUT=1 run_mode "$bin" ok 0 "ddp ok: $np ranks"
 TINYTORCH_DIST_TIMEOUT=0.001 run_mode "$bin" ok nonzero \
   "init_process_group: TINYTORCH_DIST_TIMEOUT='0.001' is not a number of seconds in [1, 1e9]"

@@ -411,8 +411,8 @@ TEST_CASE("timeout and debug level: defaults, the environment, bad values", "[di
   CHECK(dist::default_timeout() == std::chrono::milliseconds(2500));
   ::setenv("TINYTORCH_DIST_TIMEOUT", "1", 1);
   CHECK(dist::default_timeout() == dist::kMinTimeout);
-  // Below 1 s (kMinTimeout) a correct program would be aborted by ordinary waits: 0.001 used to be
-  // accepted and aborted correct programs in MPI_Finalize.
+  // Below 1 s (kMinTimeout) a correct program would be aborted by ordinary waits: 0.001 would
+  // abort correct programs in MPI_Finalize.
   for (const char* bad : {"0", "-3", "ten", "5s", "nan", "inf", "1e10", "0x10", " 5", "0.0001", "0.001", "0.999"}) {
     ::setenv("TINYTORCH_DIST_TIMEOUT", bad, 1);
     CHECK_THROWS_WITH(dist::default_timeout(), Catch::Contains(std::string("TINYTORCH_DIST_TIMEOUT='") + bad +

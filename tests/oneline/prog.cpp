@@ -1,4 +1,4 @@
-// tests/oneline/prog.cpp — the README's "Using it in your own program" example, verbatim below
+// tests/oneline/prog.cpp — the README's "Your first program", verbatim below
 // the marker, built by ctest (oneline_build) with exactly the README's one-line command, no CMake:
 //   g++ -std=c++17 -O2 -I include -I /usr/include/eigen3 tests/oneline/prog.cpp -lz -o prog
 // The test passes when the output contains the last line the README quotes.

@@ -108,9 +108,9 @@ set_tests_properties(oneline_separate PROPERTIES TIMEOUT 60
                      PASS_REGULAR_EXPRESSION "epoch 4: tensor\\(3\\.8353, grad_fn=<MseLossBackward0>\\)")
 
 # ---- oneline_separate_no_eigen --------------------------------------------------------------
-# The README's "each edit" line compiles prog.cpp with -I include only: in separate compilation
+# docs/building.md's "each edit" line compiles prog.cpp with -I include only: in separate compilation
 # the user's TU must not need Eigen's headers (a public header that includes ops/dispatch.hpp
-# pulls in backend/cpu/gemm.hpp's <Eigen/Core>; nn/attention.hpp did until 2026-12-05).
+# pulls in backend/cpu/gemm.hpp's <Eigen/Core>).
 # -fsyntax-only: about 2 s of CPU.
 add_test(NAME oneline_separate_no_eigen
          COMMAND "${CMAKE_CXX_COMPILER}" -std=c++17 -fsyntax-only -DTINYTORCH_SEPARATE_COMPILATION

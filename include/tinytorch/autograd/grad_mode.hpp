@@ -3,6 +3,7 @@
 // While grad mode is off (inside a NoGradGuard), ops build no graph: results have no grad_fn
 // and do not require grad. Optimizer steps and evaluation run this way, as under
 // `with torch.no_grad():`. The flag is per thread (thread_local), as in PyTorch.
+// Chapter: chapters/02-autograd.md.
 #pragma once
 
 #include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END

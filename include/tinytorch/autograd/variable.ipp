@@ -3,6 +3,7 @@
 // Not a header to include: autograd/variable.hpp includes it in a header-only build,
 // <tinytorch/src.hpp> compiles it once with -DTINYTORCH_SEPARATE_COMPILATION (TT_DECL,
 // core/config.hpp).
+// Chapter: chapters/02-autograd.md.
 #pragma once
 
 #include <memory>

@@ -43,7 +43,7 @@
 
 TT_NAMESPACE_BEGIN namespace backend {
 
-// ---- the first batch: arithmetic, comparisons, unary math (ops/elementwise.hpp) ---------------
+// ---- arithmetic, comparisons, unary math (ops/elementwise.hpp) --------------------------------
 // int64 add, sub, mul and neg wrap modulo 2^64 as PyTorch's (INT64_MAX + 1 == INT64_MIN) without
 // C++'s undefined behaviour on signed overflow (core/scalar.hpp).
 struct AddOp {
@@ -132,7 +132,7 @@ struct PowScalarOp {
   }
 };
 
-// ---- the second batch: maximum/minimum, pow, floor_divide/remainder/fmod, clamp -------------
+// ---- maximum/minimum, pow, floor_divide/remainder/fmod, clamp --------------------------------
 namespace detail {
 template <class T> TT_HOST_DEVICE bool is_nan(T v) { return v != v; }  // false for integers
 }  // namespace detail

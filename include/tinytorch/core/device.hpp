@@ -3,6 +3,7 @@
 // Device::cpu() or Device::cuda(i). A translation unit compiled without nvcc still knows
 // Device::cuda(i) and throws a tinytorch::Error when a CUDA tensor would be touched.
 // Prints as PyTorch does: "cpu", "cuda:0".
+// Chapter: chapters/10-gpu-kernels.md.
 #pragma once
 
 #include <string>

@@ -15,6 +15,7 @@
 // and for those CUDA kernels; dispatch and dispatch_floating on a 16-bit dtype throw PyTorch's
 // "<op>" not implemented for 'Half'.
 // Names follow PyTorch: torch.float32 prints as "torch.float32".
+// Chapter: chapters/01-training-loop.md.
 #pragma once
 
 #include <cstddef>

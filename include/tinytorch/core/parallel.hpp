@@ -62,6 +62,7 @@
 // at::in_parallel_region) and ParallelNative.cpp (the caller takes part, exceptions rethrown);
 // libgomp's GOMP_SPINCOUNT / OMP_WAIT_POLICY documentation for the busy-waiting.
 // Chapter: chapters/01-training-loop.md ("How fast is it?").
+// Chapter: chapters/01-training-loop.md.
 #pragma once
 
 #include <algorithm>

@@ -12,7 +12,7 @@
 // Thread safety: each Generator holds a mutex that every draw takes, as PyTorch's generators do
 // (at::GeneratorImpl::mutex_, held by each random kernel), so two threads that build layers or call
 // randn at the same time do not race on the default generator; ops that draw many numbers take the
-// lock once (Generator::locked). See README.md, "Thread safety".
+// lock once (Generator::locked). See docs/architecture.md, "Thread safety".
 // Chapter: chapters/01-training-loop.md ("Seeds and reproducibility").
 #pragma once
 

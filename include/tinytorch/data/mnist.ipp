@@ -4,6 +4,7 @@
 // Not a header to include: mnist.hpp includes it at its end in a header-only build, and
 // <tinytorch/src.hpp> compiles it once with -DTINYTORCH_SEPARATE_COMPILATION (TT_DECL,
 // core/config.hpp). The format and the documentation are in mnist.hpp.
+// Chapter: chapters/01-training-loop.md.
 #pragma once
 
 #include <fcntl.h>

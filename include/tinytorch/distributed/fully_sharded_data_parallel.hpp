@@ -130,6 +130,7 @@
 //   wrap.size_based_auto_wrap_policy / transformer_auto_wrap_policy); Zhao et al., "PyTorch FSDP:
 //   Experiences on Scaling Fully Sharded Data Parallel" (VLDB 2023); Rajbhandari et al., "ZeRO"
 //   (SC 2020), stages P_os+g and P_os+g+p.
+// Chapter: chapters/13-sharding.md.
 #pragma once
 
 #include <algorithm>

@@ -66,6 +66,7 @@
 //            get_world_size, ReduceOp, TORCH_DISTRIBUTED_DEBUG and its collective fingerprints
 //            in ProcessGroupWrapper.cpp); PyTorch's ProcessGroupMPI; karpathy/llm.c
 //            llmc/zero.cuh (MPI -> NCCL bootstrap).
+// Chapter: chapters/06-distributed-data-parallel.md.
 #pragma once
 
 #include <algorithm>

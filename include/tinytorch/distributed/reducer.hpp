@@ -79,6 +79,7 @@
 // Reference: torch/csrc/distributed/c10d/reducer.cpp (mark_variable_ready, mark_bucket_ready,
 //   finalize_backward, ensure_prior_reduction_finished), compute_bucket_assignment_by_size;
 //   torch/csrc/distributed/c10d/comm.hpp (GradBucket).
+// Chapter: chapters/06-distributed-data-parallel.md.
 #pragma once
 
 #include <algorithm>

@@ -7,6 +7,7 @@
 //               1/(1-p) (inverted dropout); identity in eval mode.
 // Reference: torch.nn.ReLU / Sigmoid / Tanh / GELU / Flatten / Dropout; Hendrycks & Gimpel,
 // "Gaussian Error Linear Units (GELUs)", 2016.
+// Chapter: chapters/01-training-loop.md.
 #pragma once
 
 #include "module.hpp"

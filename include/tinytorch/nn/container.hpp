@@ -5,6 +5,7 @@
 //       std::make_shared<nn::Linear>(256, 10));
 //   model->forward(x)  ==  m2(m1(m0(x)));   parameters are named "0.weight", "0.bias", "2.weight", ...
 // Reference: torch.nn.Sequential.
+// Chapter: chapters/01-training-loop.md.
 #pragma once
 
 #include <memory>

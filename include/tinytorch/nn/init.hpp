@@ -7,6 +7,7 @@
 //                                  nn.MultiheadAttention's in_proj_weight)
 //   fan_in of a weight (out, in) is `in`, fan_out is `out` (each times the receptive field).
 // Reference: torch/nn/init.py and torch/nn/modules/linear.py reset_parameters().
+// Chapter: chapters/01-training-loop.md.
 #pragma once
 
 #include <cmath>

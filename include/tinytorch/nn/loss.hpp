@@ -13,6 +13,7 @@
 // Losses take two tensors: call loss(input, target). Reduction: "mean" (default), "sum", "none".
 // The class weight is a buffer named "weight" (in state_dict), as PyTorch's _WeightedLoss.
 // Reference: torch.nn.MSELoss / CrossEntropyLoss / NLLLoss.
+// Chapter: chapters/01-training-loop.md.
 #pragma once
 
 #include <string>

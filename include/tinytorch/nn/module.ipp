@@ -4,6 +4,7 @@
 // Not a header to include: module.hpp includes it at its end in a header-only build, and
 // <tinytorch/src.hpp> compiles it once with -DTINYTORCH_SEPARATE_COMPILATION (TT_DECL,
 // core/config.hpp). The declarations and their documentation are in module.hpp.
+// Chapter: chapters/01-training-loop.md.
 #pragma once
 
 #include "module.hpp"

@@ -13,6 +13,7 @@
 // The functions are declared, with their defaults and documentation, in tensor.hpp; their bodies
 // are ops/creation.ipp (included here in a header-only build, compiled once by <tinytorch/src.hpp>
 // with -DTINYTORCH_SEPARATE_COMPILATION).
+// Chapter: chapters/01-training-loop.md.
 #pragma once
 
 #include "../tensor.hpp"

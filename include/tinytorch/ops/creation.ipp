@@ -13,6 +13,7 @@
 // Declared (with their defaults) in tensor.hpp; not a header to include: ops/creation.hpp
 // includes it in a header-only build, <tinytorch/src.hpp> compiles it once with
 // -DTINYTORCH_SEPARATE_COMPILATION (TT_DECL, core/config.hpp).
+// Chapter: chapters/01-training-loop.md.
 #pragma once
 
 #include <charconv>

@@ -3,6 +3,7 @@
 //
 // Not a header to include: ops/item.hpp includes it in a header-only build, <tinytorch/src.hpp>
 // compiles it once with -DTINYTORCH_SEPARATE_COMPILATION (TT_DECL, core/config.hpp).
+// Chapter: chapters/01-training-loop.md.
 #pragma once
 
 #include <cstring>

@@ -11,6 +11,7 @@
 // allow it, else the 32x32 tiled one), float16/bfloat16 its tiled kernel in 16 bits; int64 has no CUDA kernel (as PyTorch, whose CUDA addmm has
 // none either) and throws PyTorch's message: mm: "addmm_cuda" not implemented for 'Long'.
 // Reference: torch.mm / torch.addmm / torch.bmm.
+// Chapter: chapters/01-training-loop.md.
 #pragma once
 
 #include "../backend/cpu/gemm.hpp"

@@ -10,6 +10,7 @@
 // contiguous()/clone()/to() copy into a fresh row-major buffer.
 // No autograd here: functional.hpp wraps these with their backward.
 // Reference: ATen's TensorShape.cpp and computeStride in TensorUtils.cpp.
+// Chapter: chapters/02-autograd.md.
 #pragma once
 
 #include <algorithm>

@@ -4,6 +4,7 @@
 // Not a header to include: lr_scheduler.hpp includes it at its end in a header-only build, and
 // <tinytorch/src.hpp> compiles it once with -DTINYTORCH_SEPARATE_COMPILATION (TT_DECL,
 // core/config.hpp). The declarations and their documentation are in lr_scheduler.hpp.
+// Chapter: chapters/03-optimizers.md.
 #pragma once
 
 #include "lr_scheduler.hpp"

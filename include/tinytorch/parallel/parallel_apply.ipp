@@ -4,6 +4,7 @@
 // Not a header to include: parallel_apply.hpp includes it at its end in a header-only build, and
 // <tinytorch/src.hpp> compiles it once with -DTINYTORCH_SEPARATE_COMPILATION (TT_DECL,
 // core/config.hpp). The declarations and their documentation are in parallel_apply.hpp.
+// Chapter: chapters/05-data-parallel.md.
 #pragma once
 
 #include "parallel_apply.hpp"

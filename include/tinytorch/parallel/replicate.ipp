@@ -3,6 +3,7 @@
 // Not a header to include: replicate.hpp includes it at its end in a header-only build, and
 // <tinytorch/src.hpp> compiles it once with -DTINYTORCH_SEPARATE_COMPILATION (TT_DECL,
 // core/config.hpp). The declarations and their documentation are in replicate.hpp.
+// Chapter: chapters/05-data-parallel.md.
 #pragma once
 
 #include "replicate.hpp"

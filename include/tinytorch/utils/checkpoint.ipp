@@ -3,6 +3,7 @@
 // Not a header to include: checkpoint.hpp includes it at its end in a header-only build, and
 // <tinytorch/src.hpp> compiles it once with -DTINYTORCH_SEPARATE_COMPILATION (TT_DECL,
 // core/config.hpp). The declarations and their documentation are in checkpoint.hpp.
+// Chapter: chapters/09-gradient-accumulation.md.
 #pragma once
 
 #include "checkpoint.hpp"

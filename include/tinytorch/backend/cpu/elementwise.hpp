@@ -23,7 +23,7 @@
 // Integer division by zero is not the functors' business: the ops layer refuses it first
 // (PyTorch: "ZeroDivisionError"), and INT64_MIN / -1, which traps on x86, is computed without
 // dividing.
-// This layer never sees Tensor (README, Architecture). Chapter: chapters/01-training-loop.md.
+// This layer never sees Tensor (docs/architecture.md). Chapter: chapters/01-training-loop.md.
 // Reference: PyTorch 1.13 aten/src/ATen/native/cpu/BinaryOpsKernel.cpp, c10/util/generic_math.h.
 #pragma once
 

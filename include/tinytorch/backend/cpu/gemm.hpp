@@ -30,6 +30,7 @@
 // unit that includes tinytorch than four Eigen product forms per transpose pair and dtype.
 // Reference: BLAS sgemm; Eigen's Map and noalias() documentation; Eigen 3.4's
 // GeneralBlockPanelKernel.h (evaluateProductBlockingSizesHeuristic, gebp_kernel).
+// Chapter: chapters/01-training-loop.md.
 #pragma once
 
 #include "../../core/config.hpp"  // before Eigen: EIGEN_NO_CUDA under nvcc

@@ -10,7 +10,7 @@
 // indices[o, i] the first k that attains it, and a NaN wins (the first NaN), as PyTorch does.
 // amin/amax over several dims use the same kernels on a permuted copy whose reduced dims are
 // last (ops/reduce.hpp).
-// This layer never sees Tensor (README, Architecture). Chapter: chapters/01-training-loop.md.
+// This layer never sees Tensor (docs/architecture.md). Chapter: chapters/01-training-loop.md.
 // Reference: PyTorch's torch.sum / torch.max / torch.min / torch.argmin documentation.
 #pragma once
 

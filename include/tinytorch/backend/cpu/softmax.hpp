@@ -7,6 +7,7 @@
 //                 log_softmax  dx_k = dy_k - exp(y_k) * sum_j dy_j
 // Subtracting the max keeps exp() from overflowing for large logits (x = 1000 is fine).
 // Reference: PyTorch aten/src/ATen/native/SoftMax.cpp (same formulas).
+// Chapter: chapters/01-training-loop.md.
 #pragma once
 
 #include <cmath>

@@ -103,6 +103,7 @@
 // Variables", "Synchronization Functions" (__syncthreads), "Warp Vote Functions", "Warp Shuffle
 // Functions" (and the PTX ISA's `shfl.sync` pseudocode, which fixes the out-of-range cases), "Atomic
 // Functions", "Compute Capabilities" (the limits). Chapter: chapters/10-gpu-kernels.md.
+// Chapter: chapters/10-gpu-kernels.md.
 #pragma once
 
 #include "../../core/config.hpp"
