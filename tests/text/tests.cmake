@@ -7,6 +7,8 @@
 #                    gives each file's true line count and their total
 #   header_openings  tests/text/check_openings.py: every file of include/tinytorch/ names its
 #                    chapter in an opening of at most 30 lines (the longer ones listed, shrinking)
+#   ctags_finds_ipp  tests/text/ctags_finds_ipp.sh: `ctags -R include` (Universal Ctags, with
+#                    .ctags.d/tinytorch.ctags) tags the bodies in .ipp files; Skipped without it
 # Included by tests/CMakeLists.txt (one scope: CMAKE_CURRENT_SOURCE_DIR is tests/).
 if(TT_DEBIAN_PYTHON AND EXISTS "${PROJECT_SOURCE_DIR}/.git")
   add_test(NAME text_lint COMMAND ${TT_DEBIAN_PYTHON} "${PROJECT_SOURCE_DIR}/scripts/lint_text.py")
@@ -21,3 +23,5 @@ if(TT_DEBIAN_PYTHON)
   add_test(NAME header_openings COMMAND ${TT_DEBIAN_PYTHON} "${CMAKE_CURRENT_SOURCE_DIR}/text/check_openings.py")
   set_tests_properties(readme_core_lines header_openings PROPERTIES LABELS text TIMEOUT 60)
 endif()
+add_test(NAME ctags_finds_ipp COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/text/ctags_finds_ipp.sh")
+set_tests_properties(ctags_finds_ipp PROPERTIES LABELS text TIMEOUT 60 SKIP_RETURN_CODE 77)
