@@ -123,9 +123,13 @@ void part2(int rows, int steps) {
   const auto f16 = train(Mode::Fp16NoScaler, X, t, steps, 0.25, &z16);
   const auto scl = train(Mode::Fp16Scaler, X, t, steps, 0.25, &zs);
   std::printf("%5s | %12s | %16s | %16s\n", "step", "float32", "float16 no scaler", "float16 + scaler");
-  for (int s = 0; s < steps; s += (s < 10 ? 2 : 5))
+  int last = -1;  // the last step printed: the final step's row follows unless it was just printed
+  for (int s = 0; s < steps; s += (s < 10 ? 2 : 5)) {
     std::printf("%5d | %12.4e | %16.4e | %16.4e\n", s, f32[s], f16[s], scl[s]);
-  std::printf("%5d | %12.4e | %16.4e | %16.4e\n", steps - 1, f32.back(), f16.back(), scl.back());
+    last = s;
+  }
+  if (last != steps - 1)
+    std::printf("%5d | %12.4e | %16.4e | %16.4e\n", steps - 1, f32.back(), f16.back(), scl.back());
   std::printf("elements of dL/dy that are 0 in float16 at the last step: %.2f%% without a scaler, %.2f%% with "
               "one (dL/dy x S)\n",
               100 * z16, 100 * zs);

@@ -38,13 +38,13 @@
 #include <tuple>
 #include <vector>
 
-#include "autograd/grad_mode.hpp"  // NoGradGuard, enable_grad (torch.no_grad)
-#include "autograd/node.hpp"       // Node: what grad_fn() points to (name(), next_functions)
-#include "autograd/reduction.hpp"  // Reduction (mse_loss, nll_loss, cross_entropy)
-#include "autograd/variable.hpp"   // Tensor's autograd methods (requires_grad_, backward, ...)
-#include "ops/item.hpp"            // Tensor::item / at / tolist
-#include "tensor.hpp"
-#include "core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
+#include "tinytorch/autograd/grad_mode.hpp"  // NoGradGuard, enable_grad (torch.no_grad)
+#include "tinytorch/autograd/node.hpp"       // Node: what grad_fn() points to (name(), next_functions)
+#include "tinytorch/autograd/reduction.hpp"  // Reduction (mse_loss, nll_loss, cross_entropy)
+#include "tinytorch/autograd/variable.hpp"   // Tensor's autograd methods (requires_grad_, backward, ...)
+#include "tinytorch/ops/item.hpp"            // Tensor::item / at / tolist
+#include "tinytorch/tensor.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
 
 TT_NAMESPACE_BEGIN
 
@@ -446,5 +446,5 @@ TT_DECL Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& k
 TT_NAMESPACE_END  // namespace tinytorch
 
 #if TT_HEADER_ONLY
-#include "functional.ipp"
+#include "tinytorch/functional.ipp"
 #endif

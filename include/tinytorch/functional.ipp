@@ -14,14 +14,14 @@
 #include <limits>
 #include <sstream>
 
-#include "functional.hpp"
-#include "amp/autocast_mode.hpp"
-#include "autograd/engine.hpp"
-#include "autograd/functions.hpp"
-#include "autograd/inplace.hpp"
-#include "ops/creation.hpp"
-#include "ops/print.hpp"
-#include "core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
+#include "tinytorch/functional.hpp"
+#include "tinytorch/amp/autocast_mode.hpp"
+#include "tinytorch/autograd/engine.hpp"
+#include "tinytorch/autograd/functions.hpp"
+#include "tinytorch/autograd/inplace.hpp"
+#include "tinytorch/ops/creation.hpp"
+#include "tinytorch/ops/print.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
 
 TT_NAMESPACE_BEGIN
 

@@ -89,8 +89,8 @@
 #include <utility>
 #include <vector>
 
-#include "tensor.hpp"
-#include "core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
+#include "tinytorch/tensor.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "tinytorch/serialization.hpp writes tensor bytes as they are in memory: safetensors needs a little-endian host"
@@ -191,5 +191,5 @@ TT_DECL std::map<std::string, std::string> load_metadata(const std::string& path
 TT_NAMESPACE_END  // namespace tinytorch
 
 #if TT_HEADER_ONLY
-#include "serialization.ipp"
+#include "tinytorch/serialization.ipp"
 #endif

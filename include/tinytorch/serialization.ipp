@@ -28,12 +28,12 @@
 #include <utility>
 #include <vector>
 
-#include "core/check.hpp"
-#include "core/dtype.hpp"
-#include "ops/creation.hpp"
-#include "tensor.hpp"
-#include "serialization.hpp"
-#include "core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
+#include "tinytorch/core/check.hpp"
+#include "tinytorch/core/dtype.hpp"
+#include "tinytorch/ops/creation.hpp"
+#include "tinytorch/tensor.hpp"
+#include "tinytorch/serialization.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
 
 TT_NAMESPACE_BEGIN
 

@@ -26,14 +26,14 @@
 #include <tuple>
 #include <vector>
 
-#include "core/check.hpp"
-#include "core/config.hpp"
-#include "core/device.hpp"
-#include "core/dtype.hpp"
-#include "core/random.hpp"
-#include "core/scalar.hpp"
-#include "core/shape.hpp"
-#include "core/storage.hpp"
+#include "tinytorch/core/check.hpp"
+#include "tinytorch/core/config.hpp"
+#include "tinytorch/core/device.hpp"
+#include "tinytorch/core/dtype.hpp"
+#include "tinytorch/core/random.hpp"
+#include "tinytorch/core/scalar.hpp"
+#include "tinytorch/core/shape.hpp"
+#include "tinytorch/core/storage.hpp"
 
 TT_NAMESPACE_BEGIN
 

@@ -42,9 +42,9 @@
 #include <string>
 #include <utility>
 
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
-#include "../core/dtype.hpp"
-#include "../tensor.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/core/dtype.hpp"
+#include "tinytorch/tensor.hpp"
 
 TT_NAMESPACE_BEGIN
 

@@ -44,10 +44,10 @@
 #include <string>
 #include <vector>
 
-#include "../autograd/grad_mode.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
-#include "../optim/optimizer.hpp"
-#include "../tensor.hpp"
+#include "tinytorch/autograd/grad_mode.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/optim/optimizer.hpp"
+#include "tinytorch/tensor.hpp"
 
 TT_NAMESPACE_BEGIN namespace amp {
 

@@ -30,9 +30,9 @@
 #include <utility>
 #include <vector>
 
-#include "../functional.hpp"
-#include "node.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/functional.hpp"
+#include "tinytorch/autograd/node.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace autograd {
 

@@ -21,10 +21,10 @@
 #include <cstdint>
 #include <utility>
 
-#include "../ops/elementwise.hpp"
-#include "../ops/shape.hpp"
-#include "node.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/ops/elementwise.hpp"
+#include "tinytorch/ops/shape.hpp"
+#include "tinytorch/autograd/node.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace autograd {
 

@@ -6,7 +6,7 @@
 // Chapter: chapters/02-autograd.md.
 #pragma once
 
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN
 

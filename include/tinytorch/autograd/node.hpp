@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "../tensor.hpp"
-#include "grad_mode.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/tensor.hpp"
+#include "tinytorch/autograd/grad_mode.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace autograd {
 

@@ -13,9 +13,9 @@
 // .register_hook, .register_post_accumulate_grad_hook.
 #pragma once
 
-#include "../tensor.hpp"
-#include "../core/config.hpp"  // TT_HEADER_ONLY
+#include "tinytorch/tensor.hpp"
+#include "tinytorch/core/config.hpp"  // TT_HEADER_ONLY
 
 #if TT_HEADER_ONLY
-#include "variable.ipp"
+#include "tinytorch/autograd/variable.ipp"
 #endif

@@ -9,11 +9,11 @@
 #include <memory>
 #include <utility>
 
-#include "variable.hpp"
-#include "engine.hpp"   // run_backward
-#include "inplace.hpp"  // refresh_view
-#include "../ops/dispatch.hpp"  // make_view
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
+#include "tinytorch/autograd/variable.hpp"
+#include "tinytorch/autograd/engine.hpp"   // run_backward
+#include "tinytorch/autograd/inplace.hpp"  // refresh_view
+#include "tinytorch/ops/dispatch.hpp"  // make_view
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
 
 TT_NAMESPACE_BEGIN
 

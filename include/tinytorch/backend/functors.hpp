@@ -37,9 +37,9 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "../core/config.hpp"
-#include "../core/half.hpp"    // is_reduced_floating_point_v (Opmath, ElementOp)
-#include "../core/scalar.hpp"  // wrapping_add/sub/mul/pow, Scalar::wrapping_neg: int64 modulo 2^64
+#include "tinytorch/core/config.hpp"
+#include "tinytorch/core/half.hpp"    // is_reduced_floating_point_v (Opmath, ElementOp)
+#include "tinytorch/core/scalar.hpp"  // wrapping_add/sub/mul/pow, Scalar::wrapping_neg: int64 modulo 2^64
 
 TT_NAMESPACE_BEGIN namespace backend {
 

@@ -28,9 +28,9 @@
 #include <initializer_list>
 #include <type_traits>
 
-#include "../core/check.hpp"
-#include "../core/config.hpp"
-#include "../core/shape.hpp"  // Shape, Strides
+#include "tinytorch/core/check.hpp"
+#include "tinytorch/core/config.hpp"
+#include "tinytorch/core/shape.hpp"  // Shape, Strides
 
 TT_NAMESPACE_BEGIN namespace backend {
 

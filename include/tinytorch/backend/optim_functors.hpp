@@ -22,7 +22,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "../core/config.hpp"  // TT_HOST_DEVICE, TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/core/config.hpp"  // TT_HOST_DEVICE, TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace backend {
 

@@ -45,8 +45,8 @@
 #include <string>
 #include <sstream>
 #include <vector>
-#include "check.hpp"
-#include "config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/core/check.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN
 

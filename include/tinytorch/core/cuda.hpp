@@ -20,11 +20,11 @@
 
 #include <cstddef>
 
-#include "cuda_runtime.hpp"
-#include "check.hpp"
-#include "config.hpp"
-#include "cuda_allocator.hpp"
-#include "config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/core/cuda_runtime.hpp"
+#include "tinytorch/core/check.hpp"
+#include "tinytorch/core/config.hpp"
+#include "tinytorch/core/cuda_allocator.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace cuda {
 

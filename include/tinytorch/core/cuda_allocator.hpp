@@ -51,11 +51,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "allocator.hpp"  // detail::format_size
-#include "cuda_runtime.hpp"
-#include "check.hpp"
-#include "config.hpp"
-#include "config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/core/allocator.hpp"  // detail::format_size
+#include "tinytorch/core/cuda_runtime.hpp"
+#include "tinytorch/core/check.hpp"
+#include "tinytorch/core/config.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN
 

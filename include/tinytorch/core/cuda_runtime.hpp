@@ -28,8 +28,8 @@
 #include <cstring>
 #include <string>
 
-#include "check.hpp"
-#include "config.hpp"
+#include "tinytorch/core/check.hpp"
+#include "tinytorch/core/config.hpp"
 
 #if TINYTORCH_WITH_CUDA && !TINYTORCH_CUDA_SIM
 #include <cuda_runtime.h>
@@ -41,7 +41,7 @@
              cudaGetErrorString(tt_err_));                                                    \
   } while (0)
 #elif TINYTORCH_CUDA_SIM
-#include "cuda_sim_memory.hpp"
+#include "tinytorch/core/cuda_sim_memory.hpp"
 #endif
 
 TT_NAMESPACE_BEGIN namespace backend::cuda {

@@ -60,7 +60,7 @@
 // likewise runs kernels on the host; mmap(2) / mprotect(2).
 #pragma once
 
-#include "config.hpp"
+#include "tinytorch/core/config.hpp"
 
 #if TINYTORCH_CUDA_SIM
 
@@ -81,7 +81,7 @@
 #include <utility>
 #include <vector>
 
-#include "check.hpp"
+#include "tinytorch/core/check.hpp"
 
 TT_NAMESPACE_BEGIN namespace backend::cuda::sim {
 

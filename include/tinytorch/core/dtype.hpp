@@ -22,9 +22,9 @@
 #include <cstdint>
 #include <string>
 
-#include "check.hpp"
-#include "config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
-#include "half.hpp"
+#include "tinytorch/core/check.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/core/half.hpp"
 
 TT_NAMESPACE_BEGIN
 

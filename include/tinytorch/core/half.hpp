@@ -36,7 +36,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "config.hpp"  // TT_HOST_DEVICE, TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/core/config.hpp"  // TT_HOST_DEVICE, TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 // With the x86 F16C instructions (-mf16c, or -march=native on a CPU that has them) the float16
 // conversions below use them: one instruction each way instead of the bit manipulation, the

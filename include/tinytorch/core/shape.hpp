@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "check.hpp"
-#include "small_vector.hpp"
-#include "config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/core/check.hpp"
+#include "tinytorch/core/small_vector.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN
 

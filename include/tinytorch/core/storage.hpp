@@ -27,12 +27,12 @@
 #include <memory>
 #include <new>
 
-#include "allocator.hpp"
-#include "check.hpp"
-#include "config.hpp"
-#include "device.hpp"
+#include "tinytorch/core/allocator.hpp"
+#include "tinytorch/core/check.hpp"
+#include "tinytorch/core/config.hpp"
+#include "tinytorch/core/device.hpp"
 #if TINYTORCH_WITH_CUDA
-#include "cuda_allocator.hpp"
+#include "tinytorch/core/cuda_allocator.hpp"
 #endif
 
 TT_NAMESPACE_BEGIN

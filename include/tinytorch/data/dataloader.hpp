@@ -49,9 +49,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "dataset.hpp"
-#include "sampler.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/data/dataset.hpp"
+#include "tinytorch/data/sampler.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace data {
 
@@ -298,5 +298,5 @@ class DataLoader {
 }  TT_NAMESPACE_END  // namespace tinytorch::data
 
 #if TT_HEADER_ONLY
-#include "dataloader.ipp"
+#include "tinytorch/data/dataloader.ipp"
 #endif

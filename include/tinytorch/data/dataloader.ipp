@@ -7,8 +7,8 @@
 // Chapter: chapters/04-data-pipeline.md.
 #pragma once
 
-#include "dataloader.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
+#include "tinytorch/data/dataloader.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
 
 TT_NAMESPACE_BEGIN namespace data {
 

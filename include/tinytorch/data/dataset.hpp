@@ -24,8 +24,8 @@
 #include <cstring>
 #include <vector>
 
-#include "../functional.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/functional.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace data {
 
@@ -132,5 +132,5 @@ class TensorDataset : public Dataset {
 }  TT_NAMESPACE_END  // namespace tinytorch::data
 
 #if TT_HEADER_ONLY
-#include "dataset.ipp"
+#include "tinytorch/data/dataset.ipp"
 #endif

@@ -6,9 +6,9 @@
 // Chapter: chapters/01-training-loop.md.
 #pragma once
 
-#include "dataset.hpp"
-#include "../ops/dispatch.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
+#include "tinytorch/data/dataset.hpp"
+#include "tinytorch/ops/dispatch.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
 
 TT_NAMESPACE_BEGIN namespace data {
 

@@ -39,8 +39,8 @@
 #include <string>
 #include <utility>
 
-#include "dataset.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
+#include "tinytorch/data/dataset.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
 
 TT_NAMESPACE_BEGIN namespace data {
 
@@ -100,5 +100,5 @@ class MNIST : public TensorDataset {
 }  TT_NAMESPACE_END  // namespace tinytorch::data
 
 #if TT_HEADER_ONLY
-#include "mnist.ipp"
+#include "tinytorch/data/mnist.ipp"
 #endif

@@ -32,9 +32,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "../ops/creation.hpp"
-#include "dataset.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/ops/creation.hpp"
+#include "tinytorch/data/dataset.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace data {
 

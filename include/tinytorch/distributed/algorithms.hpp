@@ -55,11 +55,11 @@
 #include <type_traits>
 #include <vector>
 
-#include "../core/dtype.hpp"
-#include "buffer_collectives.hpp"
-#include "errors.hpp"
-#include "process_group.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/core/dtype.hpp"
+#include "tinytorch/distributed/buffer_collectives.hpp"
+#include "tinytorch/distributed/errors.hpp"
+#include "tinytorch/distributed/process_group.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace distributed {
 

@@ -34,11 +34,11 @@
 
 #include <cstdint>
 
-#include "../core/dtype.hpp"
-#include "errors.hpp"
-#include "process_group.hpp"
-#include "work.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/core/dtype.hpp"
+#include "tinytorch/distributed/errors.hpp"
+#include "tinytorch/distributed/process_group.hpp"
+#include "tinytorch/distributed/work.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace distributed {
 

@@ -18,11 +18,11 @@
 #include <cmath>
 #include <vector>
 
-#include "../autograd/grad_mode.hpp"
-#include "../functional.hpp"
-#include "../tensor.hpp"
-#include "process_group.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/autograd/grad_mode.hpp"
+#include "tinytorch/functional.hpp"
+#include "tinytorch/tensor.hpp"
+#include "tinytorch/distributed/process_group.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace distributed {
 

@@ -43,16 +43,16 @@
 #include <string>
 #include <vector>
 
-#include "../functional.hpp"  // Tensor and its methods (is_contiguous)
-#include "../tensor.hpp"
-#include "algorithms.hpp"
-#include "buffer_collectives.hpp"
-#include "device_staging.hpp"
-#include "nccl.hpp"  // (empty unless TINYTORCH_WITH_NCCL)
-#include "errors.hpp"
-#include "process_group.hpp"
-#include "work.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/functional.hpp"  // Tensor and its methods (is_contiguous)
+#include "tinytorch/tensor.hpp"
+#include "tinytorch/distributed/algorithms.hpp"
+#include "tinytorch/distributed/buffer_collectives.hpp"
+#include "tinytorch/distributed/device_staging.hpp"
+#include "tinytorch/distributed/nccl.hpp"  // (empty unless TINYTORCH_WITH_NCCL)
+#include "tinytorch/distributed/errors.hpp"
+#include "tinytorch/distributed/process_group.hpp"
+#include "tinytorch/distributed/work.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace distributed {
 

@@ -70,18 +70,18 @@
 #include <utility>
 #include <vector>
 
-#include "../autograd/grad_mode.hpp"
-#include "../nn/module.hpp"
-#include "../serialization.hpp"
-#include "algorithms.hpp"
-#include "collectives.hpp"
-#include "errors.hpp"
-#include "model_agreement.hpp"
-#include "mpi_include.hpp"
-#include "process_group.hpp"
-#include "reducer.hpp"
-#include "trace.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/autograd/grad_mode.hpp"
+#include "tinytorch/nn/module.hpp"
+#include "tinytorch/serialization.hpp"
+#include "tinytorch/distributed/algorithms.hpp"
+#include "tinytorch/distributed/collectives.hpp"
+#include "tinytorch/distributed/errors.hpp"
+#include "tinytorch/distributed/model_agreement.hpp"
+#include "tinytorch/distributed/mpi_include.hpp"
+#include "tinytorch/distributed/process_group.hpp"
+#include "tinytorch/distributed/reducer.hpp"
+#include "tinytorch/distributed/trace.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace distributed {
 

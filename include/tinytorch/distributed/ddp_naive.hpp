@@ -21,11 +21,11 @@
 #include <memory>
 #include <utility>
 
-#include "../autograd/grad_mode.hpp"
-#include "../nn/module.hpp"
-#include "collectives.hpp"
-#include "errors.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/autograd/grad_mode.hpp"
+#include "tinytorch/nn/module.hpp"
+#include "tinytorch/distributed/collectives.hpp"
+#include "tinytorch/distributed/errors.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace distributed {
 

@@ -38,9 +38,9 @@
 #include <utility>
 #include <vector>
 
-#include "../core/config.hpp"
-#include "errors.hpp"
-#include "process_group.hpp"
+#include "tinytorch/core/config.hpp"
+#include "tinytorch/distributed/errors.hpp"
+#include "tinytorch/distributed/process_group.hpp"
 
 TT_NAMESPACE_BEGIN namespace distributed {
 

@@ -30,11 +30,11 @@
 #include <type_traits>
 #include <vector>
 
-#include "../core/config.hpp"
-#include "../core/device.hpp"
-#include "../core/dtype.hpp"
-#include "../ops/dispatch.hpp"  // backend::dispatch: the one CPU/CUDA fork
-#include "../tensor.hpp"
+#include "tinytorch/core/config.hpp"
+#include "tinytorch/core/device.hpp"
+#include "tinytorch/core/dtype.hpp"
+#include "tinytorch/ops/dispatch.hpp"  // backend::dispatch: the one CPU/CUDA fork
+#include "tinytorch/tensor.hpp"
 
 TT_NAMESPACE_BEGIN namespace distributed::detail {
 

@@ -25,10 +25,10 @@
 #include <string>
 #include <utility>
 
-#include "../core/check.hpp"
-#include "../core/config.hpp"
+#include "tinytorch/core/check.hpp"
+#include "tinytorch/core/config.hpp"
 
-#include "mpi_include.hpp"
+#include "tinytorch/distributed/mpi_include.hpp"
 
 TT_NAMESPACE_BEGIN namespace distributed::detail {
 

@@ -146,15 +146,15 @@
 #include <utility>
 #include <vector>
 
-#include "../functional.hpp"
-#include "../nn/module.hpp"
-#include "clip_grad.hpp"
-#include "comm_thread.hpp"
-#include "errors.hpp"
-#include "model_agreement.hpp"
-#include "process_group.hpp"
-#include "trace.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/functional.hpp"
+#include "tinytorch/nn/module.hpp"
+#include "tinytorch/distributed/clip_grad.hpp"
+#include "tinytorch/distributed/comm_thread.hpp"
+#include "tinytorch/distributed/errors.hpp"
+#include "tinytorch/distributed/model_agreement.hpp"
+#include "tinytorch/distributed/process_group.hpp"
+#include "tinytorch/distributed/trace.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace distributed {
 

@@ -52,9 +52,9 @@
 #include <iostream>
 #include <string>
 
-#include "errors.hpp"
-#include "process_group.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/distributed/errors.hpp"
+#include "tinytorch/distributed/process_group.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace distributed {
 

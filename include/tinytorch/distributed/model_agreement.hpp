@@ -40,15 +40,15 @@
 #include <utility>
 #include <vector>
 
-#include "../autograd/grad_mode.hpp"
-#include "../core/dtype.hpp"
-#include "../functional.hpp"
-#include "algorithms.hpp"
-#include "buffer_collectives.hpp"
-#include "errors.hpp"
-#include "device_staging.hpp"
-#include "process_group.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/autograd/grad_mode.hpp"
+#include "tinytorch/core/dtype.hpp"
+#include "tinytorch/functional.hpp"
+#include "tinytorch/distributed/algorithms.hpp"
+#include "tinytorch/distributed/buffer_collectives.hpp"
+#include "tinytorch/distributed/errors.hpp"
+#include "tinytorch/distributed/device_staging.hpp"
+#include "tinytorch/distributed/process_group.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace distributed::detail {
 

@@ -7,7 +7,7 @@
 // deleted in MPI-3.0).
 #pragma once
 
-#include "../core/config.hpp"
+#include "tinytorch/core/config.hpp"
 
 #if TINYTORCH_WITH_MPI
 #ifndef OMPI_SKIP_MPICXX

@@ -31,8 +31,8 @@
 // Reference: NCCL docs, ncclAllReduce; karpathy/llm.c llmc/zero.cuh (multi_gpu_async_reduce_gradient).
 #pragma once
 
-#include "../core/config.hpp"
-#include "process_group.hpp"
+#include "tinytorch/core/config.hpp"
+#include "tinytorch/distributed/process_group.hpp"
 
 #if TINYTORCH_WITH_NCCL
 
@@ -42,11 +42,11 @@
 #include <climits>
 #include <cstdint>
 
-#include "buffer_collectives.hpp"
-#include "errors.hpp"
-#include "nccl_context.hpp"
-#include "../core/cuda_runtime.hpp"
-#include "../tensor.hpp"
+#include "tinytorch/distributed/buffer_collectives.hpp"
+#include "tinytorch/distributed/errors.hpp"
+#include "tinytorch/distributed/nccl_context.hpp"
+#include "tinytorch/core/cuda_runtime.hpp"
+#include "tinytorch/tensor.hpp"
 
 TT_NAMESPACE_BEGIN namespace distributed {
 

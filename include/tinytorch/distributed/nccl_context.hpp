@@ -19,7 +19,7 @@
 // Reference: karpathy/llm.c llmc/zero.cuh; NCCL docs "Creating a communicator" (example 2).
 #pragma once
 
-#include "../core/config.hpp"
+#include "tinytorch/core/config.hpp"
 
 #if TINYTORCH_WITH_NCCL
 
@@ -28,8 +28,8 @@
 
 #include <string>
 
-#include "errors.hpp"
-#include "mpi_include.hpp"
+#include "tinytorch/distributed/errors.hpp"
+#include "tinytorch/distributed/mpi_include.hpp"
 
 TT_NAMESPACE_BEGIN namespace distributed::detail {
 

@@ -53,17 +53,17 @@
 #include <string>
 #include <vector>
 
-#include "../autograd/grad_mode.hpp"
-#include "../functional.hpp"
-#include "../nn/module.hpp"
-#include "../tensor.hpp"
-#include "collectives.hpp"
-#include "errors.hpp"
-#include "model_agreement.hpp"  // broadcast_string
-#include "pipeline_schedule.hpp"
-#include "process_group.hpp"
-#include "work.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/autograd/grad_mode.hpp"
+#include "tinytorch/functional.hpp"
+#include "tinytorch/nn/module.hpp"
+#include "tinytorch/tensor.hpp"
+#include "tinytorch/distributed/collectives.hpp"
+#include "tinytorch/distributed/errors.hpp"
+#include "tinytorch/distributed/model_agreement.hpp"  // broadcast_string
+#include "tinytorch/distributed/pipeline_schedule.hpp"
+#include "tinytorch/distributed/process_group.hpp"
+#include "tinytorch/distributed/work.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace distributed {
 

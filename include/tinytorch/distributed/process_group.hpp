@@ -86,15 +86,15 @@
 #include <utility>
 #include <vector>
 
-#include "../core/check.hpp"
-#include "../core/config.hpp"
-#include "../core/dtype.hpp"
-#include "errors.hpp"
-#include "work.hpp"
+#include "tinytorch/core/check.hpp"
+#include "tinytorch/core/config.hpp"
+#include "tinytorch/core/dtype.hpp"
+#include "tinytorch/distributed/errors.hpp"
+#include "tinytorch/distributed/work.hpp"
 
-#include "mpi_include.hpp"
+#include "tinytorch/distributed/mpi_include.hpp"
 #if TINYTORCH_WITH_NCCL
-#include "nccl_context.hpp"
+#include "tinytorch/distributed/nccl_context.hpp"
 #endif
 
 TT_NAMESPACE_BEGIN namespace distributed {

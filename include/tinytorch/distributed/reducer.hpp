@@ -96,20 +96,20 @@
 #include <utility>
 #include <vector>
 
-#include "../autograd/grad_mode.hpp"
-#include "../autograd/node.hpp"
-#include "../core/dtype.hpp"
-#include "../functional.hpp"
-#include "algorithms.hpp"
-#include "comm_thread.hpp"
-#include "device_staging.hpp"
-#include "errors.hpp"
-#include "model_agreement.hpp"
-#include "mpi_include.hpp"
-#include "nccl.hpp"  // (empty unless TINYTORCH_WITH_NCCL)
-#include "process_group.hpp"
-#include "trace.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/autograd/grad_mode.hpp"
+#include "tinytorch/autograd/node.hpp"
+#include "tinytorch/core/dtype.hpp"
+#include "tinytorch/functional.hpp"
+#include "tinytorch/distributed/algorithms.hpp"
+#include "tinytorch/distributed/comm_thread.hpp"
+#include "tinytorch/distributed/device_staging.hpp"
+#include "tinytorch/distributed/errors.hpp"
+#include "tinytorch/distributed/model_agreement.hpp"
+#include "tinytorch/distributed/mpi_include.hpp"
+#include "tinytorch/distributed/nccl.hpp"  // (empty unless TINYTORCH_WITH_NCCL)
+#include "tinytorch/distributed/process_group.hpp"
+#include "tinytorch/distributed/trace.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace distributed {
 

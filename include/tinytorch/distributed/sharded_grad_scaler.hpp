@@ -27,10 +27,10 @@
 #include <memory>
 #include <utility>
 
-#include "../amp/grad_scaler.hpp"
-#include "errors.hpp"
-#include "process_group.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/amp/grad_scaler.hpp"
+#include "tinytorch/distributed/errors.hpp"
+#include "tinytorch/distributed/process_group.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace distributed {
 

@@ -60,16 +60,16 @@
 #include <string>
 #include <vector>
 
-#include "../autograd/function.hpp"
-#include "../functional.hpp"
-#include "../nn/linear.hpp"
-#include "../nn/module.hpp"
-#include "../tensor.hpp"
-#include "clip_grad.hpp"
-#include "collectives.hpp"
-#include "errors.hpp"
-#include "process_group.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/autograd/function.hpp"
+#include "tinytorch/functional.hpp"
+#include "tinytorch/nn/linear.hpp"
+#include "tinytorch/nn/module.hpp"
+#include "tinytorch/tensor.hpp"
+#include "tinytorch/distributed/clip_grad.hpp"
+#include "tinytorch/distributed/collectives.hpp"
+#include "tinytorch/distributed/errors.hpp"
+#include "tinytorch/distributed/process_group.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace distributed {
 

@@ -26,10 +26,10 @@
 #include <utility>
 #include <vector>
 
-#include "../serialization.hpp"
-#include "buffer_collectives.hpp"
-#include "process_group.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/serialization.hpp"
+#include "tinytorch/distributed/buffer_collectives.hpp"
+#include "tinytorch/distributed/process_group.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace distributed {
 

@@ -63,10 +63,10 @@
 #include <utility>
 #include <vector>
 
-#include "../core/config.hpp"
-#include "errors.hpp"
+#include "tinytorch/core/config.hpp"
+#include "tinytorch/distributed/errors.hpp"
 
-#include "mpi_include.hpp"
+#include "tinytorch/distributed/mpi_include.hpp"
 
 TT_NAMESPACE_BEGIN namespace distributed {
 

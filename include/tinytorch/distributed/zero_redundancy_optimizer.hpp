@@ -49,13 +49,13 @@
 #include <utility>
 #include <vector>
 
-#include "../functional.hpp"
-#include "../optim/optimizer.hpp"
-#include "device_staging.hpp"
-#include "errors.hpp"
-#include "model_agreement.hpp"
-#include "process_group.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/functional.hpp"
+#include "tinytorch/optim/optimizer.hpp"
+#include "tinytorch/distributed/device_staging.hpp"
+#include "tinytorch/distributed/errors.hpp"
+#include "tinytorch/distributed/model_agreement.hpp"
+#include "tinytorch/distributed/process_group.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace distributed {
 

@@ -10,8 +10,8 @@
 // Chapter: chapters/01-training-loop.md.
 #pragma once
 
-#include "module.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/nn/module.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace nn {
 
@@ -89,5 +89,5 @@ class Dropout : public Module {
 }  TT_NAMESPACE_END  // namespace tinytorch::nn
 
 #if TT_HEADER_ONLY
-#include "activation.ipp"
+#include "tinytorch/nn/activation.ipp"
 #endif

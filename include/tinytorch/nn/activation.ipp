@@ -6,9 +6,9 @@
 // Chapter: chapters/01-training-loop.md.
 #pragma once
 
-#include "activation.hpp"
-#include "../functional.hpp"  // dropout
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
+#include "tinytorch/nn/activation.hpp"
+#include "tinytorch/functional.hpp"  // dropout
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
 
 TT_NAMESPACE_BEGIN namespace nn {
 

@@ -34,11 +34,11 @@
 #include <optional>
 #include <tuple>
 
-#include "init.hpp"
-#include "linear.hpp"
-#include "module.hpp"
-#include "../ops/same_device.hpp"  // ops::check_same_device (not dispatch.hpp: no Eigen here)
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/nn/init.hpp"
+#include "tinytorch/nn/linear.hpp"
+#include "tinytorch/nn/module.hpp"
+#include "tinytorch/ops/same_device.hpp"  // ops::check_same_device (not dispatch.hpp: no Eigen here)
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace nn {
 

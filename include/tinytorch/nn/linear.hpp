@@ -10,9 +10,9 @@
 
 #include <cmath>
 
-#include "init.hpp"
-#include "module.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/nn/init.hpp"
+#include "tinytorch/nn/module.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace nn {
 

@@ -21,8 +21,8 @@
 #include <utility>
 #include <vector>
 
-#include "../functional.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/functional.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace nn {
 
@@ -241,5 +241,5 @@ inline void Module::separate_after_copy() {
 }  TT_NAMESPACE_END  // namespace tinytorch::nn
 
 #if TT_HEADER_ONLY
-#include "module.ipp"
+#include "tinytorch/nn/module.ipp"
 #endif

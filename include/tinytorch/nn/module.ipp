@@ -7,10 +7,10 @@
 // Chapter: chapters/01-training-loop.md.
 #pragma once
 
-#include "module.hpp"
-#include "../ops/creation.hpp"
-#include "../ops/shape.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
+#include "tinytorch/nn/module.hpp"
+#include "tinytorch/ops/creation.hpp"
+#include "tinytorch/ops/shape.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
 
 TT_NAMESPACE_BEGIN namespace detail {
 

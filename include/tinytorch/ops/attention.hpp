@@ -19,9 +19,9 @@
 #include <tuple>
 #include <utility>
 
-#include "dispatch.hpp"
-#include "shape.hpp"  // contiguous
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/ops/dispatch.hpp"
+#include "tinytorch/ops/shape.hpp"  // contiguous
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace ops {
 

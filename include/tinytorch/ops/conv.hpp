@@ -19,11 +19,11 @@
 #include <string>
 #include <tuple>
 
-#include "../backend/cpu/conv.hpp"
-#include "../backend/cpu/pooling.hpp"
-#include "dispatch.hpp"
-#include "shape.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/backend/cpu/conv.hpp"
+#include "tinytorch/backend/cpu/pooling.hpp"
+#include "tinytorch/ops/dispatch.hpp"
+#include "tinytorch/ops/shape.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN
 

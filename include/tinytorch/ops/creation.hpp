@@ -16,9 +16,9 @@
 // Chapter: chapters/01-training-loop.md.
 #pragma once
 
-#include "../tensor.hpp"
-#include "../core/config.hpp"  // TT_HEADER_ONLY
+#include "tinytorch/tensor.hpp"
+#include "tinytorch/core/config.hpp"  // TT_HEADER_ONLY
 
 #if TT_HEADER_ONLY
-#include "creation.ipp"
+#include "tinytorch/ops/creation.ipp"
 #endif

@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "dispatch.hpp"
-#include "shape.hpp"  // to_device
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/ops/dispatch.hpp"
+#include "tinytorch/ops/shape.hpp"  // to_device
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN
 

@@ -58,10 +58,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "../backend/cpu/elementwise.hpp"
-#include "dispatch.hpp"
-#include "shape.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/backend/cpu/elementwise.hpp"
+#include "tinytorch/ops/dispatch.hpp"
+#include "tinytorch/ops/shape.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace ops {
 

@@ -15,9 +15,9 @@
 // PyTorch aten/src/ATen/native/Embedding.cpp.
 #pragma once
 
-#include "dispatch.hpp"
-#include "shape.hpp"  // contiguous
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/ops/dispatch.hpp"
+#include "tinytorch/ops/shape.hpp"  // contiguous
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace ops {
 

@@ -19,9 +19,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "../tensor.hpp"
-#include "../core/dtype.hpp"   // dispatch
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
+#include "tinytorch/tensor.hpp"
+#include "tinytorch/core/dtype.hpp"   // dispatch
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
 
 TT_NAMESPACE_BEGIN
 
@@ -87,5 +87,5 @@ template <typename T> std::vector<T> Tensor::tolist() const {
 TT_NAMESPACE_END  // namespace tinytorch
 
 #if TT_HEADER_ONLY
-#include "item.ipp"
+#include "tinytorch/ops/item.ipp"
 #endif

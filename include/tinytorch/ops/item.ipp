@@ -8,10 +8,10 @@
 
 #include <cstring>
 
-#include "item.hpp"
-#include "dispatch.hpp"  // check_device, copy_bytes, to_host
-#include "shape.hpp"     // contiguous
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
+#include "tinytorch/ops/item.hpp"
+#include "tinytorch/ops/dispatch.hpp"  // check_device, copy_bytes, to_host
+#include "tinytorch/ops/shape.hpp"     // contiguous
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
 
 TT_NAMESPACE_BEGIN
 

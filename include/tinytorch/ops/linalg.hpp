@@ -14,10 +14,10 @@
 // Chapter: chapters/01-training-loop.md.
 #pragma once
 
-#include "../backend/cpu/gemm.hpp"
-#include "dispatch.hpp"
-#include "shape.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/backend/cpu/gemm.hpp"
+#include "tinytorch/ops/dispatch.hpp"
+#include "tinytorch/ops/shape.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace ops {
 

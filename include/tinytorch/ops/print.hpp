@@ -44,9 +44,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "../core/dtype.hpp"
-#include "../core/shape.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/core/dtype.hpp"
+#include "tinytorch/core/shape.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN
 namespace detail {

@@ -26,11 +26,11 @@
 #include <tuple>
 #include <vector>
 
-#include "../backend/cpu/reduce.hpp"
-#include "creation.hpp"  // zeros() for max over a 0-d tensor
-#include "dispatch.hpp"
-#include "shape.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/backend/cpu/reduce.hpp"
+#include "tinytorch/ops/creation.hpp"  // zeros() for max over a 0-d tensor
+#include "tinytorch/ops/dispatch.hpp"
+#include "tinytorch/ops/shape.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace ops {
 

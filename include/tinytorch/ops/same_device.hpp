@@ -10,9 +10,9 @@
 
 #include <optional>
 
-#include "../core/check.hpp"
-#include "../core/config.hpp"
-#include "../tensor.hpp"
+#include "tinytorch/core/check.hpp"
+#include "tinytorch/core/config.hpp"
+#include "tinytorch/tensor.hpp"
 
 TT_NAMESPACE_BEGIN namespace ops {
 

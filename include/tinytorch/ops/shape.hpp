@@ -16,9 +16,9 @@
 #include <algorithm>
 #include <optional>
 
-#include "../backend/cpu/elementwise.hpp"
-#include "dispatch.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/backend/cpu/elementwise.hpp"
+#include "tinytorch/ops/dispatch.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace ops {
 

@@ -17,11 +17,11 @@
 // Reference: torch.softmax / torch.log_softmax; PyTorch aten/src/ATen/native/SoftMax.cpp.
 #pragma once
 
-#include "dispatch.hpp"
-#include "elementwise.hpp"  // to_dtype
-#include "reduce.hpp"       // detail::split_dim
-#include "shape.hpp"        // contiguous
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/ops/dispatch.hpp"
+#include "tinytorch/ops/elementwise.hpp"  // to_dtype
+#include "tinytorch/ops/reduce.hpp"       // detail::split_dim
+#include "tinytorch/ops/shape.hpp"        // contiguous
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace ops {
 

@@ -29,8 +29,8 @@
 #include <utility>
 #include <vector>
 
-#include "optimizer.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/optim/optimizer.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace optim {
 
@@ -157,5 +157,5 @@ class AdamW : public Adam {
 }  TT_NAMESPACE_END  // namespace tinytorch::optim
 
 #if TT_HEADER_ONLY
-#include "adam.ipp"
+#include "tinytorch/optim/adam.ipp"
 #endif

@@ -6,11 +6,11 @@
 // Chapter: chapters/03-optimizers.md.
 #pragma once
 
-#include "adam.hpp"
-#include "../autograd/inplace.hpp"
-#include "../ops/dispatch.hpp"
-#include "../ops/elementwise.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
+#include "tinytorch/optim/adam.hpp"
+#include "tinytorch/autograd/inplace.hpp"
+#include "tinytorch/ops/dispatch.hpp"
+#include "tinytorch/ops/elementwise.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
 
 TT_NAMESPACE_BEGIN namespace optim {
 

@@ -48,8 +48,8 @@
 #include <string>
 #include <vector>
 
-#include "optimizer.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/optim/optimizer.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace optim::lr_scheduler {
 
@@ -273,5 +273,5 @@ class SequentialLR : public LRScheduler {
 }  TT_NAMESPACE_END  // namespace tinytorch::optim::lr_scheduler
 
 #if TT_HEADER_ONLY
-#include "lr_scheduler.ipp"
+#include "tinytorch/optim/lr_scheduler.ipp"
 #endif

@@ -7,8 +7,8 @@
 // Chapter: chapters/03-optimizers.md.
 #pragma once
 
-#include "lr_scheduler.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
+#include "tinytorch/optim/lr_scheduler.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
 
 TT_NAMESPACE_BEGIN namespace optim::lr_scheduler {
 

@@ -37,8 +37,8 @@
 #include <utility>
 #include <vector>
 
-#include "../functional.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/functional.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace optim {
 
@@ -264,5 +264,5 @@ class Optimizer {
 }  TT_NAMESPACE_END  // namespace tinytorch::optim
 
 #if TT_HEADER_ONLY
-#include "optimizer.ipp"
+#include "tinytorch/optim/optimizer.ipp"
 #endif

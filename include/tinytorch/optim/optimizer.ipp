@@ -7,9 +7,9 @@
 // Chapter: chapters/01-training-loop.md.
 #pragma once
 
-#include "optimizer.hpp"
-#include "../ops/dispatch.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
+#include "tinytorch/optim/optimizer.hpp"
+#include "tinytorch/ops/dispatch.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
 
 TT_NAMESPACE_BEGIN namespace optim {
 

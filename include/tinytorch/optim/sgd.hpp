@@ -25,8 +25,8 @@
 #include <utility>
 #include <vector>
 
-#include "optimizer.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/optim/optimizer.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace optim {
 
@@ -123,5 +123,5 @@ class SGD : public Optimizer {
 }  TT_NAMESPACE_END  // namespace tinytorch::optim
 
 #if TT_HEADER_ONLY
-#include "sgd.ipp"
+#include "tinytorch/optim/sgd.ipp"
 #endif

@@ -6,10 +6,10 @@
 // Chapter: chapters/01-training-loop.md.
 #pragma once
 
-#include "sgd.hpp"
-#include "../autograd/inplace.hpp"
-#include "../ops/dispatch.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
+#include "tinytorch/optim/sgd.hpp"
+#include "tinytorch/autograd/inplace.hpp"
+#include "tinytorch/ops/dispatch.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
 
 TT_NAMESPACE_BEGIN namespace optim {
 

@@ -55,10 +55,10 @@
 #include <utility>
 #include <vector>
 
-#include "parallel_apply.hpp"
-#include "replicate.hpp"
-#include "scatter_gather.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/parallel/parallel_apply.hpp"
+#include "tinytorch/parallel/replicate.hpp"
+#include "tinytorch/parallel/scatter_gather.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace parallel::detail {
 

@@ -25,8 +25,8 @@
 #include <thread>
 #include <vector>
 
-#include "../nn/module.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
+#include "tinytorch/nn/module.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
 
 TT_NAMESPACE_BEGIN namespace parallel {
 
@@ -47,5 +47,5 @@ TT_DECL std::vector<Tensor> parallel_apply(const std::vector<Device>& devices, c
 }  TT_NAMESPACE_END  // namespace tinytorch::parallel
 
 #if TT_HEADER_ONLY
-#include "parallel_apply.ipp"
+#include "tinytorch/parallel/parallel_apply.ipp"
 #endif

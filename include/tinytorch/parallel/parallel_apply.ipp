@@ -7,14 +7,14 @@
 // Chapter: chapters/05-data-parallel.md.
 #pragma once
 
-#include "parallel_apply.hpp"
-#include "../core/config.hpp"  // before Eigen: EIGEN_NO_CUDA under nvcc
+#include "tinytorch/parallel/parallel_apply.hpp"
+#include "tinytorch/core/config.hpp"  // before Eigen: EIGEN_NO_CUDA under nvcc
 
 #include <Eigen/Core>
 
-#include "../amp/autocast_mode.hpp"  // tt::autocast
-#include "../ops/dispatch.hpp"  // backend::dispatch::DeviceGuard
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
+#include "tinytorch/amp/autocast_mode.hpp"  // tt::autocast
+#include "tinytorch/ops/dispatch.hpp"  // backend::dispatch::DeviceGuard
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
 
 TT_NAMESPACE_BEGIN namespace parallel {
 

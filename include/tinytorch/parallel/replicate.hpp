@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "../nn/module.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/nn/module.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace parallel {
 
@@ -62,5 +62,5 @@ TT_DECL std::vector<std::shared_ptr<nn::Module>> replicate(const nn::Module& mod
 }  TT_NAMESPACE_END  // namespace tinytorch::parallel
 
 #if TT_HEADER_ONLY
-#include "replicate.ipp"
+#include "tinytorch/parallel/replicate.ipp"
 #endif

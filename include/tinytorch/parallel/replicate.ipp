@@ -6,10 +6,10 @@
 // Chapter: chapters/05-data-parallel.md.
 #pragma once
 
-#include "replicate.hpp"
-#include "../ops/shape.hpp"
-#include "../ops/elementwise.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
+#include "tinytorch/parallel/replicate.hpp"
+#include "tinytorch/ops/shape.hpp"
+#include "tinytorch/ops/elementwise.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
 
 TT_NAMESPACE_BEGIN namespace parallel {
 

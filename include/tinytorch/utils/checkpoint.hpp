@@ -28,10 +28,10 @@
 #include <string>
 #include <vector>
 
-#include "../core/random.hpp"
-#include "../functional.hpp"
-#include "../nn/container.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/core/random.hpp"
+#include "tinytorch/functional.hpp"
+#include "tinytorch/nn/container.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace utils {
 
@@ -83,5 +83,5 @@ TT_DECL Tensor checkpoint_sequential(const nn::Sequential& model, int64_t segmen
 }  TT_NAMESPACE_END  // namespace tinytorch::utils
 
 #if TT_HEADER_ONLY
-#include "checkpoint.ipp"
+#include "tinytorch/utils/checkpoint.ipp"
 #endif

@@ -6,10 +6,10 @@
 // Chapter: chapters/09-gradient-accumulation.md.
 #pragma once
 
-#include "checkpoint.hpp"
-#include "../autograd/engine.hpp"
-#include "../autograd/node.hpp"
-#include "../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
+#include "tinytorch/utils/checkpoint.hpp"
+#include "tinytorch/autograd/engine.hpp"
+#include "tinytorch/autograd/node.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
 
 TT_NAMESPACE_BEGIN namespace utils {
 namespace detail {

@@ -13,13 +13,13 @@
 
 #include <optional>
 
-#include "../../ops/creation.hpp"
-#include "../../ops/elementwise.hpp"
-#include "../../ops/reduce.hpp"
-#include "../../ops/shape.hpp"
-#include "../engine.hpp"
-#include "../node.hpp"
-#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/ops/creation.hpp"
+#include "tinytorch/ops/elementwise.hpp"
+#include "tinytorch/ops/reduce.hpp"
+#include "tinytorch/ops/shape.hpp"
+#include "tinytorch/autograd/engine.hpp"
+#include "tinytorch/autograd/node.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace autograd {
 

@@ -10,9 +10,9 @@
 // Reference: PyTorch tools/autograd/derivatives.yaml (convolution, max_pool2d_with_indices).
 #pragma once
 
-#include "../../ops/conv.hpp"
-#include "../node.hpp"
-#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/ops/conv.hpp"
+#include "tinytorch/autograd/node.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace autograd {
 

@@ -32,9 +32,9 @@
 #include <string>
 #include <vector>
 
-#include "../../ops/elementwise.hpp"
-#include "common.hpp"
-#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/ops/elementwise.hpp"
+#include "tinytorch/autograd/functions/common.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace autograd {
 

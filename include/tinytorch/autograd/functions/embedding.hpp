@@ -7,9 +7,9 @@
 // Reference: PyTorch tools/autograd/derivatives.yaml (embedding: embedding_backward).
 #pragma once
 
-#include "../../ops/embedding.hpp"
-#include "common.hpp"
-#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/ops/embedding.hpp"
+#include "tinytorch/autograd/functions/common.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace autograd {
 

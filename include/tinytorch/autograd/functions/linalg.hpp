@@ -5,9 +5,9 @@
 // Chapter: chapters/02-autograd.md. Reference: PyTorch tools/autograd/derivatives.yaml.
 #pragma once
 
-#include "../../ops/linalg.hpp"
-#include "common.hpp"
-#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/ops/linalg.hpp"
+#include "tinytorch/autograd/functions/common.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace autograd {
 

@@ -29,12 +29,12 @@
 #include <cmath>
 #include <vector>
 
-#include "../../ops/creation.hpp"
-#include "../../ops/dispatch.hpp"  // backend::dispatch::layer_norm_kernel
-#include "../../ops/shape.hpp"
-#include "../engine.hpp"
-#include "../node.hpp"
-#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/ops/creation.hpp"
+#include "tinytorch/ops/dispatch.hpp"  // backend::dispatch::layer_norm_kernel
+#include "tinytorch/ops/shape.hpp"
+#include "tinytorch/autograd/engine.hpp"
+#include "tinytorch/autograd/node.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace autograd {
 

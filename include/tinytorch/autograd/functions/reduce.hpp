@@ -14,9 +14,9 @@
 #include <limits>
 #include <vector>
 
-#include "../../ops/reduce.hpp"
-#include "common.hpp"
-#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/ops/reduce.hpp"
+#include "tinytorch/autograd/functions/common.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace autograd {
 

@@ -9,9 +9,9 @@
 
 #include <vector>
 
-#include "../../ops/shape.hpp"
-#include "common.hpp"
-#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/ops/shape.hpp"
+#include "tinytorch/autograd/functions/common.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace autograd {
 

@@ -4,9 +4,9 @@
 // Chapter: chapters/02-autograd.md. Reference: PyTorch tools/autograd/derivatives.yaml.
 #pragma once
 
-#include "../../ops/softmax.hpp"
-#include "common.hpp"
-#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/ops/softmax.hpp"
+#include "tinytorch/autograd/functions/common.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace autograd {
 

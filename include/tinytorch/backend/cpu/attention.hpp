@@ -31,8 +31,8 @@
 #include <limits>
 #include <vector>
 
-#include "gemm.hpp"  // gemm_serial; core/parallel.hpp's parallel_for
-#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/backend/cpu/gemm.hpp"  // gemm_serial; core/parallel.hpp's parallel_for
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace backend::cpu {
 

@@ -32,8 +32,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "gemm.hpp"
-#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/backend/cpu/gemm.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace backend::cpu {
 

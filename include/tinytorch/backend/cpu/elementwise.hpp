@@ -32,11 +32,11 @@
 #include <type_traits>
 #include <vector>
 
-#include "../../core/config.hpp"
-#include "../functors.hpp"  // AddOp, ExpOp, ...: the per-element functions
-#include "../indexer.hpp"   // Indexer: the shape and strides the strided loop walks
-#include "../../core/shape.hpp"  // Shape, Strides
-#include "../../core/scalar.hpp"  // wrapping_add/sub/mul/pow: int64 arithmetic modulo 2^64
+#include "tinytorch/core/config.hpp"
+#include "tinytorch/backend/functors.hpp"  // AddOp, ExpOp, ...: the per-element functions
+#include "tinytorch/backend/indexer.hpp"   // Indexer: the shape and strides the strided loop walks
+#include "tinytorch/core/shape.hpp"  // Shape, Strides
+#include "tinytorch/core/scalar.hpp"  // wrapping_add/sub/mul/pow: int64 arithmetic modulo 2^64
 
 TT_NAMESPACE_BEGIN namespace backend::cpu {
 

@@ -33,7 +33,7 @@
 // Chapter: chapters/01-training-loop.md.
 #pragma once
 
-#include "../../core/config.hpp"  // before Eigen: EIGEN_NO_CUDA under nvcc
+#include "tinytorch/core/config.hpp"  // before Eigen: EIGEN_NO_CUDA under nvcc
 
 #include <Eigen/Core>
 #include <algorithm>
@@ -41,8 +41,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "../../core/half.hpp"  // opmath_type (alpha and beta)
-#include "../../core/parallel.hpp"
+#include "tinytorch/core/half.hpp"  // opmath_type (alpha and beta)
+#include "tinytorch/core/parallel.hpp"
 
 TT_NAMESPACE_BEGIN namespace backend::cpu {
 

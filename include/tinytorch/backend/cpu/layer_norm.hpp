@@ -21,7 +21,7 @@
 #include <cmath>
 #include <cstdint>
 #include <vector>
-#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace backend::cpu {
 

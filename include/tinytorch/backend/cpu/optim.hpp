@@ -16,8 +16,8 @@
 
 #include <cstdint>
 
-#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
-#include "../optim_functors.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/backend/optim_functors.hpp"
 
 TT_NAMESPACE_BEGIN namespace backend::cpu {
 

@@ -19,9 +19,9 @@
 #include <functional>
 #include <type_traits>
 
-#include "../../core/half.hpp"    // is_reduced_floating_point_v (acc_t)
-#include "../../core/scalar.hpp"  // wrapping_add: int64 sums wrap modulo 2^64, as PyTorch's
-#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/core/half.hpp"    // is_reduced_floating_point_v (acc_t)
+#include "tinytorch/core/scalar.hpp"  // wrapping_add: int64 sums wrap modulo 2^64, as PyTorch's
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace backend::cpu {
 

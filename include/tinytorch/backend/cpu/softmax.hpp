@@ -13,7 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace backend::cpu {
 

@@ -26,13 +26,13 @@
 #include <cstring>
 #include <type_traits>
 
-#include "../../core/check.hpp"
-#include "../../core/config.hpp"
-#include "../../core/shape.hpp"
-#include "../cpu/elementwise.hpp"       // the functors (AddOp, ExpOp, ...) and the CPU twins
-#include "../indexer.hpp"               // Indexer: shape and strides by value
-#include "launch.hpp"                   // launch_kernel, grid_1d (and sim.hpp in the simulator)
-#include "../../core/cuda_runtime.hpp"
+#include "tinytorch/core/check.hpp"
+#include "tinytorch/core/config.hpp"
+#include "tinytorch/core/shape.hpp"
+#include "tinytorch/backend/cpu/elementwise.hpp"       // the functors (AddOp, ExpOp, ...) and the CPU twins
+#include "tinytorch/backend/indexer.hpp"               // Indexer: shape and strides by value
+#include "tinytorch/backend/cuda/launch.hpp"                   // launch_kernel, grid_1d (and sim.hpp in the simulator)
+#include "tinytorch/core/cuda_runtime.hpp"
 
 #if !TINYTORCH_WITH_CUDA
 #error "the backend/cuda .cuh files hold CUDA kernels: compile with nvcc, or with -DTINYTORCH_CUDA_SIM=1 (the simulator)"

@@ -16,9 +16,9 @@
 
 #include <cstdint>
 
-#include "../cpu/embedding.hpp"  // the CPU twins
-#include "elementwise.cuh"       // TT_GRID_STRIDE_LOOP, launch_kernel, grid_1d
-#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/backend/cpu/embedding.hpp"  // the CPU twins
+#include "tinytorch/backend/cuda/elementwise.cuh"       // TT_GRID_STRIDE_LOOP, launch_kernel, grid_1d
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace backend::cuda {
 

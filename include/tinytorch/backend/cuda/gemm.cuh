@@ -50,10 +50,10 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "../../core/check.hpp"
-#include "../../core/config.hpp"
-#include "../../core/half.hpp"  // Half, BFloat16, opmath_type
-#include "launch.hpp"
+#include "tinytorch/core/check.hpp"
+#include "tinytorch/core/config.hpp"
+#include "tinytorch/core/half.hpp"  // Half, BFloat16, opmath_type
+#include "tinytorch/backend/cuda/launch.hpp"
 
 #if !TINYTORCH_WITH_CUDA
 #error "backend/cuda/gemm.cuh holds CUDA kernels: compile with nvcc, or with -DTINYTORCH_CUDA_SIM=1 (the simulator)"

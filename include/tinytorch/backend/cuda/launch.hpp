@@ -45,13 +45,13 @@
 #include <utility>
 #include <vector>
 
-#include "../../core/check.hpp"
-#include "../../core/config.hpp"
+#include "tinytorch/core/check.hpp"
+#include "tinytorch/core/config.hpp"
 
 #if TINYTORCH_CUDA_SIM
-#include "sim.hpp"
-#include "sim_shared_size.hpp"
-#include "../../core/cuda_sim_memory.hpp"
+#include "tinytorch/backend/cuda/sim.hpp"
+#include "tinytorch/backend/cuda/sim_shared_size.hpp"
+#include "tinytorch/core/cuda_sim_memory.hpp"
 #elif TINYTORCH_WITH_CUDA
 #include <cuda_runtime.h>
 #define TT_DYNAMIC_SHARED(T, name)                                  \

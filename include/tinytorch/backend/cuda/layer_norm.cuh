@@ -21,10 +21,10 @@
 #include <cmath>
 #include <cstdint>
 
-#include "../cpu/layer_norm.hpp"  // the CPU twins
-#include "elementwise.cuh"        // TT_GRID_STRIDE_LOOP, launch_kernel, grid_1d
-#include "softmax.cuh"            // kernels::warp_sum_allreduce, detail::softmax_grid (warps per block)
-#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/backend/cpu/layer_norm.hpp"  // the CPU twins
+#include "tinytorch/backend/cuda/elementwise.cuh"        // TT_GRID_STRIDE_LOOP, launch_kernel, grid_1d
+#include "tinytorch/backend/cuda/softmax.cuh"            // kernels::warp_sum_allreduce, detail::softmax_grid (warps per block)
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace backend::cuda {
 

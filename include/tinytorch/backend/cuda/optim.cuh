@@ -25,9 +25,9 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "elementwise.cuh"  // TT_GRID_STRIDE_LOOP, launch_kernel
-#include "../optim_functors.hpp"  // SgdUpdate, AdamUpdate
-#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/backend/cuda/elementwise.cuh"  // TT_GRID_STRIDE_LOOP, launch_kernel
+#include "tinytorch/backend/optim_functors.hpp"  // SgdUpdate, AdamUpdate
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace backend::cuda {
 

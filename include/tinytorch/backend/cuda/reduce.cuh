@@ -26,9 +26,9 @@
 #include <cstdint>
 #include <functional>
 
-#include "../cpu/reduce.hpp"  // acc_t and the CPU twins
-#include "elementwise.cuh"         // TT_GRID_STRIDE_LOOP, launch_kernel
-#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/backend/cpu/reduce.hpp"  // acc_t and the CPU twins
+#include "tinytorch/backend/cuda/elementwise.cuh"         // TT_GRID_STRIDE_LOOP, launch_kernel
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace backend::cuda {
 

@@ -106,7 +106,7 @@
 // Chapter: chapters/10-gpu-kernels.md.
 #pragma once
 
-#include "../../core/config.hpp"
+#include "tinytorch/core/config.hpp"
 
 #if defined(__CUDACC__)
 #error "backend/cuda/sim.hpp is the kernel simulator for g++/clang++ (TINYTORCH_CUDA_SIM=1); nvcc has the real CUDA"
@@ -140,8 +140,8 @@
 #include <utility>
 #include <vector>
 
-#include "../../core/check.hpp"
-#include "../../core/cuda_sim_memory.hpp"
+#include "tinytorch/core/check.hpp"
+#include "tinytorch/core/cuda_sim_memory.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define TT_SIM_ASAN 1

@@ -32,7 +32,7 @@
 // Chapter: chapters/10-gpu-kernels.md.
 #pragma once
 
-#include "../../core/config.hpp"
+#include "tinytorch/core/config.hpp"
 
 #if TINYTORCH_CUDA_SIM  // in a CPU build this header is empty, like sim.hpp
 

@@ -23,9 +23,9 @@
 #include <cstdint>
 #include <limits>
 
-#include "../cpu/softmax.hpp"  // the CPU twins
-#include "elementwise.cuh"     // TT_GRID_STRIDE_LOOP, launch_kernel
-#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/backend/cpu/softmax.hpp"  // the CPU twins
+#include "tinytorch/backend/cuda/elementwise.cuh"     // TT_GRID_STRIDE_LOOP, launch_kernel
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace backend::cuda {
 

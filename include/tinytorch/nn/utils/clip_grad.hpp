@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "../module.hpp"
-#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
+#include "tinytorch/nn/module.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END
 
 TT_NAMESPACE_BEGIN namespace nn::utils {
 
@@ -53,5 +53,5 @@ TT_DECL void clip_grad_value_(const Tensor& parameter, double clip_value);
 }  TT_NAMESPACE_END  // namespace tinytorch::nn::utils
 
 #if TT_HEADER_ONLY
-#include "clip_grad.ipp"
+#include "tinytorch/nn/utils/clip_grad.ipp"
 #endif

@@ -6,9 +6,9 @@
 // Chapter: chapters/01-training-loop.md.
 #pragma once
 
-#include "clip_grad.hpp"
-#include "../../ops/elementwise.hpp"
-#include "../../core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
+#include "tinytorch/nn/utils/clip_grad.hpp"
+#include "tinytorch/ops/elementwise.hpp"
+#include "tinytorch/core/config.hpp"  // TT_NAMESPACE_BEGIN / TT_NAMESPACE_END, TT_DECL
 
 TT_NAMESPACE_BEGIN namespace nn::utils {
 namespace detail {
