@@ -2,12 +2,13 @@
 """tests/text/check_openings.py — every file of include/tinytorch/ opens with what it implements and
 its chapter, briefly (ctest header_openings).
 
-Each .hpp, .ipp and .cuh starts with a comment (its leading `//` lines) that names its chapter
-("Chapter: chapters/NN-name.md", a chapter that exists) and is at most {LIMIT} lines: what the file
-implements, its math and shapes; the explanation belongs to the chapter. The files whose opening
-is still longer are listed below with their length today: an opening may shrink, never grow, and
-a file that reaches the limit must leave the list (the check says so), so the list only gets
-shorter.
+Each .hpp, .ipp, .cuh (and .h, .cu, .inl) starts with a comment (its leading `//` lines, blank
+lines between them included) that names its chapter ("Chapter: chapters/NN-name.md", a chapter
+that exists) and is at most 30 lines: what the file implements, its math and shapes; the
+explanation belongs to the chapter. The files whose opening is still longer are listed below
+with their length today: an opening may shrink, never grow, a file that reaches the limit must
+leave the list, and an entry that names no header is an error (the check says which), so the
+list only gets shorter. A change to a number in LONGER shows in review.
 """
 import re
 import sys
@@ -61,17 +62,41 @@ LONGER = {  # file under include/tinytorch/: its opening's length today (lines);
 }
 
 
+EXTS = ("hpp", "ipp", "cuh", "h", "cu", "inl")
+CHAPTER = re.compile(r"Chapters?: (chapters/\d\d-[a-z0-9-]+\.md)(?![\w-]|\.\w)")
+
+
+def opening(lines):
+    """The file's opening: its leading comment lines (blank lines between them included, trailing
+    ones not), up to the first line of code."""
+    n = 0
+    for i, line in enumerate(lines):
+        if line.startswith("//"):
+            n = i + 1
+        elif line.strip():
+            break
+    return lines[:n]
+
+
 def main():
     errors = []
-    files = sorted(p for ext in ("hpp", "ipp", "cuh") for p in (ROOT / "include" / "tinytorch").rglob(f"*.{ext}"))
+    base = ROOT / "include" / "tinytorch"
+    files = sorted(p for ext in EXTS for p in base.rglob(f"*.{ext}") if p.is_file())
+    if not files:
+        print(f"header_openings: no header under {base}")
+        return 1
+    names = set()
     for path in files:
-        rel = path.relative_to(ROOT / "include" / "tinytorch").as_posix()
-        lines = path.read_text(encoding="utf-8").splitlines()
-        n = 0
-        while n < len(lines) and lines[n].startswith("//"):
-            n += 1
-        opening = "\n".join(lines[:n])
-        m = re.search(r"Chapters?: (chapters/\d\d-[a-z0-9-]+\.md)", opening)
+        rel = path.relative_to(base).as_posix()
+        names.add(rel)
+        try:
+            lines = path.read_bytes().decode("utf-8").lstrip("\ufeff").split("\n")
+        except UnicodeDecodeError as e:
+            errors.append(f"{rel}: not UTF-8 text ({e})")
+            continue
+        head = opening(lines)
+        n = len(head)
+        m = CHAPTER.search("\n".join(head))
         if not m:
             errors.append(f"{rel}: its opening comment names no chapter ('// Chapter: chapters/NN-name.md.')")
         elif not (ROOT / m.group(1)).is_file():
@@ -84,6 +109,8 @@ def main():
             errors.append(f"{rel}: its opening is {n} lines now: remove it from LONGER in {Path(__file__).name}")
         elif rel in LONGER and n < LONGER[rel]:
             errors.append(f"{rel}: its opening shrank to {n} lines: write {n} in LONGER in {Path(__file__).name}")
+    for rel in sorted(set(LONGER) - names):
+        errors.append(f"{rel}: listed in LONGER but not a header: remove it from LONGER in {Path(__file__).name}")
     for e in errors:
         print(e)
     if errors:

@@ -10,14 +10,21 @@ if [[ -z "$ctags_bin" ]] || ! "$ctags_bin" --version 2>/dev/null | grep -q "Univ
   echo "no Universal Ctags: skipped"
   exit 77
 fi
-tags=$(mktemp)
-trap 'rm -f "$tags"' EXIT
-(cd "$root" && "$ctags_bin" -R -f "$tags" include) || { echo "FAIL: ctags failed"; exit 1; }
-n=$(grep -cP '\tinclude/tinytorch/[^\t]*\.ipp\t' "$tags")
-if grep -qP '^register_post_accumulate_grad_hook\tinclude/tinytorch/autograd/variable\.ipp\t' "$tags"; then
-  echo "PASSED: $n tags in .ipp files, register_post_accumulate_grad_hook among them"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# A contributor's own ~/.ctags.d must neither make this pass nor fail: an empty home.
+if ! (cd "$root" && HOME="$tmp" XDG_CONFIG_HOME="$tmp" "$ctags_bin" -R --fields=+l -f "$tmp/tags" include \
+      2>"$tmp/err"); then
+  echo "FAIL: ctags failed (is .ctags.d/tinytorch.ctags valid?):"
+  cat "$tmp/err"
+  exit 1
+fi
+tags="$tmp/tags"
+n=$(grep -cP '\tinclude/tinytorch/[^\t]*\.ipp\t.*\tlanguage:C\+\+' "$tags")
+if grep -qP '^register_post_accumulate_grad_hook\tinclude/tinytorch/autograd/variable\.ipp\t.*\tlanguage:C\+\+' "$tags"; then
+  echo "PASSED: $n C++ tags in .ipp files, register_post_accumulate_grad_hook among them"
 else
-  echo "FAIL: no tag for register_post_accumulate_grad_hook in autograd/variable.ipp ($n tags in .ipp files):"
+  echo "FAIL: no C++ tag for register_post_accumulate_grad_hook in autograd/variable.ipp ($n in .ipp files):"
   echo "      .ctags.d/tinytorch.ctags must map .ipp to C++"
   exit 1
 fi

@@ -1,6 +1,6 @@
 # tests/text/tests.cmake — the text says what is (label text; no compile, each under a second):
 #   text_lint        scripts/lint_text.py over the tracked files: no dates, commit hashes or
-#                    history ("was X, now Y") in the code, the build files, the README and docs/
+#                    history wording in the code, the build files, the README and docs/
 #   text_lint_fails  tests/text/lint_text_fails.sh: the lint fails on each kind planted in a
 #                    file of its own, and passes a file of hex constants and batches of data
 #   readme_core_lines  tests/text/check_core_lines.py: the README's "Read in this order" table
