@@ -1,8 +1,5 @@
 // tinytorch/distributed/fully_sharded_data_parallel.hpp — FullyShardedDataParallel (PyTorch's
-// FSDP): the model's parameters in flat buffers, each rank owning a 1/N shard of each, gradients
-// reduce-scattered so that each rank keeps the averaged gradient of its shard only, an optimizer
-// that holds state for that shard only, and (FULL_SHARD, ZeRO stage 3) the full parameters in
-// memory only while a unit's forward or backward needs them.
+// FSDP with use_orig_params=False): ZeRO stages 2 and 3 in one wrapper.
 //
 //   dist::FSDPOptions fo;                                              // FULL_SHARD, PyTorch's default
 //   fo.auto_wrap_policy = dist::transformer_auto_wrap_policy<nn::Linear>();   // a unit per Linear
@@ -10,127 +7,24 @@
 //   optim::Adam opt(fsdp->parameters(), lr);   // the flat parameters: this rank's shard of each unit
 //   for (...) { opt.zero_grad(); loss_fn(fsdp->forward(x), y).backward(); opt.step(); }
 //
-// Units and flat parameters. At construction the ranks agree on the model and rank 0's values
-// are broadcast (DDP's steps 0-2: model_agreement.hpp). auto_wrap_policy (PyTorch's callable,
-// asked per submodule as torch.distributed.fsdp.wrap._recursive_wrap asks it; nullptr: the model
-// is one unit) picks submodules that become units; a parameter belongs to the innermost unit
-// around it, the root unit takes the rest. For each unit, the T elements of its parameters that
-// train are laid end to end in one buffer `flat` of N * S elements, S = ceil(T / N) (zero padding
-// at the end), and each parameter becomes a view of its slice (PyTorch's FlatParameter). Rank r's
-// slice [r*S, (r+1)*S), a leaf tensor of shape (S), is the unit's `flat_param`, a parameter of
-// the FSDP module ("flat_param" for the root, "<unit path>.flat_param" for the others), so the
-// optimizer built on fsdp->parameters() keeps state for S elements per unit (PyTorch:
-// use_orig_params=False). Each picked submodule is replaced in its parent by a wrapper (printed as
-// FullyShardedDataParallel, the submodule its child "_fsdp_wrapped_module") whose forward
-// gathers; the model must reach it through its children (nn::Sequential does): a forward through
-// a member pointer skips the wrapper, an error at the end of the forward.
-//
-// One iteration, ShardingStrategy::FULL_SHARD (ZeRO-3). flat_param has its own memory; `flat`
-// holds memory only while the unit's values are needed (Storage::resize_: 0 bytes, then N * S
-// again; the parameters, and autograd's views of them saved in forward, keep viewing it):
-//   forward   the root unit's all_gather, then the model; each unit's wrapper: all_gather into
-//             its refilled `flat`, the submodule's forward, `flat` freed again (reshard after
-//             forward; the root keeps its values for backward, as PyTorch's root does), and a hook
-//             on the unit's output.
-//   backward  the hook fires when the gradient of the unit's output arrives, before any of the
-//             unit's backward ops: all_gather again (the version counter is not bumped, so the
-//             saved views stay valid), and the parameters' .grad become zeroed views of one flat
-//             (N * S) gradient, into which backward accumulates in place. When the unit's last
-//             gradient has arrived (a hook per parameter, as DDP's Reducer) `flat` is freed, the
-//             flat gradient divided by N and reduce_scatter (SUM) leaves on rank r the average of
-//             its shard: flat_param.grad (added to a gradient already there), the rest freed.
-//   step      the optimizer updates flat_param; nothing else holds parameter values.
-// Overlap (world size > 1): the all_gathers and reductions of forward and backward run on a
-//   communication thread of FSDP's own (comm_thread.hpp; a duplicate communicator), one at a time
-//   in the order the main thread issues them. A unit's reduce-scatter is issued and backward goes
-//   on to the next unit; at most one is in flight (the next one, or the end of backward, waits for
-//   it first: two units' unsharded gradients at most, a peak that does not depend on timing), so
-//   flat_param.grad is set when loss.backward() returns. backward_prefetch = BACKWARD_PRE
-//   (PyTorch's default) issues the all_gather of the unit backward reaches next when the current
-//   unit's backward begins (two units' values held at once), BACKWARD_POST once the current unit's
-//   gradients are computed and its values freed, std::nullopt only when the next unit's backward
-//   begins (it waits for it). forward_prefetch issues the all_gather of the unit that ran next in
-//   the previous training forward before the current unit computes. The order of backward is the
-//   reverse of the units' forward ends, recorded in each forward. Every rank issues the same
-//   collectives in the same order (the options are checked equal); prefetching changes when they
-//   run, never what they compute: the numbers are bit for bit those without it. FSDPOptions::trace
-//   records it all (chapter 13.9's timeline).
-//   One thread for both kinds: PyTorch puts all-gathers and reduce-scatters on two CUDA streams,
-//   which a GPU runs at once; with MPI a collective in progress keeps a core busy (Open MPI polls),
-//   and two threads of collectives on a rank with one core made the step 1.3x slower than one
-//   (bench_zero, 2 ranks on 2 cores: ZeRO-3 / DDP 1.14-1.17 against 0.83-0.91), so here an
-//   all_gather issued after a reduce-scatter waits for it.
-// ShardingStrategy::SHARD_GRAD_OP (ZeRO-2): flat_param is a view of `flat`, which is never freed;
-//   a unit's all_gather runs in its forward only when `flat` changed since the last one (its
-//   version counter: an optimizer step), so a forward under NoGradGuard between a forward and
-//   its backward sends nothing; backward and the reduce-scatter as above.
-// ShardingStrategy::NO_SHARD (DDP's semantics): flat_param is the whole [0, T) of every unit on
-//   every rank, the gradients are all-reduced instead, every rank steps every element; no gather.
-//
-// Memory per rank, P parameters of 4 bytes, Adam (chapter 13.7, 13.8):
-//   FULL_SHARD     16P/N between steps (4P/N values, 4P/N flat_param.grad, 8P/N Adam, + padding);
-//                  during a step also the root unit's values and the unit(s) gathered now, with
-//                  their unsharded gradient: with a unit per layer, about two layers' worth
-//   SHARD_GRAD_OP  4P + 4P/N + 8P/N = the paper's ZeRO-2, 4P + 12P/N; in backward each unit's full
-//                  gradient exists until its reduce-scatter
-//   NO_SHARD       4P + 4P + 8P, DDP's 16P without DDP's bucket copy
-// Bytes sent per step (distributed::comm_counters), over all ranks: a reduce-scatter and an
-//   all-gather of each unit's 4(N S) bytes, 2(N-1) x 4NS (DDP's 2(N-1) x 4P plus padding);
-//   FULL_SHARD with units other than the root a second all-gather before their backward:
-//   3(N-1) x 4NS, the paper's 1.5x of DDP.
-//
-// The numbers: rank r's shard gradient is sum_q g_q / N over the ranks' gradients, as DDP's
-//   average (each term divided by N before the sum, as DDP's buckets); Adam on a flat shard is
-//   Adam elementwise, so 20 steps equal DDP + Adam bit for bit on 2 ranks (a sum of two is the
-//   same in any order) and within rounding on more (MPI's reduce-scatter may add in another
-//   order than its all-reduce): tests/mpi/test_zero.cpp, [fsdp].
-//
-// Errors (tinytorch::Error, the same on every rank where the check is collective):
-//   the model differs across ranks, or options differ (as DDP's messages), or auto_wrap_policy
-//   makes different units on different ranks; the units called in a different order on different
-//   ranks (their collectives pair up by order: checked at the first training forward, and at every
-//   one under TINYTORCH_DISTRIBUTED_DEBUG=DETAIL, where PyTorch checks it; an order that changes
-//   on one rank later, without DETAIL, exchanges equal-sized units' values silently, as in PyTorch);
-//   parameters of more than one dtype or device, none that requires grad, CUDA parameters (not
-//   implemented: the collectives below take host pointers); MPI without MPI_THREAD_MULTIPLE
-//   (world size > 1: the communication thread);
-//   a parameter shared by two units (a shared parameter must lie in one unit);
-//   a forward while the previous backward's gradients are incomplete (a parameter without one):
-//   PyTorch DDP's "Expected to have finished reduction in the prior iteration" wording; a forward
-//   after a grad-mode forward that had no backward at all (one backward per forward; evaluation
-//   under NoGradGuard, as DDP asks too); a unit that did not run in a forward (reached through a
-//   member pointer, or skipped); a unit called in grad mode outside the FSDP's forward; a flat
-//   parameter changed between forward and backward (FULL_SHARD: an optimizer step before
-//   backward would make the gradients those of other values);
-//   a model wrapped twice, an FSDP inside the wrapped model (wrap once; auto_wrap_policy makes the
-//   inner units), a parameter moved, converted, frozen or unfrozen after wrapping: errors naming
-//   the parameter; a parameter read while FULL_SHARD has freed it: Tensor::data_ptr's error
-//   (read it after summon_full_params()).
-// clip_grad_norm_(max_norm): PyTorch's FSDP method; the norm is the whole model's (the shards'
-//   squares summed over the ranks), where nn::utils::clip_grad_norm_ would see one shard.
-// A parameter that some ranks use and others do not (a data-dependent branch) leaves those ranks
-//   in the reduce-scatter and the others at the next forward's error: the watchdog's timeout
-//   ends it (DDP without find_unused_parameters likewise; PyTorch's FSDP reduces zeros for it).
-// full_state_dict(rank0_only) / load_full_state_dict(sd): PyTorch's FULL_STATE_DICT, the unwrapped
-//   model's names and values (a file any FSDP, DDP or plain model of that architecture loads, on
-//   any number of ranks).
-// Not yet: sharded state dicts and the optimizer's full state dict (PyTorch's
-//   full_optim_state_dict), CUDA parameters, MixedPrecision (param_dtype, reduce_dtype).
-// no_sync(): PyTorch's gradient accumulation without communication (the unsharded gradients kept
-//   until the next synchronised backward, which reduce-scatters their sum).
-// Loss scaling (float16): amp::GradScaler checks the gradients of this rank's shard only, so an
-//   inf in another rank's shard would make the ranks disagree on skipping a step; use
-//   distributed::ShardedGradScaler (sharded_grad_scaler.hpp), whose check spans the ranks.
-// An optimizer must be built on fsdp->parameters() after wrapping: one built on the model's own
-//   parameters steps nothing (their gradients go to the flat parameters), with no error (as in
-//   PyTorch with use_orig_params=False).
-//
-// Chapter: chapters/13-sharding.md (13.7, 13.8, 13.9 prefetch and overlap). Reference: torch.distributed.fsdp (PyTorch 1.13:
-//   FullyShardedDataParallel, ShardingStrategy, FlatParameter, use_orig_params=False,
-//   wrap.size_based_auto_wrap_policy / transformer_auto_wrap_policy); Zhao et al., "PyTorch FSDP:
-//   Experiences on Scaling Fully Sharded Data Parallel" (VLDB 2023); Rajbhandari et al., "ZeRO"
-//   (SC 2020), stages P_os+g and P_os+g+p.
-// Chapter: chapters/13-sharding.md.
+// Each unit (auto_wrap_policy picks them; the root takes the rest) lays its T trainable elements
+// end to end in one buffer `flat` of N*S elements, S = ceil(T/N); each parameter becomes a view of
+// its slice, and rank r's slice [r*S, (r+1)*S) is the unit's flat_param, the parameter the
+// optimizer sees. One iteration:
+//   forward   each unit's shards all-gathered into `flat` (FULL_SHARD: refilled, freed after);
+//   backward  gathered again before the unit's backward (FULL_SHARD); the gradients accumulate in
+//             one flat gradient, which, when the unit's last one has arrived, is divided by N and
+//             reduce-scattered: rank r keeps the average of its shard as flat_param.grad;
+//   step      the optimizer updates flat_param.
+// The collectives run on a communication thread (comm_thread.hpp), started early as
+// backward_prefetch / forward_prefetch say; the numbers never depend on when.
+// Memory per rank (P parameters, Adam): FULL_SHARD 16P/N between steps, SHARD_GRAD_OP 4P + 12P/N,
+// NO_SHARD 16P. Bytes per step over the ranks: 2(N-1) x 4NS, DDP's; 3(N-1) x 4NS with FULL_SHARD
+// units. The same weights as DDP + that optimizer, bit for bit on 2 ranks (test_zero, [fsdp]).
+// What it refuses (a tinytorch::Error, the same on every rank where the check is collective) and
+// what it does not do: the chapter, 13.10.
+// Chapter: chapters/13-sharding.md (13.7-13.10). Reference: torch.distributed.fsdp (PyTorch 1.13);
+// Zhao et al., "PyTorch FSDP" (VLDB 2023); Rajbhandari et al., "ZeRO" (SC 2020).
 #pragma once
 
 #include <algorithm>

@@ -1,72 +1,31 @@
-// tinytorch/distributed/process_group.hpp — the default process group: who am I, how many are we.
+// tinytorch/distributed/process_group.hpp — the process groups: who am I, how many are we, and
+// the collectives every rank calls together.
 //
-// A training job launched as `mpirun -np N prog` is N copies of one program. Each copy (a "rank")
-// calls init_process_group() once; afterwards
+// A job launched as `mpirun -np N prog` is N copies of one program. Each copy (a "rank") calls
+// init_process_group() once; then get_rank() is r in [0, N), get_world_size() N, get_local_rank()
+// this rank's number on its machine (rank l uses GPU l). Backend::MPI moves CPU memory over MPI;
+// Backend::NCCL also bootstraps an NCCL communicator for GPU buffers (nccl_context.hpp; a TU built
+// by nvcc with NCCL). Without mpirun the program is a world of size 1 (MPI as a "singleton"), and
+// so is a build without MPI, which throws if it finds itself launched as one of several ranks.
+// MPI starts with MPI_THREAD_MULTIPLE (DDP's communication thread); require_thread_multiple()
+// throws when MPI provides less.
 //
-//   get_rank()        r in [0, N)   this process's number in the job
-//   get_world_size()  N             how many processes take part
-//   get_local_rank()  l             this process's number among the ranks on the same machine
-//                                   (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)); rank l uses GPU l
-//
-// Backends:
-//   Backend::MPI   collectives on CPU memory travel over MPI (shared memory on one machine,
-//                  the network across machines). The only backend for CPU tensors.
-//   Backend::NCCL  additionally bootstraps an NCCL communicator (nccl_context.hpp) for GPU
-//                  buffers; the group keeps its MPI communicator for CPU work. Needs a
-//                  translation unit compiled by nvcc with NCCL (TINYTORCH_WITH_NCCL).
-//
-// Three ways to run, one program:
-//   * under mpirun, built with MPI (mpicxx / tinytorch::mpi): N ranks;
-//   * without mpirun, built with MPI: MPI starts as a "singleton", world size 1;
-//   * built without MPI (plain g++): world size 1; every collective is a local no-op or copy.
-//     If such a binary finds itself launched as one of several ranks (OMPI_COMM_WORLD_SIZE or
-//     PMI_SIZE > 1 in the environment), init_process_group throws instead of letting every rank
-//     silently train alone.
-//
-// Threads: MPI is initialised with MPI_Init_thread(MPI_THREAD_MULTIPLE) because DDP runs its
-// all-reduces on a communication thread while the main thread computes. The level MPI actually
-// provides is recorded; require_thread_multiple() throws if a caller needs it and it is missing.
-//
-// The group object: ProcessGroup (PyTorch's c10d::ProcessGroup) is one MPI communicator with a
-// rank, a size, a timeout and a sequence number; its five collectives (all_reduce, broadcast,
-// all_gather, reduce_scatter, barrier) each have one implementation that either blocks
-// (Completion::Blocking: the free functions of buffer_collectives.hpp) or returns a Work to wait
-// on later (Completion::Async). init_process_group creates the default group; new_group(name) a
-// duplicate with its own communicator (DistributedDataParallel reduces its buckets on one, so
-// that they never meet a collective of the main thread); new_group(ranks) a group of some of the
-// ranks (MPI_Comm_split: the tensor- and data-parallel groups of a DeviceMesh, device_mesh.hpp).
-// Point to point: send / recv (MPI_Isend / MPI_Irecv, blocking or returning a Work), watched like
-// the collectives, the received size checked (pipeline stages, chapter 12).
-//
-// No hang, ever:
-//   * a blocking collective first waits until every rank has arrived (a non-blocking barrier,
-//     polled politely: work.hpp), then moves the data with MPI's blocking call (Open MPI's
-//     non-blocking MPI_Iallreduce is 2x slower for the same data here: it runs other
-//     algorithms, and only while polled);
-//   * every wait, including MPI's blocking calls, is watched (work.hpp's Watchdog): past the
-//     group's timeout (default 30 minutes as PyTorch's; init_process_group's `timeout`, or
-//     TINYTORCH_DIST_TIMEOUT=<seconds>) the rank prints which collective, its sequence number
-//     and sizes, and how long it waited, and aborts the job;
-//   * with TINYTORCH_DISTRIBUTED_DEBUG=DETAIL (PyTorch's TORCH_DISTRIBUTED_DEBUG; off by
-//     default, on in our MPI tests) the ranks first exchange a fingerprint of the collective
-//     (sequence number, op, dtype, count, root, reduce op) and every rank throws the same
-//     tinytorch::Error when they differ, naming both sides: a different op, dtype, count,
-//     root or reduce op per rank, or collectives issued in another order.
-//
-// Lifetime: destroy_process_group() waits at a barrier (so that a rank that finishes early is
-// watched while the others still train), frees the communicators and, if init_process_group
-// started MPI, calls MPI_Finalize. MPI cannot be started twice in one process, so a second
-// init_process_group after that throws. Prefer ProcessGroupGuard (guard.hpp), which also turns an
-// exception on one rank into MPI_Abort of the whole job instead of a hang.
-//
-// Chapter: chapters/07-all-reduce.md (and 06-distributed-data-parallel.md; 12-model-parallelism.md
-// for groups of some ranks and point to point).
-// Reference: torch.distributed (init_process_group(timeout=), new_group, send, recv, isend,
-//            irecv, get_group_rank, get_global_rank, get_rank,
-//            get_world_size, ReduceOp, TORCH_DISTRIBUTED_DEBUG and its collective fingerprints
-//            in ProcessGroupWrapper.cpp); PyTorch's ProcessGroupMPI; karpathy/llm.c
-//            llmc/zero.cuh (MPI -> NCCL bootstrap).
-// Chapter: chapters/06-distributed-data-parallel.md.
+// ProcessGroup (PyTorch's c10d::ProcessGroup) is one MPI communicator with a rank, a size, a
+// timeout and a sequence number. Each of its five collectives (all_reduce, broadcast, all_gather,
+// reduce_scatter, barrier) is one function that blocks (Completion::Blocking: the free functions of
+// buffer_collectives.hpp) or returns a Work (Completion::Async). new_group(name) duplicates a
+// group (DDP's buckets run on one, never meeting the main thread's collectives); new_group(ranks)
+// takes some of the ranks (a DeviceMesh's lines); send / recv are point to point (pipelines).
+// No hang, ever: a blocking collective first waits until every rank has arrived, and every wait
+// is watched (work.hpp): past the timeout (30 minutes, PyTorch's; TINYTORCH_DIST_TIMEOUT) the rank
+// reports the collective and aborts the job. TINYTORCH_DISTRIBUTED_DEBUG=DETAIL makes the ranks
+// agree on a fingerprint of each collective first: a mismatch is the same error on every rank.
+// destroy_process_group() waits at a barrier, frees the communicators and finalizes MPI if it
+// started it; ProcessGroupGuard (guard.hpp) also turns one rank's exception into MPI_Abort.
+// Chapter: chapters/06-distributed-data-parallel.md and 07-all-reduce.md (7.8: timeouts, the
+// watchdog, DETAIL); 12-model-parallelism.md for groups of some ranks and point to point.
+// Reference: torch.distributed (init_process_group, new_group, send/recv, TORCH_DISTRIBUTED_DEBUG
+// and ProcessGroupWrapper's fingerprints); PyTorch's ProcessGroupMPI; llm.c's MPI -> NCCL bootstrap.
 #pragma once
 
 #include <algorithm>

@@ -3,83 +3,31 @@
 // communication thread that all-reduces each bucket as soon as its last gradient arrived, while
 // backward continues. DistributedDataParallel (ddp.hpp) owns one Reducer.
 //
-// Construction (steps 3-4 of DDP's constructor; steps 0-2 are in model_agreement.hpp):
-//   3. Buckets (compute_bucket_assignment_by_size): walk the parameters that require grad in
-//      registration order, one open bucket per dtype, close a bucket once its size reaches the
-//      limit (the first at 1 MiB, the later ones at bucket_cap_mb, default 25 MiB), then list the
-//      buckets in *reverse*: bucket 0 holds the last layers, whose gradients backward produces
-//      first. Each bucket owns one flat contiguous buffer `contents` (numel = sum of its params).
-//      Registration order only approximates the order of backward (a layer's bias is registered
-//      before the next layer's weight but its gradient arrives after it), so, as PyTorch does,
-//      the first synced backward records the order in which gradients arrive and the next
-//      forward rebuilds the buckets once in that order (rank 0's order, broadcast; not with
-//      find_unused_parameters): bucket 0 = the first 1 MiB of gradients to arrive.
-//   4. register_post_accumulate_grad_hook on every parameter: "this .grad is final".
-//
-// One backward, armed by a synced forward (prepare_for_backward; the forward is in ddp.hpp):
-//   backward  the engine accumulates each parameter's gradient; our hook copies it, divided by
-//             N, into its bucket slice; when a bucket's last gradient arrives, its all-reduce
-//             (SUM) is started *at once, strictly in bucket order* (every rank must issue the
-//             same collectives in the same order), on a communication thread that calls the
-//             all_reduce of a process group of its own (new_group: MPI_Allreduce, or
-//             DDPOptions::algorithm's ring / tree / parameter server) while backward continues
-//             on the main thread. That is the overlap.
-//   finalize  PyTorch queues a "final callback" in its autograd engine; ours has none. Instead,
-//             the hook that readies the last parameter completes the iteration: it waits for the
-//             comm thread to finish the earlier buckets, all-reduces the last bucket itself
-//             (nothing is left to overlap it with, so a hand-off to the thread would only add a
-//             wake-up) and copies the averages into .grad. Every parameter's AccumulateGrad runs
-//             exactly once per backward, so at that moment no parameter gradient can change any
-//             more; when loss.backward() returns, every rank holds identical averaged gradients.
-//             (Nodes that run after the last parameter's AccumulateGrad, e.g. gradients w.r.t.
-//             inputs, just start a little later.)
-//
-// find_unused_parameters: forward walks the graph from its output; parameters whose
-//   AccumulateGrad is unreachable are marked ready (their slice: .grad if it has one from no_sync
-//   steps, else zeros) at the first hook, so every bucket completes; a per-parameter "used" map
-//   is all-reduced so that a parameter unused on *every* rank keeps .grad untouched (undefined
-//   if it was). Without the option, a parameter that got no gradient leaves its bucket pending:
-//   the next forward throws PyTorch's "Expected to have finished reduction in the prior
-//   iteration before starting a new one..." naming the parameters (after waiting for the
-//   all-reduces already started; if another rank never starts one of them, e.g. because the
-//   parameter was unused there only, the watchdog ends the wait after the timeout: work.hpp).
-//
-// Threads: the communication thread (comm_thread.hpp's CommThread) needs MPI_THREAD_MULTIPLE (the main thread may call MPI
-// too); DDP's constructor throws a clear error if MPI provides less. The bucket all-reduces run
-// on the Reducer's own ProcessGroup (new_group: a duplicate of the default group's
-// communicator), so they can never be matched against a collective the main thread issues
-// (buffer broadcasts, a loss all-reduce, barrier) on the default group; like every collective,
-// they are watched by the watchdog and agreed at TINYTORCH_DISTRIBUTED_DEBUG=DETAIL.
-// The communication happens in Reducer::all_reduce_bucket and Reducer::all_reduce_used_map.
-//
-// CUDA parameters: the buckets live on the parameters' device; the hook's copy-and-scale
-//   is a kernel (device_staging.hpp's scale_copy) and the write-back a device-to-device copy, so
-//   gradients never visit the host except where the backend needs it: the MPI backend stages
-//   each bucket through a host buffer around its all-reduce (as gloo does); Backend::NCCL
-//   all-reduces it on the GPU on the communicator's own stream, ordered by one event pair per
-//   bucket (nccl.hpp; no communication thread: NCCL calls only enqueue), and finalize makes the
-//   compute stream wait for every bucket before the copies back. DDPOptions::
-//   force_bucket_path_single_rank runs all of this at world size 1 (the one-GPU check).
-// Communication hooks (DistributedDataParallel::register_comm_hook, PyTorch's): with a hook the
-//   slices hold g_r,i undivided and the hook reduces the bucket (its GradBucket: buffer(),
-//   gradients(), index(), is_last()) on the thread that would have all-reduced it; its result is
-//   the averaged bucket (run_comm_hook). default_hooks (ddp.hpp): allreduce_hook (what DDP does
-//   anyway), fp16_compress_hook / bf16_compress_hook (the all-reduce in 16 bits: half the bytes).
-// 16-bit parameters: their buckets are float16/bfloat16 (one bucket never mixes dtypes); the
-//   slice is g / N computed in float32 and rounded once, and the all-reduce sums in 16 bits,
-//   rounding after each hop (process_group.hpp's user-defined MPI_Op; the ring/tree/PS
-//   algorithms the same way), as PyTorch's gloo and NCCL do.
-// The math: on rank r the slice of parameter i in its bucket holds g_r,i / N (copy_into_bucket);
-//   the SUM all-reduce of the bucket makes it sum_r g_r,i / N, the average, on every rank, which
-//   write_average copies into .grad (the whole derivation: ddp.hpp).
-// Shapes: buckets are 1-D (numel,) tensors of the parameters' dtype; param i occupies
-//   contents[offset_i, offset_i + numel_i) viewed as param i's shape.
-// Chapter: chapters/06-distributed-data-parallel.md (6.5 steps 3-4, 6.6, 6.10); hooks and 16-bit
-//   buckets: chapters/11-mixed-precision.md (11.7).
-// Reference: torch/csrc/distributed/c10d/reducer.cpp (mark_variable_ready, mark_bucket_ready,
-//   finalize_backward, ensure_prior_reduction_finished), compute_bucket_assignment_by_size;
-//   torch/csrc/distributed/c10d/comm.hpp (GradBucket).
-// Chapter: chapters/06-distributed-data-parallel.md.
+// Construction (steps 3-4 of DDP's constructor; 0-2 are model_agreement.hpp's):
+//   3. buckets (compute_bucket_assignment_by_size): the parameters that require grad, in
+//      registration order, one open bucket per dtype, closed at 1 MiB (the first) or bucket_cap_mb
+//      (25 MiB), then listed in reverse (bucket 0: the last layers, whose gradients come first);
+//      each owns one flat buffer `contents`. The first synced backward records the order in which
+//      gradients arrive, and the next forward rebuilds the buckets once in that order (rank 0's).
+//   4. register_post_accumulate_grad_hook on every parameter.
+// One backward (armed by a synced forward, prepare_for_backward):
+//   hook(i)   copy .grad / N into its bucket slice (copy_into_bucket); a bucket whose last gradient
+//             arrived is all-reduced (SUM) on the communication thread (comm_thread.hpp), strictly
+//             in bucket order, on the Reducer's own process group (a duplicate communicator: never
+//             matched against the main thread's collectives): sum_r g_r,i / N, the average.
+//   finalize  the hook of the last parameter waits for the earlier buckets, all-reduces the last
+//             one itself, and copies the averages into .grad (write_average). Every AccumulateGrad
+//             runs once per backward, so no gradient changes after it.
+// find_unused_parameters marks the parameters forward cannot reach as ready (zeros, or .grad
+// from no_sync steps) and all-reduces a "used" map; without it, a parameter that got no gradient
+// makes the next forward throw PyTorch's "Expected to have finished reduction in the prior
+// iteration". Communication hooks (register_comm_hook) reduce an undivided bucket where the
+// all-reduce would be (run_comm_hook); 16-bit buckets sum in 16 bits, rounding after each hop.
+// CUDA parameters keep their buckets on the device (chapter 06, 6.6). Shapes: buckets are 1-D, of
+// the parameters' dtype; parameter i is contents[offset_i, offset_i + numel_i) in its own shape.
+// Chapter: chapters/06-distributed-data-parallel.md (6.5, 6.6, 6.10); hooks and 16-bit buckets:
+// chapters/11-mixed-precision.md (11.7). Reference: PyTorch's torch/csrc/distributed/c10d/
+// reducer.cpp (mark_variable_ready, finalize_backward, ...) and comm.hpp (GradBucket).
 #pragma once
 
 #include <algorithm>

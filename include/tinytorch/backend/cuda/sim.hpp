@@ -1,108 +1,32 @@
 // tinytorch/backend/cuda/sim.hpp — the kernel simulator: CUDA kernels run on the CPU, one block at a
 // time, the threads of a block as cooperative fibers.
 //
-// What it implements. With TINYTORCH_CUDA_SIM=1 (g++/clang++ only) the same backend/cuda/*.cuh sources
-// that nvcc compiles for a GPU compile as host code against this header, which defines what CUDA C++
-// adds to C++: the keywords (__global__, __device__, __host__, __forceinline__, __shared__, ...), the
-// built-in variables threadIdx/blockIdx/blockDim/gridDim and warpSize, the vector types (dim3, uint3,
-// float2, float3, float4), __syncthreads() (and _count/_and/_or), the warp functions (__syncwarp,
-// __shfl*_sync, __ballot_sync, __any_sync, __all_sync, __activemask), atomics, __ldg, bit casts and
-// the fast-math intrinsics.
-// Kernels are launched only through launch_kernel (launch.hpp), which calls sim::run_grid below.
+// With TINYTORCH_CUDA_SIM=1 (g++/clang++) the backend/cuda/*.cuh sources that nvcc compiles for a
+// GPU compile as host code against this header, which defines what CUDA C++ adds to C++: the
+// keywords (__global__, __shared__, ...), the built-ins threadIdx/blockIdx/blockDim/gridDim and
+// warpSize (thread_local variables: gdb prints them and conditions on them), the vector types,
+// __syncthreads() (and _count/_and/_or), the warp functions (__syncwarp, __shfl*_sync, votes,
+// __activemask), atomics, __ldg, bit casts and the fast-math intrinsics. Kernels are launched only
+// through launch_kernel (launch.hpp), which calls sim::run_grid below.
 //
-// How the scheduling works.
-//   * Blocks run one after another on the calling host thread, blockIdx.x fastest, then y, then z.
-//   * Within a block every CUDA thread is a fiber: its own stack and saved registers, resumed by a
-//     context switch (section 3: a few lines of x86-64 assembly, or POSIX swapcontext elsewhere). A scheduler loop makes passes over the threads in linear order
-//     tid = x + y*blockDim.x + z*blockDim.x*blockDim.y; each ready thread runs until it finishes or
-//     blocks: at __syncthreads(), or at a warp operation (__syncwarp, shuffle, vote). Nothing else
-//     switches threads, so between two such points a thread runs alone and plain loads and stores
-//     (atomics included) need no locks.
-//   * A warp operation completes as soon as every lane named in its mask that exists and has not
-//     returned has arrived at a warp operation of the same kind with the same mask; its lanes become
-//     ready and run, in lane order, in the scheduler's next pass over them.
-//   * When no thread is ready: if all have finished the block is done; if every thread that has not
-//     returned waits at __syncthreads() the barrier opens and the next pass begins (exited threads
-//     count as arrived, as on the GPU: the common `if (i >= n) return;` before a barrier is fine).
-//     synccheck (always on): they must all wait at the same __syncthreads() call (file and line,
-//     passed in by default arguments), else the launch throws "synccheck: divergent
-//     __syncthreads()" naming two threads and their lines (a barrier in each branch of an if is
-//     undefined on a GPU). Anything else can never complete (a warp operation waits for a lane that
-//     waits elsewhere) and the launch throws tinytorch::Error naming the kernel, the block and a
-//     thread that did not arrive, never a hang.
-//   So a kernel's output never depends on timing: the order is fixed and documented above, and a
-//   test can log it (tests/test_cuda_sim.cpp, "execution order is the documented one").
-//   * An exception thrown by device code (e.g. a TT_CHECK) is caught in its fiber; the launch stops
-//     the block and rethrows it on the host as tinytorch::Error("kernel '<name>': block (x,y,z),
-//     thread (x,y,z): <what>").
-//   * __shared__ is `static thread_local`: one block runs at a time per host thread, and two host
-//     threads launching at once (DataParallel replicas) each get their own copy. The dynamic shared
-//     buffer (TT_DYNAMIC_SHARED) is 16-byte aligned. Both are refilled with 0xFF bytes for every
-//     block, so reading them before writing gives NaN floats and -1 integers rather than the last
-//     block's values (the kernel's static arrays are found in the program's symbol table,
-//     sim_shared_size.hpp; in a stripped program they keep the last block's values).
+// Scheduling (fixed, so a kernel's output never depends on timing; tests/test_cuda_sim.cpp checks
+// it): blocks run one after another on the calling host thread, blockIdx.x fastest; each CUDA
+// thread is a fiber (its own stack and registers, switched by a few lines of x86-64 assembly or
+// swapcontext elsewhere); passes over the threads in linear order run each ready thread until it
+// ends or waits at __syncthreads() or a warp operation. Nothing else switches threads. A barrier
+// opens when every thread that has not returned waits at the same one (synccheck: two different
+// __syncthreads() calls are an error naming both lines); what can never complete is an error naming
+// the kernel, block and thread, never a hang. __shared__ is static thread_local, refilled with 0xFF
+// bytes for every block.
 //
-// Debugging with gdb (chapter 10 quotes this). The built-ins are ordinary thread_local variables, set
-// by the scheduler before it switches into a thread, so gdb can condition on them and print them:
-//     g++ -std=c++17 -g -O0 -DTINYTORCH_CUDA_SIM=1 -Iinclude my_test.cpp -o my_test
-//     gdb -batch -ex 'break my_kernel<float> if threadIdx.x == 3 && blockIdx.x == 1' -ex run
-//         -ex 'print threadIdx' -ex 'print blockIdx' -ex bt ./my_test
-// (a template kernel is named with its arguments, as in `break saxpy_kernel<float>`; gdb finds it in
-// any namespace). `bt` shows the thread's own stack, from the kernel down to the fiber's entry
-// (sim::Scheduler::fiber_main). Checked on tests/test_cuda_sim.cpp with gdb 13: at the breakpoint
-// `print threadIdx` gives {x = 3, y = 0, z = 0} and `print blockIdx` {x = 1, y = 0, z = 0}.
-//
-// Limits (CUDA's defaults; a launch beyond them throws with CUDA's wording):
-//   block: x, y <= 1024, z <= 64, x*y*z <= 1024 ("invalid configuration argument");
-//   grid:  x <= 2^31-1, y, z <= 65535, none 0 ("invalid configuration argument");
-//   dynamic shared memory <= 48 KiB, CUDA's limit without cudaFuncSetAttribute's opt-in ("invalid
-//   argument"). Each thread has a TINYTORCH_SIM_STACK_KB stack (default 128 KiB) over a 1 MiB guard:
-//   overflowing it makes the launch throw a "stack overflow" error naming the thread (section 6).
-//   Static __shared__ arrays: at most 48 KiB per kernel, and static plus dynamic at most 48 KiB (the
-//   launch throws, launch.hpp check_shared_memory, reading the sizes from the program's symbol table:
-//   sim_shared_size.hpp; a stripped program is not checked).
-//   Not simulated: timing, memory coalescing and bank conflicts, warp divergence cost, dynamic
-//   parallelism (a launch inside a kernel throws), cooperative groups, streams (every launch is
-//   synchronous), spin-waiting (a thread looping until another thread sets a flag or frees an
-//   atomicCAS lock never ends: threads switch only at barriers and warp operations; the watchdog of
-//   section 6 reports it after TINYTORCH_SIM_HANG_SECONDS, default 10).
-// The checks, compute-sanitizer's four tools on the CPU (chapter 10 has the table):
-//   memcheck   TINYTORCH_SIM_CHECK=memcheck: guard pages right after every device block, quarantined
-//              frees, canaries in the 16-byte rounding (core/cuda_sim_memory.hpp), and at every launch
-//              each pointer argument checked: device memory, one device, aligned for its type
-//              (launch.hpp). A fault makes the launch throw tinytorch::Error naming the kernel, block,
-//              thread, read/write, address and allocation (section 6).
-//   racecheck  TINYTORCH_SIM_CHECK=racecheck: every launch runs twice, the second time with blocks and
-//              threads in reverse order, and the memory its pointer arguments reach is compared
-//              (launch.hpp). And in a ThreadSanitizer build (-fsanitize=thread), always: every CUDA
-//              thread is a TSan fiber that only barriers, warp operations, atomics and the launch
-//              order (section 7).
-//   synccheck  always: exited threads count as arrived, divergent barriers throw (above).
-//   initcheck  TINYTORCH_SIM_CHECK=initcheck: fresh device memory holds 0xFF bytes (NaN, -1), as
-//              dynamic shared memory always does, and every launch runs a second time with each byte
-//              never written (by a copy or a kernel) and the dynamic shared memory holding other
-//              values: a byte the two runs write differently is reported, naming the unwritten
-//              memory the kernel read and the thread that wrote the byte (launch.hpp, run_checked).
-//   Any sanitizer's report (ASan, UBSan, TSan) ends with the running kernel, block and thread.
-//   Values a GPU leaves undefined are given fixed ones: a shuffle reading a lane that does not take
-//   part returns NaN for floating types and the caller's own value otherwise; shared memory starts
-//   every block as 0xFF bytes (a GPU gives garbage); __activemask() is the warp's
-//   lanes that exist and have not returned. After a failed launch the block's other threads are
-//   abandoned mid-kernel (their locals are not destroyed).
-//   Device code may call CUDA's global min/max overloads or std::min/std::max (nvcc needs
-//   --expt-relaxed-constexpr for the latter).
-//   Speed (2-core VM, -O2): a switch and the scheduler's bookkeeping cost ~80 ns with the assembly
-//   switch, ~420 ns with swapcontext (glibc's makes a sigprocmask system call per switch). A thread
-//   that meets no barrier costs one switch in and one out; each __syncthreads() two more per thread.
-//   A 64 x 256 elementwise launch takes a few ms (~50 ms under ASan at -O0).
-//   Under AddressSanitizer every switch is announced with __sanitizer_start/finish_switch_fiber (and
-//   a reused stack is unpoisoned first: g++'s ASan otherwise sees the last thread's frames there).
-//
-// Reference: numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1: "execution of kernels is performed by
-// the simulator one block at a time", numba/cuda/simulator/); CUDA C++ Programming Guide, sections "Built-in
-// Variables", "Synchronization Functions" (__syncthreads), "Warp Vote Functions", "Warp Shuffle
-// Functions" (and the PTX ISA's `shfl.sync` pseudocode, which fixes the out-of-range cases), "Atomic
-// Functions", "Compute Capabilities" (the limits). Chapter: chapters/10-gpu-kernels.md.
+// Sections: 1 keywords, 2 built-ins, 3 the context switch, 4 the scheduler (run_grid, run_block),
+// 5 device functions (warp operations, atomics), 6 the watchdog and the fault handler, 7 sanitizer
+// reports that name the CUDA thread. Limits are
+// CUDA's defaults (block <= 1024 threads, grid, 48 KiB of shared memory), and a launch beyond them
+// throws with CUDA's wording. The checks (memcheck, racecheck, synccheck, initcheck), what is not
+// simulated (timing, coalescing, bank conflicts, streams, spin-waiting) and the cost of a switch:
+// chapter 10.5 and 10.7, and docs/architecture.md. Reference: numba's CUDA simulator; the CUDA C++
+// Programming Guide (built-ins, synchronization, warp vote and shuffle, atomics); PTX's shfl.sync.
 // Chapter: chapters/10-gpu-kernels.md.
 #pragma once
 
