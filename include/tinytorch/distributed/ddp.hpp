@@ -10,50 +10,23 @@
 //     opt.step();                                            // identical step on every rank
 //   }
 //
-// The math. N ranks, rank r computes g_r = d L_r / d theta on its own batch of B samples, with
-// L_r the mean loss over that batch. DDP replaces every .grad by
-//     g = (g_0 + g_1 + ... + g_{N-1}) / N
-// the gradient of the mean loss over all N*B samples: one DDP step equals one single-process
-// step on the global batch N*B (tests/mpi/test_ddp.cpp checks it to 1e-5). It is computed, as
-// PyTorch does, as the SUM all-reduce of the g_r / N (for N not a power of two the rounding may
-// differ from (sum g_r) / N in the last bit).
-// Because every rank starts from the same weights (broadcast at construction) and applies the
-// same averaged gradient, the replicas stay identical without ever sending weights again.
-//
-// The wrapper is thin; the work is done by the three headers it includes:
-//   model_agreement.hpp  construction steps 0-2: the ranks agree on DDPOptions and on the model
-//                        (the same error on every rank, never a hang); rank 0's parameters and
-//                        buffers are broadcast
-//   reducer.hpp          steps 3-4 and every synced backward: buckets, readiness hooks, the
-//                        communication thread (the overlap), finalize, find_unused_parameters
-//   trace.hpp            Trace, the Chrome-trace recorder behind DDPOptions::trace
-//
-// One training iteration:
-//   forward   checks that the previous iteration's reduction finished and that it had a backward
-//             at all (else the errors of forward() below), broadcasts buffers from rank 0 (if any),
-//             runs the module, and (grad mode on, not inside no_sync) arms the hooks for one
-//             backward (prepare_for_backward), with a hook on the output that refuses a second
-//             backward through it; with find_unused_parameters it also walks the autograd graph
-//             from the output.
-//   backward, finalize: the Reducer's hooks (reducer.hpp).
-//
-// no_sync(): an RAII guard. Forwards inside it do not arm the hooks, so gradients accumulate
-//   locally in .grad; the first synced forward+backward after it all-reduces the accumulated sum
-//   (the hook copies .grad, which already holds the sum). Scale the loss by 1/k yourself.
-// World size 1: no communication, no thread, no copies; the same errors.
-// Mixed precision (chapter 11.7): a model converted with model->to(tt::kBFloat16) has 16-bit
-//   buckets, all-reduced in 16 bits; register_comm_hook(nullptr, default_hooks::fp16_compress_hook)
-//   all-reduces a float32 model's gradients in float16 (half the bytes); with a GradScaler, an
-//   inf on one rank reaches every rank through the sum, so every rank skips the same step.
-//
-// Checkpoints (tinytorch::save / load; rank 0 saves, then barrier) are in ../serialization.hpp,
-// included here for DDP programs.
-//
-// Chapter: chapters/06-distributed-data-parallel.md (and 08-large-batch.md).
-// Reference: torch.nn.parallel.DistributedDataParallel (docs/source/notes/ddp.rst; register_comm_hook,
-//   torch/distributed/algorithms/ddp_comm_hooks/default_hooks.py);
-//   Li et al., "PyTorch Distributed: Experiences on Accelerating Data Parallel Training",
-//   VLDB 2020. Chapter: chapters/06-distributed-data-parallel.md.
+// The math: rank r computes g_r on its own batch of B samples (a mean loss); DDP replaces every
+// .grad by g = (g_0 + ... + g_{N-1}) / N, computed as PyTorch does as the SUM all-reduce of the
+// g_r / N: the gradient of the mean loss over all N*B samples, so one DDP step is one
+// single-process step on the global batch (tests/mpi/test_ddp.cpp). The replicas start equal
+// (broadcast) and apply the same gradient, so they stay equal without sending weights again.
+// DataParallelNaive (ddp_naive.hpp) is the same math with a hook per parameter; this wrapper adds
+// what the headers it includes do: model_agreement.hpp (the ranks agree on the options and the
+// model: the same error on every rank), reducer.hpp (buckets, the communication thread that
+// overlaps backward, finalize, find_unused_parameters), trace.hpp (DDPOptions::trace).
+// forward checks that the previous iteration's reduction finished and had a backward, broadcasts
+// buffers, runs the module and arms the hooks for one backward. no_sync() (RAII) lets gradients
+// accumulate locally; the next synced backward reduces their sum. Mixed precision: 16-bit models
+// have 16-bit buckets; register_comm_hook(fp16_compress_hook) sends float32 gradients in float16.
+// Checkpoints: ../serialization.hpp (tinytorch::save / load), included for DDP programs.
+// Chapter: chapters/06-distributed-data-parallel.md (and 08-large-batch.md, 11-mixed-precision.md
+// 11.7). Reference: torch.nn.parallel.DistributedDataParallel (notes/ddp.rst, ddp_comm_hooks);
+// Li et al., "PyTorch Distributed: Experiences on Accelerating Data Parallel Training", VLDB 2020.
 #pragma once
 
 #include <algorithm>
