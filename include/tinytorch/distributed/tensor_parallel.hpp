@@ -1,55 +1,29 @@
 // tinytorch/distributed/tensor_parallel.hpp — tensor (intra-layer) parallelism, Megatron-LM's way:
 // one Linear's weight split over the P ranks of a process group, each rank computing its part.
 //
-// A Linear y = x W^T + b, W of shape (out, in), split two ways:
-//
-//   ColumnParallelLinear   W split by rows (output features): rank r holds W_r (out/P, in) and
-//                          b_r, and computes y_r = x W_r^T + b_r, the r-th block of y's last dim.
-//                          Needs the whole x on every rank; gives a slice of y.
-//   RowParallelLinear      W split by columns (input features): rank r holds W_r (out, in/P) and
-//                          computes the partial sum y_r = x_r W_r^T from its slice x_r of x's
-//                          last dim; y = sum_r y_r + b needs an all-reduce. b is whole on every rank.
-//
-// Megatron's MLP is Column then Row: x -> [f] -> Column -> gelu -> Row -> [g] -> y. GELU acts
-// elementwise, so rank r applies it to its own slice; the slice is exactly the input Row needs.
-// One all-reduce in forward (g), one in backward (f), for the whole MLP. Attention is the same
-// with heads in place of columns: rank r keeps heads [r H/P, (r+1) H/P) of q, k and v (a Column
-// split of each third of c_attn) and the matching input columns of c_proj (a Row split).
-// The two conjugate operators, as autograd functions (autograd/function.hpp):
-//
+// A Linear y = x W^T + b, W (out, in), split two ways:
+//   ColumnParallelLinear  rank r holds W_r (out/P, in) and b_r: y_r = x W_r^T + b_r, the r-th block
+//                         of y's last dim. Needs all of x; gives a slice of y.
+//   RowParallelLinear     rank r holds W_r (out, in/P): y_r = x_r W_r^T from its slice x_r of x;
+//                         y = sum_r y_r + b needs an all-reduce. b is whole on every rank.
+// Megatron's MLP is x -> [f] -> Column -> gelu -> Row -> [g] -> y (gelu acts on each rank's slice);
+// attention splits by heads the same way. The conjugate operators (autograd::Function<T>):
 //   f = copy_to_tensor_parallel_region       forward: identity      backward: all-reduce (sum)
 //   g = reduce_from_tensor_parallel_region   forward: all-reduce    backward: identity
-//
-// Why f's backward sums: x feeds every rank's W_r, so dL/dx = sum_r dL/dy_r W_r — each rank has
-// one term. Why g's backward is the identity: y = sum_r y_r, so dL/dy_r = dL/dy, which every rank
-// already has whole. Also gather_from_tensor_parallel_region (all-gather along the last dim;
-// backward: keep this rank's slice) for a Column whose output is wanted whole, and
-// scatter_to_tensor_parallel_region (keep this rank's slice; backward: all-gather) for a Row whose
-// input is whole.
-//
-// Communication per transformer block (B batch, T positions, C width, float32): forward 2
-// all-reduces of B*T*C elements (g after attention, g after the MLP), backward 2 more (f before
-// each): 4 B T C elements, 16 B T C bytes of payload per block per step, whatever P is (each
-// all-reduce moves 2 (P-1)/P of that per rank on a ring). tensor_parallel_stats() counts what
-// these operators send, to check against that formula.
-//
-// Shapes: x (..., in) for both; Column gives (..., out/P) (or (..., out) with gather_output);
-// Row takes (..., in/P) (or (..., in) when input_is_parallel is false) and gives (..., out).
-// Both are built from a whole nn::Linear (the same on every rank: the same seed), so a model
-// split over P ranks starts from exactly the single-process weights (Megatron initialises the
-// master weight and splits it too: _initialize_affine_weight_cpu). A Column can split its
-// output features as `sections` equal parts, each split over the ranks, for a fused weight such
-// as attention's [q | k | v]: rank r keeps block r of each section, in order.
-//
-// Errors (tinytorch::Error): a size that P does not divide (out, or out/sections, for Column;
-// in for Row), naming the layer, the size and P; inputs whose last dim is not the layer's.
-// Every rank of the group checks the same numbers, so they all throw.
-//
-// Chapter: chapters/12-model-parallelism.md. Reference: Shoeybi et al., "Megatron-LM: Training
-// Multi-Billion Parameter Language Models Using Model Parallelism" (2019), section 3 and figure 3
-// (f and g); Megatron-LM megatron/core/tensor_parallel/layers.py (ColumnParallelLinear,
-// RowParallelLinear) and mappings.py (copy_to_/reduce_from_/gather_from_/scatter_to_tensor_model_
-// parallel_region).
+// (x feeds every W_r, so dL/dx = sum_r dL/dy_r W_r; y = sum_r y_r, so dL/dy_r = dL/dy). Also
+// gather_from_ (all-gather; backward: keep this rank's slice) and scatter_to_tensor_parallel_region.
+// Per transformer block and step: 4 all-reduces of B*T*C elements (16 B T C bytes of float32),
+// whatever P is; tensor_parallel_stats() counts what these operators send.
+// Shapes: x (..., in); Column gives (..., out/P) (or (..., out) with gather_output); Row takes
+// (..., in/P) (or (..., in) when input_is_parallel is false) and gives (..., out). Both are built
+// from a whole nn::Linear, the same on every rank, so a split model starts from the single-process
+// weights (as Megatron's _initialize_affine_weight_cpu). A Column may split its outputs as
+// `sections` equal parts (attention's fused [q | k | v]): rank r keeps block r of each.
+// Errors (tinytorch::Error, on every rank of the group): a size P does not divide (out, or
+// out/sections, for Column; in for Row), naming the layer, the size and P; an input whose last dim
+// is not the layer's.
+// Chapter: chapters/12-model-parallelism.md (12.7). Reference: Shoeybi et al., "Megatron-LM"
+// (2019), section 3 and figure 3; megatron/core/tensor_parallel/layers.py and mappings.py.
 #pragma once
 
 #include <algorithm>

@@ -5,47 +5,25 @@
 //   ... compute something else ...
 //   w.wait();                                                     // waits, then AVG's "/ N"
 //
-// A Work wraps the MPI requests of one collective plus a "finish" step that must run after the
-// data has arrived (dividing by N for AVG, copying into the caller's tensors for all_gather into
-// a list). The finish step also owns copies of the tensor handles involved, so the memory MPI
-// writes into stays alive until the operation is complete. Every collective, the synchronous
-// ones included, is started as a non-blocking MPI call and finished by Work::wait(): one
-// implementation, one way of waiting (process_group.hpp).
-//
-// How a rank waits (poll_requests). Open MPI moves a non-blocking operation forward only while
-// some thread is inside an MPI call, so a wait polls MPI_Testall:
-//   for the first 50 us   back to back: a collective whose peers are ready ends here;
-//   up to 1 s             yielding the core between polls (std::this_thread::yield) to any
-//                         thread that wants it, e.g. another rank's compute on a shared machine;
-//   after that            once per millisecond, sleeping in between: a rank that has waited
-//                         a second is waiting for a peer (evaluating, saving, stopped), not
-//                         for data, and burns no core doing so.
-// MPI's own blocking calls (MPI_Wait, MPI_Allreduce) spin at 100% CPU for as long as it takes.
-//
-// The watchdog. Every wait of the distributed layer (a Work's, the arrival before a blocking
-// collective, MPI's blocking calls themselves) is registered with one watchdog thread per
-// process, with its process group's timeout (init_process_group's `timeout`, default 30 minutes
-// as PyTorch's, TINYTORCH_DIST_TIMEOUT=<seconds> to change it). A wait that lasts longer
-// makes the watchdog print, on this rank,
-//   rank 1: Watchdog caught collective operation timeout: all_reduce (sequence number 17,
-//   2352 float32 elements, SUM, group "default") ran for 10003 ms, longer than the timeout of
-//   10000 ms ...
-// waits one more second (so that the other ranks, whose watchdogs fire at about the same time,
-// can print theirs) and aborts the job (MPI_Abort): a collective that one rank never joins
-// cannot be cancelled, so there is nothing else to return to (PyTorch's NCCL watchdog with
-// TORCH_NCCL_ASYNC_ERROR_HANDLING=1 "tears down the process" the same way). A thread, not a
-// clock check in the polling loop, because a rank can also hang inside one of MPI's blocking
-// calls (a link cut in the middle of a transfer) where no loop of ours runs.
-//
-// Copies of a Work share one state (like PyTorch's c10d::Work, an intrusive pointer). If the
-// last copy is destroyed before wait(), the destructor waits, so the buffer is never freed under
-// MPI's feet (errors found there are printed, since a destructor cannot throw).
-//
-// Chapter: chapters/06-distributed-data-parallel.md (overlap), 07-all-reduce.md ("When a rank
-// fails", "Timeouts").
-// Reference: torch.distributed.Work (wait, is_completed); MPI 3.1 §5.12 (non-blocking
-// collectives); PyTorch ProcessGroupNCCL's watchdog (ProcessGroupNCCL.cpp, workCleanupLoop /
-// "Watchdog caught collective operation timeout").
+// A Work holds the MPI requests of one collective and a "finish" step that runs after the data
+// has arrived (AVG's division, the copies of all_gather into a list); the finish step owns the
+// tensor handles, so the memory MPI writes stays alive. Every collective, the blocking ones
+// included, is a non-blocking MPI call finished by Work::wait(): one way of waiting. Copies of a
+// Work share one state (PyTorch's c10d::Work); the last one destroyed before wait() waits.
+// A wait polls MPI_Testall (Open MPI progresses only inside MPI calls): back to back for 50 us,
+// then yielding the core between polls for up to 1 s, then once a millisecond, sleeping: a rank
+// waiting for a peer burns no core. MPI's own blocking calls spin at 100% CPU.
+// The watchdog: one thread per process watches every wait of the distributed layer (a Work's,
+// the arrival before a blocking collective, MPI's blocking calls) against its group's timeout
+// (30 minutes, PyTorch's; init_process_group's `timeout`, TINYTORCH_DIST_TIMEOUT=<seconds>). Past
+// it the rank prints "Watchdog caught collective operation timeout: all_reduce (sequence number
+// 17, 2352 float32 elements, SUM, group "default") ran for ...", waits a second for the other
+// ranks' reports and aborts the job (MPI_Abort): a collective one rank never joins cannot be
+// cancelled (PyTorch's NCCL watchdog tears down the process the same way). A thread, because a
+// rank can also hang inside one of MPI's blocking calls, where no loop of ours runs.
+// Chapter: chapters/07-all-reduce.md (7.8, when a rank fails; timeouts), and
+// 06-distributed-data-parallel.md (overlap). Reference: torch.distributed.Work; MPI 3.1 5.12
+// (non-blocking collectives); ProcessGroupNCCL's watchdog ("Watchdog caught collective ...").
 #pragma once
 
 #include <algorithm>
