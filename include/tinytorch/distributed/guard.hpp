@@ -1,49 +1,29 @@
 // tinytorch/distributed/guard.hpp — ProcessGroupGuard: init at the top of main, and a failing
 // rank ends the whole job instead of leaving the others waiting forever.
 //
-// The problem. Collectives are rendezvous: all_reduce on rank 0 returns only when every rank
-// has called it. If rank 1 throws (a bad shape, a missing file) and simply exits, rank 0 waits
-// in its next all_reduce forever: the job hangs and burns its allocation. The cure is to turn
-// any failure into MPI_Abort(MPI_COMM_WORLD), which kills every rank of the job.
-//
-// ProcessGroupGuard is an RAII object:
+// Collectives are rendezvous: if rank 1 throws and exits, rank 0 waits in its next all_reduce
+// forever. So any failure becomes MPI_Abort(MPI_COMM_WORLD), which ends every rank. The guard:
 //   constructor  init_process_group(backend)
-//   destructor   normal exit (no exception in flight): destroy_process_group() — frees the
-//                communicators and calls MPI_Finalize.
-//                During stack unwinding (std::uncaught_exceptions() grew since construction) with
-//                world size > 1: prints "rank r: <error>" to stderr and calls MPI_Abort — the one
-//                place where tinytorch ends the process. With world size 1 nobody can hang, so
-//                the group is destroyed and the exception continues to its handler.
-//   abort(e)     the same print + MPI_Abort, explicitly, from a catch block.
-//
-// A destructor cannot see the exception that is unwinding through it, so the guard prints the
-// last message thrown by tinytorch::distributed (detail::last_error()). For the exact message of
-// *any* exception use one of the two documented main() patterns:
-//
-//   // Pattern A: no try/catch. An exception nobody catches calls std::terminate without
-//   // unwinding; init_process_group installed a terminate handler that prints
-//   // "rank r: <what()>" and calls MPI_Abort.
-//   int main() {
-//     tinytorch::distributed::ProcessGroupGuard pg(tinytorch::distributed::Backend::MPI);
-//     train();
+//   destructor   normal exit: destroy_process_group() (frees the communicators, MPI_Finalize).
+//                While an exception unwinds, with world size > 1: prints "rank r: <error>" and
+//                calls MPI_Abort, the one place tinytorch ends the process (world size 1: the
+//                group is destroyed and the exception goes on to its handler).
+//   abort(e)     the same print and MPI_Abort, from a catch block.
+// A destructor cannot see the exception unwinding through it, so it prints the last message
+// tinytorch::distributed threw (detail::last_error()). For the exact message of any exception:
+//   int main() {                                  // A: nothing catches; init_process_group's
+//     dist::ProcessGroupGuard pg(dist::Backend::MPI);   // terminate handler prints "rank r:
+//     train();                                    // <what()>" and calls MPI_Abort
 //   }
-//
-//   // Pattern B: guard outside, try/catch inside; the catch block hands the exception to the
-//   // guard, which prints "rank r: <what()>" and calls MPI_Abort.
-//   int main() {
-//     tinytorch::distributed::ProcessGroupGuard pg;
+//   int main() {                                  // B: the catch block hands it to the guard
+//     dist::ProcessGroupGuard pg;
 //     try { train(); } catch (const std::exception& e) { pg.abort(e); }
 //   }
-//
-// Pattern C also ends the job, with less information: `try { ProcessGroupGuard pg; train(); }
-// catch (...) { ... }` destroys the guard while the exception unwinds, before the catch block
-// runs, so the guard aborts the job and prints the last tinytorch::distributed error. What must
-// not be done is catching the exception without any guard and returning from main: that rank
-// leaves while its peers wait in a collective.
-//
-// Chapter: chapters/07-all-reduce.md ("When a rank fails"). Reference: MPI 3.1 §8.7 (MPI_Abort);
-// PyTorch's NCCL watchdog (it aborts communicators after a timeout; we abort at once; for a
-// rank that never arrives, work.hpp's watchdog aborts after the group's timeout).
+// `try { ProcessGroupGuard pg; train(); } catch (...) {}` still ends the job (the guard aborts
+// while unwinding, with the last distributed error). What must not be done: catch without a guard
+// and return from main, leaving the peers in a collective.
+// Chapter: chapters/07-all-reduce.md (7.8, when a rank fails). Reference: MPI 3.1 8.7 (MPI_Abort);
+// PyTorch's NCCL watchdog aborts after a timeout (work.hpp's does too, for a rank that never comes).
 #pragma once
 
 #include <chrono>

@@ -2,47 +2,29 @@
 // stages, stage s on rank s of a process group, training a batch as M micro-batches under the
 // GPipe or the 1F1B schedule of pipeline_schedule.hpp.
 //
-// What one training step does on stage s (PipelineStage::step), for each op of
-// pipeline::stage_order(schedule, P, M, s), in that order:
-//   F(m)  x = the micro-batch's input (stage 0) or recv(activation of m from stage s-1);
-//         y = module(x), x made a leaf that requires grad so that backward stops here;
-//         last stage: loss_m = loss_fn(y, target_m) / M; others: send y to stage s+1.
-//   B(m)  last stage: loss_m.backward(); others: g = recv(dL/dy of m from stage s+1),
-//         y.backward(g). Then (s > 0) send x.grad to stage s-1.
-// The parameters' .grad add up over the M backwards (gradient accumulation), so after step()
-// each stage holds the gradient of the mean loss over the batch — what one process computes on
-// the whole batch, for a loss that is a mean over equal micro-batches.
-//
-// Messages (ProcessGroup::send / recv: watched, the received size checked): activations with tag
-// 0, gradients with tag 1; between two stages they arrive in micro-batch order (MPI's
-// non-overtaking rule), which both schedules keep. A send is blocking (it returns when the
-// neighbour has the data), except that a send followed by a receive from the same neighbour
-// (1F1B's steady state: send this activation, receive that gradient) are posted together and
-// waited for together (Megatron's send_forward_recv_backward): done one after the other, both
-// neighbours would sit in their send waiting for the other's receive.
-//
-// Shapes: the constructor runs the module once on `example_input` (no autograd) to learn the
-// shape and dtype of what this stage sends, and the stages all-gather theirs: if stage s sends
-// something other than what stage s+1 expects (its example input), every rank throws the same
-// tinytorch::Error naming both; so does every rank when a stage's module throws on its example
-// input (that stage's message is broadcast). A micro-batch whose activation differs at run time
-// is caught by the receiver's size check. Stages exchange CPU tensors.
-//
-// Timing: step() measures the time each stage spends in forward/backward compute (busy) and the
-// wall time of the step; busy / wall is the stage's busy fraction, which the schedule bounds by
-// M / (M + P - 1) (pipeline_schedule.hpp: the bubble). PipelineStepStats holds them and the
-// largest number of micro-batches whose activations this stage kept at once (GPipe: M; 1F1B:
-// at most P - s).
-//
-// Errors (tinytorch::Error): M < 1; the wrong number of inputs (stage 0) or targets (last
-// stage); stage shapes that disagree (every rank); a module output of the wrong shape at run time
-// (this rank; its neighbour's receive also fails on the size); those of send / recv.
-//
+// PipelineStage::step runs the ops of pipeline::stage_order(schedule, P, M, s) in order:
+//   F(m)  x = the micro-batch (stage 0) or recv(activation of m from stage s-1), made a leaf that
+//         requires grad; y = module(x); last stage: loss_m = loss_fn(y, target_m) / M; others:
+//         send y to stage s+1.
+//   B(m)  last stage: loss_m.backward(); others: y.backward(recv(dL/dy of m from stage s+1)).
+//         Then (s > 0) send x.grad to stage s-1.
+// The .grad of the parameters add up over the M backwards: after step() each stage holds the
+// gradient of the mean loss over the batch, what one process computes on the whole batch.
+// Messages (ProcessGroup::send / recv: watched, the size checked): activations tag 0, gradients
+// tag 1, in micro-batch order between two stages. A send blocks, except that a send followed by a
+// receive from the same neighbour (1F1B's steady state) are posted and waited for together
+// (Megatron's send_forward_recv_backward): one after the other, both neighbours would deadlock.
+// The constructor runs the module once on `example_input` (no autograd) and the stages
+// all-gather what each sends: a mismatch between stage s's output and stage s+1's input, or a
+// module that throws on its example, is the same tinytorch::Error on every rank. Stages exchange
+// CPU tensors. PipelineStepStats: each stage's busy time over the step's wall time (bounded by
+// M / (M + P - 1), the bubble) and the most micro-batches whose activations it kept at once
+// (GPipe: M; 1F1B: at most P - s). Errors also: M < 1, the wrong number of inputs or targets, an
+// output of the wrong shape at run time (and its neighbour's receive), those of send / recv.
 // Chapter: chapters/12-model-parallelism.md (12.6, 12.7). Reference: GPipe (Huang et al., 2019);
 // Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters Using
-// Megatron-LM" (2021), the 1F1B schedule; Megatron-LM core/pipeline_parallel/schedules.py and
-// p2p_communication.py; torch.distributed.pipelining (PipelineStage, ScheduleGPipe,
-// Schedule1F1B); picotron pipeline_parallel.py.
+// Megatron-LM" (2021, 1F1B); Megatron-LM's schedules.py and p2p_communication.py;
+// torch.distributed.pipelining; picotron's pipeline_parallel.py.
 #pragma once
 
 #include <algorithm>
