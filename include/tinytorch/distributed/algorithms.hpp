@@ -1,46 +1,27 @@
 // tinytorch/distributed/algorithms.hpp — three all-reduce algorithms written out over MPI
 // point-to-point messages, to read, to count and to time against MPI_Allreduce.
 //
-// Every rank r holds a buffer x_r of M bytes (count elements); afterwards every rank holds
-// x = x_0 + x_1 + ... + x_{N-1} (or the max, or the average). Costs in the alpha-beta model
-// (alpha = latency per message, beta = bandwidth of one link, per direction):
-//
-//   parameter_server  every worker sends x_r to rank 0, which adds them up and sends the result
-//                     back to every worker.
-//                       rank 0 sends (N-1)*M bytes, each worker M.
-//                       T = 2(N-1)*alpha + 2(N-1)*M/beta            (rank 0's link is the bottleneck)
-//
-//   tree              binomial tree: in round k, ranks with bit k set send their partial sum to
-//                     rank - 2^k; after ceil(log2 N) rounds rank 0 has the total, which travels
-//                     back down the same tree.
-//                       each rank sends M per tree edge it owns: at most (1 + log2 N)*M.
-//                       T = 2*ceil(log2 N)*(alpha + M/beta)         (few steps, whole M each step)
-//
-//   ring              ranks form a ring r -> r+1; x is cut into N chunks (ring_all_reduce_naive:
-//                     these steps and nothing else; ring_all_reduce: the same, pipelined).
-//                     reduce-scatter: N-1 steps; in step s rank r sends chunk (r-s) mod N to its
-//                       right neighbour and adds chunk (r-s-1) mod N received from its left one.
-//                       Afterwards rank r owns the complete sum of chunk (r+1) mod N.
-//                     all-gather: N-1 more steps pass the finished chunks around the ring.
-//                       each rank sends 2(N-1)/N * M bytes (exactly: see ring_bytes_sent).
-//                       T = 2(N-1)*alpha + 2(N-1)/N * M/beta        (bandwidth-optimal)
-//
-// Pipelining: a message the receiver must add in is cut into segments
-// (AlgorithmOptions::segment_bytes). The sender posts all of them at once; the receiver lands
-// them in a few small scratch slots and adds each one as soon as it has arrived, while the next
-// ones are already on their way — the data being added is still in cache, and sending overlaps
-// adding. A message the receiver only stores (the ring's all-gather, the broadcasts) goes whole
-// and straight into place: there is nothing to overlap, and one message costs one handshake.
-//
-// Each algorithm returns CommStats: what *this rank* sent and received (ring: 2(N-1)/N * M).
-// Uneven sizes are handled: chunk c of the ring has count/N or count/N + 1 elements (the first
-// count % N chunks get the extra one), so count < N (empty chunks) and count = 0 work.
-// AVG = SUM, then "/ N" (the ring divides only its own chunk, before the all-gather); int64 AVG
-// throws. MIN and MAX compare. Messages use tag kAlgorithmTag on the group's communicator; do not
-// run two of these at once on one group from two threads. Each counts as one collective of its
-// group (sequence number, DETAIL agreement), and its waits are watched like every other
-// (work.hpp): a peer that never sends ends the job after the group's timeout, with a report.
-//
+// Every rank r holds x_r, M bytes (count elements); afterwards every rank holds x_0 + ... + x_{N-1}
+// (or the max, min, average). Costs in the alpha-beta model (alpha: latency per message, beta:
+// bandwidth of one link per direction):
+//   parameter_server  every worker sends x_r to rank 0, which adds and sends the sum back.
+//                     Rank 0 sends (N-1) M bytes, a worker M.  T = 2(N-1) alpha + 2(N-1) M/beta
+//   tree              binomial: in round k the ranks with bit k set send their partial sum to
+//                     rank - 2^k; rank 0's total goes back down the same tree.
+//                     At most (1 + log2 N) M bytes a rank.   T = 2 ceil(log2 N) (alpha + M/beta)
+//   ring              r -> r+1, x in N chunks; reduce-scatter: in step s rank r sends chunk
+//                     (r-s) mod N right and adds chunk (r-s-1) mod N from the left, N-1 steps;
+//                     all-gather: N-1 more steps pass the finished chunks on.
+//                     2(N-1)/N M bytes a rank.  T = 2(N-1) alpha + 2(N-1)/N M/beta (bandwidth-optimal)
+// ring_all_reduce_naive is the ring and nothing else; ring_all_reduce pipelines it: a message the
+// receiver adds in is cut into segments (AlgorithmOptions::segment_bytes), all posted at once,
+// landed in a few scratch slots and added as each arrives (still in cache, while the next ones
+// travel); a message the receiver only stores goes whole, straight into place.
+// Each returns CommStats: what this rank sent and received (ring_bytes_sent & co. give the
+// formulas). Chunk c has count/N or count/N + 1 elements, so any count works. AVG = SUM then / N
+// (the ring divides its own chunk before the all-gather); int64 AVG throws. Messages use tag
+// kAlgorithmTag on the group's communicator; one at a time per group. Each is one collective of
+// its group (sequence number, DETAIL agreement), its waits watched (work.hpp).
 // Chapter: chapters/07-all-reduce.md. References: Patarasuk & Yuan, "Bandwidth optimal all-reduce
 // algorithms for clusters of workstations" (2009); Thakur, Rabenseifner & Gropp, "Optimization of
 // collective communication operations in MPICH" (2005); Gibiansky, "Bringing HPC techniques to

@@ -6,36 +6,22 @@
 //                                     returns this rank's CommStats
 //   broadcast(t, src)                 t_r <- t_src
 //   all_gather(list, t)               list[i] <- t_i              list: N tensors shaped like t
-//   all_gather(out, t)                out = cat(t_0, ..., t_{N-1})      out.numel() == N * t.numel()
-//                                     (PyTorch: all_gather_into_tensor)
+//   all_gather(out, t)                out = cat(t_0, ..., t_{N-1})  (all_gather_into_tensor)
 //   reduce_scatter(out, in, op)       out_r <- op over ranks of in.flatten()[r*n : (r+1)*n],
-//                                     n = out.numel(), in.numel() == N * n
-//                                     (PyTorch: reduce_scatter_tensor)
-//   barrier()                         (buffer_collectives.hpp)
-//   *_async(...) -> Work              start now, Work::wait() later; the Work keeps the tensors
-//                                     alive until it completes
-//
-// Each is the raw-buffer collective of buffer_collectives.hpp on the tensor's memory, so the
-// default ProcessGroup's checks, DETAIL agreement and watchdog apply (process_group.hpp).
-// Tensors are handles (copying one shares the data), so the collectives take `const Tensor&`
-// and write into the data in place, as PyTorch's C++ API does.
-//
-// CUDA tensors: the MPI backend moves host memory, so a CUDA tensor is staged through a
-// host buffer (device -> host copy, the MPI collective, host -> device copy; device_staging.hpp),
-// as PyTorch's gloo backend does; an async collective copies back when its Work completes. With
-// Backend::NCCL (an nvcc build with NCCL), all_reduce, broadcast and all_gather into a tensor on
-// CUDA tensors run on the GPU instead (nccl.hpp: the communicator's own stream, ordered by
-// events); the other forms (ring, async, lists, reduce_scatter) stage through host memory.
-// Checked on each rank before any message is sent, with a tinytorch::Error naming the collective
-// and the values: tensor defined; CPU, or CUDA in a build with the CUDA backend; one device for
-// all the tensors of a collective; contiguous; dtypes agree; sizes agree (list length N,
-// numel ratios); src in range; no int64 AVG. What cannot be checked locally is that *other*
-// ranks passed the same sizes — a mismatch there is undefined behaviour in MPI (usually an
-// MPI_ERR_TRUNCATE error or a hang). DDP verifies its model across ranks for that reason.
-//
-// Chapter: chapters/07-all-reduce.md, 06-distributed-data-parallel.md.
-// Reference: torch.distributed (all_reduce, broadcast, all_gather, all_gather_into_tensor,
-// reduce_scatter_tensor, barrier; async_op=True returns a Work).
+//                                     n = out.numel() (reduce_scatter_tensor)
+//   barrier(), *_async(...) -> Work   (the Work keeps the tensors alive until it completes)
+// Each is the raw-buffer collective of buffer_collectives.hpp on the tensor's memory (the group's
+// checks, DETAIL agreement and watchdog apply), writing in place through `const Tensor&` handles.
+// CUDA tensors: the MPI backend stages them through host memory (device_staging.hpp), as gloo
+// does; with Backend::NCCL all_reduce, broadcast and all_gather into a tensor run on the GPU
+// (nccl.hpp), the other forms stage through the host.
+// Checked on each rank before any message, a tinytorch::Error naming the collective and the
+// values: tensors defined, on a supported device, one device per collective, contiguous, dtypes
+// and sizes agreeing, src in range, no int64 AVG. That other ranks passed the same sizes is
+// checked only under TINYTORCH_DISTRIBUTED_DEBUG=DETAIL (else MPI may fail with MPI_ERR_TRUNCATE,
+// or the watchdog ends the wait); DDP verifies its model across ranks for that reason.
+// Chapter: chapters/07-all-reduce.md, 06-distributed-data-parallel.md. Reference:
+// torch.distributed (all_reduce, broadcast, all_gather_into_tensor, reduce_scatter_tensor, ...).
 #pragma once
 
 #include <cstring>

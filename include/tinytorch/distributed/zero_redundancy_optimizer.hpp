@@ -1,43 +1,27 @@
 // tinytorch/distributed/zero_redundancy_optimizer.hpp — ZeroRedundancyOptimizer: ZeRO stage 1,
 // each rank keeps the optimizer state of its shard of the parameters only.
 //
-// Data parallelism with DDP gives every rank the same averaged gradients, and every rank then runs
-// the same optimizer update on every parameter: N copies of the same work and of the same state.
-// With Adam in float32 a rank holds, per parameter, 4 bytes of value, 4 of gradient and 8 of
-// state (exp_avg, exp_avg_sq): 16P bytes for P parameters. ZeRO stage 1 (Rajbhandari et al.,
-// 2020) partitions the parameters across the N ranks; rank r updates only its shard S_r, so it
-// only ever creates state for S_r, and then sends the updated values to the others:
+// With DDP every rank runs the same update on every parameter: with Adam in float32 a rank holds
+// 4 bytes of value, 4 of gradient and 8 of state per parameter, 16P. ZeRO stage 1 partitions the
+// parameters over the N ranks; rank r updates only its shard S_r and creates state for it only:
 //   step():  for p in S_r with a gradient: update(p, p.grad, state[p])     (the local step)
 //            for r in 0..N-1: broadcast(S_r from rank r)                    (sync the replicas)
-//   memory per rank:  4P (values) + 4P (gradients) + 8P/N (Adam's state)  = 8P + 8P/N
-//                     (+ 4P for DDP's bucket buffers, a second copy of the gradients: 12P + 8P/N
-//                     measured, chapter 13.3)
-// The numbers equal DDP + the plain optimizer bit for bit: each parameter is updated by exactly
-// one rank, from the same averaged gradient and the same state, and the others receive the bytes.
-//
-// The partition is PyTorch's sorted greedy one (`_partition_parameters`): group by group, the
-// parameters sorted by numel, largest first (a stable sort: equal sizes keep their order), each
-// given to the rank with the smallest total numel so far (the lowest such rank on a tie). A
-// parameter is never split; ranks may own nothing (more ranks than parameters).
-// The shapes: shard r lists, per param group, the parameters rank r owns; with
-// parameters_as_bucket_view each rank's shard is one flat tensor of the parameters' dtype (a
-// parameter's values become a view into it, as PyTorch's `param.data = bucket[a:b].view_as(p)`)
-// and the sync is N broadcasts instead of one per parameter.
-//
-// It is the optimizer class itself, derived: ZeroRedundancyOptimizer<optim::Adam> is an Adam whose
-// step() updates this rank's shard only (so LR schedulers, param_groups() and zero_grad() work as
-// on the plain class; PyTorch wraps a local optimizer and copies the groups' settings back and
-// forth instead). Its state() holds the shard's state only.
-//
-// Checkpoints (PyTorch's protocol): consolidate_state_dict(to) is a collective that gathers every
-// rank's state on rank `to`; state_dict() then returns, on that rank only, what the plain
-// optimizer's state_dict() would (global parameter indices, every group), loadable into a plain
-// optimizer; load_state_dict() takes such a dict (from either) and keeps this rank's shard.
-//
-// Chapter: chapters/13-sharding.md (13.2; DDP itself: chapters/06-distributed-data-parallel.md).
-// Reference: torch.distributed.optim.ZeroRedundancyOptimizer (PyTorch 1.13
-//   torch/distributed/optim/zero_redundancy_optimizer.py); Rajbhandari et al., "ZeRO: Memory
-//   Optimizations Toward Training Trillion Parameter Models" (SC 2020), stage P_os.
+//   memory per rank:  4P (values) + 4P (gradients) + 8P/N (Adam's state) = 8P + 8P/N
+//                     (+ 4P of DDP's buckets: 12P + 8P/N measured, chapter 13.3)
+// The weights equal DDP + the plain optimizer bit for bit: each parameter is updated by one rank,
+// from the same averaged gradient and state, and the others receive the bytes.
+// The partition is PyTorch's sorted greedy one (_partition_parameters): per group, the parameters
+// by numel, largest first (a stable sort), each to the rank with the smallest total so far (the
+// lowest on a tie); a parameter is never split, a rank may own nothing. With
+// parameters_as_bucket_view each rank's shard is one flat tensor (the parameters views into it)
+// and the sync is N broadcasts. It is the optimizer class itself, derived:
+// ZeroRedundancyOptimizer<optim::Adam> is an Adam whose step() updates this rank's shard, so LR
+// schedulers, param_groups() and zero_grad() work as on the plain class; state() is the shard's.
+// Checkpoints (PyTorch's protocol): consolidate_state_dict(to), a collective, gathers every rank's
+// state on rank `to`, whose state_dict() is then the plain optimizer's (loadable into one);
+// load_state_dict() takes such a dict and keeps this rank's shard.
+// Chapter: chapters/13-sharding.md (13.2). Reference: torch.distributed.optim.
+// ZeroRedundancyOptimizer (PyTorch 1.13); Rajbhandari et al., "ZeRO" (SC 2020), stage P_os.
 #pragma once
 
 #include <algorithm>
