@@ -9,13 +9,11 @@
 //   all_gather(out, in, n, dtype)        out_r = [in_0 | in_1 | ... | in_{N-1}]  out: N*n elements
 //   reduce_scatter(out, in, n, dtype, op) out_r = op over ranks of in[r*n, (r+1)*n)  in: N*n elements
 //   barrier()                            returns when every rank has called it
-//
 // all_reduce = reduce_scatter followed by all_gather; that identity is the ring algorithm
 // (algorithms.hpp). Here the work is MPI's; each function is a one-line call of the default
 // ProcessGroup's collective (process_group.hpp), which does the checks, the sequence number, the
 // DETAIL agreement and the watched wait: the plain forms block (Completion::Blocking), the
 // *_async forms return a Work (work.hpp). One implementation for both.
-//
 // Every argument is checked locally before any message is sent, and a bad one throws
 // tinytorch::Error naming the collective and the values. What a local check cannot catch: if
 // only *one* rank passes a bad argument, it throws while the others enter the collective and
@@ -28,7 +26,6 @@
 // World size 1 (no mpirun, or a build without MPI): all_reduce/broadcast/barrier do nothing,
 // all_gather/reduce_scatter copy `in` to `out`.
 // MPI counts are `int`: a single call moves at most 2^31-1 elements (8 GiB of float32).
-//
 // Chapter: chapters/07-all-reduce.md. Reference: torch.distributed collectives; MPI 3.1 ch. 5.
 #pragma once
 

@@ -20,12 +20,10 @@
 // order: new_group(ranks)) and keeps those it belongs to. Dims whose ranks are neighbours (the
 // last one) should be the ones that talk most (tensor parallelism: two all-reduces per block);
 // on several machines that keeps them inside one machine.
-//
 // Errors (tinytorch::Error, the same on every rank because every rank checks the same numbers):
 // a shape whose product is not the world size ("the mesh must tile the world"), a size < 1, a
 // number of names that is not the number of dims, a name twice, an unknown device type, and
 // asking for a dimension by a name the mesh does not have (or by name when it has none).
-//
 // Chapter: chapters/12-model-parallelism.md. Reference: torch.distributed.device_mesh
 // (init_device_mesh(device_type, mesh_shape, mesh_dim_names), DeviceMesh.get_group,
 // get_local_rank, get_coordinate, size); Megatron-LM parallel_state.py (the tp groups made of

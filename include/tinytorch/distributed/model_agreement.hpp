@@ -26,10 +26,8 @@
 // agreement for a program's settings (train_mnist checks its flags with it at start-up): every
 // rank throws the same error naming each setting that differs, with rank 0's value and the
 // first other rank's.
-// Chapter: chapters/06-distributed-data-parallel.md (6.5 Inside DDP: construction, steps 0-2;
-// 6.11 for the flags).
-// Reference: torch/nn/parallel/distributed.py (DistributedDataParallel.__init__),
-//   torch/csrc/distributed/c10d/reducer.cpp (verify_params_across_processes).
+// Chapter: chapters/06-distributed-data-parallel.md (6.5, steps 0-2; 6.11, the flags). Reference:
+// torch/nn/parallel/distributed.py (__init__), c10d/reducer.cpp (verify_params_across_processes).
 #pragma once
 
 #include <algorithm>

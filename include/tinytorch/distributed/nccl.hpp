@@ -22,11 +22,9 @@
 //
 // Active only under nvcc with NCCL (TINYTORCH_WITH_NCCL = 1). In other builds the functions
 // below do not exist and is_nccl_available() (process_group.hpp) is false.
-//
 // Build (one TU, as tests/cuda/test_nccl_allreduce.cu):
 //   nvcc -std=c++17 -I include -I /usr/include/eigen3 $(mpicxx --showme:compile) prog.cu
 //        -L/usr/local/cuda/lib64 -lnccl $(mpicxx --showme:link)          (one command line)
-//
 // Chapter: chapters/07-all-reduce.md ("NCCL: the same all-reduce on GPUs").
 // Reference: NCCL docs, ncclAllReduce; karpathy/llm.c llmc/zero.cuh (multi_gpu_async_reduce_gradient).
 #pragma once
