@@ -9,77 +9,17 @@
 //   #          torch_model.load_state_dict(sd)        (same names as the PyTorch model's state_dict)
 //
 // With DDP every rank holds the same weights, so rank 0 alone writes and the others wait at a
-// barrier before anyone reads the file (chapters/06-distributed-data-parallel.md, "Checkpoints"):
-//   if (dist::get_rank() == 0) tinytorch::save(ddp->module()->state_dict(), "ckpt.safetensors");
-//   dist::barrier();
-//
-// File format: safetensors (https://github.com/huggingface/safetensors, README "Format"):
-//   u64 little-endian N, then N bytes of UTF-8 JSON, then the data buffer:
-//     {"__metadata__": {"k": "v", ...},                                  (optional, strings only)
-//      "name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}, ...}
-//   dtype "F32" / "F64" / "I64" / "F16" / "BF16" (kFloat32 / kFloat64 / kInt64 / kFloat16 /
-//   kBFloat16; tinytorch has no other dtypes, so a file with I32, U8, ... is an error naming the
-//   dtype); data_offsets are byte offsets into the buffer that follows the header; the data is
-//   C-ordered (row-major), little-endian.
-// save() writes exactly what the reference writer (the Rust crate behind Python's
-// safetensors.torch.save_file) writes for the same tensors and metadata (the digests below are
-// metadata), byte for byte
-// (tests/reference/gen_safetensors.py, test "[safetensors]"): compact JSON (serde_json's escapes),
-// tensors ordered by dtype (I64, F64, F32, BF16, then F16: the crate's "descending dtype alignment"
-// order) and then by name (bytewise), "__metadata__" first when there is any (its keys sorted; the
-// crate's order is a hash map's), the header padded with spaces to a multiple of 8 bytes so that
-// every tensor's data is 8-byte aligned. Tensors are saved contiguous (a view saves its values).
-//
-// load() returns the entries sorted by name (as safe_open(...).keys() lists them), whatever the
-// order in the file's header or data buffer. Before it allocates anything from the file's numbers
-// it checks everything the Rust crate checks (SafeTensors::read_metadata and Metadata::validate),
-// and what the format's README requires beyond that; each failure is a tinytorch::Error naming
-// the file and the problem:
-//   the file has at least 8 bytes; N <= 100000000 (the crate's MAX_HEADER_SIZE); 8 + N <= file
-//   size; the header is valid UTF-8, starts with '{' (README; the crate does not check it yet),
-//   and is one JSON object (RFC 8259: strings, escapes, surrogates, numbers; nesting <= 128 as
-//   serde_json) followed by nothing but JSON whitespace (the padding); no key appears twice
-//   (README: "Duplicate keys are disallowed"; serde_json would keep the last one); "__metadata__"
-//   is an object of strings (or null); every other key is a tensor: an object with "dtype"
-//   (a string), "shape" (non-negative integers, at most 64 of them: tinytorch's limit) and
-//   "data_offsets" (two non-negative integers), other fields ignored as the crate ignores them;
-//   the dtype is F32, F64 or I64; numel * element size does not overflow and equals end - begin;
-//   sorted by data_offsets, the tensors cover the buffer exactly: the first begins at 0, each
-//   begins where the previous one ends (no gap, no overlap), and the last ends at the end of the
-//   file (no truncation, no trailing bytes).
-//
-// Integrity: safetensors has no checksum, so a flipped bit in a tensor's bytes would load as a
-// wrong value. save() therefore adds to "__metadata__" one entry per tensor,
-//   "tinytorch.crc32:<name>": "<8 lowercase hex digits>"
-// the CRC-32 (zlib's, Python's zlib.crc32) of "<dtype>[<d0>,<d1>,...]" followed by the tensor's
-// bytes (detail::tensor_digest), and load() checks them: a mismatch, a tensor without a digest
-// in a file that has digests, or a digest for no tensor is an error naming the file and the
-// tensor. Python's safetensors ignores these entries (its safe_open(...).metadata() lists them);
-// files without digests (Python's save_file, other writers) load unchecked. SaveOptions{false}
-// writes none (the reference writer's exact bytes); LoadOptions{.verify = false} skips the check.
-//
-// Older tinytorch checkpoints still load. load() tells the formats apart by the first 4 bytes:
-// "TTSD" is tinytorch's own format (a safetensors file cannot begin so: as a header length those
-// bytes are over 1.1e9, more than the 1e8 limit):
-//   "TTSD", u32 version = 2, u64 count, then per entry:
-//   u64 name length, name bytes, u8 dtype (0 float32, 1 float64, 2 int64, 3 float16, 4 bfloat16), u64 ndim,
-//   ndim x i64 sizes, numel * element_size bytes of contiguous data;
-//   then u32 CRC-32 (zlib's crc32) of every byte before it; all in native (little-endian) order.
-// Version 1 files (the same without the CRC-32) load unchecked. Entries come back in file order.
-// A malformed one (wrong version, a CRC-32 that does not match, truncated, a size that does not
-// fit the file, trailing bytes) throws tinytorch::Error naming the file and the problem.
-//
-// Writes are atomic: the bytes go to a uniquely named temporary file in the same directory
-// (".<name>.tt_tmp.<host>.<pid>.<n>"), which is flushed to disk (fsync) and then renamed over
-// <path>, so a crash or a full disk leaves either the old file or the new one, never half of one.
-// A save killed by SIGKILL leaves its temporary file; the next save of the same path removes the
-// temporary files whose writer process (on this host) is gone. A symbolic link is followed; a path that
-// names a directory or a device is an error (torch.save would write through a device; here
-// that could not be atomic).
-// load() opens the path once and reads that open file, so a save renaming a new file over the
-// path meanwhile is read either wholly old or wholly new.
-// Chapter: chapters/06-distributed-data-parallel.md ("Checkpoints").
-// Chapter: chapters/06-distributed-data-parallel.md.
+// barrier before anyone reads the file (chapter 06, 6.13).
+// The file: u64 little-endian N, N bytes of JSON ({"name": {"dtype": "F32", "shape": [2, 3],
+// "data_offsets": [begin, end]}, ..., "__metadata__": {...}}), then the tensors' bytes, C-ordered,
+// little-endian; F32, F64, I64, F16, BF16. save() writes the bytes the reference writer (the Rust
+// crate behind safetensors.torch.save_file) writes, plus a CRC-32 per tensor in "__metadata__"
+// ("tinytorch.crc32:<name>"), which load() checks. load() checks everything the crate checks
+// before it allocates from the file's numbers, each failure a tinytorch::Error naming the file
+// and the problem, and also reads tinytorch's TTSD files. Writes are atomic (a temporary file in
+// the same directory, fsync, rename); a save killed by SIGKILL leaves a temporary file that the
+// next save of that path removes. Every rule, byte and check: docs/checkpoints.md.
+// Chapter: chapters/06-distributed-data-parallel.md (6.13, checkpoints).
 #pragma once
 
 #include <cstddef>
