@@ -1,6 +1,5 @@
 // tinytorch/functional.hpp — the differentiable API: the functions users call (their bodies, and
 // those of Tensor's views, math methods and operators, are functional.ipp).
-//
 // Free functions mirror torch.* and torch.nn.functional.*:
 //   add, sub, mul, div, neg, exp, log, pow, sqrt, abs, relu, sigmoid, tanh,
 //   sum, mean, max, argmax, matmul, mm, bmm, softmax, log_softmax, cat, stack,
@@ -14,12 +13,10 @@
 // `a * b`, `x.exp()` and `mul(a, b)` are the same op. In-place methods (add_, mul_, copy_, ...)
 // follow PyTorch's autograd rules for in-place ops and views (autograd/inplace.hpp): version
 // counter, recorded history, CopySlices.
-//
 // This header declares; functional.ipp defines (TT_DECL, core/config.hpp): a header-only
 // build includes the bodies from the end of this file, -DTINYTORCH_SEPARATE_COMPILATION compiles
 // them once in the library TU (<tinytorch/src.hpp>), so a program that includes this header
 // parses no kernel, no autograd node and no Eigen.
-//
 // Shapes broadcast as PyTorch (core/shape.hpp); dtypes promote as PyTorch for tensor operands, and
 // a number meets a tensor as in the rest of tinytorch (ops/elementwise.hpp: an int64 tensor
 // stays int64 with an integral number, turns float32 with a fractional one).

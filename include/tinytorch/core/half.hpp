@@ -1,6 +1,5 @@
 // tinytorch/core/half.hpp — the two 16-bit floating point formats: Half (torch.float16) and
 // BFloat16 (torch.bfloat16), as storage types with exact conversions to and from float.
-//
 // Bit layouts (sign | exponent | mantissa), and what follows from them:
 //   float32   1 | 8 (bias 127) | 23   max 3.4e38   eps 2^-23 = 1.19e-7   min normal 2^-126
 //   float16   1 | 5 (bias 15)  | 10   max 65504    eps 2^-10 = 9.77e-4   min normal 2^-14 = 6.10e-5,
@@ -9,7 +8,6 @@
 // bfloat16 is the top half of a float32: the same range, 16 fewer mantissa bits. float16 keeps 3
 // more mantissa bits and gives up range: a gradient below 2^-25 becomes 0 (the reason for loss
 // scaling, chapter 11).
-//
 // Conversions follow PyTorch's c10/util/Half.h and BFloat16.h bit for bit
 // (tests/test_half_conversion.cpp checks all 65,536 patterns of each type, and every rounding
 // boundary, against PyTorch):

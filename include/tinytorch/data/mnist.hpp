@@ -1,5 +1,4 @@
 // tinytorch/data/mnist.hpp — the IDX file format and the MNIST / Fashion-MNIST datasets.
-//
 // IDX (LeCun's MNIST format) is a big-endian header followed by raw bytes:
 //   magic  u32  0x00000803 (2051) for images: 0x08 = unsigned byte, 0x03 = three dims
 //              0x00000801 (2049) for labels:  0x08 = unsigned byte, 0x01 = one dim
@@ -10,25 +9,21 @@
 // The header is read first and the data is read in steps, never more than the header promises: a
 // small .gz that inflates to gigabytes (a "gzip bomb"), /dev/zero or a FIFO is an Error naming the
 // file, not std::bad_alloc or a hang (only regular files are opened; detail::IdxFile).
-//
 //   read_idx_images(path) -> float32 (N, rows*cols) = pixel / 255 in [0, 1]   (N, 784) for MNIST,
 //                            the same numbers as torchvision's ToTensor() (then flattened)
 //   read_idx_labels(path) -> int64 (N)
 //   MNIST(root, train)    -> a TensorDataset over those two tensors, from
 //                            root/{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]
 // Normalisation ((x - mean) / std) is left to the caller.
-//
 // Where the data is: default_data_dir(cli) = the --data-dir value if given, else $TINYTORCH_DATA,
 // else /usr/share/datasets/fashion-mnist, which Debian's package dataset-fashion-mnist installs
 // (train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz,
 // t10k-labels-idx1-ubyte.gz: 60000 training and 10000 test images of 28x28, 10 classes).
 // The original MNIST digits use the same file names and format.
-//
 // Every problem is a tinytorch::Error naming the file and what is wrong with it: missing file
 // (with how to get the data), not a regular file, wrong magic number, bad dims, truncated data
 // ("expected 47040000 bytes of pixel data (60000 images of 28x28), file ends after 1000"),
 // trailing bytes, corrupt or truncated gzip.
-//
 // Chapter: chapters/01-training-loop.md. Reference: yann.lecun.com/exdb/mnist ("FILE FORMATS"),
 // github.com/zalandoresearch/fashion-mnist, torchvision.datasets.MNIST (read_image_file).
 #pragma once

@@ -1,5 +1,4 @@
 // tinytorch/backend/cuda/launch.hpp — the one kernel launcher, for nvcc and for the simulator.
-//
 // Every kernel in backend/cuda/*.cuh is launched through
 //     launch_kernel("saxpy", saxpy_kernel<float>, grid_1d(n), dim3(256), /*dynamic_smem_bytes=*/0, n, a, x, y);
 // so the launch syntax, the error check and the simulator hook live in one place:
@@ -17,18 +16,15 @@
 // Kernel arguments are copied once at the launch, converted to the kernel's parameter types (as
 // cudaLaunchKernel does); each thread gets its own copy. They must be trivially copyable values:
 // device pointers, sizes, scalars, TT_HOST_DEVICE functor structs (no std::vector, no references).
-//
 // TT_DYNAMIC_SHARED(T, name): declares `T* const name`, the launch's dynamic shared memory (16-byte
 // aligned). Under nvcc it is an `extern __shared__` byte array cast to T*: a typed
 // `extern __shared__ T name[]` would clash between two instantiations of a template kernel with
 // different T ("declaration is incompatible"), so kernels never write extern __shared__ directly.
-//
 // grid_1d(n, threads): the grid of a 1-D grid-stride loop over n elements: ceil(n / threads) blocks,
 // at least 1 and at most kGrid1dMaxBlocks (4096 on a GPU, enough to fill any current GPU; 64 in the
 // simulator, where every extra block costs fibers and a small grid makes the stride loop do real
 // work in the tests). Kernels launched with it must loop:
 //     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-//
 // Chapter: chapters/10-gpu-kernels.md. Reference: CUDA C++ Programming Guide, "Execution
 // Configuration" and "Error Checking"; CUDA Runtime API cudaGetLastError; PyTorch's
 // CUDA_LAUNCH_BLOCKING (docs: "CUDA semantics", "Asynchronous execution").

@@ -1,9 +1,7 @@
 // tinytorch/backend/cuda/sim_shared_size.hpp — the bytes of static __shared__ memory a kernel
 // declares, told from its function pointer alone, so that the simulator can refuse a launch nvcc
 // would refuse (ptxas: "uses too much shared data (0x10000 bytes, 0xc000 max)": over 48 KiB).
-//
 // What it implements. detail::static_shared_bytes(kernel): that total, or -1 when it cannot be told.
-//
 // How. In the simulator __shared__ is `static thread_local` (sim.hpp): `__shared__ float s[128];` in
 // kernel k is emitted as a TLS symbol (STT_TLS) of the ELF symbol table (.symtab), st_size = sizeof s,
 // named by the Itanium C++ ABI's <local-name> rule `_ZZ<k's encoding>E<name>[_<discriminator>]`,
@@ -21,12 +19,10 @@
 // Cost (2-core VM): the first call parses: ~4 ms in tests' test_cuda_sim_suite (-O2, 11 MB, 19k
 // functions), ~100 ms in its sanitizer builds (sort and loads at -O0 or instrumented; 230 MB, 68k
 // functions); a new kernel then costs ~1 us, a known one ~0.1 us.
-//
 // Limits. A stripped program (no .symtab) gives -1, as does an address in no function symbol. Not
 // counted: a static __shared__ declared in a __device__ function the kernel calls (ptxas would count
 // it: its name carries that function's encoding), one inside a lambda in the kernel (_ZZZ...), and
 // one the optimiser deleted (written, never read). ELF of the host's own class (Linux, glibc).
-//
 // Reference: System V ABI, "Symbol Table" (st_value, st_size, STT_TLS, STT_FILE); Itanium C++ ABI,
 // "Scope Encoding" (<local-name>, discriminators); dl_iterate_phdr(3).
 // Chapter: chapters/10-gpu-kernels.md.
