@@ -25,17 +25,6 @@ LONGER = {  # file under include/tinytorch/: its opening's length today (lines);
     "autograd/function.hpp": 43,
     "core/cuda_allocator.hpp": 41,
     "autograd/inplace.hpp": 41,
-    "amp/grad_scaler.hpp": 38,
-    "optim/lr_scheduler.hpp": 37,
-    "ops/print.hpp": 36,
-    "ops/dispatch.hpp": 36,
-    "data/dataloader.hpp": 36,
-    "core/allocator.hpp": 36,
-    "amp/autocast_mode.hpp": 36,
-    "core/config.hpp": 35,
-    "autograd/functions.hpp": 35,
-    "backend/functors.hpp": 33,
-    "backend/cpu/gemm.hpp": 33,
 }
 
 

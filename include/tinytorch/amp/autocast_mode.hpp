@@ -1,13 +1,11 @@
 // tinytorch/amp/autocast_mode.hpp — tt::autocast, the RAII guard of torch.autocast: inside it, the
 // ops on two lists run in the dtype that suits them, whatever dtype their inputs have.
-//
 //   {
 //     tt::autocast ac("cpu");                 // dtype: bfloat16 for "cpu", float16 for "cuda"
 //     Tensor y = model.forward(x);            // Linear's matmul in bfloat16 ...
 //     Tensor loss = tt::cross_entropy(y, t);  // ... the loss in float32
 //   }
-//   loss.backward();                          // gradients flow back through the casts to the
-//                                             // float32 parameters (the master weights)
+//   loss.backward();                          // through the casts to the float32 master weights
 // The lists (PyTorch's autocast_mode.cpp names them by cast policy):
 //   lower_precision_fp  matmul, mm, linear, conv2d, scaled_dot_product_attention: float32 inputs
 //                       are cast to the autocast dtype (the GEMMs, where 16 bits halve the bytes
@@ -15,9 +13,8 @@
 //   fp32                softmax, log_softmax, nll_loss, cross_entropy, mse_loss, sum, mean,
 //                       layer_norm, batch_norm: float16/bfloat16 inputs are cast to float32 (the
 //                       exponentials, reductions and normalisations, where 8 or 11 bits of mantissa
-//                       lose the answer). PyTorch's lists have sum but not mean, and no batch_norm
-//                       (its CUDA kernel takes 16-bit inputs and computes in float); tinytorch casts
-//                       them too, so every reduction of a loss runs in float32.
+//                       lose the answer). PyTorch's list has neither mean nor batch_norm; here
+//                       they are cast too, so every reduction of a loss runs in float32.
 // Only floating tensors on the guard's device type are cast; float64 tensors never are (as
 // PyTorch's cached_cast). Every other op runs in its inputs' dtype (type promotion as usual: a
 // bfloat16 activation plus a float32 bias is float32).
@@ -25,15 +22,12 @@
 // float32. Within one outermost guard, the bfloat16/float16 copy of a float32 leaf that requires
 // grad (a weight) is made once and reused (PyTorch's cast cache; cache_enabled = false turns it
 // off); the cache is cleared when the outermost guard ends.
-// Guards nest: an inner tt::autocast("cpu", kBFloat16, /*enabled=*/false) runs its ops as written,
-// and the outer setting comes back at its end. The state is per thread, as PyTorch's.
-// Errors (tinytorch::Error): a device type other than "cpu" and "cuda" (PyTorch's message); a dtype
-// the device does not autocast to, e.g. kInt64 or kFloat32: PyTorch warns "In CPU autocast, but the
-// target dtype is not supported. Disabling autocast." and runs without autocast; tinytorch raises,
-// since a silently disabled autocast trains a different model than the one asked for.
+// Guards nest (an inner one with enabled=false runs its ops as written); the state is per thread.
+// Errors (tinytorch::Error): a device type other than "cpu" and "cuda"; a dtype the device does not
+// autocast to (kInt64, kFloat32), where PyTorch warns and runs without autocast: a silently
+// disabled autocast would train another model than the one asked for.
 // Ops compiled into the library consult the state through functional.ipp (amp::detail::Autocast).
-// Chapter: chapters/11-mixed-precision.md. Reference: torch.autocast docs ("Autocast Op
-// Reference"), aten/src/ATen/autocast_mode.cpp (cached_cast, the op lists).
+// Chapter: chapters/11-mixed-precision.md. Reference: torch.autocast, ATen's autocast_mode.cpp.
 #pragma once
 
 #include <initializer_list>

@@ -1,6 +1,5 @@
 // tinytorch/amp/grad_scaler.hpp — amp::GradScaler: dynamic loss scaling for float16 training
 // (torch.amp.GradScaler).
-//
 // A float16 gradient below 2^-24 is 0 (core/half.hpp). Loss scaling multiplies the loss by S
 // before backward, so every gradient is S times larger and stays representable, then divides the
 // gradients by S (in float32, the master weights' dtype) before the optimizer uses them:
@@ -13,20 +12,9 @@
 //                                    // in a row S *= growth_factor (2) (kept if finite), tracker = 0
 // S therefore settles just below the largest scale at which no gradient overflows. The stages
 // per optimizer (READY -> UNSCALED -> STEPPED, back to READY at update()) and the errors follow
-// PyTorch's grad_scaler.py (1.13: torch/cuda/amp/grad_scaler.py) word for word:
-//   unscale_ twice before update():  "unscale_() has already been called on this optimizer since the last update()."
-//   unscale_ after step():           "unscale_() is being called after step()."
-//   step twice before update():      "step() has already been called since the last update()."
-//   step/update before any scale():  "Attempted step but _scale is None.  This may indicate your script did not
-//                                     use scaler.scale(loss or outputs) earlier in the iteration."
-//   step with no gradient at all:    "No inf checks were recorded for this optimizer."
-//   update with no step/unscale_:    "No inf checks were recorded prior to update."
-//   a float16 gradient to unscale:   "Attempting to unscale FP16 gradients." (keep parameters, and so
-//                                     gradients, in float32: the master weights; autocast computes in
-//                                     float16)
-//   load_state_dict of {}:           "The source state dict is empty, possibly because it was saved from a
-//                                     disabled instance of GradScaler."
-// (PyTorch raises some of these as AssertionError or ValueError; here all are tinytorch::Error.)
+// PyTorch 1.13's grad_scaler.py word for word (unscale_ twice or after step, step twice, step
+// before scale, no inf checks recorded, FP16 gradients to unscale, an empty state dict), each a
+// tinytorch::Error where PyTorch raises AssertionError, ValueError or RuntimeError.
 // The two kernels PyTorch runs on CUDA, _amp_foreach_non_finite_check_and_unscale_ and
 // _amp_update_scale_, are written out in unscale_grads() and update_scale() below.
 // With enabled = false every method is a pass-through (scale returns its input, step calls

@@ -1,12 +1,10 @@
 // tinytorch/backend/functors.hpp — the per-element functions of the pointwise ops, written once
 // for every backend.
-//
 // Each functor is a small struct with a TT_HOST_DEVICE operator() (core/config.hpp: __host__
 // __device__ under nvcc, nothing otherwise), so the same body runs in the CPU loops
 // (backend/cpu/elementwise.hpp) and in the CUDA kernels (backend/cuda/*.cuh; in the kernel
 // simulator as plain host code). They are named structs, not lambdas: a kernel's arguments must be
 // trivially copyable values, and nvcc would need --extended-lambda for device lambdas.
-//
 // Math, per element (a, b: the operands; T the computation type: float, double or int64_t):
 //   add/sub/mul/neg      int64 wraps modulo 2^64 as PyTorch's (core/scalar.hpp's wrapping_*)
 //   div, pow, exp, log, sqrt, tanh                   the C++ <cmath> functions (IEEE results)
@@ -26,8 +24,7 @@
 //   clamp(x)             min(max(x, lo), hi): NaN x stays NaN, lo > hi gives hi (torch.clamp)
 // Integer division by zero is refused by the ops layer before any loop runs; INT64_MIN / -1,
 // which traps on x86, is computed without dividing.
-// Namespace tinytorch::backend; backend/cpu/elementwise.hpp re-exports
-// every functor into backend::cpu (backend::cpu::AddOp is backend::AddOp).
+// backend/cpu/elementwise.hpp re-exports every functor into backend::cpu (backend::cpu::AddOp).
 // Chapter: chapters/01-training-loop.md; chapters/10-gpu-kernels.md (shared functors).
 // Reference: PyTorch 1.13 aten/src/ATen/native/cpu/BinaryOpsKernel.cpp, c10/util/generic_math.h;
 // PyTorch's functors shared by its CPU and CUDA kernels (aten/src/ATen/native/cuda/Loops.cuh).

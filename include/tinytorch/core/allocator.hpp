@@ -1,15 +1,11 @@
 // tinytorch/core/allocator.hpp — the CPU caching allocator behind every tensor's Storage.
-//
 // Why cache. A training step allocates the same buffers every time (activations, gradients,
 // temporaries) and frees them again. glibc hands large blocks (from 128 KiB up, and with its
 // dynamic threshold often smaller ones too) back to the kernel on free; the next step's
 // allocation then page-faults every 4 KiB page in again and the kernel zeroes it. For the
-// 784-256-128-10 MLP at batch 256 that was ~190 page faults per step and ~10% of the step time
-// (bench/bench_mlp.cpp, bench/bench_ddp.cpp); in a multi-threaded process (DDP's communication
-// thread) each unmap also costs a TLB shoot-down on the other cores. PyTorch's CUDA caching
-// allocator exists for the same reason (cudaMalloc/cudaFree are slow); its CPU allocator does
-// not cache and PyTorch recommends jemalloc or tcmalloc instead. We keep the idea, small.
-//
+// 784-256-128-10 MLP at batch 256 that is ~190 page faults per step, ~10% of the step time, and
+// in a multi-threaded process each unmap costs a TLB shoot-down on the other cores. PyTorch's CUDA
+// caching allocator exists for the same reason; its CPU allocator does not cache.
 // How. Blocks of at least kMinCachedBytes are rounded up to a size class — four classes per
 // power of two (4, 5, 6, 7 x 2^k bytes), so at most 25% is wasted — and a freed block goes onto
 // its class's free list instead of back to the system. The next allocation of that class pops
@@ -18,7 +14,6 @@
 // kMaxCachedBytes of free blocks are kept; beyond that, free() really frees. All blocks are
 // 64-byte aligned (a cache line; what Eigen's vectorised kernels like best); smaller ones come
 // from malloc (16-byte aligned). Requests over 1 TiB are not cached (nor likely to succeed).
-//
 // Contents of a reused block are not cleared (as malloc's are not): Storage is uninitialised.
 // Thread-safe (one mutex; uncontended it costs ~20 ns per call).
 // Set TINYTORCH_NO_MEMORY_CACHING=1 (or true, yes, on) to allocate and free every block
@@ -32,7 +27,6 @@
 // CPU storage that would take memory_allocated() past it throws an out-of-memory tinytorch::Error
 // worded as PyTorch's CUDA one, so that a lab can show a model that does not fit one rank under
 // DDP and fits under ZeRO (chapter 13).
-//
 // Chapter: chapters/01-training-loop.md ("How fast is it?"), chapters/09-gradient-accumulation.md.
 #pragma once
 

@@ -1,5 +1,4 @@
 // tinytorch/core/config.hpp — the one place that looks at the compiler and the build.
-//
 // Defines:
 //   TINYTORCH_CUDA_SIM   1 when the build defines it (g++/clang++ only, never with nvcc): the
 //                        kernel simulator (backend/cuda/sim.hpp) runs the CUDA kernels on the CPU.
@@ -9,20 +8,15 @@
 //   TINYTORCH_WITH_NCCL  1 when nvcc compiles, MPI is on and <nccl.h> is reachable (never in the simulator).
 //   TT_HOST_DEVICE       __host__ __device__ under nvcc, nothing otherwise: functors and index
 //                        math are written once and used by the CPU loop and the CUDA kernel.
-//   EIGEN_NO_CUDA        under nvcc (unless already defined): Eigen stays host-only code (its
-//                        own __device__ paths are not what tinytorch's kernels use, and
-//                        compiling them costs time and warnings). Only works if this header comes
+//   EIGEN_NO_CUDA        under nvcc (unless defined): Eigen stays host-only code. It must come
 //                        before the first Eigen include: every tinytorch header that includes
-//                        Eigen includes this one first, and the CMake target also defines
-//                        EIGEN_NO_CUDA for CUDA sources (for user code that includes Eigen first).
+//                        Eigen includes this one first, and the CMake target defines it for .cu files.
 //   TT_NAMESPACE_BEGIN   `namespace tinytorch { inline namespace <mode>_abi {` and TT_NAMESPACE_END
 //   TT_NAMESPACE_END     `} }`, with <mode>_abi = TT_ABI_NAMESPACE: cpu_abi (g++/clang++), cuda_abi
-//                        (nvcc), sim_abi (the simulator). Every header opens tinytorch with them, so
-//                        names stay tinytorch::Tensor in code but each mode's symbols differ
-//                        (tinytorch::cpu_abi::Tensor): a program that mixes TUs compiled in two modes
-//                        fails to link instead of silently running one mode's inline functions in
-//                        the other (tests/abi proves it). scripts/abi_namespace.py
-//                        converts `namespace tinytorch::x {` blocks to them.
+//                        (nvcc), sim_abi (the simulator). Names stay tinytorch::Tensor in code, but
+//                        each mode's symbols differ: a program that mixes TUs of two modes fails
+//                        to link instead of running one mode's inline functions in the other
+//                        (tests/abi; scripts/abi_namespace.py converts new headers).
 //   TT_DECL              on the functions the library compiles once: `inline` when header-only
 //                        (the default), nothing with -DTINYTORCH_SEPARATE_COMPILATION. Then the
 //                        public headers only declare them, and their bodies (the .ipp file beside

@@ -1,12 +1,10 @@
 // tinytorch/data/dataloader.hpp — DataLoader: a dataset cut into mini-batches, epoch by epoch,
 // optionally built ahead of time by background worker threads.
-//
 //   DataLoaderOptions opts;  opts.batch_size = 64;  opts.shuffle = true;  opts.seed = 0;
 //   opts.num_workers = 2;                             // optional: 2 threads build batches ahead
 //   DataLoader loader(dataset, opts);
 //   for (int epoch = 0; epoch < 10; ++epoch)
 //     for (auto& batch : loader) { ... batch.data: (B, ...), batch.target: (B, ...) ... }
-//
 // What one epoch is (PyTorch's DataLoader with its default BatchSampler):
 //   indices = sampler.indices()                       n = len(sampler) of them
 //   batch k = dataset.get_batch(indices[k*bs : (k+1)*bs])     B = bs, the last one may be shorter
@@ -16,7 +14,6 @@
 // when shuffling; for a DistributedSampler, call sampler.set_epoch(e) first, as in PyTorch).
 // The loader's drop_last (drop the short last *batch*) is independent of DistributedSampler's
 // drop_last (drop the dataset's tail so that it divides among the replicas).
-//
 // Where batches are built (PyTorch's num_workers and prefetch_factor):
 //   num_workers = 0   the main thread calls get_batch when the iterator is dereferenced: loading
 //                     and the training step take turns, step time = t_load + t_compute.
@@ -30,10 +27,7 @@
 //   the main thread when it dereferences that batch. Destroying the iterator (the end of the
 //   range-for, a break, an exception) stops the workers and joins them; a worker inside get_batch
 //   finishes that call first.
-//
-// Chapter: chapters/04-data-pipeline.md (also 01-training-loop.md).
-// Reference: PyTorch 2.x torch.utils.data.DataLoader, BatchSampler and
-// _MultiProcessingDataLoaderIter (torch/utils/data/dataloader.py).
+// Chapter: chapters/04-data-pipeline.md (also 01). Reference: torch.utils.data.DataLoader.
 #pragma once
 
 #include <algorithm>

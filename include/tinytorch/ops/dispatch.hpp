@@ -1,5 +1,4 @@
 // tinytorch/ops/dispatch.hpp — the single CPU/CUDA fork, and the helpers every op uses.
-//
 // Every op in ops/ calls check_device() (and check_same_device() for several operands) before
 // touching data, allocates its output on the inputs' device (make_tensor(shape, dtype, device)),
 // and runs its data work through backend::dispatch:: below, never through backend::cpu:: or
@@ -11,10 +10,8 @@
 //                      translation unit with the CUDA backend (nvcc, or the kernel simulator:
 //                      TINYTORCH_CUDA_SIM); a tinytorch::Error in a CPU build (check_device throws
 //                      earlier with a clearer message).
-// (The namespace is backend::dispatch, not tinytorch::dispatch: that name is the dtype dispatch
-// function of core/dtype.hpp, and a namespace cannot share it.)
-// Primitives with no CUDA twin yet (conv, pooling) throw on a CUDA device:
-// "<op>: not implemented for CUDA tensors yet".
+// (backend::dispatch, because tinytorch::dispatch is core/dtype.hpp's dtype dispatch.) Primitives
+// with no CUDA twin (conv, pooling) throw "<op>: not implemented for CUDA tensors yet".
 // Pointers passed with a CUDA device are device pointers: nothing here reads them on the host.
 // copy_bytes() moves raw bytes between any two devices; ops::to_host() gives a CPU copy of a tensor
 // (item, tolist, printing and at() read through it).
@@ -24,14 +21,11 @@
 // float16 and bfloat16 are storage formats: each op on them computes in float32 and rounds the
 // result once to the 16-bit dtype, as PyTorch's kernels compute them in float (their "opmath" type).
 // On the CPU, and for most ops on CUDA, the op converts its operands to float32, runs the float32
-// kernel and converts the result (a branch at the top of the op:
-// `if (is_reduced_floating_point(dt)) return to_dtype(op(to_dtype(x, kFloat32)), dt);`), so no CPU
-// kernel is compiled for them. On a CUDA device the elementwise ops (ops/elementwise.hpp), matrix
-// products (ops/linalg.hpp) and sums (ops/reduce.hpp) run CUDA kernels compiled for Half and
-// BFloat16 that load 16 bits, compute in float and store 16 bits (backend::Opmath, gemm.cuh's
-// opmath_type), with the same results bit for bit and half the memory traffic; the primitives
-// below never compile a CPU twin for them (has_cpu_twin). Ops that only move elements (copies,
-// casts, where, embedding's row gather, fill) handle them directly (dispatch_all).
+// kernel and converts the result, so no CPU kernel is compiled for them (has_cpu_twin). On CUDA
+// the elementwise ops, matrix products and sums run kernels compiled for Half and BFloat16 that
+// load 16 bits and compute in float (backend::Opmath), bit for bit the same, half the traffic.
+// Ops that only move elements (copies, casts, where, embedding's gather, fill) handle them
+// directly (dispatch_all).
 // Chapter: chapters/10-gpu-kernels.md. Reference: PyTorch's dispatcher (one kernel per backend,
 // chosen by the tensors' device), c10::cuda::CUDAGuard.
 #pragma once

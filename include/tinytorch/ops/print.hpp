@@ -1,8 +1,6 @@
 // tinytorch/ops/print.hpp — tensor printing, character for character as PyTorch prints.
-//
 // A port of torch/_tensor_str.py (PyTorch 1.13; unchanged in 2.x for dense CPU tensors) with the
 // default print options: precision 4, threshold 1000, edgeitems 3, linewidth 80, sci_mode None.
-//
 //   tensor([[1., 2.]], requires_grad=True)            all finite values integral -> "int mode"
 //   tensor([ 1.5000, -2.2500])                         fixed: 4 decimals, padded to widest element
 //   tensor([1.0000e-05, 1.0000e+00])                   sci: max/min > 1000, max > 1e8 or min < 1e-4
@@ -12,7 +10,6 @@
 //   tensor([0.1000, 0.2000], dtype=torch.float64)      float64 is not the default dtype (nor are
 //   tensor([0.1000, 0.2000], dtype=torch.float16)      float16 and bfloat16: values printed as floats)
 //   tensor([   0,    1,    2,  ..., 1997, 1998, 1999]) numel > 1000: 3 edge items per dim + "..."
-//
 // The pieces, named after their Python originals:
 //   Formatter            _Formatter: picks int/fixed/sci mode and the column width from the values
 //                        that will be shown (get_summarized_data), ignoring zeros, nan and inf.
@@ -23,7 +20,6 @@
 //   add_suffixes         _add_suffixes: ", suffix" or ",\n" + 7 spaces + suffix when the last line
 //                        would pass linewidth.
 //   format_tensor        _str_intern: "tensor(" + body + suffixes + ")".
-//
 // Numbers are formatted as Python's str.format does ("{:.4f}", "{:.4e}", "{:.0f}"): printf gives
 // the same digits (both round the exact binary value correctly) except that Python always prints
 // "nan" and "inf"/"-inf", which we special-case. A float32 tensor is formatted through the double
@@ -31,9 +27,7 @@
 // their int64 values (format_tensor_int64): exact over the whole range, 2^53 + 1 included; the
 // double overloads, given an int64 dtype, print each value rounded to an integer (exact within
 // +-2^53).
-//
-// Chapter: chapters/01-training-loop.md. Reference: torch/_tensor_str.py; tests/test_print.cpp
-// compares against repr() output recorded by tests/reference/gen_print.py.
+// Chapter: chapters/01-training-loop.md. Reference: torch/_tensor_str.py (tests/test_print.cpp).
 #pragma once
 
 #include <algorithm>

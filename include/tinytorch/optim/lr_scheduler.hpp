@@ -1,6 +1,5 @@
 // tinytorch/optim/lr_scheduler.hpp — learning-rate schedules: LRScheduler, LinearLR (warmup),
 // CosineAnnealingLR, StepLR, SequentialLR (warmup then decay).
-//
 // A scheduler rewrites optimizer.param_groups()[i].lr each time its step() is called; how often
 // that is (every iteration or every epoch) is the caller's choice, the schedule counts calls:
 //   for (...) { opt.zero_grad(); loss.backward(); opt.step(); sched.step(); }
@@ -13,28 +12,18 @@
 //   StepLR:            lr_k = base_lr * gamma^floor(k / step_size)
 //   SequentialLR:      scheduler i runs between milestones[i-1] and milestones[i], restarted at
 //                      its epoch 0 there: LinearLR warmup to base_lr, then CosineAnnealingLR.
-// Which form is computed: PyTorch's step() uses each scheduler's *chainable* (recursive) get_lr,
-// e.g. for the cosine
-//   lr_k = eta_min + (lr_{k-1} - eta_min) * (1 + cos(pi k / T_max)) / (1 + cos(pi (k-1) / T_max))
-// which equals the closed form above (to ~1e-16) while nothing else touches lr, but scales from
-// the *current* lr when the user (or another scheduler) changed it. tinytorch ports get_lr
-// exactly, so it produces PyTorch's numbers in both cases; the closed forms are used where
-// PyTorch uses them (SequentialLR restarting a scheduler at a milestone, resuming, see below).
-// These are the PyTorch 2.x versions (`_is_initial`, `_update_lr`); for the cases tested they
-// give the same numbers as 1.13.
-// Order check: the first step() after construction, made before any optimizer.step(), prints
-// PyTorch's UserWarning ("Detected call of `lr_scheduler.step()` before `optimizer.step()`. ...")
-// on stderr, once per process (Python's default warning filter), and counts it in
-// detail::order_warnings() (for tests). PyTorch detects it the same way, from the optimizer's
-// step counter (Optimizer::step_count()).
+// step() computes PyTorch's *chainable* get_lr (the cosine: lr_k = eta_min + (lr_{k-1} - eta_min)
+// (1 + cos(pi k / T_max)) / (1 + cos(pi (k-1) / T_max))), equal to the closed form while nothing
+// else touches lr, and scaling from the current lr when something did; the closed forms where
+// PyTorch uses them (SequentialLR's milestones, resuming). PyTorch 2.x's code, 1.13's numbers.
+// A first step() before any optimizer.step() prints PyTorch's UserWarning ("Detected call of
+// `lr_scheduler.step()` before `optimizer.step()`...") once per process (detail::order_warnings()).
 // Checkpoints: state_dict() / load_state_dict() save and restore last_epoch, the step count,
 // base_lrs, the last lrs and the schedule's own settings (SequentialLR: its schedulers' too), as
 // PyTorch's (which saves every attribute but the optimizer); with the optimizer's state_dict
 // (which holds each group's current lr) a resumed schedule continues with the same bits.
-// Chapter: chapters/03-optimizers.md (schedules, resuming); chapters/08-large-batch.md (warmup
-// and the linear scaling rule).
-// Reference: torch.optim.lr_scheduler (PyTorch 2.x torch/optim/lr_scheduler.py); Loshchilov &
-// Hutter, "SGDR" (ICLR 2017); Goyal et al., "Accurate, Large Minibatch SGD" (2017, warmup).
+// Chapter: chapters/03-optimizers.md; chapters/08-large-batch.md (warmup). Reference:
+// torch.optim.lr_scheduler; Loshchilov & Hutter, "SGDR" (2017); Goyal et al. (2017, warmup).
 #pragma once
 
 #include <algorithm>

@@ -1,5 +1,4 @@
 // tinytorch/backend/cpu/gemm.hpp — C = alpha * op(A) op(B) + beta * C, through Eigen.
-//
 // BLAS-style interface on row-major raw pointers:
 //   op(A): (M, K), op(B): (K, N), C: (M, N) with leading dimension ldc.
 //   trans_a: A is stored (K, M) row-major with leading dim lda, and op(A) = A^T.
@@ -7,7 +6,6 @@
 // the autograd's  dA = dC B^T  and  dB = A^T dC  need no copies.
 // gemm_naive is the triple loop the fast kernel is tested against (every fast kernel has a
 // naive twin and a test comparing the two).
-//
 // Threads (core/parallel.hpp): Eigen itself runs single-threaded (its own threading needs OpenMP,
 // which busy-waits; see parallel.hpp). gemm splits C into blocks of whole rows (when M >= N) or
 // whole columns, one single-threaded Eigen product per block, through parallel_for:
@@ -28,9 +26,7 @@
 // Compile time: only Eigen's GEMM kernel is instantiated (eigen_gemm_kernel), not its product
 // expressions, and int64 has a loop of its own: about 40% less template work in every translation
 // unit that includes tinytorch than four Eigen product forms per transpose pair and dtype.
-// Reference: BLAS sgemm; Eigen's Map and noalias() documentation; Eigen 3.4's
-// GeneralBlockPanelKernel.h (evaluateProductBlockingSizesHeuristic, gebp_kernel).
-// Chapter: chapters/01-training-loop.md.
+// Chapter: chapters/01-training-loop.md. Reference: BLAS sgemm; Eigen 3.4's GeneralBlockPanelKernel.h.
 #pragma once
 
 #include "tinytorch/core/config.hpp"  // before Eigen: EIGEN_NO_CUDA under nvcc
