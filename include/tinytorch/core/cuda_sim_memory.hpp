@@ -1,63 +1,30 @@
 // tinytorch/core/cuda_sim_memory.hpp — the kernel simulator's device memory: protected host pages.
 //
-// In the simulator (TINYTORCH_CUDA_SIM, backend/cuda/sim.hpp) a "GPU" is host memory. On a real GPU
-// host code cannot dereference a device pointer: it segfaults. So that the simulator catches the same
-// bug (a host loop reading `t.data_ptr<float>()` of a CUDA tensor), its device memory is mapped
-// PROT_NONE except while a kernel or a copy runs:
-//   * each raw allocation (core/cuda_runtime.hpp raw_malloc) is its own anonymous mmap region,
-//     rounded up to whole pages and recorded in a registry (one mutex) with its simulated device;
-//   * a DeviceAccessScope (RAII) makes every region PROT_READ|PROT_WRITE while at least one scope is
-//     open anywhere in the process (a counter under the mutex, so that DataParallel threads may launch
-//     concurrently), and PROT_NONE again when the last one closes. The launcher (launch.hpp) opens one
-//     around every simulated kernel launch; memcpy_h2d/d2h/d2d open one around the copy.
-//   * a host access to device memory outside any scope therefore gets SIGSEGV, as on a GPU. The
-//     simulator's fault handler (backend/cuda/sim.hpp, section 6) names the allocation the address
-//     belongs to, then the program dies as before, and `gdb` (or the core dump) shows the offending
-//     host line. Protection is process-wide, not per thread: while thread A runs a kernel, thread B's
-//     host read of device memory goes unnoticed (a false negative, never a false alarm).
-//   * every region has a PROT_NONE guard page on each side, so an access just past either end of an
-//     allocation faults instead of reaching a neighbour: by default the block starts at its first
-//     page (cudaMalloc's 256-byte alignment), so only an overrun of a whole-page allocation meets the
-//     guard at once (a shorter one lands in the rest of the page: compute-sanitizer's memcheck, below).
-// Memory checks (TINYTORCH_SIM_CHECK, a comma-separated list; backend/cuda/sim.hpp has the others):
-//   memcheck   each block ends flush with its upper guard page (rounded up to 16 bytes, so a float4
-//              load of the last element stays aligned; cudaMalloc's 256-byte start alignment is
-//              dropped): the first byte past the end faults, and the fault handler names the kernel,
-//              block, thread, address, read or write, and the allocation. The 0-15 bytes between the
-//              end and the guard, and up to 16 bytes before the start, are filled with 0xFD and
-//              checked after every launch and at free (a write there is reported with the kernel's
-//              name, and the canaries are set again). Freed blocks stay mapped PROT_NONE
-//              (quarantined, up to 4096 of them), so a use after free faults and is named as one. The
-//              caching allocator stops caching (as PYTORCH_NO_CUDA_MEMORY_CACHING=1 for
-//              compute-sanitizer) and asks for exact sizes, so every tensor is its own block.
-//   racecheck  (launch.hpp) each launch runs twice, the second time in reverse order, with all device
-//              memory saved and restored in between; a byte that differs is a race. Allocations,
-//              frees and copies wait for a running launch then (ReplayLock).
-//   initcheck  fresh blocks are filled with 0xFF bytes instead of zeros (floats read as NaN, integers as
-//              -1; the caching allocator stops caching, so a tensor never gets a used block), as each
-//              block's shared memory always is (sim.hpp), and each block keeps a table of the
-//              bytes written: by a copy from the host, by a device-to-device copy (which carries the
-//              source's table), by a kernel. Every launch then runs twice (launch.hpp, run_checked):
-//              the second time with each unwritten byte, and shared memory, holding
-//              initcheck_second_byte() instead; a
-//              byte the two runs write differently depends on memory never written and is reported,
-//              with the unwritten memory the kernel read (found by changing one block at a time)
-//              and the thread that wrote the byte (found by watching it in one more run).
-//              Bytes both runs write alike become written. Not seen: a read whose value does not
-//              change what the kernel writes (an uninitialised value only compared, say).
-// Environment (read once, at the first use; a malformed value throws tinytorch::Error):
-//   TINYTORCH_SIM_DEVICES      number of simulated GPUs, 0..64 (default 4)
-//   TINYTORCH_SIM_MEMORY_MB    capacity of each simulated GPU in MiB, 1..1048576 (default 1024); pages
-//                              count against it, so a 512-byte block uses 4 KiB of it. Beyond it the
-//                              raw allocation fails as cudaMalloc does (cudaErrorMemoryAllocation).
-//   TINYTORCH_SIM_UNPROTECTED  1/true/yes/on: regions stay readable and writable (debugging: print
-//                              device data from gdb; a host read of device memory then goes unnoticed).
-//   TINYTORCH_SIM_CHECK        memcheck, initcheck, racecheck, synccheck (comma-separated; see above and
-//                              sim.hpp). An unknown name throws.
-// Regions are mapped MAP_NORESERVE: untouched pages cost nothing, so the capacity is a limit, not a
-// reservation. Memory is never shared between simulated devices; copies between them are memcpy.
-// Chapter: chapters/10-gpu-kernels.md. Reference: numba's CUDA simulator (NUMBA_ENABLE_CUDASIM), which
-// likewise runs kernels on the host; mmap(2) / mprotect(2).
+// In the simulator (TINYTORCH_CUDA_SIM, backend/cuda/sim.hpp) a "GPU" is host memory, mapped
+// PROT_NONE except while a kernel or a copy runs, so that a host read of a CUDA tensor's data
+// faults as it would on a GPU:
+//   * each raw allocation (core/cuda_runtime.hpp raw_malloc) is its own anonymous mmap region
+//     (MAP_NORESERVE), whole pages, recorded in a registry (one mutex) with its simulated device,
+//     with a PROT_NONE guard page on each side;
+//   * a DeviceAccessScope (RAII) makes every region readable and writable while at least one scope
+//     is open anywhere in the process (a counter, so DataParallel threads may launch at once); the
+//     launcher (launch.hpp) opens one around every launch, memcpy_h2d/d2h/d2d around each copy;
+//   * outside any scope a host access gets SIGSEGV; the simulator's fault handler (sim.hpp,
+//     section 6) names the allocation. Protection is process-wide: while thread A runs a kernel,
+//     thread B's host read goes unnoticed (a false negative, never a false alarm).
+// TINYTORCH_SIM_CHECK (comma-separated) adds: memcheck (each block ends flush with its upper guard
+// page, 16-byte rounded, with 0xFD canaries checked after every launch; freed blocks stay PROT_NONE,
+// up to 4096; the caching allocator stops caching), racecheck (each launch runs twice, the second
+// time in reverse order, memory saved and restored between: launch.hpp), initcheck (fresh blocks
+// hold 0xFF bytes and a table of the bytes written; every launch runs again with the unwritten
+// bytes changed, and a byte written differently is reported). docs/architecture.md and chapter
+// 10.7 say what each finds and what it cannot.
+// Environment (read once; a malformed value throws tinytorch::Error): TINYTORCH_SIM_DEVICES
+// (simulated GPUs, 0..64, default 4), TINYTORCH_SIM_MEMORY_MB (each one's capacity, 1..1048576,
+// default 1024; pages count against it, and beyond it raw_malloc fails as cudaMalloc does),
+// TINYTORCH_SIM_UNPROTECTED=1 (regions stay open: print device data from gdb), TINYTORCH_SIM_CHECK.
+// Memory is never shared between simulated devices; copies between them are memcpy.
+// Chapter: chapters/10-gpu-kernels.md. Reference: numba's CUDA simulator; mmap(2), mprotect(2).
 #pragma once
 
 #include "tinytorch/core/config.hpp"

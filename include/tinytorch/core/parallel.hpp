@@ -3,66 +3,29 @@
 //
 //   parallel_for(begin, end, grain_size, f)   calls f(b, e) on disjoint chunks [b, e) that cover
 //                                             [begin, end), on up to get_num_threads() threads at
-//                                             once (the caller is one of them); returns when every
-//                                             chunk is done.
+//                                             once (the caller is one of them), and returns when
+//                                             every chunk is done.
 // The chunks, as PyTorch's at::parallel_for: n = end - begin, tasks = min(get_num_threads(),
-// ceil(n / grain_size)), chunk = ceil(n / tasks) (the last chunk may be shorter): grain_size is
-// about the work below which a second thread is not worth waking. f(begin, end) runs inline, on
-// the calling thread, when n <= grain_size, when one thread is set, when called from inside a
-// parallel_for (nested), or when another thread is using the pool right now (DataParallel's
-// replica threads, several user threads): nothing ever waits for the pool, so nothing can
-// deadlock on it. The first exception thrown by f is rethrown in the caller, after every chunk
-// has finished.
-//
-// get_num_threads(): set_num_threads(n) if called, else OMP_NUM_THREADS (a positive integer; the
-// first number of a list like "4,2"; anything else is ignored with a warning on stderr, as
-// PyTorch does), else the number of CPUs this process may run on (sched_getaffinity: under
-// `taskset -c 0` it is 1; else std::thread::hardware_concurrency()) divided by the number of
-// ranks mpirun started on this machine (OMPI_COMM_WORLD_LOCAL_SIZE or MPI_LOCALNRANKS; at least
-// 1), so that N ranks do not start N x cores threads. PyTorch's default is the number of physical
-// cores, and torchrun sets OMP_NUM_THREADS=1 for each of several ranks; we count what the
-// scheduler lets us use and share it. Workers are started on
-// first use (get_num_threads() - 1 of them) and live until the process ends; after fork() the
-// child starts with a fresh pool (fork copies no threads).
-//
-// Why our own pool and not Eigen's OpenMP threads (Eigen 3.4's matrix product is parallel only
-// through OpenMP). An OpenMP team busy-waits: libgomp spins up to GOMP_SPINCOUNT (300000) after
-// each parallel region, Eigen's parallel GEMM threads spin on each other's packed blocks inside
-// the product, OpenBLAS's pthread workers spin ~0.1 s before they sleep. On an idle machine that
-// is fast; on a shared one the spinning thread takes the core the working thread needs.
-// Here nothing holds a core for long:
-//   * a worker with no task polls for kSpinMicros = 20 us, then blocks on a condition variable;
-//     the caller, done with its own chunks, polls 20 us for the workers' last ones, then blocks;
-//   * the caller wakes at most tasks-1 workers and takes chunks itself (an atomic counter): a
-//     worker slow to start because its core is busy finds its chunk already done;
-//   * chunks are independent (no barrier inside a matrix product: one Eigen call per chunk).
-// Why 20 us: waking a sleeping worker costs ~100 us on this project's VM (two 50 us tasks take
-// 111 us on 1 thread, 110 us on 2 threads that always sleep, 65 us with the 20 us poll); polling
-// longer gains a little on idle cores and loses more beside a busy process (MLP step, batch 64,
-// 2 threads / 1 thread, idle / loaded: 0 us 0.99x / 1.10x; 20 us 0.94x / 1.11x; 50 us 0.90x /
-// 1.15x; 100 us 0.87x / 1.21x). Only large work is split (GRAIN_SIZE elements for loops; the
-// matrix product from 2^18 multiply-adds per thread, see backend/cpu/gemm.hpp).
-//
-// Measured on this project's 2-core AMD EPYC KVM guest shared with ~6 other builds (load average
-// 4-7); medians of interleaved repetitions; "idle": our process in a session of autogroup nice
-// -20, so the other builds yield to it; "+yes": also a `yes > /dev/null` at our priority.
-// Time of a training step (MLP 784-256-128-10, SGD momentum) on 2 threads / on 1 thread:
-//                                          batch 64         batch 1024
-//   tinytorch, this pool, idle               0.94x            0.62x
-//   tinytorch, this pool, +yes               1.11x            1.01x
-//   raw Eigen step, Eigen's OpenMP, idle     0.91x            0.51x
-//   raw Eigen step, Eigen's OpenMP, +yes     1.23x .. 2.14x   1.16x .. 1.32x (2x the CPU time)
-//   libtorch 1.13 (OpenMP + OpenBLAS), idle  9.9x             1.98x
-//   libtorch, +yes                           18.4x            7.0x
-//   libtorch, plain shared machine (load 5)  16.9x            9.5x
-//   tinytorch, plain shared machine          1.12x            1.25x
-// (bench/bench_vs_libtorch.cpp prints these steps, and the CPU time of all threads per step.)
-//
-// Reference: PyTorch's ATen/Parallel.h (at::parallel_for, at::set_num_threads, GRAIN_SIZE,
-// at::in_parallel_region) and ParallelNative.cpp (the caller takes part, exceptions rethrown);
-// libgomp's GOMP_SPINCOUNT / OMP_WAIT_POLICY documentation for the busy-waiting.
-// Chapter: chapters/01-training-loop.md ("How fast is it?").
-// Chapter: chapters/01-training-loop.md.
+// ceil(n / grain_size)), chunk = ceil(n / tasks). f runs inline on the calling thread when
+// n <= grain_size, with one thread, inside a parallel_for (nested), or while another thread uses
+// the pool (DataParallel's replicas): nothing waits for the pool, so nothing deadlocks on it. The
+// first exception thrown by f is rethrown in the caller after every chunk has finished.
+// get_num_threads(): set_num_threads(n), else OMP_NUM_THREADS (a positive integer, or the first of
+// a list like "4,2"; anything else is ignored with a warning, as PyTorch), else the CPUs this
+// process may run on (sched_getaffinity) divided by the ranks mpirun started on this machine
+// (OMPI_COMM_WORLD_LOCAL_SIZE or MPI_LOCALNRANKS), so N ranks do not start N x cores threads.
+// Workers start on first use and live until the process ends (a fork()ed child starts afresh).
+// Our own pool, not Eigen's OpenMP threads: an OpenMP team busy-waits (libgomp spins up to
+// GOMP_SPINCOUNT after each region), which on a shared machine takes the core the working thread
+// needs. Here a worker with no task polls for kSpinMicros = 20 us, then sleeps on a condition
+// variable; the caller wakes at most tasks-1 workers and takes chunks itself (an atomic counter),
+// so a worker slow to start finds its chunk done; chunks are independent (no barrier inside a
+// matrix product). Waking a sleeping worker costs ~100 us, so only large work is split
+// (GRAIN_SIZE elements for loops; the matrix product from 2^18 multiply-adds per thread,
+// backend/cpu/gemm.hpp). The measurements behind 20 us, and the step times against Eigen's
+// OpenMP and libtorch on a loaded machine: docs/performance.md, "Threads on a shared machine".
+// Chapter: chapters/01-training-loop.md ("How fast is it?"). Reference: PyTorch's ATen/Parallel.h
+// and ParallelNative.cpp; libgomp's GOMP_SPINCOUNT / OMP_WAIT_POLICY.
 #pragma once
 
 #include <algorithm>
