@@ -1,53 +1,31 @@
 // tinytorch/ops/elementwise.hpp — elementwise math on Tensors, with broadcasting, no autograd.
-//
 //   binary(a, b, f):  out = f(a, b), shape = broadcast_shapes(a, b), dtype = promote(a, b)
 //   binary(a, b, f, op, /*compare=*/true): same, but out is int64 0/1 (tinytorch has no bool dtype)
 //   unary(x, f):      out = f(x); float-only functions (exp, log, ...) turn int64 into float32
 //   scalar(a, s, f):  out = f(a, s) for a double s (kept in a's dtype; int64 * 2.5 -> float32)
 //   scalar_int64(a, s, f), scalar_int64_(self, s, f): int64 tensor with an int64 scalar, exact
-//                     (functional.hpp picks these for an integral Scalar, core/scalar.hpp)
-// Inputs are read through their strides (broadcast dims have stride 0): no copies.
-// Devices: every operand on one device (else PyTorch's "Expected all tensors to be on the same
-// device" error); the output is made there and the loop runs there through backend::dispatch::
-// (ops/dispatch.hpp). The functor f is wrapped in backend::CastTo<T, F> (the cast to the output
-// type) and passed by value to the kernel, so on CUDA it must be a named TT_HOST_DEVICE functor
-// (backend/functors.hpp); a lambda still works on the CPU and throws "not implemented for CUDA
-// tensors yet" on a GPU (backend::is_kernel_functor_v).
-// float16/bfloat16 (chapter 11): each element is computed in float32 and rounded once. On a CUDA
-// device the kernels do that themselves (backend::Opmath: load 16 bits, compute in float, store 16
-// bits, half the memory traffic of float32); on the CPU, and when an operand has another dtype, the
-// op converts its operands to float32, runs the float32 kernel and rounds the result: the same
-// numbers, bit for bit (tests/cuda/test_cuda_elementwise.cpp).
-// In place (binary_, unary_) and PyTorch's memory-overlap rules for them (ATen/MemoryOverlap.cpp),
-// which Tensor's in-place methods apply before writing:
-//   the written-to tensor may not repeat a location (an expanded tensor: stride 0, size > 1):
-//     "unsupported operation: more than one element of the written-to tensor refers to a single
-//     memory location";
-//   an input may not partly overlap it (a.add_(a.t()), b[1:].copy_(b[:-1])): "unsupported
-//   operation: some elements of the input tensor and the written-to tensor refer to a single
-//   memory location". The same elements in the same layout (a.add_(a)) are fine; layouts too
-//   irregular to decide ("too hard" for PyTorch too) are allowed, and binary_ then reads a copy of
-//   the input, so the result never depends on the loop order.
-//
-// The ops built on them, each one function (functional.hpp gives them autograd):
-//   compare_scalar(a, s, f): out = f(a, s) as int64 0/1 (tinytorch has no bool dtype; see below)
-//   pow_tensor(a, b), integer_division(a, b, f): out = f(a, b), broadcast, dtype = promote(a, b)
-//   clamp_scalar(x, lo?, hi?):  min(max(x, lo), hi); a NaN bound makes every element NaN
-//   clamp_tensor(x, lo?, hi?):  the same elementwise with broadcast tensor bounds
-//   where(cond, a, b):          out = cond ? a : b, shape = broadcast(cond, a, b), dtype = promote(a, b)
-// A number s meets a tensor as in ops::scalar (tinytorch's rule for double scalars): an int64
-// tensor keeps its dtype when s is an integral value that fits in int64, and computes in float32
-// otherwise (PyTorch decides from the Python type: `int64_tensor > 1.0` compares in float32 there,
-// in int64 here; the two differ only for |values| > 2^24). A float tensor computes in its own dtype
-// with s rounded to it (as PyTorch: `float32_tensor == 0.1` is true for the float32 nearest 0.1).
-// Comparisons return int64 0/1 tensors, as Tensor::eq/lt/... do (no bool dtype); `where` takes
-// such a tensor as its condition (any nonzero is true) and refuses a floating point one, as
-// PyTorch refuses a non-bool condition.
+//   compare_scalar(a, s, f), pow_tensor(a, b), integer_division(a, b, f), clamp_scalar(x, lo?, hi?)
+//   (a NaN bound makes every element NaN), clamp_tensor, where(cond, a, b) (shape = broadcast of
+//   all three, dtype = promote(a, b); cond an int64 0/1 tensor, any nonzero true, floating refused)
+// Inputs are read through their strides (broadcast dims have stride 0): no copies. Every operand
+// on one device (else PyTorch's "Expected all tensors to be on the same device"); the loop runs
+// there through backend::dispatch (ops/dispatch.hpp), with f wrapped in backend::CastTo<T, F> and
+// passed by value: on CUDA it must be a named TT_HOST_DEVICE functor (backend/functors.hpp).
+// float16/bfloat16: each element computed in float32 and rounded once (CUDA kernels do it
+// themselves, backend::Opmath; the CPU converts to float32 and back): the same bits either way.
+// In place (binary_, unary_), PyTorch's memory-overlap rules (ATen/MemoryOverlap.cpp): the
+// written-to tensor may not repeat a location (an expanded tensor), and an input may not partly
+// overlap it (a.add_(a.t())): each PyTorch's "unsupported operation: ..." error. The same elements
+// in the same layout (a.add_(a)) are fine; layouts too irregular to decide are allowed, and
+// binary_ then reads a copy of the input, so the result never depends on the loop order.
+// A number s meets a tensor as in scalar(): an int64 tensor keeps its dtype when s is an integral
+// value that fits in int64, else computes in float32 (PyTorch decides from the Python type; the
+// two differ only for |values| > 2^24); a float tensor computes in its own dtype with s rounded to
+// it (`float32_tensor == 0.1` is true for the float32 nearest 0.1, as in PyTorch).
 // Integer division by zero throws "ZeroDivisionError" (PyTorch's message); INT64_MIN // -1 throws
-// (its result does not fit in int64; PyTorch dies of SIGFPE there).
+// (its result does not fit; PyTorch dies of SIGFPE).
 // Chapter: chapters/01-training-loop.md. Reference: PyTorch's broadcasting and type-promotion
-// notes, ATen/MemoryOverlap.cpp, the torch.pow / floor_divide / remainder / fmod / clamp / where
-// documentation.
+// notes, ATen/MemoryOverlap.cpp, the documentation of torch.pow, floor_divide, clamp and where.
 #pragma once
 
 #include <algorithm>
