@@ -14,33 +14,16 @@
 //   };
 //   Tensor y = Exp::apply(x);   // y.grad_fn() is an "ExpBackward" node when x requires grad
 //
-// What apply(args...) does (libtorch's Function<T>::apply):
-//   1. runs T::forward(ctx, args...) under NoGradGuard: the ops inside record nothing;
-//   2. when grad mode is on and a Tensor argument requires grad, makes the result the output of
-//      a node whose edges lead to the Tensor arguments (in order), unless the result was marked
-//      non-differentiable; a result that is one of the inputs is returned as a copy, so the input
-//      keeps its own history and an in-place change of the result does not reach it (PyTorch
-//      returns a view there and raises when it is changed in place);
-//   3. at backward, the node calls T::backward(ctx, {d loss/d result}), which returns one gradient
-//      per argument of forward, Tensor or not (an undefined Tensor() for a non-Tensor argument or
-//      an input that needs none: ctx->needs_input_grad(i) says which).
-// Shapes: each returned gradient must have its input's shape (PyTorch also sums a gradient that
-// broadcasts to the input; tinytorch requires the exact shape and says so). One output per
-// function, like every tinytorch node. Saved tensors are version-checked as the library's own
-// nodes' are (node.hpp): changing one in place before backward raises PyTorch's error, and a
-// second backward without retain_graph raises too. No double backward (backward runs with grad
-// mode off, as every tinytorch backward).
-// Errors (tinytorch::Error, PyTorch's wording where it has one):
-//   "function ExpBackward returned an incorrect number of gradients (expected 2, got 1)"
-//   "function ExpBackward returned a gradient different than None at position 2, but the
-//    corresponding forward input was not a Variable"
-//   "Function ExpBackward returned an invalid gradient at index 0 - got [3] but expected shape
-//    compatible with [2, 3]"
-//   "Exp::apply: forward returned an undefined tensor"
-// Chapter: chapters/02-autograd.md ("Writing a node outside the library"); lab 02 uses it.
-// Reference: PyTorch's torch/csrc/autograd/custom_function.h (Function<T>, AutogradContext,
-// CppNode) and torch.autograd.Function (save_for_backward, mark_non_differentiable,
-// needs_input_grad).
+// apply(args...) runs T::forward under NoGradGuard; when grad mode is on and a Tensor argument
+// requires grad, it makes the result the output of a node whose edges lead to the Tensor
+// arguments (a result that is one of the inputs comes back as a copy); at backward the node calls
+// T::backward(ctx, {d loss/d result}), which returns one gradient per argument of forward
+// (undefined for a non-Tensor argument or one that needs none: ctx->needs_input_grad(i)). Each
+// gradient must have its input's exact shape; one output per function; saved tensors are
+// version-checked (node.hpp); no double backward. The rules and PyTorch's error messages, with
+// where tinytorch differs: chapters/02-autograd.md, 2.8.
+// Chapter: chapters/02-autograd.md (2.8); lab 02 uses it. Reference: PyTorch's
+// torch/csrc/autograd/custom_function.h (Function<T>, AutogradContext) and torch.autograd.Function.
 #pragma once
 
 #include <any>

@@ -1,44 +1,28 @@
 // tinytorch/autograd/inplace.hpp — autograd for in-place ops and views: recording add_, mul_, ...
 // on tensors that require grad, CopySlices for a write through a view, remaking a view's grad_fn
 // after its base changed.
-//
 // PyTorch's rules, which Tensor's in-place methods (functional.hpp) follow step by step:
-//   1. check_inplace: with grad mode on, an in-place op on `self` is recorded when self (or, for a
-//      view, its base) or an operand requires grad. It throws PyTorch's errors when self is
-//        - a leaf that requires grad: "a leaf Variable that requires grad is being used in an
-//          in-place operation." (do it under NoGradGuard, as optimizers do),
-//        - a view of such a leaf: "a view of a leaf Variable that requires grad ...",
-//        - a view made under NoGradGuard of a tensor that requires grad (ambiguous).
-//   2. The op's node saves what its backward needs *before* the write: `other` (version-checked,
-//      node.hpp Node::save) and, where the derivative reads the old self (mul_, div_ with an
-//      operand that requires grad), a copy of it.
-//   3. The kernel writes self; finish_inplace bumps the storage's version counter (always, also
-//      under NoGradGuard) and, when recording, rebases self's history:
-//        self not a view:  self.grad_fn = node (AddBackward0, ...), whose edge 0 is self's old
-//                          history. y = f(x_old, other): the gradient reaching y flows on to x_old.
-//        self a view of base:  base.grad_fn = CopySlices(base's old history, node)
-//                          self.grad_fn = AsStridedBackward0(base's new history).
-//   4. Other views of a base whose history changed are stale: their grad_fn still leads to the
-//      base's old history although their values changed. TensorImpl::history counts the base's
-//      rebases; a view that saw an older count gets AsStridedBackward0(base's new history) when
-//      its grad_fn or requires_grad is next read (refresh_view; PyTorch does the same lazily).
-// The math, with base B, view V = B[idx] (idx: the view's sizes/strides/offset in storage):
+//   1. check_inplace: with grad mode on, an in-place op on `self` is recorded when self (or its
+//      base) or an operand requires grad; PyTorch's errors for a leaf that requires grad, a view
+//      of one, and a view made under NoGradGuard of a tensor that requires grad.
+//   2. The op's node saves what its backward needs before the write: `other` (version-checked) and,
+//      where the derivative reads the old self (mul_, div_), a copy of it.
+//   3. The kernel writes self; finish_inplace bumps the storage's version (always) and, when
+//      recording, rebases self's history: self.grad_fn = the node (AddBackward0, ...), whose edge 0
+//      is the old history; for a view of base, base.grad_fn = CopySlices(base's old history, node)
+//      and self.grad_fn = AsStridedBackward0(base's new history).
+//   4. Other views of a rebased base get AsStridedBackward0(base's new history) when their grad_fn
+//      or requires_grad is next read (TensorImpl::history counts the rebases; refresh_view).
+// The math, with base B, view V = B[idx] (the view's sizes, strides and offset in storage):
 //   AsStridedBackward0:  V = B[idx]                =>  dB = zeros, dB[idx] += dV
 //   CopySlices:          B' = B with B'[idx] = f(B[idx], others)
 //                        =>  dB = dB' with dB[idx] replaced by d f/d self (dB'[idx]),
 //                            d others = d f/d others (dB'[idx])
 // Shapes: AsStridedBackward0 maps the view's shape to the base's; CopySlices keeps the base's.
-// Where tinytorch differs, deliberately:
-//   - the outputs of chunk/split are plain narrow views here, so writing one in place is recorded
-//     (correct gradients) where PyTorch refuses ("output of a function that returns multiple
-//     views");
-//   - the version error's hint suggests clone() instead of PyTorch's anomaly mode (there is none).
-// As in PyTorch, a hook registered on a non-leaf before an in-place op stays on its old grad_fn:
-// it sees the gradient of the value before the write.
+// Where tinytorch differs from PyTorch, and how hooks meet in-place ops: chapters/02-autograd.md,
+// 2.7. Reference: PyTorch's VariableTypeUtils.h (check_inplace), variable.cpp (rebase_history),
+// functions/tensor.cpp (CopySlices), tools/autograd/derivatives.yaml.
 // Chapter: chapters/02-autograd.md.
-// Reference: PyTorch torch/csrc/autograd/VariableTypeUtils.h (check_inplace),
-// torch/csrc/autograd/variable.cpp (rebase_history, grad_fn of views),
-// torch/csrc/autograd/functions/tensor.cpp (CopySlices), tools/autograd/derivatives.yaml.
 #pragma once
 
 #include <algorithm>
