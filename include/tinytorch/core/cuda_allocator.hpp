@@ -1,43 +1,29 @@
 // tinytorch/core/cuda_allocator.hpp — the caching allocator behind every CUDA tensor's Storage.
-//
-// Why cache. cudaMalloc and cudaFree are slow, and "managing memory allocations using cudaMalloc and
-// cudaFree causes the GPU to synchronize across all executing CUDA streams" (CUDA Programming Guide):
-// a training step that allocated its activations with cudaMalloc would stall the GPU at every tensor.
-// So, as PyTorch's CUDACachingAllocator does, a freed block is kept for the next tensor of its size
-// class, and after the first step a training loop makes no cudaMalloc/cudaFree calls at all.
-//
-// How (a minimal CUDACachingAllocator; cub's CachingDeviceAllocator, with bins per device, is the
-// nearer model):
-//   * per device, free lists keyed by size class; each device has its own lock, so DataParallel
-//     threads allocating on different GPUs do not wait for each other;
-//   * the CPU allocator's size classes (core/allocator.hpp): four per power of two (4, 5, 6, 7 x 2^k,
-//     at most 25% waste), from PyTorch's kMinBlockSize = 512 bytes up (512, 640, 768, 896, 1024, ...);
-//     from 4 KiB up the classes are exactly the CPU allocator's;
-//   * no splitting or merging of blocks, no small/large pools, no streams: all tensor work on a device
-//     runs on one stream (the legacy default stream), so reuse is ordered by that stream;
-//   * when the raw allocation fails (OutOfMemoryError from core/cuda_runtime.hpp raw_malloc, i.e.
-//     cudaErrorMemoryAllocation) the device's cached blocks are released and the allocation retried
-//     once, as PyTorch's allocator does; if it still fails, OutOfMemoryError is thrown with PyTorch's
-//     message (c10/cuda/CUDACachingAllocator.cpp, the subset that applies here), e.g.
-//       "CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 1.00 GiB of
-//        which 4.00 MiB is free. Of the allocated memory 1000.00 MiB is allocated by tinytorch, and
-//        0 bytes is reserved by tinytorch but unallocated."
-//     (PyTorch says "by PyTorch"; we name the library that holds the memory);
-//   * statistics per device, in bytes of size classes (as PyTorch's count blocks, not requests):
-//     allocated (live blocks), reserved (allocated + cached: all memory taken from the device), their
-//     peaks, and counts of device allocations, frees, retries and OOMs (torch.cuda.memory_stats);
-//   * empty_cache() gives every cached block back to the device (torch.cuda.empty_cache);
-//   * TINYTORCH_NO_MEMORY_CACHING=1 (true, yes, on) frees every block at once and asks the device for
-//     exact sizes (PyTorch: PYTORCH_NO_CUDA_MEMORY_CACHING=1), for memory checkers; the statistics
-//     still count size classes. The simulator's memcheck and initcheck (TINYTORCH_SIM_CHECK) imply it;
-//   * never destroyed (tensors in statics may be freed after main() returns); contents of a reused
-//     block are not cleared (Storage is uninitialised).
-// The policy is a template over its raw allocator, a class with
-//   int device_count();  void* raw_malloc(int device, size_t bytes);   // throws OutOfMemoryError
-//   void raw_free(int device, void* p);  void mem_get_info(int device, size_t* free, size_t* total);
-// The real one calls core/cuda_runtime.hpp (nvcc: cudaMalloc; simulator: protected host pages);
-// tests/test_cuda_allocator.cpp drives the policy with a fake, in a plain CPU build.
-// Chapter: chapters/10-gpu-kernels.md. Reference: pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp;
+// cudaMalloc and cudaFree are slow and synchronise the GPU, so, as PyTorch's CUDACachingAllocator
+// does, a freed block is kept for the next tensor of its size class: after the first step a
+// training loop makes no cudaMalloc/cudaFree calls. A minimal version (cub's
+// CachingDeviceAllocator, bins per device, is the nearer model):
+//   * per device, free lists keyed by size class, a lock per device (DataParallel threads on
+//     different GPUs do not wait for each other); the CPU allocator's classes (core/allocator.hpp:
+//     4, 5, 6, 7 x 2^k, at most 25% waste) from PyTorch's kMinBlockSize = 512 bytes up;
+//   * no splitting or merging, no pools, no streams: all tensor work on a device runs on one
+//     stream (the legacy default stream), so reuse is ordered by it;
+//   * when raw_malloc fails (cudaErrorMemoryAllocation) the device's cache is released and the
+//     allocation retried once, then OutOfMemoryError with PyTorch's message ("CUDA out of memory.
+//     Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 1.00 GiB of which 4.00 MiB is
+//     free. ... allocated by tinytorch ..."; PyTorch says "by PyTorch");
+//   * statistics per device in bytes of size classes: allocated, reserved (allocated + cached),
+//     their peaks, and counts of allocations, frees, retries and OOMs (torch.cuda.memory_stats);
+//     empty_cache() gives every cached block back (torch.cuda.empty_cache);
+//   * TINYTORCH_NO_MEMORY_CACHING=1 frees every block at once and asks for exact sizes
+//     (PYTORCH_NO_CUDA_MEMORY_CACHING=1), for memory checkers; the simulator's memcheck and
+//     initcheck imply it;
+//   * never destroyed (tensors in statics may be freed after main() returns); reused blocks are
+//     not cleared.
+// The policy is a template over its raw allocator (device_count, raw_malloc, raw_free,
+// mem_get_info): core/cuda_runtime.hpp's (cudaMalloc, or the simulator's protected pages), or
+// tests/test_cuda_allocator.cpp's fake in a plain CPU build.
+// Chapter: chapters/10-gpu-kernels.md. Reference: PyTorch's c10/cuda/CUDACachingAllocator.cpp;
 // PyTorch docs, "CUDA semantics: Memory management".
 #pragma once
 

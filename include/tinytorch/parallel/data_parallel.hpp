@@ -1,47 +1,26 @@
 // tinytorch/parallel/data_parallel.hpp — nn::DataParallel: one process, one replica of the model
 // per device, the batch split between them (torch.nn.DataParallel).
-//
 //   auto dp = std::make_shared<nn::DataParallel>(model, std::vector<Device>{Device::cpu(), Device::cpu()});
 //   Tensor y = dp->forward(x);             // x: (B, ...) -> y: (B, ...) on output_device
 //   Tensor z = dp->forward<MyModel>(x, mask, 0.5);   // several arguments: MyModel::forward(x, mask, 0.5)
 //   loss_fn(y, target).backward();         // model's .grad = the full-batch gradient
 //   optimizer.step();                      // steps the one original model
-// forward(x), every call:
-//   1. scatter   x -> chunks x_0..x_{k-1} (torch.chunk sizes; k <= n devices), chunk i to device i
-//   2. replicate the module to devices[0..k-1]: clones whose parameters lead back to the
-//                original's in the autograd graph (BroadcastBackward)
-//   3. parallel_apply  y_i = replica_i(x_i), one thread per replica
-//   4. gather    y = cat(y_i) on output_device
-// Several arguments (PyTorch's forward(*inputs, **kwargs)): forward<M>(args...) calls
-// M::forward(args...) on each replica, M being the wrapped module's class. Each Tensor argument is
-// scattered along dim (torch.chunk sizes, as x above), and so is each element of a
-// std::vector<Tensor> argument (replica i gets the vector of chunks i: PyTorch's scatter recurses
-// into lists); every other argument (a double, a flag, a string, a struct — a std::tuple or a map
-// of tensors too: pass those tensors as arguments of their own) is passed to every replica as it
-// is, the same object, as PyTorch's scatter passes a non-tensor to each device. As many replicas
-// run as there are chunks (a batch of 2 on 3 devices runs 2). M must still implement the
-// one-tensor forward(const Tensor&) (nn::Module's pure virtual; it may just throw). Why a template with M named: C++ has no **kwargs and nn::Module's virtual forward takes
-// one Tensor, so calling a forward with other arguments needs the module's static type; the
-// arguments themselves are deduced. Where tinytorch differs from PyTorch: Tensor arguments of
-// different sizes along dim throw (PyTorch zips their chunk lists, silently dropping the chunks
-// of the longer ones); keyword arguments do not exist, pass them positionally.
-// Backward (on the caller's thread) slices dy back to the replicas and sums each replica's
-// parameter gradients into the original parameters' .grad (not divided by k). With one device
-// it simply calls the module (no replicas, as PyTorch); with no devices too (PyTorch without GPUs).
-// Where it loses against DistributedDataParallel: the replicas are rebuilt every step, outputs and
-// gradients all meet on devices[0], and everything but the replicas' forward runs on one thread
-// (bench/bench_dp.cpp measures it; chapters/05-data-parallel.md explains it).
-// Devices: CUDA devices as PyTorch, and — tinytorch's documented extension, since PyTorch's
-// DataParallel needs GPUs — CPU "devices": {cpu, cpu} runs two replicas in two threads over
-// the same memory, with everything but the copies (which a CPU replica does not need).
-// Threads: forward may be called from several threads (the calls run one after the other);
-// backward passes through one model must not run at the same time (tinytorch's engine, unlike
-// PyTorch's, takes no lock on the parameters' .grad).
-// Randomness: replica i draws from DataParallel's generator i, seeded with the default
-// generator's seed + i (at construction, and again after each manual_seed), so Dropout differs
-// between replicas, manual_seed makes runs repeat, and the default generator is never drawn from.
-// (PyTorch seeds every GPU's generator with the same seed; tinytorch offsets them by i.)
-// Reference: torch/nn/parallel/data_parallel.py (PyTorch 2.x). Chapter: chapters/05-data-parallel.md.
+// forward(x), every call: 1. scatter x into chunks (torch.chunk sizes, k <= n devices), chunk i to
+// device i; 2. replicate the module (clones whose parameters lead back to the original's through
+// BroadcastBackward); 3. parallel_apply y_i = replica_i(x_i), a thread per replica; 4. gather
+// y = cat(y_i) on output_device. Backward slices dy back and sums each replica's parameter
+// gradients into the original's .grad (not divided by k). One device, or none: calls the module.
+// forward<M>(args...) calls M::forward(args...) on each replica (C++ has no **kwargs, so the
+// module's class is named): Tensor arguments, and each element of a std::vector<Tensor>, are
+// scattered along dim; every other argument goes to every replica as is. Where tinytorch differs
+// from PyTorch: Tensor arguments of different sizes along dim throw (PyTorch silently drops the
+// longer ones' extra chunks); CPU "devices" are allowed ({cpu, cpu}: two replicas in two threads),
+// where PyTorch needs GPUs; replica i draws from generator i, seeded with the default seed + i
+// (PyTorch gives every GPU the same seed), so Dropout differs between replicas and manual_seed
+// repeats runs. Calls of forward from several threads run one after the other; backward passes
+// through one model must not overlap. Why it loses against DistributedDataParallel (replicas
+// rebuilt every step, everything but their forwards on one thread): chapter 05, bench_dp.
+// Reference: torch/nn/parallel/data_parallel.py. Chapter: chapters/05-data-parallel.md.
 #pragma once
 
 #include <algorithm>

@@ -1,50 +1,29 @@
 // tinytorch/backend/cuda/gemm.cuh — C = alpha * op(A) op(B) + beta * C on the GPU: the matmul ladder.
-//
-// Same BLAS-style interface as backend/cpu/gemm.hpp, on row-major *device* pointers:
-//   op(A): (M, K), op(B): (K, N), C: (M, N) with leading dimension ldc.
-//   trans_a: A is stored (K, M) row-major with leading dimension lda, and op(A) = A^T (likewise B).
-//   beta = 0 never reads C (C may be uninitialised storage holding NaN, and 0 * NaN = NaN).
-// T is float or double, or Half / BFloat16 (read and written in 16 bits, computed in float: below).
-//
+// Same BLAS-style interface as backend/cpu/gemm.hpp, on row-major *device* pointers: op(A) (M, K),
+// op(B) (K, N), C (M, N) with leading dimensions lda, ldb, ldc; trans_a / trans_b: A is stored
+// (K, M) and op(A) = A^T (likewise B); beta = 0 never reads C (it may hold NaN). T is float,
+// double, or Half / BFloat16 (read and written in 16 bits, computed in float).
 // Three kernels, each one idea more than the last (siboehm's SGEMM worklog numbers them 1, 3, 6):
-//  1. gemm_naive_kernel — one thread per C element, a dot product over k accumulated in double.
-//     The oracle: the same arithmetic as backend::cpu::gemm_naive. Each thread reads a row of
-//     op(A) and a column of op(B) straight from global memory: two loads per multiply-add
-//     (~1% of cuBLAS at n = 4096).
-//  2. gemm_tiled_kernel — shared-memory tiling. A 32x32 block of threads owns a 32x32 tile of C;
-//     the K dimension is walked in 32-wide steps: the block copies a 32x32 tile of op(A) and one
-//     of op(B) into shared memory (each thread loads one element of each, coalesced), waits, and
-//     every thread does 32 multiply-adds from shared memory. Global traffic falls 32x. General:
-//     any M, N, K (loads past the edge write 0 into the tile), any trans flags and leading
-//     dimensions, every T (~13-18% of cuBLAS).
-//  3. gemm_register_blocked_kernel — 2-D register blocking with vector loads (siboehm kernel 6):
-//     a block of 256 threads owns a BM x BN = 128x128 tile of C and steps over K by BK = 8. Each
-//     thread computes a TM x TN = 8x8 sub-tile of C held in 64 registers: per k it reads 8
-//     values of A and 8 of B from shared memory into registers and does 64 multiply-adds, so
-//     shared memory is read 16 times per 64 FMAs instead of twice per FMA. Global loads are
-//     float4 (16 bytes per instruction); A's tile is stored transposed in shared memory (As[k][m])
-//     so the 8 A values a thread needs per k are contiguous. float only, and only when
-//     untransposed, M % 128 == 0, N % 128 == 0, K % 8 == 0, the three pointers 16-byte aligned
-//     and lda, ldb, ldc multiples of 4 (so that every row starts 16-byte aligned: float4 needs
-//     it). Reported at n = 4096: 78% of cuBLAS SGEMM on an A6000 (siboehm's README), 50-62% on
-//     an H100 (kernel 5, without float4, is at ~50%); the target is half of cuBLAS.
-// Launchers (device pointers, twins of backend/cpu/gemm.hpp):
-//   gemm                   register-blocked when gemm_register_blocked_applies(...), else tiled
-//   gemm_naive             kernel 1;   gemm_tiled  kernel 2;   gemm_register_blocked  kernel 3
-//                          (throws tinytorch::Error when its conditions do not hold)
-// 16-bit T (chapter 11.2): kernels 1 and 2 load float16/bfloat16 elements, multiply them as float
-// (Half * Half converts both operands), accumulate in opmath_type<T> = float (kernel 1 in double)
-// and round C once when they store it; alpha and beta are float. So a 16-bit product has the bits
-// of kernel 2 run in float32 on float32 copies of A and B, rounded once, with half the bytes read
-// and written (PyTorch's CUDA matmul of half/bfloat16 accumulates in float the same way; cuBLAS's
-// cublasGemmEx with CUBLAS_COMPUTE_32F). Kernel 3 is float only: gemm takes kernel 2 for them.
-// Summation order: kernels 2 and 3 each sum a C element's products over k = 0, 1, ..., K-1 into
-// one accumulator of type T, so for the same inputs they give the same bits (with the same FMA
-// contraction); kernel 1 sums in double.
+//  1. gemm_naive_kernel: one thread per C element, a dot product accumulated in double; the
+//     oracle, backend::cpu::gemm_naive's arithmetic; two global loads per multiply-add.
+//  2. gemm_tiled_kernel: a 32x32 block of threads owns a 32x32 tile of C and walks K in 32-wide
+//     steps through shared memory (each thread loads one element of each tile, coalesced):
+//     global traffic falls 32x. Any M, N, K, trans flags, leading dimensions and T.
+//  3. gemm_register_blocked_kernel: 256 threads own a 128x128 tile of C, step over K by 8, and
+//     each computes an 8x8 sub-tile in registers (shared memory read 16 times per 64 FMAs instead
+//     of twice per FMA), with float4 global loads and A's tile transposed in shared memory. float
+//     only, untransposed, M and N multiples of 128, K of 8, 16-byte aligned pointers and leading
+//     dimensions multiples of 4. Reported at n = 4096: 78% of cuBLAS on an A6000 (siboehm), 50-62%
+//     on an H100; the target is half of cuBLAS.
+// Launchers: gemm (kernel 3 when gemm_register_blocked_applies, else 2), gemm_naive, gemm_tiled,
+// gemm_register_blocked (throws tinytorch::Error when its conditions do not hold).
+// 16-bit T (chapter 11.2): kernels 1 and 2 multiply as float, accumulate in opmath_type<T> =
+// float (kernel 1 in double) and round C once: the bits of kernel 2 on float32 copies, with half
+// the bytes (PyTorch's CUDA matmul and cublasGemmEx with CUBLAS_COMPUTE_32F accumulate the same).
+// Kernels 2 and 3 sum each C element over k = 0..K-1 in one accumulator: the same bits.
 // Chapter: chapters/10-gpu-kernels.md. Reference: Simon Boehm, "How to Optimize a CUDA Matmul
-// Kernel for cuBLAS-like Performance: a Worklog" (github.com/siboehm/SGEMM_CUDA,
-// src/kernels/1_naive.cuh, 3_kernel_shared_mem_blocking.cuh, 6_kernel_vectorize.cuh); our kernels
-// add bounds checks, transposes, leading dimensions and a beta = 0 that does not read C.
+// Kernel for cuBLAS-like Performance: a Worklog" (kernels 1, 3, 6); ours add bounds checks,
+// transposes, leading dimensions and a beta = 0 that does not read C.
 #pragma once
 
 #include <cstdint>
