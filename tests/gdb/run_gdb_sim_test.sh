@@ -28,6 +28,14 @@ if ! grep -q "exited normally" <<<"$probe"; then
   exit 77
 fi
 
+# The session runs `until <line>` to the store of C in gemm.cuh: that line must still be the store
+# (an edit above it in gemm.cuh moves it; then update sim_session.gdb and chapter 10's transcript).
+until_line=$(sed -n 's/^until \([0-9][0-9]*\)$/\1/p' "$root/tests/gdb/sim_session.gdb")
+if ! sed -n "${until_line}p" "$root/include/tinytorch/backend/cuda/gemm.cuh" | grep -qF 'c = static_cast<T>(beta == T(0)'; then
+  echo "gdb_sim_kernel: FAIL: line $until_line of gemm.cuh (sim_session.gdb's 'until $until_line') is not the store of C;"
+  echo "  it is now line $(grep -nF 'c = static_cast<T>(beta == T(0)' "$root/include/tinytorch/backend/cuda/gemm.cuh" | head -1 | cut -d: -f1)"
+  exit 1
+fi
 out="$("$GDB" -batch -nx -x "$root/tests/gdb/sim_session.gdb" "$demo" 2>&1)" || true
 echo "$out"
 fail=0

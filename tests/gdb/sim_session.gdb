@@ -17,7 +17,7 @@ next
 print Bs[0][5]
 next 3
 print acc
-until 146
+until 125
 print acc
 next
 print C[row * ldc + col]
