@@ -6,7 +6,7 @@
 #   readme_core_lines  tests/text/check_core_lines.py: the README's "Read in this order" table
 #                    gives each file's true line count and their total
 #   header_openings  tests/text/check_openings.py: every file of include/tinytorch/ names its
-#                    chapter in an opening of at most 30 lines (the longer ones listed, shrinking)
+#                    chapter in an opening of at most 30 lines
 #   ctags_finds_ipp  tests/text/ctags_finds_ipp.sh: `ctags -R include` (Universal Ctags, with
 #                    .ctags.d/tinytorch.ctags) tags the bodies in .ipp files; Skipped without it
 # Included by tests/CMakeLists.txt (one scope: CMAKE_CURRENT_SOURCE_DIR is tests/).
