@@ -282,6 +282,26 @@ void send_all(const Channel& ch, const T* data, int64_t n, int to, int64_t seg, 
   post_sends(ch, data, n, to, seg, requests, st);
   wait_all(ch, requests);
 }
+
+/// The ring's second half, the same for the plain and the pipelined ring: after the
+/// reduce-scatter rank r holds the complete chunk (r+1) mod N (off: the chunk boundaries); AVG
+/// divides it by N, then N-1 steps pass the completed chunks around the ring, each received
+/// whole (pieces of ch.copy_seg) straight into place.
+template <typename T>
+void ring_all_gather(const Channel& ch, T* x, const std::vector<int64_t>& off, ReduceOp op, CommStats& st) {
+  const int N = ch.world, r = ch.rank, right = (r + 1) % N, left = (r - 1 + N) % N;
+  auto len = [&](int c) { return off[c + 1] - off[c]; };
+  const int mine = (r + 1) % N;  // the chunk this rank has completed
+  if (avg_after<T>(op)) divide_all(x + off[mine], len(mine), N);
+  Requests sends;
+  for (int s = 0; s < N - 1; ++s) {  // each step overwrites one chunk
+    const int send_c = mod(r + 1 - s, N), recv_c = mod(r - s, N);
+    post_sends(ch, x + off[send_c], len(send_c), right, ch.copy_seg, sends, st);
+    recv_copy(ch, x + off[recv_c], len(recv_c), left, st);
+    wait_all(ch, sends);
+    st.steps += 1;
+  }
+}
 #endif
 
 /// Common argument checks, then the collective's sequence number (and DETAIL agreement) on the
@@ -357,15 +377,7 @@ CommStats ring_all_reduce_naive(T* x, int64_t count, ReduceOp op = ReduceOp::SUM
     detail::reduce_into(x + off[recv_c], incoming.data(), len(recv_c), op);
     st.steps += 1;
   }
-  const int mine = (r + 1) % N;  // the chunk this rank has completed
-  if (detail::avg_after<T>(op)) detail::divide_all(x + off[mine], len(mine), N);
-  for (int s = 0; s < N - 1; ++s) {  // all-gather
-    const int send_c = detail::mod(r + 1 - s, N), recv_c = detail::mod(r - s, N);
-    detail::post_sends(ch, x + off[send_c], len(send_c), right, ch.copy_seg, sends, st);
-    detail::recv_copy(ch, x + off[recv_c], len(recv_c), left, st);
-    detail::wait_all(ch, sends);
-    st.steps += 1;
-  }
+  detail::ring_all_gather(ch, x, off, op, st);  // AVG's "/ N", then the completed chunks go round
 #else
   (void)len, (void)right, (void)left;
 #endif
@@ -402,17 +414,8 @@ CommStats ring_all_reduce(T* x, int64_t count, ReduceOp op = ReduceOp::SUM, cons
     detail::wait_all(ch, sends);
     st.steps += 1;
   }
-  const int mine = (r + 1) % N;  // the chunk this rank has completed
-  if (detail::avg_after<T>(op)) detail::divide_all(x + off[mine], len(mine), N);
-
-  // Phase 2, all-gather: pass the completed chunks around; each step overwrites one chunk.
-  for (int s = 0; s < N - 1; ++s) {
-    const int send_c = detail::mod(r + 1 - s, N), recv_c = detail::mod(r - s, N);
-    detail::post_sends(ch, x + off[send_c], len(send_c), right, ch.copy_seg, sends, st);
-    detail::recv_copy(ch, x + off[recv_c], len(recv_c), left, st);                   // straight into place
-    detail::wait_all(ch, sends);
-    st.steps += 1;
-  }
+  // Phase 2, all-gather: pass the completed chunks around (AVG divides this rank's chunk first).
+  detail::ring_all_gather(ch, x, off, op, st);
 #else
   (void)len, (void)right, (void)left;
 #endif
